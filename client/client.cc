@@ -1,0 +1,272 @@
+#include "distarray/client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+
+namespace distarray {
+namespace {
+
+absl::Status FromGrpc(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+// Streams a download, handing each message's bytes to `sink`.
+template <typename Sink>
+absl::Status StreamDownload(v1::ArrayService::Stub& stub, const std::string& handle,
+                            const v1::Region& region, Sink&& sink) {
+  grpc::ClientContext context;
+  v1::DownloadArrayRequest request;
+  request.set_handle(handle);
+  *request.mutable_region() = region;
+  auto reader = stub.DownloadArray(&context, request);
+  v1::DownloadArrayResponse message;
+  absl::Status sink_status;
+  while (reader->Read(&message)) {
+    if (sink_status.ok()) sink_status = sink(message.data());
+    if (!sink_status.ok()) context.TryCancel();
+  }
+  absl::Status status = FromGrpc(reader->Finish());
+  return sink_status.ok() ? status : sink_status;
+}
+
+}  // namespace
+
+absl::StatusOr<Client> Client::Connect(const std::string& address, int timeout_ms,
+                                       ConnectOptions options) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  args.SetMaxSendMessageSize(64 << 20);
+  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  const auto deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms);
+  if (!channel->WaitForConnected(deadline)) {
+    return absl::UnavailableError(
+        absl::StrCat("no distarrayd answered at ", address, " within ", timeout_ms, " ms"));
+  }
+  return Client(std::shared_ptr<v1::ArrayService::Stub>(v1::ArrayService::NewStub(channel)),
+                options);
+}
+
+absl::StatusOr<v1::GetServerInfoResponse> Client::ServerInfo() const {
+  grpc::ClientContext context;
+  v1::GetServerInfoResponse response;
+  absl::Status s = FromGrpc(stub_->GetServerInfo(&context, {}, &response));
+  if (!s.ok()) return s;
+  return response;
+}
+
+absl::StatusOr<Array> Client::Create(const std::vector<int64_t>& shape, v1::DType dtype,
+                                     const ArrayOptions& options, const v1::Fill& fill) const {
+  v1::CreateArrayRequest request;
+  v1::ArraySpec* spec = request.mutable_spec();
+  for (int64_t d : shape) spec->mutable_shape()->add_dims(d);
+  spec->set_dtype(dtype);
+  *spec->mutable_index_map() = options.index_map;
+  spec->set_mode(options.mode);
+  spec->set_name(options.name);
+  *request.mutable_fill() = fill;
+  grpc::ClientContext context;
+  v1::CreateArrayResponse response;
+  absl::Status s = FromGrpc(stub_->CreateArray(&context, request, &response));
+  if (!s.ok()) return s;
+  return Array(*this, response.array(), options.name.empty());
+}
+
+absl::StatusOr<Array> Client::Open(const std::string& handle_or_name) const {
+  grpc::ClientContext context;
+  v1::DescribeArrayRequest request;
+  request.set_handle(handle_or_name);
+  v1::DescribeArrayResponse response;
+  absl::Status s = FromGrpc(stub_->DescribeArray(&context, request, &response));
+  if (!s.ok()) return s;
+  return Array(*this, response.array(), /*owned=*/false);
+}
+
+absl::StatusOr<std::vector<v1::ArrayInfo>> Client::List() const {
+  grpc::ClientContext context;
+  v1::ListArraysResponse response;
+  absl::Status s = FromGrpc(stub_->ListArrays(&context, {}, &response));
+  if (!s.ok()) return s;
+  return std::vector<v1::ArrayInfo>(response.arrays().begin(), response.arrays().end());
+}
+
+absl::Status Client::Synchronize() const {
+  grpc::ClientContext context;
+  v1::SynchronizeResponse response;
+  return FromGrpc(stub_->Synchronize(&context, {}, &response));
+}
+
+absl::StatusOr<v1::ArrayInfo> Client::UploadBytes(const v1::UploadHeader& header,
+                                                  const void* data, int64_t bytes) const {
+  grpc::ClientContext context;
+  v1::UploadArrayResponse response;
+  auto writer = stub_->UploadArray(&context, &response);
+  v1::UploadArrayRequest message;
+  *message.mutable_header() = header;
+  bool open = writer->Write(message);
+  const char* p = static_cast<const char*>(data);
+  for (int64_t sent = 0; open && sent < bytes;) {
+    const int64_t n = std::min(options_.upload_message_bytes, bytes - sent);
+    message.set_data(p + sent, n);
+    // The last message can go with the end of the stream in one write.
+    open = sent + n == bytes ? writer->Write(message, grpc::WriteOptions().set_last_message())
+                             : writer->Write(message);
+    sent += n;
+  }
+  // A last_message write already half-closed the stream.
+  if (open && bytes == 0) writer->WritesDone();
+  absl::Status s = FromGrpc(writer->Finish());  // the server's verdict, even if writes stopped
+  if (!s.ok()) return s;
+  return response.array();
+}
+
+absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& region, void* dst,
+                                   int64_t bytes) const {
+  int64_t got = 0;
+  char* out = static_cast<char*>(dst);
+  absl::Status s = StreamDownload(*stub_, handle, region, [&](const std::string& piece) {
+    if (got + static_cast<int64_t>(piece.size()) > bytes) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("download of ", handle, " holds more than the ", bytes, " bytes given"));
+    }
+    std::memcpy(out + got, piece.data(), piece.size());
+    got += piece.size();
+    return absl::OkStatus();
+  });
+  if (s.ok() && got != bytes) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("download of ", handle, " carried ", got, " bytes, expected ", bytes));
+  }
+  return s;
+}
+
+absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& region,
+                                   std::string* out) const {
+  out->clear();
+  return StreamDownload(*stub_, handle, region, [&](const std::string& piece) {
+    out->append(piece);
+    return absl::OkStatus();
+  });
+}
+
+Array::~Array() {
+  if (owned_ && !info_.handle().empty()) Delete().IgnoreError();  // best effort, as a destructor
+}
+
+Array::Array(Array&& other) noexcept
+    : client_(other.client_), info_(std::move(other.info_)), owned_(other.owned_) {
+  other.owned_ = false;
+}
+
+Array& Array::operator=(Array&& other) noexcept {
+  if (this != &other) {
+    if (owned_) Delete().IgnoreError();
+    client_ = other.client_;
+    info_ = std::move(other.info_);
+    owned_ = other.owned_;
+    other.owned_ = false;
+  }
+  return *this;
+}
+
+int64_t Array::size() const {
+  int64_t n = 1;
+  for (int64_t d : info_.shape().dims()) n *= d;
+  return n;
+}
+
+v1::Operand Array::AsOperand() const {
+  v1::Operand o;
+  o.set_handle(handle());
+  return o;
+}
+
+absl::StatusOr<Array> Array::Reshard(const v1::IndexMap& index_map,
+                                     std::optional<v1::Mode> mode) const {
+  grpc::ClientContext context;
+  v1::ReshardRequest request;
+  request.set_handle(handle());
+  *request.mutable_index_map() = index_map;
+  if (mode) request.set_mode(*mode);
+  v1::ReshardResponse response;
+  absl::Status s = FromGrpc(client_.stub_->Reshard(&context, request, &response));
+  if (!s.ok()) return s;
+  return Array(client_, response.array(), /*owned=*/true);
+}
+
+absl::Status Array::ReshardInPlace(const v1::IndexMap& index_map, std::optional<v1::Mode> mode) {
+  grpc::ClientContext context;
+  v1::ReshardRequest request;
+  request.set_handle(handle());
+  *request.mutable_index_map() = index_map;
+  if (mode) request.set_mode(*mode);
+  request.set_in_place(true);
+  v1::ReshardResponse response;
+  absl::Status s = FromGrpc(client_.stub_->Reshard(&context, request, &response));
+  if (s.ok()) info_ = response.array();
+  return s;
+}
+
+absl::StatusOr<Array> Array::ChangeMode(v1::Mode mode) const {
+  grpc::ClientContext context;
+  v1::ChangeModeRequest request;
+  request.set_handle(handle());
+  request.set_mode(mode);
+  v1::ChangeModeResponse response;
+  absl::Status s = FromGrpc(client_.stub_->ChangeMode(&context, request, &response));
+  if (!s.ok()) return s;
+  return Array(client_, response.array(), /*owned=*/true);
+}
+
+absl::StatusOr<Array> Array::Elementwise(v1::ElementwiseOp op, const v1::Operand& other,
+                                         bool this_first) const {
+  grpc::ClientContext context;
+  v1::ElementwiseRequest request;
+  request.mutable_spec()->set_op(op);
+  *request.mutable_spec()->add_operands() = this_first ? AsOperand() : other;
+  *request.mutable_spec()->add_operands() = this_first ? other : AsOperand();
+  v1::ElementwiseResponse response;
+  absl::Status s = FromGrpc(client_.stub_->Elementwise(&context, request, &response));
+  if (!s.ok()) return s;
+  return Array(client_, response.array(), /*owned=*/true);
+}
+
+absl::Status Array::Refresh() {
+  auto opened = client_.Open(handle());
+  if (!opened.ok()) return opened.status();
+  info_ = opened->info();
+  return absl::OkStatus();
+}
+
+std::string Array::Release() {
+  owned_ = false;
+  return handle();
+}
+
+absl::Status Array::Delete() {
+  grpc::ClientContext context;
+  v1::DeleteArrayRequest request;
+  request.set_handle(handle());
+  v1::DeleteArrayResponse response;
+  owned_ = false;
+  return FromGrpc(client_.stub_->DeleteArray(&context, request, &response));
+}
+
+absl::StatusOr<Array> operator+(const Array& a, const Array& b) {
+  return a.Elementwise(v1::ELEMENTWISE_OP_ADD, b.AsOperand());
+}
+absl::StatusOr<Array> operator-(const Array& a, const Array& b) {
+  return a.Elementwise(v1::ELEMENTWISE_OP_SUBTRACT, b.AsOperand());
+}
+absl::StatusOr<Array> operator*(const Array& a, const Array& b) {
+  return a.Elementwise(v1::ELEMENTWISE_OP_MULTIPLY, b.AsOperand());
+}
+absl::StatusOr<Array> operator/(const Array& a, const Array& b) {
+  return a.Elementwise(v1::ELEMENTWISE_OP_DIVIDE, b.AsOperand());
+}
+
+}  // namespace distarray

@@ -1,0 +1,198 @@
+// The distarray C++ SDK: connect to a distarrayd, create and upload arrays, and compute on them
+// through RAII handles. Every call returns absl::Status(Or) carrying the server's gRPC status
+// code and message. Thread-safe: one Client may be shared by many threads.
+#ifndef DISTARRAY_CLIENT_CLIENT_H_
+#define DISTARRAY_CLIENT_CLIENT_H_
+
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "distarray/index_maps.h"
+#include "distarray/types.h"
+#include "distarray/v1/distarray.grpc.pb.h"
+
+namespace distarray {
+
+class Array;
+
+struct ConnectOptions {
+  int64_t upload_message_bytes = 1 << 20;  // size of each data message of an upload
+};
+
+// The layout and identity of a new array.
+struct ArrayOptions {
+  v1::IndexMap index_map;          // required
+  v1::Mode mode = v1::MODE_REPLICA;
+  std::string name;                // optional; a named array outlives its Array object
+};
+
+class Client {
+ public:
+  // Connects to `address` (host:port). Fails with UNAVAILABLE when no daemon answers within
+  // `timeout_ms`.
+  static absl::StatusOr<Client> Connect(const std::string& address, int timeout_ms = 5000,
+                                        ConnectOptions options = {});
+
+  absl::StatusOr<v1::GetServerInfoResponse> ServerInfo() const;
+
+  absl::StatusOr<Array> Create(const std::vector<int64_t>& shape, v1::DType dtype,
+                               const ArrayOptions& options, const v1::Fill& fill = {}) const;
+  // Streams `data` (C order) into a new array of `shape`.
+  template <typename T>
+  absl::StatusOr<Array> Upload(std::span<const T> data, const std::vector<int64_t>& shape,
+                               const ArrayOptions& options) const;
+  // An Array for an existing handle or name. It does not own the array (Release()d).
+  absl::StatusOr<Array> Open(const std::string& handle_or_name) const;
+  absl::StatusOr<std::vector<v1::ArrayInfo>> List() const;
+  absl::Status Synchronize() const;
+
+  v1::ArrayService::Stub& stub() const { return *stub_; }
+
+  // Untyped transfers the typed wrappers use.
+  absl::StatusOr<v1::ArrayInfo> UploadBytes(const v1::UploadHeader& header, const void* data,
+                                            int64_t bytes) const;
+  // Downloads the region's bytes into `dst` (capacity `bytes`); FAILED_PRECONDITION when the
+  // server sends a different amount.
+  absl::Status DownloadBytes(const std::string& handle, const v1::Region& region, void* dst,
+                             int64_t bytes) const;
+  // Downloads the region's bytes, however many, into `out`.
+  absl::Status DownloadBytes(const std::string& handle, const v1::Region& region,
+                             std::string* out) const;
+
+ private:
+  Client(std::shared_ptr<v1::ArrayService::Stub> stub, ConnectOptions options)
+      : stub_(std::move(stub)), options_(options) {}
+  friend class Array;
+
+  std::shared_ptr<v1::ArrayService::Stub> stub_;
+  ConnectOptions options_;
+};
+
+// A handle to an array on the server. Deleted on the server when this object dies, unless it
+// was Release()d or has a name. Move-only.
+class Array {
+ public:
+  Array(Client client, v1::ArrayInfo info, bool owned)
+      : client_(std::move(client)), info_(std::move(info)), owned_(owned) {}
+  ~Array();
+  Array(Array&& other) noexcept;
+  Array& operator=(Array&& other) noexcept;
+  Array(const Array&) = delete;
+  Array& operator=(const Array&) = delete;
+
+  const v1::ArrayInfo& info() const { return info_; }
+  const std::string& handle() const { return info_.handle(); }
+  std::vector<int64_t> shape() const { return {info_.shape().dims().begin(), info_.shape().dims().end()}; }
+  int64_t size() const;
+
+  // The logical values of the whole array (or a region), C order.
+  template <typename T>
+  absl::StatusOr<std::vector<T>> Download(const v1::Region& region = {}) const;
+  // Overwrites a region (default: all) of a REPLICA array with `data` (C order).
+  template <typename T>
+  absl::Status Write(std::span<const T> data, const v1::Region& region = {}) const;
+
+  // A new array with the same values in another layout and/or mode.
+  absl::StatusOr<Array> Reshard(const v1::IndexMap& index_map,
+                                std::optional<v1::Mode> mode = std::nullopt) const;
+  // This handle now has the new layout (and mode).
+  absl::Status ReshardInPlace(const v1::IndexMap& index_map,
+                              std::optional<v1::Mode> mode = std::nullopt);
+  absl::StatusOr<Array> ChangeMode(v1::Mode mode) const;
+  absl::StatusOr<Array> Elementwise(v1::ElementwiseOp op, const v1::Operand& other,
+                                    bool this_first = true) const;
+  absl::Status Refresh();  // re-reads the server's ArrayInfo
+
+  // Stops owning the array: it stays on the server. Returns its handle.
+  std::string Release();
+  absl::Status Delete();
+
+  v1::Operand AsOperand() const;
+
+ private:
+  Client client_;
+  v1::ArrayInfo info_;
+  bool owned_;
+};
+
+// Elementwise arithmetic; the result takes the left array's layout.
+absl::StatusOr<Array> operator+(const Array& a, const Array& b);
+absl::StatusOr<Array> operator-(const Array& a, const Array& b);
+absl::StatusOr<Array> operator*(const Array& a, const Array& b);
+absl::StatusOr<Array> operator/(const Array& a, const Array& b);
+template <typename T>
+  requires std::is_arithmetic_v<T>
+absl::StatusOr<Array> operator+(const Array& a, T s) {
+  v1::Operand o;
+  *o.mutable_scalar() = MakeScalar(s);
+  return a.Elementwise(v1::ELEMENTWISE_OP_ADD, o);
+}
+template <typename T>
+  requires std::is_arithmetic_v<T>
+absl::StatusOr<Array> operator*(const Array& a, T s) {
+  v1::Operand o;
+  *o.mutable_scalar() = MakeScalar(s);
+  return a.Elementwise(v1::ELEMENTWISE_OP_MULTIPLY, o);
+}
+template <typename T>
+  requires std::is_arithmetic_v<T>
+absl::StatusOr<Array> operator-(const Array& a, T s) {
+  v1::Operand o;
+  *o.mutable_scalar() = MakeScalar(s);
+  return a.Elementwise(v1::ELEMENTWISE_OP_SUBTRACT, o);
+}
+template <typename T>
+  requires std::is_arithmetic_v<T>
+absl::StatusOr<Array> operator/(const Array& a, T s) {
+  v1::Operand o;
+  *o.mutable_scalar() = MakeScalar(s);
+  return a.Elementwise(v1::ELEMENTWISE_OP_DIVIDE, o);
+}
+
+// ---- template implementations ----
+
+template <typename T>
+absl::StatusOr<Array> Client::Upload(std::span<const T> data, const std::vector<int64_t>& shape,
+                                     const ArrayOptions& options) const {
+  v1::UploadHeader header;
+  v1::ArraySpec* spec = header.mutable_new_array();
+  for (int64_t d : shape) spec->mutable_shape()->add_dims(d);
+  spec->set_dtype(DTypeOf<T>());
+  *spec->mutable_index_map() = options.index_map;
+  spec->set_mode(options.mode);
+  spec->set_name(options.name);
+  auto info = UploadBytes(header, data.data(), static_cast<int64_t>(data.size_bytes()));
+  if (!info.ok()) return info.status();
+  return Array(*this, *std::move(info), options.name.empty());
+}
+
+template <typename T>
+absl::StatusOr<std::vector<T>> Array::Download(const v1::Region& region) const {
+  std::string bytes;
+  if (absl::Status s = client_.DownloadBytes(handle(), region, &bytes); !s.ok()) return s;
+  std::vector<T> out(bytes.size() / sizeof(T));
+  if constexpr (std::is_same_v<T, bool>) {
+    for (size_t i = 0; i < out.size(); ++i) out[i] = bytes[i] != 0;
+  } else {
+    std::memcpy(out.data(), bytes.data(), bytes.size());
+  }
+  return out;
+}
+
+template <typename T>
+absl::Status Array::Write(std::span<const T> data, const v1::Region& region) const {
+  v1::UploadHeader header;
+  header.set_handle(handle());
+  *header.mutable_region() = region;
+  return client_.UploadBytes(header, data.data(), static_cast<int64_t>(data.size_bytes()))
+      .status();
+}
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_CLIENT_CLIENT_H_

@@ -1,0 +1,62 @@
+// Element types. The numeric values equal distarray.v1.DType so conversion is a cast.
+// This header is included by CUDA sources, so it stays free of protobuf and Abseil.
+#ifndef DISTARRAY_COMMON_DTYPE_H_
+#define DISTARRAY_COMMON_DTYPE_H_
+
+#include <cstdint>
+#include <string_view>
+
+namespace distarray {
+
+enum class DType : int {
+  kUnspecified = 0,
+  kBool = 1,
+  kInt8 = 2,
+  kInt16 = 3,
+  kInt32 = 4,
+  kInt64 = 5,
+  kUInt8 = 6,
+  kUInt16 = 7,
+  kUInt32 = 8,
+  kUInt64 = 9,
+  kFloat16 = 10,
+  kBFloat16 = 11,
+  kFloat32 = 12,
+  kFloat64 = 13,
+  kComplex64 = 14,
+  kComplex128 = 15,
+};
+constexpr int kMaxDType = 15;
+
+// Size in bytes of one element; 0 for kUnspecified or an unknown value.
+int64_t DTypeSize(DType dtype);
+const char* DTypeName(DType dtype);
+// Whether the engine can compute with this dtype (the rest answer UNIMPLEMENTED).
+bool IsImplemented(DType dtype);
+bool IsFloating(DType dtype);
+bool IsSignedInteger(DType dtype);
+bool IsUnsignedInteger(DType dtype);
+
+// Calls `fn` with a value-initialized element of the C++ type of `dtype`. Only implemented dtypes
+// are dispatched; callers check IsImplemented first. Usage:
+//   DispatchDType(dtype, [&](auto tag) { using T = decltype(tag); ... });
+template <typename Fn>
+decltype(auto) DispatchDType(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::kBool: return fn(bool{});
+    case DType::kInt8: return fn(int8_t{});
+    case DType::kInt16: return fn(int16_t{});
+    case DType::kInt32: return fn(int32_t{});
+    case DType::kInt64: return fn(int64_t{});
+    case DType::kUInt8: return fn(uint8_t{});
+    case DType::kUInt16: return fn(uint16_t{});
+    case DType::kUInt32: return fn(uint32_t{});
+    case DType::kUInt64: return fn(uint64_t{});
+    case DType::kFloat32: return fn(float{});
+    default: return fn(double{});  // kFloat64; callers never pass unimplemented dtypes
+  }
+}
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_COMMON_DTYPE_H_

@@ -1,0 +1,45 @@
+// Index maps: validation and normalization of the wire form, and the chunk type the engine uses.
+#ifndef DISTARRAY_COMMON_INDEX_MAP_H_
+#define DISTARRAY_COMMON_INDEX_MAP_H_
+
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/status/statusor.h"
+#include "common/box.h"
+#include "common/dtype.h"
+#include "common/strided_box.h"
+#include "distarray/v1/distarray.pb.h"
+
+namespace distarray {
+
+// One chunk of a normalized index map: the elements `box` (global coordinates) on `device`.
+struct ChunkSpec {
+  int device = 0;
+  Box box;
+  friend bool operator==(const ChunkSpec&, const ChunkSpec&) = default;
+};
+using IndexMap = std::vector<ChunkSpec>;
+
+// Normalizes a Python-style slice of an axis of size `dim` (negative bounds count from the end,
+// negative steps select the same set in ascending order). Out-of-bounds bounds, a zero step and
+// an empty selection are INVALID_ARGUMENT naming `field`.
+absl::StatusOr<Range> NormalizeSlice(const v1::Slice& slice, int64_t dim, absl::string_view field);
+
+// Validates a shape (rank <= kMaxRank, every dim >= 1) and the size of an array of it in bytes.
+absl::Status ValidateShape(const Shape& shape, DType dtype, absl::string_view field);
+
+// Validates and normalizes an index map for an array of `shape` on devices [0, num_devices).
+// Errors are INVALID_ARGUMENT naming the chunk and axis, e.g.
+// "index_map.chunks[2].slices[1]: stop 12 is out of bounds for axis 1 of size 10".
+absl::StatusOr<IndexMap> NormalizeIndexMap(const v1::IndexMap& index_map, const Shape& shape,
+                                           int num_devices, absl::string_view field = "index_map");
+
+// Normalizes a region (unset: the whole array).
+absl::StatusOr<Box> NormalizeRegion(const v1::Region& region, const Shape& shape,
+                                    absl::string_view field = "region");
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_COMMON_INDEX_MAP_H_

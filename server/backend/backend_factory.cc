@@ -1,0 +1,52 @@
+#include "server/backend/backend_factory.h"
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "server/host/host_backend.h"
+#ifdef DISTARRAY_HAVE_CUDA
+#include "server/cuda/cuda_backend.h"
+#endif
+
+namespace distarray {
+namespace {
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateCuda(const BackendOptions& options) {
+#ifdef DISTARRAY_HAVE_CUDA
+  CudaBackend::Options cuda;
+  cuda.memory_limit_bytes = options.memory_limit_bytes;
+  cuda.memory_fraction = options.memory_fraction;
+  auto backend = CudaBackend::Create(cuda);
+  if (!backend.ok()) return backend.status();
+  return std::unique_ptr<Backend>(std::move(*backend));
+#else
+  return absl::UnavailableError("backend cuda: this daemon was built without CUDA");
+#endif
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateHost(const BackendOptions& options) {
+  HostBackend::Options host;
+  host.device_count = options.host_devices;
+  if (options.memory_limit_bytes > 0) host.memory_limit_bytes = options.memory_limit_bytes;
+  auto backend = HostBackend::Create(host);
+  if (!backend.ok()) return backend.status();
+  return std::unique_ptr<Backend>(std::move(*backend));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& options) {
+  if (options.kind == "host") return CreateHost(options);
+  if (options.kind == "cuda") return CreateCuda(options);
+  if (options.kind == "auto") {
+    auto cuda = CreateCuda(options);
+    if (cuda.ok()) return cuda;
+    if (cuda.status().code() != absl::StatusCode::kUnavailable) return cuda.status();
+    spdlog::info("no usable GPU ({}); using the host backend", std::string(cuda.status().message()));
+    return CreateHost(options);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--backend: expected auto, cuda or host, got '", options.kind, "'"));
+}
+
+}  // namespace distarray

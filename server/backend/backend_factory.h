@@ -1,0 +1,25 @@
+#ifndef DISTARRAY_SERVER_BACKEND_BACKEND_FACTORY_H_
+#define DISTARRAY_SERVER_BACKEND_BACKEND_FACTORY_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/backend/backend.h"
+
+namespace distarray {
+
+struct BackendOptions {
+  std::string kind = "auto";   // auto: cuda when a GPU is usable, else host
+  int host_devices = 4;
+  int64_t memory_limit_bytes = 0;  // per device; 0: host 1 GiB, cuda memory_fraction of the card
+  double memory_fraction = 0.9;
+};
+
+// INVALID_ARGUMENT for an unknown kind; UNAVAILABLE when `cuda` is asked for and no GPU is usable
+// (or the daemon was built without CUDA).
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& options);
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_SERVER_BACKEND_BACKEND_FACTORY_H_

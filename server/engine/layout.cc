@@ -1,0 +1,123 @@
+#include "server/engine/layout.h"
+
+#include "common/status_macros.h"
+#include "server/engine/reshard_planner.h"
+
+namespace distarray {
+namespace {
+
+BufferBox Whole(const Chunk& chunk) {
+  const Shape shape = BoxShape(chunk.spec.box);
+  return BufferBox{chunk.buffer, shape, FullBox(shape)};
+}
+
+BufferBox At(const Chunk& chunk, const Box& local) {
+  return BufferBox{chunk.buffer, BoxShape(chunk.spec.box), local};
+}
+
+std::vector<BoxCopy> ToBoxCopies(const std::vector<PlannedCopy>& planned,
+                                 const std::vector<Chunk>& from, const std::vector<Chunk>& to) {
+  std::vector<BoxCopy> copies;
+  copies.reserve(planned.size());
+  for (const PlannedCopy& p : planned) {
+    copies.push_back(BoxCopy{At(from[p.src], p.src_local), At(to[p.dst], p.dst_local), p.combine});
+  }
+  return copies;
+}
+
+Scalar IdentityScalar(DType dtype, Mode mode) {
+  return DispatchDType(dtype, [&](auto tag) -> Scalar {
+    using T = decltype(tag);
+    const T identity = ModeIdentity<T>(mode);
+    if constexpr (std::is_floating_point_v<T>) return Scalar::Float(identity);
+    else if constexpr (std::is_same_v<T, bool>) return Scalar::Bool(identity);
+    else if constexpr (std::is_signed_v<T>) return Scalar::Int(identity);
+    else return Scalar::UInt(identity);
+  });
+}
+
+absl::StatusOr<std::vector<Chunk>> GatherToReplica(Backend& backend, const Array& array) {
+  const IndexMap map = array.index_map();
+  ASSIGN_OR_RETURN(std::vector<Chunk> out, AllocateChunks(backend, array.dtype, map));
+  RETURN_IF_ERROR(
+      backend.Copy(array.dtype, ToBoxCopies(PlanGatherToReplica(map, array.mode), array.chunks, out)));
+  return out;
+}
+
+absl::StatusOr<std::vector<Chunk>> ReshardReplica(Backend& backend, DType dtype,
+                                                  const std::vector<Chunk>& from,
+                                                  const IndexMap& map) {
+  IndexMap from_map;
+  for (const Chunk& c : from) from_map.push_back(c.spec);
+  ASSIGN_OR_RETURN(std::vector<Chunk> out, AllocateChunks(backend, dtype, map));
+  const ReplicaReshardPlan plan = PlanReplicaReshard(from_map, map);
+  for (size_t j = 0; j < out.size(); ++j) {
+    // Uncovered elements of a REPLICA array read as zero.
+    if (plan.zero_fill[j]) RETURN_IF_ERROR(backend.FillConstant(dtype, Whole(out[j]), Scalar::Int(0)));
+  }
+  RETURN_IF_ERROR(backend.Copy(dtype, ToBoxCopies(plan.copies, from, out)));
+  return out;
+}
+
+absl::StatusOr<std::vector<Chunk>> CopyChunks(Backend& backend, DType dtype,
+                                              const std::vector<Chunk>& from) {
+  IndexMap map;
+  for (const Chunk& c : from) map.push_back(c.spec);
+  ASSIGN_OR_RETURN(std::vector<Chunk> out, AllocateChunks(backend, dtype, map));
+  std::vector<BoxCopy> copies;
+  for (size_t j = 0; j < out.size(); ++j) copies.push_back(BoxCopy{Whole(from[j]), Whole(out[j])});
+  RETURN_IF_ERROR(backend.Copy(dtype, copies));
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Chunk>> AllocateChunks(Backend& backend, DType dtype,
+                                                  const IndexMap& map) {
+  std::vector<Chunk> chunks;
+  chunks.reserve(map.size());
+  for (const ChunkSpec& spec : map) {
+    ASSIGN_OR_RETURN(BufferPtr buffer,
+                     backend.Allocate(spec.device, NumElements(spec.box) * DTypeSize(dtype)));
+    chunks.push_back(Chunk{spec, std::move(buffer)});
+  }
+  return chunks;
+}
+
+absl::Status ApplyOwnershipMask(Backend& backend, DType dtype, Mode mode,
+                                const std::vector<Chunk>& chunks) {
+  if (mode == Mode::kReplica) return absl::OkStatus();
+  IndexMap map;
+  for (const Chunk& c : chunks) map.push_back(c.spec);
+  const Scalar identity = IdentityScalar(dtype, mode);
+  for (const PlannedFill& fill : PlanOwnershipMask(map)) {
+    RETURN_IF_ERROR(backend.FillConstant(dtype, At(chunks[fill.chunk], fill.local), identity));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Chunk>> Relayout(Backend& backend, const Array& array,
+                                            const IndexMap& map, Mode mode) {
+  const bool same_map = array.index_map() == map;
+  if (same_map && array.mode == mode) return CopyChunks(backend, array.dtype, array.chunks);
+
+  std::vector<Chunk> current = array.chunks;
+  bool owned = false;  // whether `current` holds fresh buffers we may modify in place
+  if (array.mode != Mode::kReplica) {
+    ASSIGN_OR_RETURN(current, GatherToReplica(backend, array));
+    owned = true;
+  }
+  if (!same_map) {
+    ASSIGN_OR_RETURN(current, ReshardReplica(backend, array.dtype, current, map));
+    owned = true;
+  }
+  if (mode != Mode::kReplica) {
+    if (!owned) {
+      ASSIGN_OR_RETURN(current, CopyChunks(backend, array.dtype, current));
+    }
+    RETURN_IF_ERROR(ApplyOwnershipMask(backend, array.dtype, mode, current));
+  }
+  return current;
+}
+
+}  // namespace distarray

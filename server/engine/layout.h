@@ -1,0 +1,32 @@
+// Executing layout changes on a backend: allocating chunks, reshards and mode changes. Each
+// returns new chunks and leaves the source's buffers untouched (arrays are immutable snapshots).
+#ifndef DISTARRAY_SERVER_ENGINE_LAYOUT_H_
+#define DISTARRAY_SERVER_ENGINE_LAYOUT_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/backend/backend.h"
+#include "server/engine/array.h"
+
+namespace distarray {
+
+// One uninitialized buffer per chunk of `map`. RESOURCE_EXHAUSTED, with nothing launched and
+// nothing kept, when a device's limit would be passed.
+absl::StatusOr<std::vector<Chunk>> AllocateChunks(Backend& backend, DType dtype,
+                                                  const IndexMap& map);
+
+// Sets every element that is not the first copy of its value to `mode`'s identity, in place, on
+// chunks the caller owns exclusively (fresh buffers holding REPLICA values).
+absl::Status ApplyOwnershipMask(Backend& backend, DType dtype, Mode mode,
+                                const std::vector<Chunk>& chunks);
+
+// New chunks holding `array`'s logical values in layout `map` and mode `mode`. An op-mode source
+// goes through REPLICA first (docs/design.md explains why). Asynchronous: returns once the work is
+// enqueued; consumers of each new chunk wait on that chunk alone.
+absl::StatusOr<std::vector<Chunk>> Relayout(Backend& backend, const Array& array,
+                                            const IndexMap& map, Mode mode);
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_SERVER_ENGINE_LAYOUT_H_

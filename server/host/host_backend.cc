@@ -1,0 +1,207 @@
+#include "server/host/host_backend.h"
+
+#include <cstring>
+#include <new>
+
+#include "absl/strings/str_cat.h"
+#include "server/backend/buffer_hazards.h"
+#include "server/kernels/host_kernels.h"
+
+namespace distarray {
+
+class HostBuffer final : public DeviceBuffer {
+ public:
+  HostBuffer(int device, int64_t bytes, std::byte* data, MemoryLedger* ledger)
+      : device_(device), bytes_(bytes), data_(data), ledger_(ledger) {}
+  ~HostBuffer() override {
+    ::operator delete[](data_, std::align_val_t{64});
+    ledger_->Release(bytes_);
+  }
+  int device() const override { return device_; }
+  int64_t bytes() const override { return bytes_; }
+  std::byte* data() const { return data_; }
+  template <typename T>
+  T* as() const {
+    return reinterpret_cast<T*>(data_);
+  }
+  BufferHazards<HostEventPtr>& hazards() { return hazards_; }
+
+ private:
+  const int device_;
+  const int64_t bytes_;
+  std::byte* const data_;
+  MemoryLedger* const ledger_;
+  BufferHazards<HostEventPtr> hazards_;
+};
+
+namespace {
+
+std::shared_ptr<HostBuffer> AsHost(const BufferPtr& buffer) {
+  return std::static_pointer_cast<HostBuffer>(buffer);
+}
+
+class HostPendingRead final : public PendingRead {
+ public:
+  explicit HostPendingRead(HostEventPtr event) : event_(std::move(event)) {}
+  absl::Status Wait() override {
+    event_->Wait();
+    return absl::OkStatus();
+  }
+
+ private:
+  HostEventPtr event_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HostBackend>> HostBackend::Create(const Options& options) {
+  if (options.device_count < 1 || options.device_count > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("host devices: must be in [1, 64], got ", options.device_count));
+  }
+  if (options.memory_limit_bytes <= 0) {
+    return absl::InvalidArgumentError("memory limit: must be positive");
+  }
+  return std::unique_ptr<HostBackend>(new HostBackend(options));
+}
+
+HostBackend::HostBackend(const Options& options) {
+  for (int d = 0; d < options.device_count; ++d) {
+    ledgers_.push_back(std::make_unique<MemoryLedger>(d, options.memory_limit_bytes));
+    streams_.push_back(std::make_unique<HostStream>());
+  }
+}
+
+HostBackend::~HostBackend() { streams_.clear(); }  // joins workers before ledgers go
+
+DeviceMemory HostBackend::memory(int device) const {
+  const MemoryLedger& ledger = *ledgers_[device];
+  return DeviceMemory{absl::StrCat("host:", device), ledger.used(), ledger.limit(),
+                      ledger.limit()};
+}
+
+absl::StatusOr<BufferPtr> HostBackend::Allocate(int device, int64_t bytes) {
+  bytes = std::max<int64_t>(bytes, 1);
+  MemoryLedger& ledger = *ledgers_[device];
+  if (absl::Status s = ledger.Reserve(bytes); !s.ok()) return s;
+  auto* data = static_cast<std::byte*>(
+      ::operator new[](bytes, std::align_val_t{64}, std::nothrow));
+  if (data == nullptr) {
+    ledger.Release(bytes);
+    return absl::ResourceExhaustedError(
+        absl::StrCat("device ", device, ": host memory for ", bytes, " bytes is exhausted"));
+  }
+  return std::make_shared<HostBuffer>(device, bytes, data, &ledger);
+}
+
+HostEventPtr HostBackend::Launch(int device, const std::vector<HostBuffer*>& reads,
+                                 const std::vector<HostBuffer*>& writes,
+                                 std::function<void()> work) {
+  auto event = std::make_shared<HostEvent>();
+  std::lock_guard lock(order_mu_);
+  std::vector<HostEventPtr> deps;
+  for (HostBuffer* b : reads) b->hazards().CollectForRead(deps);
+  for (HostBuffer* b : writes) b->hazards().CollectForWrite(deps);
+  for (HostBuffer* b : reads) {
+    b->hazards().RecordRead(event, [](const HostEventPtr& e) { return e->done(); });
+  }
+  for (HostBuffer* b : writes) b->hazards().RecordWrite(event);
+  streams_[device]->Enqueue([deps = std::move(deps), event, work = std::move(work)] {
+    for (const HostEventPtr& dep : deps) dep->Wait();  // as cudaStreamWaitEvent
+    work();
+    event->Signal();
+  });
+  return event;
+}
+
+absl::Status HostBackend::FillConstant(DType dtype, const BufferBox& dst, const Scalar& value) {
+  auto buffer = AsHost(dst.buffer);
+  const StridedBox box = MakeStridedBox(dst.shape, dst.box);
+  Launch(buffer->device(), {}, {buffer.get()}, [buffer, box, dtype, value] {
+    DispatchDType(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      FillBoxOnHost(buffer->as<T>(), box, value.As<T>());
+    });
+  });
+  return absl::OkStatus();
+}
+
+absl::Status HostBackend::FillGenerated(DType dtype, const BufferPtr& dst,
+                                        const Shape& global_shape, const Box& chunk_box,
+                                        const Generator& generator) {
+  auto buffer = AsHost(dst);
+  Launch(buffer->device(), {}, {buffer.get()}, [=] {
+    DispatchDType(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      FillGeneratedOnHost(buffer->as<T>(), global_shape, chunk_box, generator);
+    });
+  });
+  return absl::OkStatus();
+}
+
+absl::Status HostBackend::Copy(DType dtype, absl::Span<const BoxCopy> copies) {
+  for (const BoxCopy& copy : copies) {
+    auto src = AsHost(copy.src.buffer);
+    auto dst = AsHost(copy.dst.buffer);
+    const StridedBox src_box = MakeStridedBox(copy.src.shape, copy.src.box);
+    const StridedBox dst_box = MakeStridedBox(copy.dst.shape, copy.dst.box);
+    const Combine combine = copy.combine;
+    Launch(dst->device(), {src.get()}, {dst.get()}, [=] {
+      DispatchDType(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        CopyBoxOnHost(src->as<T>(), src_box, dst->as<T>(), dst_box, combine);
+      });
+    });
+  }
+  return absl::OkStatus();
+}
+
+absl::Status HostBackend::Binary(BinaryOp op, DType dtype, const BufferPtr& out,
+                                 const KernelOperand& a, const KernelOperand& b, int64_t n) {
+  auto out_buffer = AsHost(out);
+  auto a_buffer = AsHost(a.buffer);
+  auto b_buffer = AsHost(b.buffer);
+  std::vector<HostBuffer*> reads;
+  if (a_buffer) reads.push_back(a_buffer.get());
+  if (b_buffer) reads.push_back(b_buffer.get());
+  const Scalar a_scalar = a.scalar, b_scalar = b.scalar;
+  Launch(out_buffer->device(), reads, {out_buffer.get()}, [=] {
+    DispatchDType(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (!std::is_same_v<T, bool>) {  // the engine rejects arithmetic on bool
+        BinaryOnHost(op, out_buffer->as<T>(), a_buffer ? a_buffer->as<T>() : nullptr,
+                     a_scalar.As<T>(), b_buffer ? b_buffer->as<T>() : nullptr, b_scalar.As<T>(),
+                     n);
+      }
+    });
+  });
+  return absl::OkStatus();
+}
+
+absl::Status HostBackend::WriteFromHost(const BufferPtr& dst, int64_t offset, const void* src,
+                                        int64_t bytes) {
+  auto buffer = AsHost(dst);
+  auto staged = std::make_shared<std::vector<std::byte>>(bytes);
+  std::memcpy(staged->data(), src, bytes);
+  Launch(buffer->device(), {}, {buffer.get()},
+         [buffer, staged, offset] { std::memcpy(buffer->data() + offset, staged->data(),
+                                                staged->size()); });
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<PendingRead>> HostBackend::ReadToHost(const BufferPtr& src,
+                                                                     int64_t offset,
+                                                                     int64_t bytes, void* dst) {
+  auto buffer = AsHost(src);
+  HostEventPtr done = Launch(buffer->device(), {buffer.get()}, {}, [buffer, offset, bytes, dst] {
+    std::memcpy(dst, buffer->data() + offset, bytes);
+  });
+  return std::make_unique<HostPendingRead>(std::move(done));
+}
+
+absl::Status HostBackend::Synchronize() {
+  for (auto& stream : streams_) stream->Synchronize();
+  return absl::OkStatus();
+}
+
+}  // namespace distarray

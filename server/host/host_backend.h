@@ -1,0 +1,62 @@
+// The host backend: N simulated devices on the CPU. Each device has its own memory ledger and a
+// worker thread as its stream; cross-device copies run on the destination's thread after waiting
+// for the source's producer, as a peer copy would. CI and laptops run the same engine on it.
+#ifndef DISTARRAY_SERVER_HOST_HOST_BACKEND_H_
+#define DISTARRAY_SERVER_HOST_HOST_BACKEND_H_
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "server/backend/backend.h"
+#include "server/backend/memory_ledger.h"
+#include "server/host/host_stream.h"
+
+namespace distarray {
+
+class HostBuffer;
+
+class HostBackend final : public Backend {
+ public:
+  struct Options {
+    int device_count = 4;
+    int64_t memory_limit_bytes = int64_t{1} << 30;  // per device
+  };
+  // INVALID_ARGUMENT for a device count outside [1, 64] or a non-positive limit.
+  static absl::StatusOr<std::unique_ptr<HostBackend>> Create(const Options& options);
+  ~HostBackend() override;
+
+  absl::string_view name() const override { return "host"; }
+  int device_count() const override { return static_cast<int>(streams_.size()); }
+  DeviceMemory memory(int device) const override;
+
+  absl::StatusOr<BufferPtr> Allocate(int device, int64_t bytes) override;
+  absl::Status FillConstant(DType dtype, const BufferBox& dst, const Scalar& value) override;
+  absl::Status FillGenerated(DType dtype, const BufferPtr& dst, const Shape& global_shape,
+                             const Box& chunk_box, const Generator& generator) override;
+  absl::Status Copy(DType dtype, absl::Span<const BoxCopy> copies) override;
+  absl::Status Binary(BinaryOp op, DType dtype, const BufferPtr& out, const KernelOperand& a,
+                      const KernelOperand& b, int64_t n) override;
+  absl::Status WriteFromHost(const BufferPtr& dst, int64_t offset, const void* src,
+                             int64_t bytes) override;
+  absl::StatusOr<std::unique_ptr<PendingRead>> ReadToHost(const BufferPtr& src, int64_t offset,
+                                                          int64_t bytes, void* dst) override;
+  absl::Status Synchronize() override;
+
+ private:
+  explicit HostBackend(const Options& options);
+
+  // Enqueues `work` on `device`'s stream once the hazards of `reads` and `writes` are clear, and
+  // records it as their newest reader/writer. Returns the event that fires when `work` is done.
+  HostEventPtr Launch(int device, const std::vector<HostBuffer*>& reads,
+                      const std::vector<HostBuffer*>& writes, std::function<void()> work);
+
+  std::mutex order_mu_;  // guards every buffer's hazards; held while enqueueing
+  std::vector<std::unique_ptr<MemoryLedger>> ledgers_;
+  std::vector<std::unique_ptr<HostStream>> streams_;
+};
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_SERVER_HOST_HOST_BACKEND_H_

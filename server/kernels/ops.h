@@ -1,0 +1,109 @@
+// Element-level operations shared by the host loops and the CUDA kernels, so both backends
+// compute bit-identical generated values and the same arithmetic. CUDA-safe header.
+#ifndef DISTARRAY_SERVER_KERNELS_OPS_H_
+#define DISTARRAY_SERVER_KERNELS_OPS_H_
+
+#include <cstdint>
+#include <type_traits>
+
+#include "common/mode.h"
+#include "common/strided_box.h"
+
+#ifdef __CUDACC__
+#define DA_HD __host__ __device__ __forceinline__
+#else
+#define DA_HD inline
+#endif
+
+namespace distarray {
+
+enum class Combine { kAssign, kAdd, kMultiply, kMax, kMin };
+enum class BinaryOp { kAdd, kSubtract, kMultiply, kDivide };
+
+// How copies of an element combine in `mode`; REPLICA copies are equal, so one just overwrites.
+constexpr Combine CombineFor(Mode mode) {
+  switch (mode) {
+    case Mode::kSum: return Combine::kAdd;
+    case Mode::kProd: return Combine::kMultiply;
+    case Mode::kMax: return Combine::kMax;
+    case Mode::kMin: return Combine::kMin;
+    default: return Combine::kAssign;
+  }
+}
+
+struct Generator {
+  enum class Kind { kArange, kUniform };
+  Kind kind = Kind::kArange;
+  double start = 0, step = 1;   // arange: start + i * step
+  double low = 0, high = 1;     // uniform in [low, high)
+  uint64_t seed = 0;
+};
+
+template <typename T>
+DA_HD T ApplyCombine(Combine c, T old_value, T value) {
+  switch (c) {
+    case Combine::kAdd:
+      if constexpr (std::is_same_v<T, bool>) return old_value || value;
+      else return static_cast<T>(old_value + value);
+    case Combine::kMultiply:
+      if constexpr (std::is_same_v<T, bool>) return old_value && value;
+      else return static_cast<T>(old_value * value);
+    case Combine::kMax: return value > old_value ? value : old_value;
+    case Combine::kMin: return value < old_value ? value : old_value;
+    default: return value;
+  }
+}
+
+template <typename T>
+DA_HD T ApplyBinary(BinaryOp op, T a, T b) {
+  switch (op) {
+    case BinaryOp::kAdd: return static_cast<T>(a + b);
+    case BinaryOp::kSubtract: return static_cast<T>(a - b);
+    case BinaryOp::kMultiply: return static_cast<T>(a * b);
+    default: return static_cast<T>(a / b);  // engine allows divide on floating dtypes only
+  }
+}
+
+// SplitMix64: a counter-based generator, so a value depends only on (seed, index) and any
+// layout produces the same array.
+DA_HD uint64_t SplitMix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+template <typename T>
+DA_HD T GeneratedValue(const Generator& g, int64_t linear_index) {
+  if (g.kind == Generator::Kind::kArange) {
+    return static_cast<T>(g.start + g.step * static_cast<double>(linear_index));
+  }
+  const uint64_t bits = SplitMix64(g.seed ^ SplitMix64(static_cast<uint64_t>(linear_index)));
+  const double u = static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0);  // [0, 1)
+  if constexpr (std::is_same_v<T, bool>) {
+    return u < 0.5;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    T v = static_cast<T>(g.low + u * (g.high - g.low));
+    return v < static_cast<T>(g.high) ? v : static_cast<T>(g.low);  // float rounding can hit high
+  } else {
+    // Integers: floor of a uniform real in [low, high).
+    const double span = g.high - g.low;
+    double v = g.low + static_cast<double>(static_cast<int64_t>(u * span));
+    return static_cast<T>(v);
+  }
+}
+
+// Element offset of the `linear`-th element (C order) of a strided box.
+DA_HD int64_t BoxOffset(const StridedBox& box, int64_t linear) {
+  int64_t offset = box.offset;
+  for (int d = box.rank - 1; d >= 0; --d) {
+    const int64_t c = box.count[d];
+    offset += (linear % c) * box.stride[d];
+    linear /= c;
+  }
+  return offset;
+}
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_SERVER_KERNELS_OPS_H_

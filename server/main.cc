@@ -1,0 +1,146 @@
+// distarrayd: the distarray daemon. Owns the node's devices and serves distarray.v1.ArrayService
+// over gRPC, grpc.health.v1 for probes, and Prometheus metrics.
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <spdlog/spdlog.h>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/sizes.h"
+#include "server/backend/backend_factory.h"
+#include "server/engine/engine.h"
+#include "server/metrics/metrics.h"
+#include "server/service/array_service.h"
+
+ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC listen address (host:port; port 0 picks one)");
+ABSL_FLAG(std::string, backend, "auto", "Device backend: auto (cuda if a GPU is usable), cuda, host");
+ABSL_FLAG(int, host_devices, 4, "Number of simulated devices of the host backend");
+ABSL_FLAG(std::string, memory_limit, "",
+          "Per-device memory limit, bytes with optional KiB/MiB/GiB suffix (default: host 1GiB, "
+          "cuda --memory_fraction of each card)");
+ABSL_FLAG(double, memory_fraction, 0.9, "CUDA: fraction of each card's memory to admit");
+ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9464",
+          "Prometheus /metrics address; empty disables");
+ABSL_FLAG(std::string, port_file, "", "Write the bound gRPC port to this file once serving");
+ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error");
+ABSL_FLAG(int, drain_seconds, 10, "On SIGTERM/SIGINT, how long in-flight calls may finish");
+
+namespace {
+
+constexpr int kExitBadFlags = 2;
+constexpr int kExitBackendUnavailable = 3;
+
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop.store(true); }
+
+// Parses "123", "64MiB", "1GiB", "512KiB".
+bool ParseBytes(std::string text, int64_t* bytes) {
+  int64_t unit = 1;
+  for (auto [suffix, scale] : {std::pair{"KiB", distarray::operator""_KiB(1)},
+                               std::pair{"MiB", distarray::operator""_MiB(1)},
+                               std::pair{"GiB", distarray::operator""_GiB(1)}}) {
+    if (text.size() > 3 && text.ends_with(suffix)) {
+      unit = scale;
+      text.resize(text.size() - 3);
+      break;
+    }
+  }
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(text, &n) || n <= 0) return false;
+  *bytes = n * unit;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "distarrayd: serves distributed arrays on this node's GPUs over gRPC.\n"
+      "  distarrayd --backend=host --host_devices=4 --listen=127.0.0.1:50051");
+  absl::ParseCommandLine(argc, argv);
+
+  spdlog::set_level(spdlog::level::from_str(absl::GetFlag(FLAGS_log_level)));
+  distarray::BackendOptions options;
+  options.kind = absl::GetFlag(FLAGS_backend);
+  options.host_devices = absl::GetFlag(FLAGS_host_devices);
+  options.memory_fraction = absl::GetFlag(FLAGS_memory_fraction);
+  if (const std::string limit = absl::GetFlag(FLAGS_memory_limit); !limit.empty()) {
+    if (!ParseBytes(limit, &options.memory_limit_bytes)) {
+      spdlog::critical("--memory_limit: expected a positive byte count such as 512MiB, got '{}'",
+                       limit);
+      return kExitBadFlags;
+    }
+  }
+  if (options.memory_fraction <= 0 || options.memory_fraction > 1) {
+    spdlog::critical("--memory_fraction: must be in (0, 1]");
+    return kExitBadFlags;
+  }
+
+  auto backend = distarray::CreateBackend(options);
+  if (!backend.ok()) {
+    spdlog::critical("{}", std::string(backend.status().message()));
+    return backend.status().code() == absl::StatusCode::kUnavailable ? kExitBackendUnavailable
+                                                                      : kExitBadFlags;
+  }
+  auto metrics = distarray::Metrics::Create(absl::GetFlag(FLAGS_metrics_listen));
+  if (!metrics.ok()) {
+    spdlog::critical("{}", std::string(metrics.status().message()));
+    return kExitBadFlags;
+  }
+  distarray::Engine engine(std::move(*backend));
+  distarray::ArrayServiceImpl service(engine, **metrics);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(absl::GetFlag(FLAGS_listen), grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  // Bulk data is streamed in pieces, so messages stay small; 64 MiB leaves room for large maps.
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  builder.SetMaxSendMessageSize(64 << 20);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || port == 0) {
+    spdlog::critical("--listen: cannot bind {}", absl::GetFlag(FLAGS_listen));
+    return kExitBadFlags;
+  }
+  const auto info = engine.ServerInfo();
+  spdlog::info("distarrayd {} serving on port {} with the {} backend, {} devices", info.version(),
+               port, info.backend(), info.devices_size());
+  for (const auto& d : info.devices()) {
+    spdlog::info("  device {} ({}): limit {} MiB", d.id(), d.name(), d.memory_limit_bytes() >> 20);
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_port_file); !path.empty()) {
+    // Write then rename, so a reader never sees a partial file.
+    const std::string tmp = path + ".tmp";
+    std::ofstream(tmp) << port << "\n";
+    std::rename(tmp.c_str(), path.c_str());
+  }
+
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+  while (!g_stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+
+  // Drain: report NOT_SERVING to probes, let in-flight calls finish, then stop.
+  spdlog::info("draining for up to {} s", absl::GetFlag(FLAGS_drain_seconds));
+  server->GetHealthCheckService()->SetServingStatus(false);
+  server->Shutdown(std::chrono::system_clock::now() +
+                   std::chrono::seconds(absl::GetFlag(FLAGS_drain_seconds)));
+  server->Wait();
+  spdlog::info("stopped");
+  return EXIT_SUCCESS;
+}

@@ -1,0 +1,66 @@
+#include "absl/strings/string_view.h"
+#include "server/metrics/metrics.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace distarray {
+
+Metrics::Metrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      requests_(prometheus::BuildCounter()
+                    .Name("distarray_requests_total")
+                    .Help("RPCs finished, by method and gRPC status code")
+                    .Register(*registry_)),
+      durations_(prometheus::BuildHistogram()
+                     .Name("distarray_request_duration_seconds")
+                     .Help("Time from receipt to the RPC's status, by method")
+                     .Register(*registry_)),
+      transfer_bytes_(prometheus::BuildCounter()
+                          .Name("distarray_transfer_bytes_total")
+                          .Help("Array bytes streamed, by direction (upload, download)")
+                          .Register(*registry_)),
+      memory_used_(prometheus::BuildGauge()
+                       .Name("distarray_device_memory_used_bytes")
+                       .Help("Device memory held by arrays and in-flight work")
+                       .Register(*registry_)),
+      memory_limit_(prometheus::BuildGauge()
+                        .Name("distarray_device_memory_limit_bytes")
+                        .Help("Device memory admission limit")
+                        .Register(*registry_)) {}
+
+absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(const std::string& listen) {
+  std::unique_ptr<Metrics> metrics(new Metrics());
+  if (!listen.empty()) {
+    try {  // prometheus-cpp reports a bind failure by throwing; keep it inside this boundary
+      metrics->exposer_ = std::make_unique<prometheus::Exposer>(listen);
+    } catch (const std::exception& e) {
+      return absl::UnavailableError(absl::StrCat("metrics_listen ", listen, ": ", e.what()));
+    }
+    metrics->exposer_->RegisterCollectable(metrics->registry_);
+  }
+  return metrics;
+}
+
+void Metrics::RecordRequest(absl::string_view method, absl::StatusCode code, double seconds) {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {
+      1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 0.1, 0.5, 2, 10, 60};
+  requests_.Add({{"method", std::string(method)}, {"code", absl::StatusCodeToString(code)}})
+      .Increment();
+  durations_.Add({{"method", std::string(method)}}, kBuckets).Observe(seconds);
+}
+
+void Metrics::RecordTransferBytes(absl::string_view direction, int64_t bytes) {
+  transfer_bytes_.Add({{"direction", std::string(direction)}}).Increment(static_cast<double>(bytes));
+}
+
+void Metrics::UpdateDevices(const Backend& backend) {
+  for (int d = 0; d < backend.device_count(); ++d) {
+    const DeviceMemory m = backend.memory(d);
+    const std::string device = absl::StrCat(d);
+    memory_used_.Add({{"device", device}}).Set(static_cast<double>(m.used_bytes));
+    memory_limit_.Add({{"device", device}}).Set(static_cast<double>(m.limit_bytes));
+  }
+}
+
+}  // namespace distarray

@@ -1,0 +1,62 @@
+// The gRPC edge: adapts distarray.v1.ArrayService calls to the engine, maps absl::Status to gRPC
+// status codes one to one, and records metrics. No logic of its own beyond transport.
+//
+// It uses gRPC's synchronous API: handlers run on gRPC's thread pool and the engine's calls only
+// enqueue device work, so a blocked handler is a download waiting for its bytes. See
+// docs/design.md for why this over the callback API.
+#ifndef DISTARRAY_SERVER_SERVICE_ARRAY_SERVICE_H_
+#define DISTARRAY_SERVER_SERVICE_ARRAY_SERVICE_H_
+
+#include "absl/strings/string_view.h"
+#include "distarray/v1/distarray.grpc.pb.h"
+#include "server/engine/engine.h"
+#include "server/metrics/metrics.h"
+
+namespace distarray {
+
+class ArrayServiceImpl final : public v1::ArrayService::Service {
+ public:
+  ArrayServiceImpl(Engine& engine, Metrics& metrics) : engine_(engine), metrics_(metrics) {}
+
+  grpc::Status GetServerInfo(grpc::ServerContext* context, const v1::GetServerInfoRequest* request,
+                             v1::GetServerInfoResponse* response) override;
+  grpc::Status CreateArray(grpc::ServerContext* context, const v1::CreateArrayRequest* request,
+                           v1::CreateArrayResponse* response) override;
+  grpc::Status UploadArray(grpc::ServerContext* context,
+                           grpc::ServerReader<v1::UploadArrayRequest>* reader,
+                           v1::UploadArrayResponse* response) override;
+  grpc::Status DownloadArray(grpc::ServerContext* context, const v1::DownloadArrayRequest* request,
+                             grpc::ServerWriter<v1::DownloadArrayResponse>* writer) override;
+  grpc::Status DescribeArray(grpc::ServerContext* context, const v1::DescribeArrayRequest* request,
+                             v1::DescribeArrayResponse* response) override;
+  grpc::Status ListArrays(grpc::ServerContext* context, const v1::ListArraysRequest* request,
+                          v1::ListArraysResponse* response) override;
+  grpc::Status DeleteArray(grpc::ServerContext* context, const v1::DeleteArrayRequest* request,
+                           v1::DeleteArrayResponse* response) override;
+  grpc::Status Reshard(grpc::ServerContext* context, const v1::ReshardRequest* request,
+                       v1::ReshardResponse* response) override;
+  grpc::Status ChangeMode(grpc::ServerContext* context, const v1::ChangeModeRequest* request,
+                          v1::ChangeModeResponse* response) override;
+  grpc::Status Elementwise(grpc::ServerContext* context, const v1::ElementwiseRequest* request,
+                           v1::ElementwiseResponse* response) override;
+  grpc::Status Reduce(grpc::ServerContext* context, const v1::ReduceRequest* request,
+                      v1::ReduceResponse* response) override;
+  grpc::Status Matmul(grpc::ServerContext* context, const v1::MatmulRequest* request,
+                      v1::MatmulResponse* response) override;
+  grpc::Status RunGraph(grpc::ServerContext* context, const v1::RunGraphRequest* request,
+                        v1::RunGraphResponse* response) override;
+  grpc::Status Synchronize(grpc::ServerContext* context, const v1::SynchronizeRequest* request,
+                           v1::SynchronizeResponse* response) override;
+
+ private:
+  // Runs `body`, records its metrics and logs failures other than the client's own mistakes.
+  template <typename Body>
+  grpc::Status Handle(absl::string_view method, Body&& body);
+
+  Engine& engine_;
+  Metrics& metrics_;
+};
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_SERVER_SERVICE_ARRAY_SERVICE_H_
