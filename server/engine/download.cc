@@ -23,13 +23,15 @@ constexpr int64_t kSlabTargetBytes = 16_MiB;
 struct PieceRead {
   std::unique_ptr<PendingRead> read;
   BufferPtr staging;    // keeps a device staging buffer alive until the read is done
-  std::string dense;    // the piece's elements, dense (empty when read straight into the slab)
+  // The piece's elements, dense (empty when read straight into the slab). A vector, not a
+  // string: the pending read holds its data pointer, which must survive moves (no SSO).
+  std::vector<char> dense;
   Box in_slab;
 };
 
 struct SlabRead {
   Box box;              // global coordinates
-  std::string values;   // the slab's logical values, dense
+  std::vector<char> values;  // the slab's logical values, dense (pointer-stable across moves)
   std::vector<PieceRead> pieces;
   Combine combine = Combine::kAssign;
 };
@@ -148,7 +150,7 @@ absl::Status Engine::Download(const v1::DownloadArrayRequest& request, const Emi
       ASSIGN_OR_RETURN(next, StartSlab(*backend_, *array, slab_at(next_row)));
     }
     RETURN_IF_ERROR(FinishSlab(array->dtype, current));
-    absl::string_view values = current.values;
+    absl::string_view values(current.values.data(), current.values.size());
     while (!values.empty()) {
       const size_t n = std::min<size_t>(message_bytes, values.size());
       if (!emit(region_shape, array->dtype, values.substr(0, n))) {

@@ -44,16 +44,17 @@ absl::StatusOr<std::vector<Chunk>> GatherToReplica(Backend& backend, const Array
   return out;
 }
 
+// `uncovered` is the logical value of elements no source chunk holds: zero for a REPLICA source,
+// the identity of the source's mode for an op-mode source gathered to REPLICA.
 absl::StatusOr<std::vector<Chunk>> ReshardReplica(Backend& backend, DType dtype,
                                                   const std::vector<Chunk>& from,
-                                                  const IndexMap& map) {
+                                                  const IndexMap& map, const Scalar& uncovered) {
   IndexMap from_map;
   for (const Chunk& c : from) from_map.push_back(c.spec);
   ASSIGN_OR_RETURN(std::vector<Chunk> out, AllocateChunks(backend, dtype, map));
   const ReplicaReshardPlan plan = PlanReplicaReshard(from_map, map);
   for (size_t j = 0; j < out.size(); ++j) {
-    // Uncovered elements of a REPLICA array read as zero.
-    if (plan.zero_fill[j]) RETURN_IF_ERROR(backend.FillConstant(dtype, Whole(out[j]), Scalar::Int(0)));
+    if (plan.zero_fill[j]) RETURN_IF_ERROR(backend.FillConstant(dtype, Whole(out[j]), uncovered));
   }
   RETURN_IF_ERROR(backend.Copy(dtype, ToBoxCopies(plan.copies, from, out)));
   return out;
@@ -108,7 +109,8 @@ absl::StatusOr<std::vector<Chunk>> Relayout(Backend& backend, const Array& array
     owned = true;
   }
   if (!same_map) {
-    ASSIGN_OR_RETURN(current, ReshardReplica(backend, array.dtype, current, map));
+    ASSIGN_OR_RETURN(current, ReshardReplica(backend, array.dtype, current, map,
+                                             IdentityScalar(array.dtype, array.mode)));
     owned = true;
   }
   if (mode != Mode::kReplica) {

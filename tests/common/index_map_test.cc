@@ -1,0 +1,119 @@
+#include "common/index_map.h"
+
+#include <gtest/gtest.h>
+
+#include "common/box.h"
+
+namespace distarray {
+namespace {
+
+v1::Slice S(std::optional<int64_t> start, std::optional<int64_t> stop,
+            std::optional<int64_t> step = std::nullopt) {
+  v1::Slice s;
+  if (start) s.set_start(*start);
+  if (stop) s.set_stop(*stop);
+  if (step) s.set_step(*step);
+  return s;
+}
+
+Range Norm(const v1::Slice& s, int64_t dim) {
+  auto r = NormalizeSlice(s, dim, "f");
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.value_or(Range{});
+}
+
+TEST(NormalizeSliceTest, PythonSemantics) {
+  EXPECT_EQ(Norm(S({}, {}), 10), (Range{0, 1, 10}));
+  EXPECT_EQ(Norm(S(2, 8, 3), 10), (Range{2, 3, 2}));            // 2, 5
+  EXPECT_EQ(Norm(S(-3, {}), 10), (Range{7, 1, 3}));
+  EXPECT_EQ(Norm(S({}, -2), 10), (Range{0, 1, 8}));
+  EXPECT_EQ(Norm(S({}, {}, -1), 10), (Range{0, 1, 10}));        // ::-1
+  EXPECT_EQ(Norm(S(8, 2, -3), 10), (Range{5, 3, 2}));           // 8, 5
+  EXPECT_EQ(Norm(S(-1, -4, -1), 10), (Range{7, 1, 3}));         // 9, 8, 7
+  EXPECT_EQ(Norm(S(9, {}, -4), 10), (Range{1, 4, 3}));          // 9, 5, 1
+  EXPECT_EQ(Norm(S(0, 10), 10), (Range{0, 1, 10}));
+}
+
+TEST(NormalizeSliceTest, ErrorsNameTheField) {
+  struct Case {
+    v1::Slice slice;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {S(0, 5, 0), "f: step must not be zero"},
+      {S(0, 11), "f: stop 11 is out of bounds for an axis of size 10"},
+      {S(-11, {}), "f: start -11 is out of bounds for an axis of size 10"},
+      {S(10, {}), "f: slice 10:10:1 selects no elements"},
+      {S(5, 3), "f: slice 5:3:1 selects no elements"},
+      {S(10, {}, -1), "f: start 10 is out of bounds for an axis of size 10"},
+      {S(3, 5, -1), "f: slice 3:5:-1 selects no elements"},
+      {S(3, -12, -1), "f: stop -12 is out of bounds for an axis of size 10"},
+  };
+  for (const Case& c : cases) {
+    auto r = NormalizeSlice(c.slice, 10, "f");
+    ASSERT_FALSE(r.ok()) << c.message;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.status().message(), c.message);
+  }
+}
+
+TEST(NormalizeIndexMapTest, ValidatesDevicesRankAndAxes) {
+  v1::IndexMap map;
+  auto* c = map.add_chunks();
+  c->set_device(1);
+  *c->add_slices() = S(0, 4);
+  *c->add_slices() = S({}, {}, 2);
+  auto ok = NormalizeIndexMap(map, {4, 6}, 2);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ((*ok)[0].device, 1);
+  EXPECT_EQ((*ok)[0].box[1], (Range{0, 2, 3}));
+
+  auto bad_device = NormalizeIndexMap(map, {4, 6}, 1);
+  EXPECT_EQ(bad_device.status().message(),
+            "index_map.chunks[0].device: device 1 does not exist (1 devices)");
+  auto bad_rank = NormalizeIndexMap(map, {4, 6, 2}, 2);
+  EXPECT_EQ(bad_rank.status().message(),
+            "index_map.chunks[0].slices: has 2 slices for an array of rank 3");
+  auto bad_axis = NormalizeIndexMap(map, {3, 6}, 2);
+  EXPECT_EQ(bad_axis.status().message(),
+            "index_map.chunks[0].slices[0]: stop 4 is out of bounds for an axis of size 3");
+}
+
+TEST(NormalizeRegionTest, OutOfBoundsIsOutOfRange) {
+  v1::Region region;
+  *region.add_slices() = S(0, 12);
+  auto r = NormalizeRegion(region, {10});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(NormalizeRegion(v1::Region(), {3, 4}).value(), FullBox({3, 4}));
+}
+
+TEST(ValidateShapeTest, RejectsZeroNegativeHugeAndDeep) {
+  EXPECT_TRUE(ValidateShape({3, 4}, DType::kFloat32, "shape").ok());
+  EXPECT_TRUE(ValidateShape({}, DType::kFloat32, "shape").ok());  // a 0-d array
+  EXPECT_EQ(ValidateShape({3, 0}, DType::kFloat32, "shape").message(),
+            "shape.dims[1]: must be at least 1, got 0");
+  EXPECT_EQ(ValidateShape({-2}, DType::kFloat32, "shape").message(),
+            "shape.dims[0]: must be at least 1, got -2");
+  EXPECT_EQ(ValidateShape({1LL << 40, 1LL << 40}, DType::kFloat32, "shape").message(),
+            "shape: the array is too large");
+  EXPECT_EQ(ValidateShape(Shape(9, 1), DType::kFloat32, "shape").message(),
+            "shape: rank 9 exceeds the maximum of 8");
+}
+
+TEST(BoxTest, ContiguousOffsetAndLocalCoordinates) {
+  const Shape shape = {4, 5, 6};
+  EXPECT_EQ(ContiguousOffset(shape, {Range{1, 1, 2}, Range{0, 1, 5}, Range{0, 1, 6}}), 30);
+  EXPECT_EQ(ContiguousOffset(shape, {Range{2, 1, 1}, Range{3, 1, 1}, Range{1, 1, 4}}), 60 + 18 + 1);
+  EXPECT_FALSE(ContiguousOffset(shape, {Range{1, 1, 2}, Range{0, 1, 4}, Range{0, 1, 6}}));
+  EXPECT_FALSE(ContiguousOffset(shape, {Range{0, 1, 1}, Range{0, 1, 1}, Range{0, 2, 3}}));
+  EXPECT_EQ(ContiguousOffset({}, {}), 0);
+  // Chunk 2:20:3 holds 2, 5, 8, ...; the global piece 8:20:6 sits at local 2:?:2.
+  EXPECT_EQ(ToLocal({Range{2, 3, 6}}, {Range{8, 6, 2}}), (Box{Range{2, 2, 2}}));
+  const StridedBox sb = MakeStridedBox(shape, {Range{1, 2, 2}, Range{0, 1, 5}, Range{3, 1, 2}});
+  EXPECT_EQ(sb.offset, 30 + 3);
+  EXPECT_EQ(sb.stride[0], 60);
+  EXPECT_EQ(sb.size(), 20);
+}
+
+}  // namespace
+}  // namespace distarray

@@ -1,0 +1,115 @@
+// A test fixture parameterized by backend ("host", "cuda"): the same integration tests run on
+// both against a real distarrayd. Where the backend cannot start (no GPU), the tests skip with
+// the daemon's own message.
+#ifndef DISTARRAY_TESTS_SUPPORT_BACKEND_FIXTURE_H_
+#define DISTARRAY_TESTS_SUPPORT_BACKEND_FIXTURE_H_
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "distarray/client.h"
+#include "tests/support/daemon.h"
+
+namespace distarray::testing {
+
+class BackendTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    auto& entry = Shared()[GetParam()];
+    if (!entry.started) {
+      entry.started = true;
+      Daemon::Options options;
+      options.backend = GetParam();
+      auto daemon = Daemon::Start(options);
+      if (daemon.ok()) {
+        entry.daemon = std::move(*daemon);
+      } else {
+        entry.skip_reason = std::string(daemon.status().message());
+        ASSERT_EQ(daemon.status().code(), absl::StatusCode::kUnavailable) << entry.skip_reason;
+      }
+    }
+    if (!entry.daemon) GTEST_SKIP() << "backend " << GetParam() << " unavailable: " << entry.skip_reason;
+    daemon_ = entry.daemon.get();
+    auto client = Client::Connect(daemon_->address());
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_.emplace(*std::move(client));
+    auto info = client_->ServerInfo();
+    ASSERT_TRUE(info.ok()) << info.status();
+    devices_ = info->devices_size();
+  }
+
+  void TearDown() override {
+    if (daemon_ != nullptr) EXPECT_TRUE(daemon_->alive()) << "distarrayd died during the test";
+  }
+
+  const Client& client() const { return *client_; }
+  const std::string& address() const { return daemon_->address(); }
+  int devices() const { return devices_; }
+  // Device ids in tests are taken modulo the number of devices, so layouts written for four
+  // devices also run on a one- or two-GPU machine.
+  int dev(int i) const { return i % devices_; }
+
+ private:
+  struct Entry {
+    bool started = false;
+    std::unique_ptr<Daemon> daemon;
+    std::string skip_reason;
+  };
+  // One daemon per backend for the whole test program; stopped at exit.
+  static std::map<std::string, Entry>& Shared() {
+    static auto* shared = [] {
+      auto* map = new std::map<std::string, Entry>();
+      std::atexit([] { Shared().clear(); });
+      return map;
+    }();
+    return *shared;
+  }
+
+  Daemon* daemon_ = nullptr;
+  std::optional<Client> client_;
+  int devices_ = 0;
+};
+
+#define DISTARRAY_INSTANTIATE_BACKENDS(suite)                                        \
+  INSTANTIATE_TEST_SUITE_P(Backends, suite, ::testing::Values("host", "cuda"),       \
+                           [](const ::testing::TestParamInfo<std::string>& p) {     \
+                             return p.param;                                        \
+                           })
+
+// Runs `fn(T{})` for every implemented dtype's C++ type.
+template <typename Fn>
+void ForEachDType(Fn&& fn) {
+  fn(bool{});
+  fn(int8_t{});
+  fn(int16_t{});
+  fn(int32_t{});
+  fn(int64_t{});
+  fn(uint8_t{});
+  fn(uint16_t{});
+  fn(uint32_t{});
+  fn(uint64_t{});
+  fn(float{});
+  fn(double{});
+}
+
+#define ASSERT_OK_AND_ASSIGN(lhs, expr)                         \
+  auto DA_TEST_CONCAT_(result_, __LINE__) = (expr);             \
+  ASSERT_TRUE(DA_TEST_CONCAT_(result_, __LINE__).ok())          \
+      << DA_TEST_CONCAT_(result_, __LINE__).status();           \
+  lhs = *std::move(DA_TEST_CONCAT_(result_, __LINE__))
+#define DA_TEST_CONCAT_INNER_(a, b) a##b
+#define DA_TEST_CONCAT_(a, b) DA_TEST_CONCAT_INNER_(a, b)
+#define ASSERT_OK(expr)                     \
+  do {                                      \
+    const absl::Status s_ = (expr);         \
+    ASSERT_TRUE(s_.ok()) << s_;             \
+  } while (false)
+
+}  // namespace distarray::testing
+
+#endif  // DISTARRAY_TESTS_SUPPORT_BACKEND_FIXTURE_H_

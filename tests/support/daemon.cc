@@ -1,0 +1,88 @@
+#include "tests/support/daemon.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+#ifndef DISTARRAYD_PATH
+#error "DISTARRAYD_PATH must name the distarrayd binary"
+#endif
+
+namespace distarray::testing {
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Options& options) {
+  char dir_template[] = "/tmp/distarray-test-XXXXXX";
+  const char* dir = mkdtemp(dir_template);
+  if (dir == nullptr) return absl::InternalError("mkdtemp failed");
+  const std::string port_file = absl::StrCat(dir, "/port");
+  const std::string log_file = absl::StrCat(dir, "/log");
+  std::vector<std::string> args = {DISTARRAYD_PATH,
+                                   "--listen=127.0.0.1:0",
+                                   "--metrics_listen=",
+                                   absl::StrCat("--backend=", options.backend),
+                                   absl::StrCat("--host_devices=", options.host_devices),
+                                   absl::StrCat("--port_file=", port_file),
+                                   "--log_level=warn",
+                                   "--drain_seconds=2"};
+  if (!options.memory_limit.empty()) args.push_back("--memory_limit=" + options.memory_limit);
+
+  const pid_t pid = fork();
+  if (pid < 0) return absl::InternalError("fork failed");
+  if (pid == 0) {
+    // Both streams go to the log, so the daemon never holds the test's stdout pipe open.
+    if (std::freopen(log_file.c_str(), "w", stderr) == nullptr) _exit(126);
+    dup2(fileno(stderr), fileno(stdout));
+    // Die with the test process even if it crashes before stopping us.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      std::stringstream log;
+      log << std::ifstream(log_file).rdbuf();
+      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      const std::string message = absl::StrCat("distarrayd --backend=", options.backend,
+                                               " exited with ", code, ": ", log.str());
+      std::filesystem::remove_all(dir);
+      return code == 3 ? absl::UnavailableError(message) : absl::InternalError(message);
+    }
+    std::ifstream in(port_file);
+    int port = 0;
+    if (in >> port && port > 0) {
+      return std::unique_ptr<Daemon>(new Daemon(pid, absl::StrCat("127.0.0.1:", port), dir));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return absl::DeadlineExceededError("distarrayd did not start within 30 s");
+}
+
+bool Daemon::alive() {
+  int status = 0;
+  return waitpid(pid_, &status, WNOHANG) == 0;
+}
+
+Daemon::~Daemon() {
+  kill(pid_, SIGTERM);
+  waitpid(pid_, nullptr, 0);
+  std::filesystem::remove_all(dir_);
+}
+
+}  // namespace distarray::testing

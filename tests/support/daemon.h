@@ -1,0 +1,40 @@
+// Starts the real distarrayd binary on a loopback port for a test, and stops it.
+#ifndef DISTARRAY_TESTS_SUPPORT_DAEMON_H_
+#define DISTARRAY_TESTS_SUPPORT_DAEMON_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace distarray::testing {
+
+class Daemon {
+ public:
+  struct Options {
+    std::string backend = "host";
+    int host_devices = 4;
+    std::string memory_limit;  // e.g. "64MiB"; empty: the daemon's default
+  };
+  // UNAVAILABLE, with the daemon's own message, when the backend cannot start here (no GPU).
+  static absl::StatusOr<std::unique_ptr<Daemon>> Start(const Options& options);
+  ~Daemon();  // SIGTERM, then waits
+
+  const std::string& address() const { return address_; }
+  // Whether the process is still running (a crash is a test failure).
+  bool alive();
+
+ private:
+  Daemon(pid_t pid, std::string address, std::string dir)
+      : pid_(pid), address_(std::move(address)), dir_(std::move(dir)) {}
+  pid_t pid_;
+  std::string address_;
+  std::string dir_;
+};
+
+}  // namespace distarray::testing
+
+#endif  // DISTARRAY_TESTS_SUPPORT_DAEMON_H_
