@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 
@@ -13,6 +14,32 @@ namespace {
 absl::Status FromGrpc(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+// Sends a header and `bytes` of data in messages of `message_bytes` on one stream.
+absl::StatusOr<v1::ArrayInfo> StreamUpload(v1::ArrayService::Stub& stub,
+                                           const v1::UploadHeader& header, const void* data,
+                                           int64_t bytes, int64_t message_bytes) {
+  grpc::ClientContext context;
+  v1::UploadArrayResponse response;
+  auto writer = stub.UploadArray(&context, &response);
+  v1::UploadArrayRequest message;
+  *message.mutable_header() = header;
+  bool open = writer->Write(message);
+  const char* p = static_cast<const char*>(data);
+  for (int64_t sent = 0; open && sent < bytes;) {
+    const int64_t n = std::min(message_bytes, bytes - sent);
+    message.set_data(p + sent, n);
+    // The last message can go with the end of the stream in one write.
+    open = sent + n == bytes ? writer->Write(message, grpc::WriteOptions().set_last_message())
+                             : writer->Write(message);
+    sent += n;
+  }
+  // A last_message write already half-closed the stream.
+  if (open && bytes == 0) writer->WritesDone();
+  absl::Status s = FromGrpc(writer->Finish());  // the server's verdict, even if writes stopped
+  if (!s.ok()) return s;
+  return response.array();
 }
 
 // Streams a download, handing each message's bytes to `sink`.
@@ -47,8 +74,15 @@ absl::StatusOr<Client> Client::Connect(const std::string& address, int timeout_m
     return absl::UnavailableError(
         absl::StrCat("no distarrayd answered at ", address, " within ", timeout_ms, " ms"));
   }
+  std::vector<std::shared_ptr<v1::ArrayService::Stub>> bulk;
+  for (int i = 0; i < options.parallel_streams; ++i) {
+    grpc::ChannelArguments bulk_args = args;
+    bulk_args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own
+    bulk.push_back(v1::ArrayService::NewStub(
+        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), bulk_args)));
+  }
   return Client(std::shared_ptr<v1::ArrayService::Stub>(v1::ArrayService::NewStub(channel)),
-                options);
+                std::move(bulk), options);
 }
 
 absl::StatusOr<v1::GetServerInfoResponse> Client::ServerInfo() const {
@@ -102,26 +136,79 @@ absl::Status Client::Synchronize() const {
 
 absl::StatusOr<v1::ArrayInfo> Client::UploadBytes(const v1::UploadHeader& header,
                                                   const void* data, int64_t bytes) const {
-  grpc::ClientContext context;
-  v1::UploadArrayResponse response;
-  auto writer = stub_->UploadArray(&context, &response);
-  v1::UploadArrayRequest message;
-  *message.mutable_header() = header;
-  bool open = writer->Write(message);
-  const char* p = static_cast<const char*>(data);
-  for (int64_t sent = 0; open && sent < bytes;) {
-    const int64_t n = std::min(options_.upload_message_bytes, bytes - sent);
-    message.set_data(p + sent, n);
-    // The last message can go with the end of the stream in one write.
-    open = sent + n == bytes ? writer->Write(message, grpc::WriteOptions().set_last_message())
-                             : writer->Write(message);
-    sent += n;
+  return StreamUpload(*stub_, header, data, bytes, options_.upload_message_bytes);
+}
+
+template <typename Part>
+absl::Status Client::SplitRows(const v1::ArrayInfo& info, int64_t bytes, Part&& part) const {
+  const int64_t rows = info.shape().dims_size() > 0 ? info.shape().dims(0) : 1;
+  const int parts = bytes >= options_.parallel_min_bytes && !bulk_stubs_.empty()
+                        ? static_cast<int>(std::min<int64_t>(bulk_stubs_.size(), rows))
+                        : 1;
+  if (parts <= 1) return part(*stub_, 0, rows, 0, bytes);
+  const int64_t row_bytes = bytes / rows;
+  std::vector<absl::Status> results(parts);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < parts; ++i) {
+    threads.emplace_back([&, i] {
+      const int64_t begin = rows * i / parts, end = rows * (i + 1) / parts;
+      results[i] = part(*bulk_stubs_[i], begin, end, begin * row_bytes, (end - begin) * row_bytes);
+    });
   }
-  // A last_message write already half-closed the stream.
-  if (open && bytes == 0) writer->WritesDone();
-  absl::Status s = FromGrpc(writer->Finish());  // the server's verdict, even if writes stopped
-  if (!s.ok()) return s;
-  return response.array();
+  for (auto& t : threads) t.join();
+  for (const absl::Status& s : results) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+v1::Region RowRange(const v1::ArrayInfo& info, int64_t begin, int64_t end) {
+  v1::Region region;
+  if (info.shape().dims_size() == 0) return region;
+  v1::Slice* rows = region.add_slices();
+  rows->set_start(begin);
+  rows->set_stop(end);
+  for (int d = 1; d < info.shape().dims_size(); ++d) region.add_slices();
+  return region;
+}
+
+}  // namespace
+
+absl::Status Client::WriteAll(const v1::ArrayInfo& info, const void* data, int64_t bytes) const {
+  const char* base = static_cast<const char*>(data);
+  return SplitRows(info, bytes, [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end,
+                                    int64_t offset, int64_t length) {
+    v1::UploadHeader header;
+    header.set_handle(info.handle());
+    *header.mutable_region() = RowRange(info, begin, end);
+    return StreamUpload(stub, header, base + offset, length, options_.upload_message_bytes)
+        .status();
+  });
+}
+
+absl::Status Client::DownloadAll(const v1::ArrayInfo& info, void* dst, int64_t bytes) const {
+  char* base = static_cast<char*>(dst);
+  return SplitRows(info, bytes, [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end,
+                                    int64_t offset, int64_t length) {
+    int64_t got = 0;
+    absl::Status s = StreamDownload(stub, info.handle(), RowRange(info, begin, end),
+                                    [&](const std::string& piece) {
+                                      if (got + static_cast<int64_t>(piece.size()) > length) {
+                                        return absl::FailedPreconditionError(
+                                            "download carried more bytes than the array holds");
+                                      }
+                                      std::memcpy(base + offset + got, piece.data(), piece.size());
+                                      got += piece.size();
+                                      return absl::OkStatus();
+                                    });
+    if (s.ok() && got != length) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("download carried ", got, " bytes, expected ", length));
+    }
+    return s;
+  });
 }
 
 absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& region, void* dst,

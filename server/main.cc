@@ -29,6 +29,9 @@ ABSL_FLAG(std::string, memory_limit, "",
           "Per-device memory limit, bytes with optional KiB/MiB/GiB suffix (default: host 1GiB, "
           "cuda --memory_fraction of each card)");
 ABSL_FLAG(double, memory_fraction, 0.9, "CUDA: fraction of each card's memory to admit");
+ABSL_FLAG(std::string, transfer, "nccl",
+          "CUDA: cross-device copies by nccl (send/recv in one group per reshard) or peer "
+          "(cudaMemcpyPeerAsync)");
 ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9464",
           "Prometheus /metrics address; empty disables");
 ABSL_FLAG(std::string, port_file, "", "Write the bound gRPC port to this file once serving");
@@ -74,6 +77,7 @@ int main(int argc, char** argv) {
   options.kind = absl::GetFlag(FLAGS_backend);
   options.host_devices = absl::GetFlag(FLAGS_host_devices);
   options.memory_fraction = absl::GetFlag(FLAGS_memory_fraction);
+  options.transfer = absl::GetFlag(FLAGS_transfer);
   if (const std::string limit = absl::GetFlag(FLAGS_memory_limit); !limit.empty()) {
     if (!ParseBytes(limit, &options.memory_limit_bytes)) {
       spdlog::critical("--memory_limit: expected a positive byte count such as 512MiB, got '{}'",

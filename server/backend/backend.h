@@ -89,9 +89,10 @@ class Backend {
   // `global_shape`, since generated values depend on global linear indices.
   virtual absl::Status FillGenerated(DType dtype, const BufferPtr& dst, const Shape& global_shape,
                                      const Box& chunk_box, const Generator& generator) = 0;
-  // One batch of box copies, same-device or across devices. Copies into the same destination
-  // buffer apply in the order given. The CUDA backend runs the cross-device ones in one NCCL
-  // group.
+  // One batch of box copies, same-device or across devices. The same-device copies apply first,
+  // then the cross-device ones, each group in the order given (so an assign into a buffer
+  // followed by combines from other devices composes as written). The CUDA backend runs the
+  // cross-device copies of a batch in one NCCL group.
   virtual absl::Status Copy(DType dtype, absl::Span<const BoxCopy> copies) = 0;
   // out[i] = op(a[i], b[i]) for i < n; either operand may be a scalar.
   virtual absl::Status Binary(BinaryOp op, DType dtype, const BufferPtr& out,

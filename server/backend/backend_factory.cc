@@ -16,6 +16,12 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCuda(const BackendOptions& option
   CudaBackend::Options cuda;
   cuda.memory_limit_bytes = options.memory_limit_bytes;
   cuda.memory_fraction = options.memory_fraction;
+  if (options.transfer == "peer") {
+    cuda.transfer = CudaBackend::Transfer::kPeer;
+  } else if (options.transfer != "nccl") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--transfer: expected nccl or peer, got '", options.transfer, "'"));
+  }
   auto backend = CudaBackend::Create(cuda);
   if (!backend.ok()) return backend.status();
   return std::unique_ptr<Backend>(std::move(*backend));

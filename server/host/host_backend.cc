@@ -140,7 +140,16 @@ absl::Status HostBackend::FillGenerated(DType dtype, const BufferPtr& dst,
 }
 
 absl::Status HostBackend::Copy(DType dtype, absl::Span<const BoxCopy> copies) {
-  for (const BoxCopy& copy : copies) {
+  // Same-device copies first, then cross-device ones, as the CUDA backend orders them.
+  std::vector<const BoxCopy*> ordered;
+  for (const BoxCopy& c : copies) {
+    if (c.src.buffer->device() == c.dst.buffer->device()) ordered.push_back(&c);
+  }
+  for (const BoxCopy& c : copies) {
+    if (c.src.buffer->device() != c.dst.buffer->device()) ordered.push_back(&c);
+  }
+  for (const BoxCopy* copy_ptr : ordered) {
+    const BoxCopy& copy = *copy_ptr;
     auto src = AsHost(copy.src.buffer);
     auto dst = AsHost(copy.dst.buffer);
     const StridedBox src_box = MakeStridedBox(copy.src.shape, copy.src.box);

@@ -80,6 +80,21 @@ TEST_P(RoundTripTest, LargerThanTheDefaultGrpcMessageLimit) {
   for (int64_t i = 0; i < 3 * 1024; ++i) ASSERT_EQ(column[i], values[i * 1024 + 5]);
 }
 
+TEST_P(RoundTripTest, ParallelStreamsSplitLargeTransfers) {
+  ConnectOptions options;
+  options.parallel_min_bytes = 1 << 20;
+  options.parallel_streams = 3;
+  ASSERT_OK_AND_ASSIGN(Client parallel, Client::Connect(address(), 5000, options));
+  std::mt19937_64 rng(17);
+  const Shape shape = {1001, 700};  // rows do not split evenly over 3 streams
+  const std::vector<float> values = RandomValues<float>(NumElements(shape), rng);
+  ASSERT_OK_AND_ASSIGN(Array array,
+                       parallel.Upload<float>(values, shape, {BlockGrid2D(1001, 700, 2, 2,
+                                                                          {dev(0), dev(1), dev(2), dev(3)})}));
+  ASSERT_OK_AND_ASSIGN(std::vector<float> back, array.Download<float>());
+  EXPECT_TRUE(back == values);
+}
+
 TEST_P(RoundTripTest, WriteARegionOfAnExistingArray) {
   std::mt19937_64 rng(5);
   const Shape shape = {10, 10};

@@ -26,7 +26,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Options& options) {
   if (dir == nullptr) return absl::InternalError("mkdtemp failed");
   const std::string port_file = absl::StrCat(dir, "/port");
   const std::string log_file = absl::StrCat(dir, "/log");
-  std::vector<std::string> args = {DISTARRAYD_PATH,
+  // $DISTARRAYD overrides the build-tree binary (for a bundle run on another machine).
+  const char* binary = std::getenv("DISTARRAYD");
+  std::vector<std::string> args = {binary != nullptr ? binary : DISTARRAYD_PATH,
                                    "--listen=127.0.0.1:0",
                                    "--metrics_listen=",
                                    absl::StrCat("--backend=", options.backend),

@@ -22,6 +22,11 @@ class Array;
 
 struct ConnectOptions {
   int64_t upload_message_bytes = 1 << 20;  // size of each data message of an upload
+  // Whole-array transfers of at least `parallel_min_bytes` are split along the first axis over
+  // this many streams, each on its own connection: one gRPC stream is bounded by one
+  // connection's processing (docs/performance.md).
+  int parallel_streams = 4;
+  int64_t parallel_min_bytes = 64 << 20;
 };
 
 // The layout and identity of a new array.
@@ -63,13 +68,22 @@ class Client {
   // Downloads the region's bytes, however many, into `out`.
   absl::Status DownloadBytes(const std::string& handle, const v1::Region& region,
                              std::string* out) const;
+  // The whole array's bytes into `dst`, over parallel streams when large (ConnectOptions).
+  absl::Status DownloadAll(const v1::ArrayInfo& info, void* dst, int64_t bytes) const;
+  // Overwrites the whole of a REPLICA array, over parallel streams when large.
+  absl::Status WriteAll(const v1::ArrayInfo& info, const void* data, int64_t bytes) const;
 
  private:
-  Client(std::shared_ptr<v1::ArrayService::Stub> stub, ConnectOptions options)
-      : stub_(std::move(stub)), options_(options) {}
+  Client(std::shared_ptr<v1::ArrayService::Stub> stub,
+         std::vector<std::shared_ptr<v1::ArrayService::Stub>> bulk_stubs, ConnectOptions options)
+      : stub_(std::move(stub)), bulk_stubs_(std::move(bulk_stubs)), options_(options) {}
   friend class Array;
+  // Runs `part(stub, rows_begin, rows_end)` over axis-0 ranges in parallel.
+  template <typename Part>
+  absl::Status SplitRows(const v1::ArrayInfo& info, int64_t bytes, Part&& part) const;
 
   std::shared_ptr<v1::ArrayService::Stub> stub_;
+  std::vector<std::shared_ptr<v1::ArrayService::Stub>> bulk_stubs_;  // one per connection
   ConnectOptions options_;
 };
 
@@ -166,13 +180,29 @@ absl::StatusOr<Array> Client::Upload(std::span<const T> data, const std::vector<
   *spec->mutable_index_map() = options.index_map;
   spec->set_mode(options.mode);
   spec->set_name(options.name);
-  auto info = UploadBytes(header, data.data(), static_cast<int64_t>(data.size_bytes()));
+  const auto bytes = static_cast<int64_t>(data.size_bytes());
+  if (bytes >= options_.parallel_min_bytes && options.mode == v1::MODE_REPLICA &&
+      !shape.empty() && shape[0] > 1) {
+    auto created = Create(shape, DTypeOf<T>(), options);
+    if (!created.ok()) return created.status();
+    if (absl::Status s = WriteAll(created->info(), data.data(), bytes); !s.ok()) return s;
+    return created;
+  }
+  auto info = UploadBytes(header, data.data(), bytes);
   if (!info.ok()) return info.status();
   return Array(*this, *std::move(info), options.name.empty());
 }
 
 template <typename T>
 absl::StatusOr<std::vector<T>> Array::Download(const v1::Region& region) const {
+  if constexpr (!std::is_same_v<T, bool>) {
+    if (region.slices_size() == 0 && info_.dtype() == DTypeOf<T>()) {
+      std::vector<T> out(size());
+      absl::Status s = client_.DownloadAll(info_, out.data(), size() * sizeof(T));
+      if (!s.ok()) return s;
+      return out;
+    }
+  }
   std::string bytes;
   if (absl::Status s = client_.DownloadBytes(handle(), region, &bytes); !s.ok()) return s;
   std::vector<T> out(bytes.size() / sizeof(T));

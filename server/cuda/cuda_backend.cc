@@ -1,0 +1,454 @@
+#include "server/cuda/cuda_backend.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "server/backend/buffer_hazards.h"
+#include "server/cuda/cuda_status.h"
+#include "server/cuda/kernels.h"
+
+namespace distarray {
+
+using cuda::CudaEvent;
+using cuda::CudaEventPtr;
+using cuda::ScopedDevice;
+
+class CudaBuffer final : public DeviceBuffer {
+ public:
+  CudaBuffer(int device, int64_t bytes, void* data, cudaStream_t stream, MemoryLedger* ledger)
+      : device_(device), bytes_(bytes), data_(data), stream_(stream), ledger_(ledger) {}
+  // Stream-ordered release: the device's stream waits for every outstanding reader and writer
+  // (on any stream), then frees. No lock needed: nobody else holds this buffer any more.
+  ~CudaBuffer() override {
+    ScopedDevice scope(device_);
+    for (const CudaEventPtr& event : hazards_.All()) {
+      cudaStreamWaitEvent(stream_, event->get(), 0);
+    }
+    const cudaError_t error = cudaFreeAsync(data_, stream_);
+    if (error != cudaSuccess && error != cudaErrorCudartUnloading) {
+      spdlog::error("cudaFreeAsync on device {}: {}", device_, cudaGetErrorName(error));
+    }
+    ledger_->Release(bytes_);
+  }
+  int device() const override { return device_; }
+  int64_t bytes() const override { return bytes_; }
+  char* data() const { return static_cast<char*>(data_); }
+  BufferHazards<CudaEventPtr>& hazards() { return hazards_; }
+
+ private:
+  const int device_;
+  const int64_t bytes_;
+  void* const data_;
+  const cudaStream_t stream_;
+  MemoryLedger* const ledger_;
+  BufferHazards<CudaEventPtr> hazards_;
+};
+
+namespace {
+
+CudaBuffer* AsCuda(const BufferPtr& buffer) { return static_cast<CudaBuffer*>(buffer.get()); }
+
+bool IsDone(const CudaEventPtr& event) { return event->done(); }
+
+class CudaPendingRead final : public PendingRead {
+ public:
+  struct Piece {
+    cuda::PinnedPool::Block* block;
+    CudaEventPtr copied;
+    char* dst;
+    int64_t bytes;
+  };
+  CudaPendingRead(cuda::PinnedPool& pool) : pool_(pool) {}
+  ~CudaPendingRead() override {
+    for (Piece& p : pieces_) pool_.Release(p.block, p.copied);
+  }
+  void Add(Piece piece) { pieces_.push_back(piece); }
+  absl::Status Wait() override {
+    absl::Status status;
+    for (Piece& p : pieces_) {
+      if (status.ok()) status = cuda::CudaStatus(cudaEventSynchronize(p.copied->get()), "D2H copy");
+      if (status.ok()) std::memcpy(p.dst, p.block->data, p.bytes);
+      pool_.Release(p.block, p.copied);
+    }
+    pieces_.clear();
+    return status;
+  }
+
+ private:
+  cuda::PinnedPool& pool_;
+  std::vector<Piece> pieces_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& options) {
+  // NVLink multicast (NVLS) can take a shared host's GPUs out of service; keep it off unless the
+  // operator explicitly turned it on.
+  setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
+  int count = 0;
+  if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess || count == 0) {
+    return absl::UnavailableError(absl::StrCat("backend cuda: no usable GPU (cudaGetDeviceCount: ",
+                                               e == cudaSuccess ? "0 devices" : cudaGetErrorName(e),
+                                               ")"));
+  }
+  std::unique_ptr<CudaBackend> backend(new CudaBackend(options.transfer));
+  backend->devices_.resize(count);
+  for (int d = 0; d < count; ++d) {
+    ScopedDevice scope(d);
+    DeviceState& state = backend->devices_[d];
+    cudaDeviceProp props{};
+    CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&props, d));
+    size_t free_bytes = 0, total_bytes = 0;
+    CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
+    state.name = absl::StrCat("cuda:", d, " ", props.name);
+    state.total_bytes = static_cast<int64_t>(total_bytes);
+    const int64_t limit = options.memory_limit_bytes > 0
+                              ? options.memory_limit_bytes
+                              : static_cast<int64_t>(options.memory_fraction * total_bytes);
+    state.ledger = std::make_unique<MemoryLedger>(d, limit);
+    // Keep freed memory in the pool up to the limit: allocation is then a pool lookup.
+    cudaMemPool_t pool;
+    CUDA_RETURN_IF_ERROR(cudaDeviceGetDefaultMemPool(&pool, d));
+    uint64_t threshold = static_cast<uint64_t>(limit);
+    CUDA_RETURN_IF_ERROR(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+    auto stream = cuda::CudaStream::Create(d);
+    if (!stream.ok()) return stream.status();
+    state.stream.emplace(*std::move(stream));
+    auto transfer = cuda::CudaStream::Create(d);
+    if (!transfer.ok()) return transfer.status();
+    state.transfer_stream.emplace(*std::move(transfer));
+  }
+  // Peer access, for both plain allocations and the pools' memory, wherever the topology allows.
+  for (int d = 0; d < count; ++d) {
+    ScopedDevice scope(d);
+    cudaMemPool_t pool;
+    CUDA_RETURN_IF_ERROR(cudaDeviceGetDefaultMemPool(&pool, d));
+    for (int peer = 0; peer < count; ++peer) {
+      if (peer == d) continue;
+      int can = 0;
+      CUDA_RETURN_IF_ERROR(cudaDeviceCanAccessPeer(&can, d, peer));
+      if (!can) {
+        spdlog::warn("device {} cannot access device {} directly", d, peer);
+        continue;
+      }
+      if (cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
+          e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) {
+        return cuda::CudaStatus(e, "cudaDeviceEnablePeerAccess");
+      }
+      cudaGetLastError();  // clear a tolerated already-enabled error
+      cudaMemAccessDesc access{};
+      access.location.type = cudaMemLocationTypeDevice;
+      access.location.id = peer;
+      access.flags = cudaMemAccessFlagsProtReadWrite;
+      CUDA_RETURN_IF_ERROR(cudaMemPoolSetAccess(pool, &access, 1));
+    }
+  }
+  if (count > 1 && options.transfer == Transfer::kNccl) {
+    auto clique = cuda::NcclClique::Create(count);
+    if (!clique.ok()) return clique.status();
+    backend->nccl_ = *std::move(clique);
+  }
+  spdlog::info("cuda backend: {} devices, cross-device copies by {}", count,
+               options.transfer == Transfer::kNccl ? "NCCL send/recv" : "peer copies");
+  return backend;
+}
+
+CudaBackend::~CudaBackend() { Synchronize().IgnoreError(); }
+
+DeviceMemory CudaBackend::memory(int device) const {
+  const DeviceState& s = devices_[device];
+  return DeviceMemory{s.name, s.ledger->used(), s.ledger->limit(), s.total_bytes};
+}
+
+absl::Status CudaBackend::WaitFor(int device, const std::vector<CudaEventPtr>& deps) {
+  return WaitOn(stream(device), deps);
+}
+
+absl::Status CudaBackend::WaitOn(cudaStream_t s, const std::vector<CudaEventPtr>& deps) {
+  for (const CudaEventPtr& event : deps) {
+    if (event->done()) continue;  // finished work needs no wait
+    CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(s, event->get(), 0));
+  }
+  return absl::OkStatus();
+}
+
+template <typename Enqueue>
+absl::StatusOr<CudaEventPtr> CudaBackend::Launch(int device, const std::vector<CudaBuffer*>& reads,
+                                                 const std::vector<CudaBuffer*>& writes,
+                                                 Enqueue&& enqueue) {
+  std::lock_guard lock(order_mu_);
+  ScopedDevice scope(device);
+  std::vector<CudaEventPtr> deps;
+  for (CudaBuffer* b : reads) b->hazards().CollectForRead(deps);
+  for (CudaBuffer* b : writes) b->hazards().CollectForWrite(deps);
+  RETURN_IF_ERROR(WaitFor(device, deps));
+  RETURN_IF_ERROR(enqueue(stream(device)));
+  ASSIGN_OR_RETURN(CudaEventPtr event, CudaEvent::Record(stream(device)));
+  for (CudaBuffer* b : reads) b->hazards().RecordRead(event, IsDone);
+  for (CudaBuffer* b : writes) b->hazards().RecordWrite(event);
+  return event;
+}
+
+absl::StatusOr<BufferPtr> CudaBackend::Allocate(int device, int64_t bytes) {
+  bytes = std::max<int64_t>(bytes, 1);
+  DeviceState& state = devices_[device];
+  RETURN_IF_ERROR(state.ledger->Reserve(bytes));
+  std::lock_guard lock(order_mu_);
+  ScopedDevice scope(device);
+  void* data = nullptr;
+  if (cudaError_t e = cudaMallocAsync(&data, bytes, stream(device)); e != cudaSuccess) {
+    state.ledger->Release(bytes);
+    cudaGetLastError();
+    return cuda::CudaStatus(e, absl::StrCat("device ", device, ": allocating ", bytes, " bytes"));
+  }
+  auto buffer = std::make_shared<CudaBuffer>(device, bytes, data, stream(device),
+                                             state.ledger.get());
+  // The allocation is ordered on this stream; work on other streams must wait for it.
+  ASSIGN_OR_RETURN(CudaEventPtr allocated, CudaEvent::Record(stream(device)));
+  buffer->hazards().RecordWrite(allocated);
+  return buffer;
+}
+
+absl::Status CudaBackend::FillConstant(DType dtype, const BufferBox& dst, const Scalar& value) {
+  CudaBuffer* buffer = AsCuda(dst.buffer);
+  const StridedBox box = MakeStridedBox(dst.shape, dst.box);
+  return Launch(buffer->device(), {}, {buffer}, [&](cudaStream_t s) {
+           return cuda::CudaStatus(cuda::LaunchFillBox(dtype, buffer->data(), box, value, s),
+                                   "fill kernel");
+         }).status();
+}
+
+absl::Status CudaBackend::FillGenerated(DType dtype, const BufferPtr& dst,
+                                        const Shape& global_shape, const Box& chunk_box,
+                                        const Generator& generator) {
+  CudaBuffer* buffer = AsCuda(dst);
+  const StridedBox global = MakeStridedBox(global_shape, chunk_box);
+  return Launch(buffer->device(), {}, {buffer}, [&](cudaStream_t s) {
+           return cuda::CudaStatus(
+               cuda::LaunchFillGenerated(dtype, buffer->data(), global, generator, s),
+               "generator kernel");
+         }).status();
+}
+
+absl::Status CudaBackend::CopySameDevice(DType dtype, const BoxCopy& copy) {
+  CudaBuffer* src = AsCuda(copy.src.buffer);
+  CudaBuffer* dst = AsCuda(copy.dst.buffer);
+  const int64_t element = DTypeSize(dtype);
+  const auto src_offset = ContiguousOffset(copy.src.shape, copy.src.box);
+  const auto dst_offset = ContiguousOffset(copy.dst.shape, copy.dst.box);
+  return Launch(dst->device(), {src}, {dst}, [&](cudaStream_t s) {
+           if (src_offset && dst_offset && copy.combine == Combine::kAssign) {
+             return cuda::CudaStatus(
+                 cudaMemcpyAsync(dst->data() + *dst_offset * element,
+                                 src->data() + *src_offset * element,
+                                 NumElements(copy.src.box) * element, cudaMemcpyDeviceToDevice, s),
+                 "device copy");
+           }
+           return cuda::CudaStatus(
+               cuda::LaunchCopyBox(dtype, src->data(), MakeStridedBox(copy.src.shape, copy.src.box),
+                                   dst->data(), MakeStridedBox(copy.dst.shape, copy.dst.box),
+                                   copy.combine, s),
+               "copy kernel");
+         }).status();
+}
+
+// One cross-device piece: what is sent from where and received where. Strided sides go through
+// dense staging buffers (packed before sending, unpacked and combined after receiving).
+struct CudaBackend::CrossDeviceCopy {
+  const BoxCopy* copy;
+  CudaBuffer* src;
+  CudaBuffer* dst;
+  int64_t bytes;
+  BufferPtr src_staging;  // null: send straight from src
+  BufferPtr dst_staging;  // null: receive straight into dst
+  const char* send_from;
+  char* receive_into;
+};
+
+absl::Status CudaBackend::CopyAcrossDevices(DType dtype, absl::Span<const BoxCopy* const> copies) {
+  const int64_t element = DTypeSize(dtype);
+  // Everything that can fail for lack of memory happens before anything is launched.
+  std::vector<CrossDeviceCopy> plan;
+  for (const BoxCopy* copy : copies) {
+    CrossDeviceCopy c{copy, AsCuda(copy->src.buffer), AsCuda(copy->dst.buffer),
+                      NumElements(copy->src.box) * element};
+    if (auto offset = ContiguousOffset(copy->src.shape, copy->src.box)) {
+      c.send_from = c.src->data() + *offset * element;
+    } else {
+      ASSIGN_OR_RETURN(c.src_staging, Allocate(c.src->device(), c.bytes));
+      c.send_from = AsCuda(c.src_staging)->data();
+    }
+    auto dst_offset = ContiguousOffset(copy->dst.shape, copy->dst.box);
+    if (dst_offset && copy->combine == Combine::kAssign) {
+      c.receive_into = c.dst->data() + *dst_offset * element;
+    } else {
+      ASSIGN_OR_RETURN(c.dst_staging, Allocate(c.dst->device(), c.bytes));
+      c.receive_into = AsCuda(c.dst_staging)->data();
+    }
+    plan.push_back(std::move(c));
+  }
+
+  std::lock_guard lock(order_mu_);
+  // 1. Each stream waits for its inputs; strided sources are packed on their own device.
+  for (CrossDeviceCopy& c : plan) {
+    {
+      ScopedDevice scope(c.src->device());
+      std::vector<CudaEventPtr> deps;
+      c.src->hazards().CollectForRead(deps);
+      if (c.src_staging) AsCuda(c.src_staging)->hazards().CollectForWrite(deps);
+      RETURN_IF_ERROR(WaitOn(transfer_stream(c.src->device()), deps));
+      if (c.src_staging) {
+        const Shape dense = BoxShape(c.copy->src.box);
+        CUDA_RETURN_IF_ERROR(cuda::LaunchCopyBox(
+            dtype, c.src->data(), MakeStridedBox(c.copy->src.shape, c.copy->src.box),
+            AsCuda(c.src_staging)->data(), MakeStridedBox(dense, FullBox(dense)), Combine::kAssign,
+            transfer_stream(c.src->device())));
+      }
+    }
+    ScopedDevice scope(c.dst->device());
+    std::vector<CudaEventPtr> deps;
+    c.dst->hazards().CollectForWrite(deps);
+    if (c.dst_staging) AsCuda(c.dst_staging)->hazards().CollectForWrite(deps);
+    RETURN_IF_ERROR(WaitOn(transfer_stream(c.dst->device()), deps));
+  }
+
+  // 2. The transfers: one NCCL group of send/recv pairs, or peer copies on the receiving stream.
+  if (transfer_ == Transfer::kNccl && nccl_) {
+    NCCL_RETURN_IF_ERROR(ncclGroupStart());
+    for (CrossDeviceCopy& c : plan) {
+      const int from = c.src->device(), to = c.dst->device();
+      NCCL_RETURN_IF_ERROR(ncclSend(c.send_from, c.bytes, ncclUint8, to, nccl_->comm(from),
+                                    transfer_stream(from)));
+      NCCL_RETURN_IF_ERROR(ncclRecv(c.receive_into, c.bytes, ncclUint8, from, nccl_->comm(to),
+                                    transfer_stream(to)));
+    }
+    NCCL_RETURN_IF_ERROR(ncclGroupEnd());
+  } else {
+    for (CrossDeviceCopy& c : plan) {
+      const int from = c.src->device(), to = c.dst->device();
+      ScopedDevice scope(from);
+      ASSIGN_OR_RETURN(CudaEventPtr sent_ready, CudaEvent::Record(transfer_stream(from)));
+      ScopedDevice to_scope(to);
+      CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(transfer_stream(to), sent_ready->get(), 0));
+      CUDA_RETURN_IF_ERROR(cudaMemcpyPeerAsync(c.receive_into, to, c.send_from, from, c.bytes,
+                                               transfer_stream(to)));
+    }
+  }
+
+  // 3. Unpack and combine staged receipts, then record what each stream did.
+  for (CrossDeviceCopy& c : plan) {
+    if (!c.dst_staging) continue;
+    ScopedDevice scope(c.dst->device());
+    const Shape dense = BoxShape(c.copy->dst.box);
+    CUDA_RETURN_IF_ERROR(cuda::LaunchCopyBox(
+        dtype, AsCuda(c.dst_staging)->data(), MakeStridedBox(dense, FullBox(dense)), c.dst->data(),
+        MakeStridedBox(c.copy->dst.shape, c.copy->dst.box), c.copy->combine,
+        transfer_stream(c.dst->device())));
+  }
+  std::vector<CudaEventPtr> done(devices_.size());
+  auto done_on = [&](int device) -> absl::StatusOr<CudaEventPtr> {
+    if (!done[device]) {
+      ScopedDevice scope(device);
+      ASSIGN_OR_RETURN(done[device], CudaEvent::Record(transfer_stream(device)));
+    }
+    return done[device];
+  };
+  const bool peer = !(transfer_ == Transfer::kNccl && nccl_);
+  for (CrossDeviceCopy& c : plan) {
+    // With peer copies the receiving stream reads the source; with NCCL the sending stream does.
+    ASSIGN_OR_RETURN(CudaEventPtr read, done_on(peer ? c.dst->device() : c.src->device()));
+    ASSIGN_OR_RETURN(CudaEventPtr wrote, done_on(c.dst->device()));
+    c.src->hazards().RecordRead(read, IsDone);
+    c.dst->hazards().RecordWrite(wrote);
+    if (c.src_staging) AsCuda(c.src_staging)->hazards().RecordWrite(read);
+    if (c.dst_staging) AsCuda(c.dst_staging)->hazards().RecordWrite(wrote);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::Copy(DType dtype, absl::Span<const BoxCopy> copies) {
+  // Same-device copies first, then one batch of cross-device ones (the contract in backend.h).
+  std::vector<const BoxCopy*> cross;
+  for (const BoxCopy& copy : copies) {
+    if (copy.src.buffer->device() == copy.dst.buffer->device()) {
+      RETURN_IF_ERROR(CopySameDevice(dtype, copy));
+    } else {
+      cross.push_back(&copy);
+    }
+  }
+  if (cross.empty()) return absl::OkStatus();
+  return CopyAcrossDevices(dtype, cross);
+}
+
+absl::Status CudaBackend::Binary(BinaryOp op, DType dtype, const BufferPtr& out,
+                                 const KernelOperand& a, const KernelOperand& b, int64_t n) {
+  CudaBuffer* out_buffer = AsCuda(out);
+  std::vector<CudaBuffer*> reads;
+  if (a.buffer) reads.push_back(AsCuda(a.buffer));
+  if (b.buffer) reads.push_back(AsCuda(b.buffer));
+  const void* a_data = a.buffer ? AsCuda(a.buffer)->data() : nullptr;
+  const void* b_data = b.buffer ? AsCuda(b.buffer)->data() : nullptr;
+  return Launch(out_buffer->device(), reads, {out_buffer}, [&](cudaStream_t s) {
+           return cuda::CudaStatus(cuda::LaunchBinary(dtype, op, out_buffer->data(), a_data,
+                                                      a.scalar, b_data, b.scalar, n, s),
+                                   "elementwise kernel");
+         }).status();
+}
+
+absl::Status CudaBackend::WriteFromHost(const BufferPtr& dst, int64_t offset, const void* src,
+                                        int64_t bytes) {
+  CudaBuffer* buffer = AsCuda(dst);
+  const char* from = static_cast<const char*>(src);
+  for (int64_t done = 0; done < bytes;) {
+    const int64_t n = std::min<int64_t>(bytes - done, cuda::PinnedPool::kBlockBytes);
+    ASSIGN_OR_RETURN(cuda::PinnedPool::Block * block, pinned_.Acquire());
+    std::memcpy(block->data, from + done, n);  // the caller's memory is free once we return
+    auto copied = Launch(buffer->device(), {}, {buffer}, [&](cudaStream_t s) {
+      return cuda::CudaStatus(cudaMemcpyAsync(buffer->data() + offset + done, block->data, n,
+                                              cudaMemcpyHostToDevice, s),
+                              "host-to-device copy");
+    });
+    pinned_.Release(block, copied.ok() ? *copied : nullptr);
+    if (!copied.ok()) return copied.status();
+    done += n;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<PendingRead>> CudaBackend::ReadToHost(const BufferPtr& src,
+                                                                     int64_t offset,
+                                                                     int64_t bytes, void* dst) {
+  CudaBuffer* buffer = AsCuda(src);
+  auto pending = std::make_unique<CudaPendingRead>(pinned_);
+  char* to = static_cast<char*>(dst);
+  for (int64_t done = 0; done < bytes;) {
+    const int64_t n = std::min<int64_t>(bytes - done, cuda::PinnedPool::kBlockBytes);
+    ASSIGN_OR_RETURN(cuda::PinnedPool::Block * block, pinned_.Acquire());
+    auto copied = Launch(buffer->device(), {buffer}, {}, [&](cudaStream_t s) {
+      return cuda::CudaStatus(cudaMemcpyAsync(block->data, buffer->data() + offset + done, n,
+                                              cudaMemcpyDeviceToHost, s),
+                              "device-to-host copy");
+    });
+    if (!copied.ok()) {
+      pinned_.Release(block, nullptr);
+      return copied.status();
+    }
+    pending->Add({block, *copied, to + done, n});
+    done += n;
+  }
+  return pending;
+}
+
+absl::Status CudaBackend::Synchronize() {
+  for (int d = 0; d < device_count(); ++d) {
+    ScopedDevice scope(d);
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(transfer_stream(d)));
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream(d)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace distarray

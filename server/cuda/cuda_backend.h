@@ -1,0 +1,88 @@
+// The CUDA backend: the daemon owning real GPUs. Per device: a stream-ordered memory pool with an
+// admission limit, one stream, and events for per-buffer dependencies. Across devices: one NCCL
+// communicator clique (ncclCommInitAll) and peer access where the topology allows. Host
+// transfers stage through pinned blocks so copies overlap the network.
+#ifndef DISTARRAY_SERVER_CUDA_CUDA_BACKEND_H_
+#define DISTARRAY_SERVER_CUDA_CUDA_BACKEND_H_
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/backend/backend.h"
+#include "server/backend/memory_ledger.h"
+#include "server/cuda/cuda_resources.h"
+
+namespace distarray {
+
+class CudaBuffer;
+
+class CudaBackend final : public Backend {
+ public:
+  enum class Transfer { kNccl, kPeer };
+  struct Options {
+    int64_t memory_limit_bytes = 0;  // per device; 0: memory_fraction of each card
+    double memory_fraction = 0.9;
+    Transfer transfer = Transfer::kNccl;  // how cross-device copies move
+  };
+  // UNAVAILABLE when no GPU is usable; INTERNAL for a CUDA/NCCL failure during setup.
+  static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(const Options& options);
+  ~CudaBackend() override;
+
+  absl::string_view name() const override { return "cuda"; }
+  int device_count() const override { return static_cast<int>(devices_.size()); }
+  DeviceMemory memory(int device) const override;
+
+  absl::StatusOr<BufferPtr> Allocate(int device, int64_t bytes) override;
+  absl::Status FillConstant(DType dtype, const BufferBox& dst, const Scalar& value) override;
+  absl::Status FillGenerated(DType dtype, const BufferPtr& dst, const Shape& global_shape,
+                             const Box& chunk_box, const Generator& generator) override;
+  absl::Status Copy(DType dtype, absl::Span<const BoxCopy> copies) override;
+  absl::Status Binary(BinaryOp op, DType dtype, const BufferPtr& out, const KernelOperand& a,
+                      const KernelOperand& b, int64_t n) override;
+  absl::Status WriteFromHost(const BufferPtr& dst, int64_t offset, const void* src,
+                             int64_t bytes) override;
+  absl::StatusOr<std::unique_ptr<PendingRead>> ReadToHost(const BufferPtr& src, int64_t offset,
+                                                          int64_t bytes, void* dst) override;
+  absl::Status Synchronize() override;
+
+ private:
+  struct DeviceState {
+    std::string name;
+    int64_t total_bytes = 0;
+    std::unique_ptr<MemoryLedger> ledger;
+    std::optional<cuda::CudaStream> stream;           // kernels, local copies, host copies
+    std::optional<cuda::CudaStream> transfer_stream;  // cross-device transfers, so they overlap
+  };
+  struct CrossDeviceCopy;
+
+  explicit CudaBackend(Transfer transfer) : transfer_(transfer) {}
+  cudaStream_t stream(int device) const { return devices_[device].stream->get(); }
+  cudaStream_t transfer_stream(int device) const {
+    return devices_[device].transfer_stream->get();
+  }
+  // Makes `stream` of the current device wait for `deps`.
+  absl::Status WaitOn(cudaStream_t stream, const std::vector<cuda::CudaEventPtr>& deps);
+  // Makes `device`'s stream wait for `deps`. Caller holds order_mu_ and has `device` current.
+  absl::Status WaitFor(int device, const std::vector<cuda::CudaEventPtr>& deps);
+  // Enqueues `enqueue(stream)` on `device` after the hazards of `reads` and `writes`, then records
+  // it as their newest reader/writer.
+  template <typename Enqueue>
+  absl::StatusOr<cuda::CudaEventPtr> Launch(int device, const std::vector<CudaBuffer*>& reads,
+                                            const std::vector<CudaBuffer*>& writes,
+                                            Enqueue&& enqueue);
+  absl::Status CopySameDevice(DType dtype, const BoxCopy& copy);
+  absl::Status CopyAcrossDevices(DType dtype, absl::Span<const BoxCopy* const> copies);
+
+  const Transfer transfer_;
+  std::mutex order_mu_;  // guards buffer hazards; held while enqueueing, so order is consistent
+  std::vector<DeviceState> devices_;
+  std::unique_ptr<cuda::NcclClique> nccl_;
+  cuda::PinnedPool pinned_;
+};
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_SERVER_CUDA_CUDA_BACKEND_H_

@@ -1,0 +1,93 @@
+#include "server/cuda/cuda_resources.h"
+
+#include <spdlog/spdlog.h>
+
+#include "server/cuda/cuda_status.h"
+
+namespace distarray::cuda {
+namespace {
+
+void LogIfFailed(cudaError_t error, const char* what) {
+  if (error != cudaSuccess && error != cudaErrorCudartUnloading) {
+    spdlog::error("{}: {}", what, cudaGetErrorName(error));
+  }
+}
+
+}  // namespace
+
+ScopedDevice::ScopedDevice(int device) {
+  LogIfFailed(cudaGetDevice(&previous_), "cudaGetDevice");
+  if (device != previous_) LogIfFailed(cudaSetDevice(device), "cudaSetDevice");
+}
+
+ScopedDevice::~ScopedDevice() { LogIfFailed(cudaSetDevice(previous_), "cudaSetDevice"); }
+
+absl::StatusOr<CudaStream> CudaStream::Create(int device) {
+  ScopedDevice scope(device);
+  cudaStream_t stream = nullptr;
+  CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  return CudaStream(stream, device);
+}
+
+CudaStream::~CudaStream() {
+  if (stream_ == nullptr) return;
+  ScopedDevice scope(device_);
+  LogIfFailed(cudaStreamDestroy(stream_), "cudaStreamDestroy");
+}
+
+absl::StatusOr<std::shared_ptr<CudaEvent>> CudaEvent::Record(cudaStream_t stream) {
+  cudaEvent_t event = nullptr;
+  CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  auto owned = std::shared_ptr<CudaEvent>(new CudaEvent(event));
+  CUDA_RETURN_IF_ERROR(cudaEventRecord(event, stream));
+  return owned;
+}
+
+CudaEvent::~CudaEvent() { LogIfFailed(cudaEventDestroy(event_), "cudaEventDestroy"); }
+
+absl::StatusOr<std::unique_ptr<NcclClique>> NcclClique::Create(int device_count) {
+  std::vector<ncclComm_t> comms(device_count);
+  std::vector<int> devices(device_count);
+  for (int d = 0; d < device_count; ++d) devices[d] = d;
+  NCCL_RETURN_IF_ERROR(ncclCommInitAll(comms.data(), device_count, devices.data()));
+  return std::unique_ptr<NcclClique>(new NcclClique(std::move(comms)));
+}
+
+NcclClique::~NcclClique() {
+  for (ncclComm_t comm : comms_) {
+    if (ncclCommDestroy(comm) != ncclSuccess) spdlog::error("ncclCommDestroy failed");
+  }
+}
+
+PinnedPool::~PinnedPool() {
+  for (auto& block : all_) {
+    if (block->busy_until) LogIfFailed(cudaEventSynchronize(block->busy_until->get()), "sync");
+    LogIfFailed(cudaFreeHost(block->data), "cudaFreeHost");
+  }
+}
+
+absl::StatusOr<PinnedPool::Block*> PinnedPool::Acquire() {
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      Block* block = *it;
+      if (!block->busy_until || block->busy_until->done()) {
+        free_.erase(it);
+        return block;
+      }
+    }
+  }
+  auto block = std::make_unique<Block>();
+  CUDA_RETURN_IF_ERROR(cudaMallocHost(&block->data, kBlockBytes));
+  std::lock_guard lock(mu_);
+  all_.push_back(std::move(block));
+  return all_.back().get();
+}
+
+void PinnedPool::Release(Block* block, CudaEventPtr busy_until) {
+  std::lock_guard lock(mu_);
+  block->busy_until = std::move(busy_until);
+  free_.push_back(block);
+}
+
+}  // namespace distarray::cuda

@@ -1,0 +1,100 @@
+// RAII owners for CUDA and NCCL resources: one move-only owner each, destructors that never
+// throw and log instead (tolerating cudaErrorCudartUnloading at exit).
+#ifndef DISTARRAY_SERVER_CUDA_CUDA_RESOURCES_H_
+#define DISTARRAY_SERVER_CUDA_CUDA_RESOURCES_H_
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace distarray::cuda {
+
+// Makes `device` current for a scope and restores the previous one.
+class ScopedDevice {
+ public:
+  explicit ScopedDevice(int device);
+  ~ScopedDevice();
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+class CudaStream {
+ public:
+  // A non-blocking stream on `device`.
+  static absl::StatusOr<CudaStream> Create(int device);
+  CudaStream(CudaStream&& other) noexcept : stream_(other.stream_), device_(other.device_) {
+    other.stream_ = nullptr;
+  }
+  CudaStream& operator=(CudaStream&&) = delete;
+  CudaStream(const CudaStream&) = delete;
+  ~CudaStream();
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  CudaStream(cudaStream_t stream, int device) : stream_(stream), device_(device) {}
+  cudaStream_t stream_;
+  int device_;
+};
+
+// A timing-free event, shared by the buffers whose hazards it marks.
+class CudaEvent {
+ public:
+  // Records a new event on `stream` (of the current device).
+  static absl::StatusOr<std::shared_ptr<CudaEvent>> Record(cudaStream_t stream);
+  ~CudaEvent();
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  cudaEvent_t get() const { return event_; }
+  bool done() const { return cudaEventQuery(event_) == cudaSuccess; }
+
+ private:
+  explicit CudaEvent(cudaEvent_t event) : event_(event) {}
+  cudaEvent_t event_;
+};
+using CudaEventPtr = std::shared_ptr<CudaEvent>;
+
+// One communicator per local GPU, made together by ncclCommInitAll.
+class NcclClique {
+ public:
+  static absl::StatusOr<std::unique_ptr<NcclClique>> Create(int device_count);
+  ~NcclClique();
+  ncclComm_t comm(int device) const { return comms_[device]; }
+
+ private:
+  explicit NcclClique(std::vector<ncclComm_t> comms) : comms_(std::move(comms)) {}
+  std::vector<ncclComm_t> comms_;
+};
+
+// Page-locked host blocks for staging transfers, reused once the copy that last used a block
+// has completed. Grows to the working set of concurrent transfers.
+class PinnedPool {
+ public:
+  static constexpr size_t kBlockBytes = size_t{16} << 20;
+
+  struct Block {
+    void* data = nullptr;
+    CudaEventPtr busy_until;  // the last copy that used this block
+  };
+
+  ~PinnedPool();
+  // A block of kBlockBytes no copy is using. Blocks on nothing; allocates when all are busy.
+  absl::StatusOr<Block*> Acquire();
+  void Release(Block* block, CudaEventPtr busy_until);
+
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Block>> all_;
+  std::vector<Block*> free_;
+};
+
+}  // namespace distarray::cuda
+
+#endif  // DISTARRAY_SERVER_CUDA_CUDA_RESOURCES_H_

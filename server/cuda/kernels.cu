@@ -1,0 +1,101 @@
+#include "server/cuda/kernels.h"
+
+#include <algorithm>
+#include <type_traits>
+
+namespace distarray::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// Enough blocks to fill the GPU; grid-stride loops cover the rest.
+unsigned Blocks(int64_t n) {
+  return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, 132 * 32));
+}
+
+template <typename T>
+__global__ void FillBoxKernel(T* dst, StridedBox box, T value, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    dst[BoxOffset(box, i)] = value;
+  }
+}
+
+template <typename T>
+__global__ void FillGeneratedKernel(T* dst, StridedBox global, Generator generator, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    dst[i] = GeneratedValue<T>(generator, BoxOffset(global, i));
+  }
+}
+
+template <typename T>
+__global__ void CopyBoxKernel(const T* src, StridedBox src_box, T* dst, StridedBox dst_box,
+                              Combine combine, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const T v = src[BoxOffset(src_box, i)];
+    T& d = dst[BoxOffset(dst_box, i)];
+    d = ApplyCombine(combine, d, v);
+  }
+}
+
+template <typename T>
+__global__ void BinaryKernel(BinaryOp op, T* out, const T* a, T a_scalar, const T* b, T b_scalar,
+                             int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    out[i] = ApplyBinary(op, a ? a[i] : a_scalar, b ? b[i] : b_scalar);
+  }
+}
+
+}  // namespace
+
+cudaError_t LaunchFillBox(DType dtype, void* dst, const StridedBox& box, const Scalar& value,
+                          cudaStream_t stream) {
+  const int64_t n = box.size();
+  DispatchDType(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    FillBoxKernel<T><<<Blocks(n), kThreads, 0, stream>>>(static_cast<T*>(dst), box,
+                                                          value.As<T>(), n);
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchFillGenerated(DType dtype, void* dst, const StridedBox& global,
+                                const Generator& generator, cudaStream_t stream) {
+  const int64_t n = global.size();
+  DispatchDType(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    FillGeneratedKernel<T><<<Blocks(n), kThreads, 0, stream>>>(static_cast<T*>(dst), global,
+                                                                generator, n);
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchCopyBox(DType dtype, const void* src, const StridedBox& src_box, void* dst,
+                          const StridedBox& dst_box, Combine combine, cudaStream_t stream) {
+  const int64_t n = src_box.size();
+  DispatchDType(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    CopyBoxKernel<T><<<Blocks(n), kThreads, 0, stream>>>(
+        static_cast<const T*>(src), src_box, static_cast<T*>(dst), dst_box, combine, n);
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchBinary(DType dtype, BinaryOp op, void* out, const void* a,
+                         const Scalar& a_scalar, const void* b, const Scalar& b_scalar, int64_t n,
+                         cudaStream_t stream) {
+  DispatchDType(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!std::is_same_v<T, bool>) {  // the engine rejects arithmetic on bool
+      BinaryKernel<T><<<Blocks(n), kThreads, 0, stream>>>(
+          op, static_cast<T*>(out), static_cast<const T*>(a), a_scalar.As<T>(),
+          static_cast<const T*>(b), b_scalar.As<T>(), n);
+    }
+  });
+  return cudaGetLastError();
+}
+
+}  // namespace distarray::cuda
