@@ -29,9 +29,9 @@ ABSL_FLAG(std::string, memory_limit, "",
           "Per-device memory limit, bytes with optional KiB/MiB/GiB suffix (default: host 1GiB, "
           "cuda --memory_fraction of each card)");
 ABSL_FLAG(double, memory_fraction, 0.9, "CUDA: fraction of each card's memory to admit");
-ABSL_FLAG(std::string, transfer, "nccl",
-          "CUDA: cross-device copies by nccl (send/recv in one group per reshard) or peer "
-          "(cudaMemcpyPeerAsync)");
+ABSL_FLAG(std::string, transfer, "peer",
+          "CUDA: cross-device copies by peer (cudaMemcpyPeerAsync, measured fastest on NVLink) or "
+          "nccl (send/recv, all transfers of a reshard in one NCCL group)");
 ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9464",
           "Prometheus /metrics address; empty disables");
 ABSL_FLAG(std::string, port_file, "", "Write the bound gRPC port to this file once serving");
@@ -96,7 +96,8 @@ int main(int argc, char** argv) {
     return backend.status().code() == absl::StatusCode::kUnavailable ? kExitBackendUnavailable
                                                                       : kExitBadFlags;
   }
-  auto metrics = distarray::Metrics::Create(absl::GetFlag(FLAGS_metrics_listen));
+  const int device_count = (*backend)->device_count();
+  auto metrics = distarray::Metrics::Create(absl::GetFlag(FLAGS_metrics_listen), device_count);
   if (!metrics.ok()) {
     spdlog::critical("{}", std::string(metrics.status().message()));
     return kExitBadFlags;

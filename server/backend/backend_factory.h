@@ -14,7 +14,7 @@ struct BackendOptions {
   int host_devices = 4;
   int64_t memory_limit_bytes = 0;  // per device; 0: host 1 GiB, cuda memory_fraction of the card
   double memory_fraction = 0.9;
-  std::string transfer = "nccl";  // cuda: cross-device copies by "nccl" send/recv or "peer" copies
+  std::string transfer = "peer";  // cuda: cross-device copies by "peer" copies or "nccl" send/recv
 };
 
 // INVALID_ARGUMENT for an unknown kind; UNAVAILABLE when `cuda` is asked for and no GPU is usable

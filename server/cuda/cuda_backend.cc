@@ -146,7 +146,9 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
       CUDA_RETURN_IF_ERROR(cudaMemPoolSetAccess(pool, &access, 1));
     }
   }
-  if (count > 1 && options.transfer == Transfer::kNccl) {
+  // One clique over all local GPUs, made at startup whichever transfer mode copies use: it is the
+  // collective path for reductions and the send/recv path of --transfer=nccl.
+  if (count > 1) {
     auto clique = cuda::NcclClique::Create(count);
     if (!clique.ok()) return clique.status();
     backend->nccl_ = *std::move(clique);
@@ -327,12 +329,19 @@ absl::Status CudaBackend::CopyAcrossDevices(DType dtype, absl::Span<const BoxCop
     }
     NCCL_RETURN_IF_ERROR(ncclGroupEnd());
   } else {
+    // Mark every source ready before enqueueing any copy: a marker recorded after a copy on the
+    // same stream would serialize the two directions of a swap.
+    std::vector<CudaEventPtr> ready(devices_.size());
+    for (CrossDeviceCopy& c : plan) {
+      const int from = c.src->device();
+      if (ready[from]) continue;
+      ScopedDevice scope(from);
+      ASSIGN_OR_RETURN(ready[from], CudaEvent::Record(transfer_stream(from)));
+    }
     for (CrossDeviceCopy& c : plan) {
       const int from = c.src->device(), to = c.dst->device();
-      ScopedDevice scope(from);
-      ASSIGN_OR_RETURN(CudaEventPtr sent_ready, CudaEvent::Record(transfer_stream(from)));
-      ScopedDevice to_scope(to);
-      CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(transfer_stream(to), sent_ready->get(), 0));
+      ScopedDevice scope(to);
+      CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(transfer_stream(to), ready[from]->get(), 0));
       CUDA_RETURN_IF_ERROR(cudaMemcpyPeerAsync(c.receive_into, to, c.send_from, from, c.bytes,
                                                transfer_stream(to)));
     }

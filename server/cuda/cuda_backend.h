@@ -25,7 +25,8 @@ class CudaBackend final : public Backend {
   struct Options {
     int64_t memory_limit_bytes = 0;  // per device; 0: memory_fraction of each card
     double memory_fraction = 0.9;
-    Transfer transfer = Transfer::kNccl;  // how cross-device copies move
+    // How cross-device copies move; peer copies measured faster on NVLink (docs/performance.md).
+    Transfer transfer = Transfer::kPeer;
   };
   // UNAVAILABLE when no GPU is usable; INTERNAL for a CUDA/NCCL failure during setup.
   static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(const Options& options);

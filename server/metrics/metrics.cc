@@ -29,8 +29,14 @@ Metrics::Metrics()
                         .Help("Device memory admission limit")
                         .Register(*registry_)) {}
 
-absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(const std::string& listen) {
+absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(const std::string& listen,
+                                                         int device_count) {
   std::unique_ptr<Metrics> metrics(new Metrics());
+  for (int d = 0; d < device_count; ++d) {
+    const std::string device = absl::StrCat(d);
+    metrics->used_gauges_.push_back(&metrics->memory_used_.Add({{"device", device}}));
+    metrics->limit_gauges_.push_back(&metrics->memory_limit_.Add({{"device", device}}));
+  }
   if (!listen.empty()) {
     try {  // prometheus-cpp reports a bind failure by throwing; keep it inside this boundary
       metrics->exposer_ = std::make_unique<prometheus::Exposer>(listen);
@@ -45,9 +51,24 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(const std::string& list
 void Metrics::RecordRequest(absl::string_view method, absl::StatusCode code, double seconds) {
   static const prometheus::Histogram::BucketBoundaries kBuckets = {
       1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 0.1, 0.5, 2, 10, 60};
-  requests_.Add({{"method", std::string(method)}, {"code", absl::StatusCodeToString(code)}})
-      .Increment();
-  durations_.Add({{"method", std::string(method)}}, kBuckets).Observe(seconds);
+  prometheus::Counter* counter;
+  prometheus::Histogram* duration;
+  {
+    absl::MutexLock lock(&mu_);
+    MethodSeries& series = methods_[method];
+    if (series.duration == nullptr) {
+      series.duration = &durations_.Add({{"method", std::string(method)}}, kBuckets);
+    }
+    prometheus::Counter*& by_code = series.by_code[static_cast<int>(code)];
+    if (by_code == nullptr) {
+      by_code = &requests_.Add(
+          {{"method", std::string(method)}, {"code", absl::StatusCodeToString(code)}});
+    }
+    counter = by_code;
+    duration = series.duration;
+  }
+  counter->Increment();
+  duration->Observe(seconds);
 }
 
 void Metrics::RecordTransferBytes(absl::string_view direction, int64_t bytes) {
@@ -55,11 +76,10 @@ void Metrics::RecordTransferBytes(absl::string_view direction, int64_t bytes) {
 }
 
 void Metrics::UpdateDevices(const Backend& backend) {
-  for (int d = 0; d < backend.device_count(); ++d) {
+  for (int d = 0; d < backend.device_count() && d < static_cast<int>(used_gauges_.size()); ++d) {
     const DeviceMemory m = backend.memory(d);
-    const std::string device = absl::StrCat(d);
-    memory_used_.Add({{"device", device}}).Set(static_cast<double>(m.used_bytes));
-    memory_limit_.Add({{"device", device}}).Set(static_cast<double>(m.limit_bytes));
+    used_gauges_[d]->Set(static_cast<double>(m.used_bytes));
+    limit_gauges_[d]->Set(static_cast<double>(m.limit_bytes));
   }
 }
 

@@ -14,7 +14,9 @@
 #include <prometheus/registry.h>
 
 #include "absl/strings/string_view.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "server/backend/backend.h"
 
 namespace distarray {
@@ -23,7 +25,8 @@ class Metrics {
  public:
   // Serves /metrics on `listen` (host:port); an empty address keeps the metrics unexposed.
   // UNAVAILABLE when the address cannot be bound.
-  static absl::StatusOr<std::unique_ptr<Metrics>> Create(const std::string& listen);
+  static absl::StatusOr<std::unique_ptr<Metrics>> Create(const std::string& listen,
+                                                        int device_count);
 
   void RecordRequest(absl::string_view method, absl::StatusCode code, double seconds);
   void RecordTransferBytes(absl::string_view direction, int64_t bytes);
@@ -40,6 +43,16 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& transfer_bytes_;
   prometheus::Family<prometheus::Gauge>& memory_used_;
   prometheus::Family<prometheus::Gauge>& memory_limit_;
+
+  // Label lookups hash and allocate; RPCs are short, so each series is looked up once.
+  struct MethodSeries {
+    prometheus::Histogram* duration = nullptr;
+    absl::flat_hash_map<int, prometheus::Counter*> by_code;
+  };
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, MethodSeries> methods_ ABSL_GUARDED_BY(mu_);
+  std::vector<prometheus::Gauge*> used_gauges_;
+  std::vector<prometheus::Gauge*> limit_gauges_;
 };
 
 }  // namespace distarray

@@ -294,8 +294,7 @@ int64_t UsedBytes(const Client& client) {
 }
 
 TEST_P(MemoryLimitTest, OverTheLimitIsResourceExhaustedAndNothingLeaks) {
-  Daemon::Options options;
-  options.backend = GetParam();
+  Daemon::Options options = OptionsFor(GetParam());
   options.memory_limit = "64MiB";
   auto daemon = Daemon::Start(options);
   if (!daemon.ok() && daemon.status().code() == absl::StatusCode::kUnavailable) {
@@ -351,7 +350,7 @@ TEST_P(MemoryLimitTest, OverTheLimitIsResourceExhaustedAndNothingLeaks) {
   EXPECT_TRUE((*daemon)->alive());
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, MemoryLimitTest, ::testing::Values("host", "cuda"),
+INSTANTIATE_TEST_SUITE_P(Backends, MemoryLimitTest, ::testing::Values("host", "cuda", "cuda_nccl"),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 }  // namespace

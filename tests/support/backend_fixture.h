@@ -1,5 +1,6 @@
-// A test fixture parameterized by backend ("host", "cuda"): the same integration tests run on
-// both against a real distarrayd. Where the backend cannot start (no GPU), the tests skip with
+// A test fixture parameterized by backend ("host", "cuda", and "cuda_nccl": the CUDA backend
+// moving data across devices with NCCL send/recv instead of peer copies): the same integration
+// tests run on all of them against a real distarrayd. Where the backend cannot start (no GPU), the tests skip with
 // the daemon's own message.
 #ifndef DISTARRAY_TESTS_SUPPORT_BACKEND_FIXTURE_H_
 #define DISTARRAY_TESTS_SUPPORT_BACKEND_FIXTURE_H_
@@ -17,14 +18,21 @@
 
 namespace distarray::testing {
 
+// The daemon options a test parameter stands for.
+inline Daemon::Options OptionsFor(const std::string& param) {
+  Daemon::Options options;
+  options.backend = param == "cuda_nccl" ? "cuda" : param;
+  if (param == "cuda_nccl") options.transfer = "nccl";
+  return options;
+}
+
 class BackendTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     auto& entry = Shared()[GetParam()];
     if (!entry.started) {
       entry.started = true;
-      Daemon::Options options;
-      options.backend = GetParam();
+      Daemon::Options options = OptionsFor(GetParam());
       auto daemon = Daemon::Start(options);
       if (daemon.ok()) {
         entry.daemon = std::move(*daemon);
@@ -76,7 +84,7 @@ class BackendTest : public ::testing::TestWithParam<std::string> {
 };
 
 #define DISTARRAY_INSTANTIATE_BACKENDS(suite)                                        \
-  INSTANTIATE_TEST_SUITE_P(Backends, suite, ::testing::Values("host", "cuda"),       \
+  INSTANTIATE_TEST_SUITE_P(Backends, suite, ::testing::Values("host", "cuda", "cuda_nccl"),       \
                            [](const ::testing::TestParamInfo<std::string>& p) {     \
                              return p.param;                                        \
                            })

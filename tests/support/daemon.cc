@@ -37,6 +37,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Options& options) {
                                    "--log_level=warn",
                                    "--drain_seconds=2"};
   if (!options.memory_limit.empty()) args.push_back("--memory_limit=" + options.memory_limit);
+  if (!options.transfer.empty()) args.push_back("--transfer=" + options.transfer);
 
   const pid_t pid = fork();
   if (pid < 0) return absl::InternalError("fork failed");

@@ -18,6 +18,7 @@ class Daemon {
     std::string backend = "host";
     int host_devices = 4;
     std::string memory_limit;  // e.g. "64MiB"; empty: the daemon's default
+    std::string transfer;      // cuda: "peer" or "nccl"; empty: the daemon's default
   };
   // UNAVAILABLE, with the daemon's own message, when the backend cannot start here (no GPU).
   static absl::StatusOr<std::unique_ptr<Daemon>> Start(const Options& options);
