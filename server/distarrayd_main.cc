@@ -68,7 +68,7 @@ bool ParseBytes(std::string text, int64_t* bytes) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "distarrayd: serves distributed arrays on this node's GPUs over gRPC.\n"
+      "serves distributed arrays on this node's GPUs over gRPC.\n"
       "  distarrayd --backend=host --host_devices=4 --listen=127.0.0.1:50051");
   absl::ParseCommandLine(argc, argv);
 
