@@ -104,15 +104,16 @@ int main(int argc, char** argv) {
   const auto cupyx = ReadFigures(absl::GetFlag(FLAGS_cupyx_file));
   distarray::ConnectOptions options;
   options.parallel_streams = absl::GetFlag(FLAGS_streams);
-  auto client = Must(distarray::Client::Connect(absl::GetFlag(FLAGS_server), 10000, options),
-                     "connect");
+  auto client =
+      Must(distarray::Client::Connect(absl::GetFlag(FLAGS_server), 10000, options), "connect");
   auto info = Must(client.ServerInfo(), "server info");
   std::printf("distarrayd %s, backend %s, %d devices (%s)\n\n", info.version().c_str(),
               info.backend().c_str(), info.devices_size(), info.devices(0).name().c_str());
-  std::printf("| %-44s | %16s | %-34s | %10s | %7s |\n", "measure", "distarray", "against",
-              "value", "ratio");
+  std::printf("| %-44s | %16s | %-34s | %10s | %7s |\n", "measure", "distarray", "against", "value",
+              "ratio");
   std::printf("|%s|%s|%s|%s|%s|\n", std::string(46, '-').c_str(), std::string(18, '-').c_str(),
-              std::string(36, '-').c_str(), std::string(12, '-').c_str(), std::string(9, '-').c_str());
+              std::string(36, '-').c_str(), std::string(12, '-').c_str(),
+              std::string(9, '-').c_str());
 
   using distarray::MakeChunk;
   using distarray::MakeIndexMap;
@@ -126,8 +127,9 @@ int main(int argc, char** argv) {
     distarray::v1::Fill fill;
     fill.mutable_uniform()->set_high(1);
     fill.mutable_uniform()->set_seed(1);
-    auto a = Must(client.Create({n}, distarray::v1::DTYPE_FLOAT32, {map(0, 0, n / 2, 1, n / 2, n)}, fill),
-                  "create");
+    auto a = Must(
+        client.Create({n}, distarray::v1::DTYPE_FLOAT32, {map(0, 0, n / 2, 1, n / 2, n)}, fill),
+        "create");
     Must(client.Synchronize(), "sync");
     struct Case {
       const char* name;
@@ -158,7 +160,8 @@ int main(int argc, char** argv) {
         std::vector<distarray::Array> results;
         Must(client.Synchronize(), "sync");
         const auto t0 = Clock::now();
-        for (int i = 0; i < kPipelined; ++i) results.push_back(Must(a.Reshard(c.target), "reshard"));
+        for (int i = 0; i < kPipelined; ++i)
+          results.push_back(Must(a.Reshard(c.target), "reshard"));
         Must(client.Synchronize(), "sync");
         pipelined = Seconds(t0, Clock::now()) / kPipelined;
       }
@@ -269,7 +272,8 @@ int main(int argc, char** argv) {
   Row("upload 1 GiB (SDK, parallel streams)", up_gbps, "GB/s", "host memcpy 1 GiB", memcpy_gbps);
   Row("upload 1 GiB", up_gbps, "GB/s", label, putn);
   Row("upload 1 GiB", up_gbps, "GB/s", "empty stream, 1 conn", put1);
-  Row("download 1 GiB (SDK, parallel streams)", down_gbps, "GB/s", "host memcpy 1 GiB", memcpy_gbps);
+  Row("download 1 GiB (SDK, parallel streams)", down_gbps, "GB/s", "host memcpy 1 GiB",
+      memcpy_gbps);
   Row("download 1 GiB", down_gbps, "GB/s", label, getn);
   Row("download 1 GiB", down_gbps, "GB/s", "empty stream, 1 conn", get1);
 
@@ -277,8 +281,8 @@ int main(int argc, char** argv) {
   const distarray::v1::IndexMap one = distarray::OnDevice(1, 0);
   auto x = Must(client.Create({1000}, distarray::v1::DTYPE_FLOAT32, {one}), "create x");
   auto y = Must(client.Create({1000}, distarray::v1::DTYPE_FLOAT32, {one}), "create y");
-  auto baseline_stub = distarray::bench::Baseline::NewStub(grpc::CreateChannel(
-      "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  auto baseline_stub = distarray::bench::Baseline::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
   std::vector<double> add_us, ping_us, info_us;
   for (int i = 0; i < 4000; ++i) {
     auto t0 = Clock::now();

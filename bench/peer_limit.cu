@@ -7,13 +7,13 @@
 #include <cstdio>
 #include <vector>
 
-#define CHECK(x)                                                                     \
-  do {                                                                               \
-    cudaError_t e = (x);                                                             \
-    if (e != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorName(e));                     \
-      return 1;                                                                      \
-    }                                                                                \
+#define CHECK(x)                                                 \
+  do {                                                           \
+    cudaError_t e = (x);                                         \
+    if (e != cudaSuccess) {                                      \
+      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorName(e)); \
+      return 1;                                                  \
+    }                                                            \
   } while (0)
 
 int main() {

@@ -134,8 +134,8 @@ absl::Status Client::Synchronize() const {
   return FromGrpc(stub_->Synchronize(&context, {}, &response));
 }
 
-absl::StatusOr<v1::ArrayInfo> Client::UploadBytes(const v1::UploadHeader& header,
-                                                  const void* data, int64_t bytes) const {
+absl::StatusOr<v1::ArrayInfo> Client::UploadBytes(const v1::UploadHeader& header, const void* data,
+                                                  int64_t bytes) const {
   return StreamUpload(*stub_, header, data, bytes, options_.upload_message_bytes);
 }
 
@@ -178,37 +178,41 @@ v1::Region RowRange(const v1::ArrayInfo& info, int64_t begin, int64_t end) {
 
 absl::Status Client::WriteAll(const v1::ArrayInfo& info, const void* data, int64_t bytes) const {
   const char* base = static_cast<const char*>(data);
-  return SplitRows(info, bytes, [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end,
-                                    int64_t offset, int64_t length) {
-    v1::UploadHeader header;
-    header.set_handle(info.handle());
-    *header.mutable_region() = RowRange(info, begin, end);
-    return StreamUpload(stub, header, base + offset, length, options_.upload_message_bytes)
-        .status();
-  });
+  return SplitRows(info, bytes,
+                   [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end, int64_t offset,
+                       int64_t length) {
+                     v1::UploadHeader header;
+                     header.set_handle(info.handle());
+                     *header.mutable_region() = RowRange(info, begin, end);
+                     return StreamUpload(stub, header, base + offset, length,
+                                         options_.upload_message_bytes)
+                         .status();
+                   });
 }
 
 absl::Status Client::DownloadAll(const v1::ArrayInfo& info, void* dst, int64_t bytes) const {
   char* base = static_cast<char*>(dst);
-  return SplitRows(info, bytes, [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end,
-                                    int64_t offset, int64_t length) {
-    int64_t got = 0;
-    absl::Status s = StreamDownload(stub, info.handle(), RowRange(info, begin, end),
-                                    [&](const std::string& piece) {
-                                      if (got + static_cast<int64_t>(piece.size()) > length) {
-                                        return absl::FailedPreconditionError(
-                                            "download carried more bytes than the array holds");
-                                      }
-                                      std::memcpy(base + offset + got, piece.data(), piece.size());
-                                      got += piece.size();
-                                      return absl::OkStatus();
-                                    });
-    if (s.ok() && got != length) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("download carried ", got, " bytes, expected ", length));
-    }
-    return s;
-  });
+  return SplitRows(info, bytes,
+                   [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end, int64_t offset,
+                       int64_t length) {
+                     int64_t got = 0;
+                     absl::Status s = StreamDownload(
+                         stub, info.handle(), RowRange(info, begin, end),
+                         [&](const std::string& piece) {
+                           if (got + static_cast<int64_t>(piece.size()) > length) {
+                             return absl::FailedPreconditionError(
+                                 "download carried more bytes than the array holds");
+                           }
+                           std::memcpy(base + offset + got, piece.data(), piece.size());
+                           got += piece.size();
+                           return absl::OkStatus();
+                         });
+                     if (s.ok() && got != length) {
+                       return absl::FailedPreconditionError(
+                           absl::StrCat("download carried ", got, " bytes, expected ", length));
+                     }
+                     return s;
+                   });
 }
 
 absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& region, void* dst,

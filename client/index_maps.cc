@@ -67,8 +67,8 @@ v1::IndexMap BlockGrid2D(int64_t rows, int64_t cols, int grid_rows, int grid_col
       auto [c0, c1] = Block(cols, grid_cols, j);
       if (r0 == r1 || c0 == c1) continue;
       const int device = devices[(i * grid_cols + j) % devices.size()];
-      *map.add_chunks() = MakeChunk(device, {SliceSpec{r0, r1, std::nullopt},
-                                             SliceSpec{c0, c1, std::nullopt}});
+      *map.add_chunks() =
+          MakeChunk(device, {SliceSpec{r0, r1, std::nullopt}, SliceSpec{c0, c1, std::nullopt}});
     }
   }
   return map;

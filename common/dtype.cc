@@ -6,41 +6,63 @@ int64_t DTypeSize(DType dtype) {
   switch (dtype) {
     case DType::kBool:
     case DType::kInt8:
-    case DType::kUInt8: return 1;
+    case DType::kUInt8:
+      return 1;
     case DType::kInt16:
     case DType::kUInt16:
     case DType::kFloat16:
-    case DType::kBFloat16: return 2;
+    case DType::kBFloat16:
+      return 2;
     case DType::kInt32:
     case DType::kUInt32:
-    case DType::kFloat32: return 4;
+    case DType::kFloat32:
+      return 4;
     case DType::kInt64:
     case DType::kUInt64:
     case DType::kFloat64:
-    case DType::kComplex64: return 8;
-    case DType::kComplex128: return 16;
-    default: return 0;
+    case DType::kComplex64:
+      return 8;
+    case DType::kComplex128:
+      return 16;
+    default:
+      return 0;
   }
 }
 
 const char* DTypeName(DType dtype) {
   switch (dtype) {
-    case DType::kBool: return "bool";
-    case DType::kInt8: return "int8";
-    case DType::kInt16: return "int16";
-    case DType::kInt32: return "int32";
-    case DType::kInt64: return "int64";
-    case DType::kUInt8: return "uint8";
-    case DType::kUInt16: return "uint16";
-    case DType::kUInt32: return "uint32";
-    case DType::kUInt64: return "uint64";
-    case DType::kFloat16: return "float16";
-    case DType::kBFloat16: return "bfloat16";
-    case DType::kFloat32: return "float32";
-    case DType::kFloat64: return "float64";
-    case DType::kComplex64: return "complex64";
-    case DType::kComplex128: return "complex128";
-    default: return "unspecified";
+    case DType::kBool:
+      return "bool";
+    case DType::kInt8:
+      return "int8";
+    case DType::kInt16:
+      return "int16";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
+    case DType::kUInt8:
+      return "uint8";
+    case DType::kUInt16:
+      return "uint16";
+    case DType::kUInt32:
+      return "uint32";
+    case DType::kUInt64:
+      return "uint64";
+    case DType::kFloat16:
+      return "float16";
+    case DType::kBFloat16:
+      return "bfloat16";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat64:
+      return "float64";
+    case DType::kComplex64:
+      return "complex64";
+    case DType::kComplex128:
+      return "complex128";
+    default:
+      return "unspecified";
   }
 }
 
@@ -49,8 +71,10 @@ bool IsImplemented(DType dtype) {
     case DType::kFloat16:
     case DType::kBFloat16:
     case DType::kComplex64:
-    case DType::kComplex128: return false;
-    default: return DTypeSize(dtype) > 0;
+    case DType::kComplex128:
+      return false;
+    default:
+      return DTypeSize(dtype) > 0;
   }
 }
 

@@ -43,17 +43,28 @@ bool IsUnsignedInteger(DType dtype);
 template <typename Fn>
 decltype(auto) DispatchDType(DType dtype, Fn&& fn) {
   switch (dtype) {
-    case DType::kBool: return fn(bool{});
-    case DType::kInt8: return fn(int8_t{});
-    case DType::kInt16: return fn(int16_t{});
-    case DType::kInt32: return fn(int32_t{});
-    case DType::kInt64: return fn(int64_t{});
-    case DType::kUInt8: return fn(uint8_t{});
-    case DType::kUInt16: return fn(uint16_t{});
-    case DType::kUInt32: return fn(uint32_t{});
-    case DType::kUInt64: return fn(uint64_t{});
-    case DType::kFloat32: return fn(float{});
-    default: return fn(double{});  // kFloat64; callers never pass unimplemented dtypes
+    case DType::kBool:
+      return fn(bool{});
+    case DType::kInt8:
+      return fn(int8_t{});
+    case DType::kInt16:
+      return fn(int16_t{});
+    case DType::kInt32:
+      return fn(int32_t{});
+    case DType::kInt64:
+      return fn(int64_t{});
+    case DType::kUInt8:
+      return fn(uint8_t{});
+    case DType::kUInt16:
+      return fn(uint16_t{});
+    case DType::kUInt32:
+      return fn(uint32_t{});
+    case DType::kUInt64:
+      return fn(uint64_t{});
+    case DType::kFloat32:
+      return fn(float{});
+    default:
+      return fn(double{});  // kFloat64; callers never pass unimplemented dtypes
   }
 }
 

@@ -1,5 +1,5 @@
-#include "absl/strings/string_view.h"
 #include "common/index_map.h"
+#include "absl/strings/string_view.h"
 
 #include <limits>
 
@@ -29,8 +29,8 @@ absl::StatusOr<Range> NormalizeSlice(const v1::Slice& slice, int64_t dim, absl::
     if (start < 0 || start > dim) return OutOfBounds(field, "start", slice.start(), dim);
     if (stop < 0 || stop > dim) return OutOfBounds(field, "stop", slice.stop(), dim);
     if (stop <= start) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ": slice ", start, ":", stop, ":",
-                                                     step, " selects no elements"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": slice ", start, ":", stop, ":", step, " selects no elements"));
     }
     return Range{start, step, (stop - start + step - 1) / step};
   }
@@ -44,8 +44,8 @@ absl::StatusOr<Range> NormalizeSlice(const v1::Slice& slice, int64_t dim, absl::
     if (stop < -1 || stop >= dim) return OutOfBounds(field, "stop", slice.stop(), dim);
   }
   if (start <= stop) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": slice ", start, ":", stop, ":", step,
-                                                   " selects no elements"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": slice ", start, ":", stop, ":", step, " selects no elements"));
   }
   const int64_t count = (start - stop + (-step) - 1) / (-step);
   return Range{start + (count - 1) * step, -step, count};
@@ -53,8 +53,8 @@ absl::StatusOr<Range> NormalizeSlice(const v1::Slice& slice, int64_t dim, absl::
 
 absl::Status ValidateShape(const Shape& shape, DType dtype, absl::string_view field) {
   if (shape.size() > static_cast<size_t>(kMaxRank)) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": rank ", shape.size(),
-                                                   " exceeds the maximum of ", kMaxRank));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": rank ", shape.size(), " exceeds the maximum of ", kMaxRank));
   }
   __int128 bytes = DTypeSize(dtype);
   for (size_t d = 0; d < shape.size(); ++d) {
@@ -79,13 +79,13 @@ absl::StatusOr<IndexMap> NormalizeIndexMap(const v1::IndexMap& index_map, const 
     const std::string chunk_field = absl::StrCat(field, ".chunks[", c, "]");
     if (chunk.device() < 0 || chunk.device() >= num_devices) {
       return absl::InvalidArgumentError(absl::StrCat(chunk_field, ".device: device ",
-                                                     chunk.device(), " does not exist (", num_devices,
-                                                     " devices)"));
+                                                     chunk.device(), " does not exist (",
+                                                     num_devices, " devices)"));
     }
     if (chunk.slices_size() != static_cast<int>(shape.size())) {
-      return absl::InvalidArgumentError(absl::StrCat(chunk_field, ".slices: has ",
-                                                     chunk.slices_size(),
-                                                     " slices for an array of rank ", shape.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(chunk_field, ".slices: has ", chunk.slices_size(),
+                       " slices for an array of rank ", shape.size()));
     }
     ChunkSpec spec{chunk.device(), {}};
     for (int d = 0; d < chunk.slices_size(); ++d) {

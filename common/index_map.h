@@ -5,8 +5,8 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/strings/string_view.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "common/box.h"
 #include "common/dtype.h"
 #include "common/strided_box.h"

@@ -12,11 +12,16 @@ enum class Mode : int { kReplica = 0, kSum = 1, kProd = 2, kMax = 3, kMin = 4 };
 
 inline const char* ModeName(Mode mode) {
   switch (mode) {
-    case Mode::kReplica: return "REPLICA";
-    case Mode::kSum: return "SUM";
-    case Mode::kProd: return "PROD";
-    case Mode::kMax: return "MAX";
-    default: return "MIN";
+    case Mode::kReplica:
+      return "REPLICA";
+    case Mode::kSum:
+      return "SUM";
+    case Mode::kProd:
+      return "PROD";
+    case Mode::kMax:
+      return "MAX";
+    default:
+      return "MIN";
   }
 }
 
@@ -24,14 +29,17 @@ inline const char* ModeName(Mode mode) {
 template <typename T>
 constexpr T ModeIdentity(Mode mode) {
   switch (mode) {
-    case Mode::kProd: return T(1);
+    case Mode::kProd:
+      return T(1);
     case Mode::kMax:
-      if constexpr (std::numeric_limits<T>::has_infinity) return -std::numeric_limits<T>::infinity();
+      if constexpr (std::numeric_limits<T>::has_infinity)
+        return -std::numeric_limits<T>::infinity();
       return std::numeric_limits<T>::lowest();
     case Mode::kMin:
       if constexpr (std::numeric_limits<T>::has_infinity) return std::numeric_limits<T>::infinity();
       return std::numeric_limits<T>::max();
-    default: return T(0);
+    default:
+      return T(0);
   }
 }
 

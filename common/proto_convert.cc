@@ -1,5 +1,5 @@
-#include "absl/strings/string_view.h"
 #include "common/proto_convert.h"
+#include "absl/strings/string_view.h"
 
 #include "absl/strings/str_cat.h"
 
@@ -34,21 +34,34 @@ absl::StatusOr<Mode> ModeFromProto(v1::Mode mode, absl::string_view field) {
 
 absl::StatusOr<Scalar> ScalarFromProto(const v1::Scalar& scalar, absl::string_view field) {
   switch (scalar.value_case()) {
-    case v1::Scalar::kBoolValue: return Scalar::Bool(scalar.bool_value());
-    case v1::Scalar::kIntValue: return Scalar::Int(scalar.int_value());
-    case v1::Scalar::kUintValue: return Scalar::UInt(scalar.uint_value());
-    case v1::Scalar::kFloatValue: return Scalar::Float(scalar.float_value());
-    default: return absl::InvalidArgumentError(absl::StrCat(field, ": the scalar has no value"));
+    case v1::Scalar::kBoolValue:
+      return Scalar::Bool(scalar.bool_value());
+    case v1::Scalar::kIntValue:
+      return Scalar::Int(scalar.int_value());
+    case v1::Scalar::kUintValue:
+      return Scalar::UInt(scalar.uint_value());
+    case v1::Scalar::kFloatValue:
+      return Scalar::Float(scalar.float_value());
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(field, ": the scalar has no value"));
   }
 }
 
 v1::Scalar ToProto(const Scalar& scalar) {
   v1::Scalar out;
   switch (scalar.kind) {
-    case Scalar::Kind::kBool: out.set_bool_value(scalar.b); break;
-    case Scalar::Kind::kInt: out.set_int_value(scalar.i); break;
-    case Scalar::Kind::kUInt: out.set_uint_value(scalar.u); break;
-    case Scalar::Kind::kFloat: out.set_float_value(scalar.f); break;
+    case Scalar::Kind::kBool:
+      out.set_bool_value(scalar.b);
+      break;
+    case Scalar::Kind::kInt:
+      out.set_int_value(scalar.i);
+      break;
+    case Scalar::Kind::kUInt:
+      out.set_uint_value(scalar.u);
+      break;
+    case Scalar::Kind::kFloat:
+      out.set_float_value(scalar.f);
+      break;
   }
   return out;
 }

@@ -4,8 +4,8 @@
 
 #include <string_view>
 
-#include "absl/strings/string_view.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "common/box.h"
 #include "common/dtype.h"
 #include "common/index_map.h"

@@ -1,5 +1,5 @@
-#include "absl/strings/string_view.h"
 #include "common/scalar_check.h"
+#include "absl/strings/string_view.h"
 
 #include <cmath>
 #include <limits>
@@ -13,10 +13,14 @@ namespace {
 
 std::string Describe(const Scalar& s) {
   switch (s.kind) {
-    case Scalar::Kind::kBool: return s.b ? "true" : "false";
-    case Scalar::Kind::kInt: return absl::StrCat(s.i);
-    case Scalar::Kind::kUInt: return absl::StrCat(s.u);
-    default: return absl::StrCat(s.f);
+    case Scalar::Kind::kBool:
+      return s.b ? "true" : "false";
+    case Scalar::Kind::kInt:
+      return absl::StrCat(s.i);
+    case Scalar::Kind::kUInt:
+      return absl::StrCat(s.u);
+    default:
+      return absl::StrCat(s.f);
   }
 }
 
@@ -24,7 +28,8 @@ template <typename T>
 bool RoundTripsNumeric(const Scalar& s) {
   const T v = s.As<T>();
   switch (s.kind) {
-    case Scalar::Kind::kBool: return true;
+    case Scalar::Kind::kBool:
+      return true;
     case Scalar::Kind::kInt:
       if constexpr (std::is_floating_point_v<T>) {
         return static_cast<int64_t>(v) == s.i;
@@ -64,15 +69,13 @@ bool RoundTrips(const Scalar& s) {
 absl::Status ValidateScalarFor(const Scalar& scalar, DType dtype, absl::string_view field) {
   if (dtype == DType::kBool) {
     if (scalar.kind == Scalar::Kind::kBool) return absl::OkStatus();
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": only a bool scalar combines with a bool array, got ",
-                     Describe(scalar)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": only a bool scalar combines with a bool array, got ", Describe(scalar)));
   }
   const bool ok = DispatchDType(dtype, [&](auto tag) { return RoundTrips<decltype(tag)>(scalar); });
   if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(field, ": scalar ", Describe(scalar),
-                                                 " is not exactly representable as ",
-                                                 DTypeName(dtype)));
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, ": scalar ", Describe(scalar), " is not exactly representable as ", DTypeName(dtype)));
 }
 
 }  // namespace distarray

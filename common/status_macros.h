@@ -8,15 +8,15 @@
 #define DA_CONCAT_INNER_(a, b) a##b
 #define DA_CONCAT_(a, b) DA_CONCAT_INNER_(a, b)
 
-#define RETURN_IF_ERROR(expr)                        \
-  do {                                               \
+#define RETURN_IF_ERROR(expr)                                   \
+  do {                                                          \
     if (::absl::Status da_status_ = (expr); !da_status_.ok()) { \
-      return da_status_;                             \
-    }                                                \
+      return da_status_;                                        \
+    }                                                           \
   } while (false)
 
-#define ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
-  auto tmp = (expr);                           \
+#define ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr)   \
+  auto tmp = (expr);                             \
   if (!tmp.ok()) return std::move(tmp).status(); \
   lhs = std::move(tmp).value()
 

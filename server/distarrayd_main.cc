@@ -22,8 +22,10 @@
 #include "server/metrics/metrics.h"
 #include "server/service/array_service.h"
 
-ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC listen address (host:port; port 0 picks one)");
-ABSL_FLAG(std::string, backend, "auto", "Device backend: auto (cuda if a GPU is usable), cuda, host");
+ABSL_FLAG(std::string, listen, "0.0.0.0:50051",
+          "gRPC listen address (host:port; port 0 picks one)");
+ABSL_FLAG(std::string, backend, "auto",
+          "Device backend: auto (cuda if a GPU is usable), cuda, host");
 ABSL_FLAG(int, host_devices, 4, "Number of simulated devices of the host backend");
 ABSL_FLAG(std::string, memory_limit, "",
           "Per-device memory limit, bytes with optional KiB/MiB/GiB suffix (default: host 1GiB, "
@@ -94,7 +96,7 @@ int main(int argc, char** argv) {
   if (!backend.ok()) {
     spdlog::critical("{}", std::string(backend.status().message()));
     return backend.status().code() == absl::StatusCode::kUnavailable ? kExitBackendUnavailable
-                                                                      : kExitBadFlags;
+                                                                     : kExitBadFlags;
   }
   const int device_count = (*backend)->device_count();
   auto metrics = distarray::Metrics::Create(absl::GetFlag(FLAGS_metrics_listen), device_count);

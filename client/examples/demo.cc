@@ -58,12 +58,12 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(42);
   std::uniform_real_distribution<double> uniform(-1, 1);
   for (double& x : c) x = uniform(rng);
-  distarray::ArrayOptions a_layout{distarray::MakeIndexMap(
-      {distarray::MakeChunk(0, {SliceSpec{std::nullopt, 5}}),
-       distarray::MakeChunk(second, {SliceSpec{5, 10}})})};
-  distarray::ArrayOptions c_layout{distarray::MakeIndexMap(
-      {distarray::MakeChunk(0, {SliceSpec{std::nullopt, 7}}),
-       distarray::MakeChunk(second, {SliceSpec{7, 10}})})};
+  distarray::ArrayOptions a_layout{
+      distarray::MakeIndexMap({distarray::MakeChunk(0, {SliceSpec{std::nullopt, 5}}),
+                               distarray::MakeChunk(second, {SliceSpec{5, 10}})})};
+  distarray::ArrayOptions c_layout{
+      distarray::MakeIndexMap({distarray::MakeChunk(0, {SliceSpec{std::nullopt, 7}}),
+                               distarray::MakeChunk(second, {SliceSpec{7, 10}})})};
   auto A = Check(client.Upload<double>(a, {10}, a_layout), "upload A");
   auto C = Check(client.Upload<double>(c, {10}, c_layout), "upload C");
   std::printf("A: %s\nC: %s\n", Describe(A.info().index_map()).c_str(),
@@ -100,15 +100,15 @@ int main(int argc, char** argv) {
   Expect(ok, "(B * 2) resharded to row blocks equals the host");
 
   // SUM mode: two overlapping copies whose sum is the value.
-  auto replicated = Check(client.Create({8}, distarray::v1::DTYPE_INT64,
-                                        {distarray::Replicated(1, {0, second})},
-                                        [] {
-                                          distarray::v1::Fill f;
-                                          f.mutable_arange()->set_start(1);
-                                          f.mutable_arange()->set_step(1);
-                                          return f;
-                                        }()),
-                          "create replicated");
+  auto replicated =
+      Check(client.Create({8}, distarray::v1::DTYPE_INT64, {distarray::Replicated(1, {0, second})},
+                          [] {
+                            distarray::v1::Fill f;
+                            f.mutable_arange()->set_start(1);
+                            f.mutable_arange()->set_step(1);
+                            return f;
+                          }()),
+            "create replicated");
   auto summed = Check(replicated.ChangeMode(distarray::v1::MODE_SUM), "change_mode SUM");
   auto back = Check(summed.ChangeMode(distarray::v1::MODE_REPLICA), "change_mode REPLICA");
   auto values = Check(back.Download<int64_t>(), "download");

@@ -48,7 +48,8 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& opt
     auto cuda = CreateCuda(options);
     if (cuda.ok()) return cuda;
     if (cuda.status().code() != absl::StatusCode::kUnavailable) return cuda.status();
-    spdlog::info("no usable GPU ({}); using the host backend", std::string(cuda.status().message()));
+    spdlog::info("no usable GPU ({}); using the host backend",
+                 std::string(cuda.status().message()));
     return CreateHost(options);
   }
   return absl::InvalidArgumentError(

@@ -10,7 +10,7 @@
 namespace distarray {
 
 struct BackendOptions {
-  std::string kind = "auto";   // auto: cuda when a GPU is usable, else host
+  std::string kind = "auto";  // auto: cuda when a GPU is usable, else host
   int host_devices = 4;
   int64_t memory_limit_bytes = 0;  // per device; 0: host 1 GiB, cuda memory_fraction of the card
   double memory_fraction = 0.9;

@@ -19,9 +19,9 @@ class MemoryLedger {
     int64_t used = used_.load(std::memory_order_relaxed);
     do {
       if (used + bytes > limit_) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "device ", device_, ": allocating ", bytes, " bytes would exceed the memory limit of ",
-            limit_, " bytes (", used, " in use)"));
+        return absl::ResourceExhaustedError(absl::StrCat("device ", device_, ": allocating ", bytes,
+                                                         " bytes would exceed the memory limit of ",
+                                                         limit_, " bytes (", used, " in use)"));
       }
     } while (!used_.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
     return absl::OkStatus();

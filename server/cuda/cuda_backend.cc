@@ -113,7 +113,8 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
     cudaMemPool_t pool;
     CUDA_RETURN_IF_ERROR(cudaDeviceGetDefaultMemPool(&pool, d));
     uint64_t threshold = static_cast<uint64_t>(limit);
-    CUDA_RETURN_IF_ERROR(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+    CUDA_RETURN_IF_ERROR(
+        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
     auto stream = cuda::CudaStream::Create(d);
     if (!stream.ok()) return stream.status();
     state.stream.emplace(*std::move(stream));
@@ -206,8 +207,8 @@ absl::StatusOr<BufferPtr> CudaBackend::Allocate(int device, int64_t bytes) {
     cudaGetLastError();
     return cuda::CudaStatus(e, absl::StrCat("device ", device, ": allocating ", bytes, " bytes"));
   }
-  auto buffer = std::make_shared<CudaBuffer>(device, bytes, data, stream(device),
-                                             state.ledger.get());
+  auto buffer =
+      std::make_shared<CudaBuffer>(device, bytes, data, stream(device), state.ledger.get());
   // The allocation is ordered on this stream; work on other streams must wait for it.
   ASSIGN_OR_RETURN(CudaEventPtr allocated, CudaEvent::Record(stream(device)));
   buffer->hazards().RecordWrite(allocated);
@@ -217,10 +218,12 @@ absl::StatusOr<BufferPtr> CudaBackend::Allocate(int device, int64_t bytes) {
 absl::Status CudaBackend::FillConstant(DType dtype, const BufferBox& dst, const Scalar& value) {
   CudaBuffer* buffer = AsCuda(dst.buffer);
   const StridedBox box = MakeStridedBox(dst.shape, dst.box);
-  return Launch(buffer->device(), {}, {buffer}, [&](cudaStream_t s) {
-           return cuda::CudaStatus(cuda::LaunchFillBox(dtype, buffer->data(), box, value, s),
-                                   "fill kernel");
-         }).status();
+  return Launch(buffer->device(), {}, {buffer},
+                [&](cudaStream_t s) {
+                  return cuda::CudaStatus(cuda::LaunchFillBox(dtype, buffer->data(), box, value, s),
+                                          "fill kernel");
+                })
+      .status();
 }
 
 absl::Status CudaBackend::FillGenerated(DType dtype, const BufferPtr& dst,
@@ -228,11 +231,13 @@ absl::Status CudaBackend::FillGenerated(DType dtype, const BufferPtr& dst,
                                         const Generator& generator) {
   CudaBuffer* buffer = AsCuda(dst);
   const StridedBox global = MakeStridedBox(global_shape, chunk_box);
-  return Launch(buffer->device(), {}, {buffer}, [&](cudaStream_t s) {
-           return cuda::CudaStatus(
-               cuda::LaunchFillGenerated(dtype, buffer->data(), global, generator, s),
-               "generator kernel");
-         }).status();
+  return Launch(buffer->device(), {}, {buffer},
+                [&](cudaStream_t s) {
+                  return cuda::CudaStatus(
+                      cuda::LaunchFillGenerated(dtype, buffer->data(), global, generator, s),
+                      "generator kernel");
+                })
+      .status();
 }
 
 absl::Status CudaBackend::CopySameDevice(DType dtype, const BoxCopy& copy) {
@@ -241,20 +246,23 @@ absl::Status CudaBackend::CopySameDevice(DType dtype, const BoxCopy& copy) {
   const int64_t element = DTypeSize(dtype);
   const auto src_offset = ContiguousOffset(copy.src.shape, copy.src.box);
   const auto dst_offset = ContiguousOffset(copy.dst.shape, copy.dst.box);
-  return Launch(dst->device(), {src}, {dst}, [&](cudaStream_t s) {
-           if (src_offset && dst_offset && copy.combine == Combine::kAssign) {
-             return cuda::CudaStatus(
-                 cudaMemcpyAsync(dst->data() + *dst_offset * element,
-                                 src->data() + *src_offset * element,
-                                 NumElements(copy.src.box) * element, cudaMemcpyDeviceToDevice, s),
-                 "device copy");
-           }
-           return cuda::CudaStatus(
-               cuda::LaunchCopyBox(dtype, src->data(), MakeStridedBox(copy.src.shape, copy.src.box),
-                                   dst->data(), MakeStridedBox(copy.dst.shape, copy.dst.box),
-                                   copy.combine, s),
-               "copy kernel");
-         }).status();
+  return Launch(dst->device(), {src}, {dst},
+                [&](cudaStream_t s) {
+                  if (src_offset && dst_offset && copy.combine == Combine::kAssign) {
+                    return cuda::CudaStatus(cudaMemcpyAsync(dst->data() + *dst_offset * element,
+                                                            src->data() + *src_offset * element,
+                                                            NumElements(copy.src.box) * element,
+                                                            cudaMemcpyDeviceToDevice, s),
+                                            "device copy");
+                  }
+                  return cuda::CudaStatus(
+                      cuda::LaunchCopyBox(dtype, src->data(),
+                                          MakeStridedBox(copy.src.shape, copy.src.box), dst->data(),
+                                          MakeStridedBox(copy.dst.shape, copy.dst.box),
+                                          copy.combine, s),
+                      "copy kernel");
+                })
+      .status();
 }
 
 // One cross-device piece: what is sent from where and received where. Strided sides go through
@@ -322,10 +330,10 @@ absl::Status CudaBackend::CopyAcrossDevices(DType dtype, absl::Span<const BoxCop
     NCCL_RETURN_IF_ERROR(ncclGroupStart());
     for (CrossDeviceCopy& c : plan) {
       const int from = c.src->device(), to = c.dst->device();
-      NCCL_RETURN_IF_ERROR(ncclSend(c.send_from, c.bytes, ncclUint8, to, nccl_->comm(from),
-                                    transfer_stream(from)));
-      NCCL_RETURN_IF_ERROR(ncclRecv(c.receive_into, c.bytes, ncclUint8, from, nccl_->comm(to),
-                                    transfer_stream(to)));
+      NCCL_RETURN_IF_ERROR(
+          ncclSend(c.send_from, c.bytes, ncclUint8, to, nccl_->comm(from), transfer_stream(from)));
+      NCCL_RETURN_IF_ERROR(
+          ncclRecv(c.receive_into, c.bytes, ncclUint8, from, nccl_->comm(to), transfer_stream(to)));
     }
     NCCL_RETURN_IF_ERROR(ncclGroupEnd());
   } else {
@@ -342,8 +350,8 @@ absl::Status CudaBackend::CopyAcrossDevices(DType dtype, absl::Span<const BoxCop
       const int from = c.src->device(), to = c.dst->device();
       ScopedDevice scope(to);
       CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(transfer_stream(to), ready[from]->get(), 0));
-      CUDA_RETURN_IF_ERROR(cudaMemcpyPeerAsync(c.receive_into, to, c.send_from, from, c.bytes,
-                                               transfer_stream(to)));
+      CUDA_RETURN_IF_ERROR(
+          cudaMemcpyPeerAsync(c.receive_into, to, c.send_from, from, c.bytes, transfer_stream(to)));
     }
   }
 
@@ -352,10 +360,10 @@ absl::Status CudaBackend::CopyAcrossDevices(DType dtype, absl::Span<const BoxCop
     if (!c.dst_staging) continue;
     ScopedDevice scope(c.dst->device());
     const Shape dense = BoxShape(c.copy->dst.box);
-    CUDA_RETURN_IF_ERROR(cuda::LaunchCopyBox(
-        dtype, AsCuda(c.dst_staging)->data(), MakeStridedBox(dense, FullBox(dense)), c.dst->data(),
-        MakeStridedBox(c.copy->dst.shape, c.copy->dst.box), c.copy->combine,
-        transfer_stream(c.dst->device())));
+    CUDA_RETURN_IF_ERROR(cuda::LaunchCopyBox(dtype, AsCuda(c.dst_staging)->data(),
+                                             MakeStridedBox(dense, FullBox(dense)), c.dst->data(),
+                                             MakeStridedBox(c.copy->dst.shape, c.copy->dst.box),
+                                             c.copy->combine, transfer_stream(c.dst->device())));
   }
   std::vector<CudaEventPtr> done(devices_.size());
   auto done_on = [&](int device) -> absl::StatusOr<CudaEventPtr> {
@@ -400,11 +408,13 @@ absl::Status CudaBackend::Binary(BinaryOp op, DType dtype, const BufferPtr& out,
   if (b.buffer) reads.push_back(AsCuda(b.buffer));
   const void* a_data = a.buffer ? AsCuda(a.buffer)->data() : nullptr;
   const void* b_data = b.buffer ? AsCuda(b.buffer)->data() : nullptr;
-  return Launch(out_buffer->device(), reads, {out_buffer}, [&](cudaStream_t s) {
-           return cuda::CudaStatus(cuda::LaunchBinary(dtype, op, out_buffer->data(), a_data,
-                                                      a.scalar, b_data, b.scalar, n, s),
-                                   "elementwise kernel");
-         }).status();
+  return Launch(out_buffer->device(), reads, {out_buffer},
+                [&](cudaStream_t s) {
+                  return cuda::CudaStatus(cuda::LaunchBinary(dtype, op, out_buffer->data(), a_data,
+                                                             a.scalar, b_data, b.scalar, n, s),
+                                          "elementwise kernel");
+                })
+      .status();
 }
 
 absl::Status CudaBackend::WriteFromHost(const BufferPtr& dst, int64_t offset, const void* src,
@@ -428,8 +438,8 @@ absl::Status CudaBackend::WriteFromHost(const BufferPtr& dst, int64_t offset, co
 }
 
 absl::StatusOr<std::unique_ptr<PendingRead>> CudaBackend::ReadToHost(const BufferPtr& src,
-                                                                     int64_t offset,
-                                                                     int64_t bytes, void* dst) {
+                                                                     int64_t offset, int64_t bytes,
+                                                                     void* dst) {
   CudaBuffer* buffer = AsCuda(src);
   auto pending = std::make_unique<CudaPendingRead>(pinned_);
   char* to = static_cast<char*>(dst);

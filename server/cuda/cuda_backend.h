@@ -61,9 +61,7 @@ class CudaBackend final : public Backend {
 
   explicit CudaBackend(Transfer transfer) : transfer_(transfer) {}
   cudaStream_t stream(int device) const { return devices_[device].stream->get(); }
-  cudaStream_t transfer_stream(int device) const {
-    return devices_[device].transfer_stream->get();
-  }
+  cudaStream_t transfer_stream(int device) const { return devices_[device].transfer_stream->get(); }
   // Makes `stream` of the current device wait for `deps`.
   absl::Status WaitOn(cudaStream_t stream, const std::vector<cuda::CudaEventPtr>& deps);
   // Makes `device`'s stream wait for `deps`. Caller holds order_mu_ and has `device` current.

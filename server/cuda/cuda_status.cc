@@ -9,7 +9,8 @@ absl::Status CudaStatus(cudaError_t error, absl::string_view what) {
   const std::string message =
       absl::StrCat(what, ": ", cudaGetErrorName(error), " (", cudaGetErrorString(error), ")");
   switch (error) {
-    case cudaErrorMemoryAllocation: return absl::ResourceExhaustedError(message);
+    case cudaErrorMemoryAllocation:
+      return absl::ResourceExhaustedError(message);
     // Sticky errors: the device context is unusable until the process restarts.
     case cudaErrorIllegalAddress:
     case cudaErrorLaunchFailure:
@@ -20,7 +21,8 @@ absl::Status CudaStatus(cudaError_t error, absl::string_view what) {
     case cudaErrorInvalidPc:
     case cudaErrorECCUncorrectable:
       return absl::UnavailableError(absl::StrCat("device in a sticky error state: ", message));
-    default: return absl::InternalError(message);
+    default:
+      return absl::InternalError(message);
   }
 }
 

@@ -56,8 +56,8 @@ cudaError_t LaunchFillBox(DType dtype, void* dst, const StridedBox& box, const S
   const int64_t n = box.size();
   DispatchDType(dtype, [&](auto tag) {
     using T = decltype(tag);
-    FillBoxKernel<T><<<Blocks(n), kThreads, 0, stream>>>(static_cast<T*>(dst), box,
-                                                          value.As<T>(), n);
+    FillBoxKernel<T>
+        <<<Blocks(n), kThreads, 0, stream>>>(static_cast<T*>(dst), box, value.As<T>(), n);
   });
   return cudaGetLastError();
 }
@@ -67,8 +67,8 @@ cudaError_t LaunchFillGenerated(DType dtype, void* dst, const StridedBox& global
   const int64_t n = global.size();
   DispatchDType(dtype, [&](auto tag) {
     using T = decltype(tag);
-    FillGeneratedKernel<T><<<Blocks(n), kThreads, 0, stream>>>(static_cast<T*>(dst), global,
-                                                                generator, n);
+    FillGeneratedKernel<T>
+        <<<Blocks(n), kThreads, 0, stream>>>(static_cast<T*>(dst), global, generator, n);
   });
   return cudaGetLastError();
 }
@@ -78,15 +78,14 @@ cudaError_t LaunchCopyBox(DType dtype, const void* src, const StridedBox& src_bo
   const int64_t n = src_box.size();
   DispatchDType(dtype, [&](auto tag) {
     using T = decltype(tag);
-    CopyBoxKernel<T><<<Blocks(n), kThreads, 0, stream>>>(
-        static_cast<const T*>(src), src_box, static_cast<T*>(dst), dst_box, combine, n);
+    CopyBoxKernel<T><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const T*>(src), src_box,
+                                                         static_cast<T*>(dst), dst_box, combine, n);
   });
   return cudaGetLastError();
 }
 
-cudaError_t LaunchBinary(DType dtype, BinaryOp op, void* out, const void* a,
-                         const Scalar& a_scalar, const void* b, const Scalar& b_scalar, int64_t n,
-                         cudaStream_t stream) {
+cudaError_t LaunchBinary(DType dtype, BinaryOp op, void* out, const void* a, const Scalar& a_scalar,
+                         const void* b, const Scalar& b_scalar, int64_t n, cudaStream_t stream) {
   DispatchDType(dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (!std::is_same_v<T, bool>) {  // the engine rejects arithmetic on bool

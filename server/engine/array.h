@@ -18,8 +18,8 @@
 namespace distarray {
 
 struct Chunk {
-  ChunkSpec spec;     // device and global box
-  BufferPtr buffer;   // the box's elements, dense, C order
+  ChunkSpec spec;    // device and global box
+  BufferPtr buffer;  // the box's elements, dense, C order
 };
 
 struct Array {
@@ -37,7 +37,8 @@ struct Array {
   }
   std::map<int, int64_t> bytes_per_device() const {
     std::map<int, int64_t> bytes;
-    for (const Chunk& c : chunks) bytes[c.spec.device] += NumElements(c.spec.box) * DTypeSize(dtype);
+    for (const Chunk& c : chunks)
+      bytes[c.spec.device] += NumElements(c.spec.box) * DTypeSize(dtype);
     return bytes;
   }
 };

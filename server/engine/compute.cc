@@ -10,7 +10,9 @@
 namespace distarray {
 namespace {
 
-std::string ShapeString(const Shape& shape) { return absl::StrCat("(", absl::StrJoin(shape, ", "), ")"); }
+std::string ShapeString(const Shape& shape) {
+  return absl::StrCat("(", absl::StrJoin(shape, ", "), ")");
+}
 
 // Metadata of a result that replaces (in place) or derives from `source`.
 Array Derived(const Array& source, bool in_place) {
@@ -27,14 +29,18 @@ Array Derived(const Array& source, bool in_place) {
 
 absl::StatusOr<BinaryOp> BinaryOpFromProto(v1::ElementwiseOp op) {
   switch (op) {
-    case v1::ELEMENTWISE_OP_ADD: return BinaryOp::kAdd;
-    case v1::ELEMENTWISE_OP_SUBTRACT: return BinaryOp::kSubtract;
-    case v1::ELEMENTWISE_OP_MULTIPLY: return BinaryOp::kMultiply;
-    case v1::ELEMENTWISE_OP_DIVIDE: return BinaryOp::kDivide;
+    case v1::ELEMENTWISE_OP_ADD:
+      return BinaryOp::kAdd;
+    case v1::ELEMENTWISE_OP_SUBTRACT:
+      return BinaryOp::kSubtract;
+    case v1::ELEMENTWISE_OP_MULTIPLY:
+      return BinaryOp::kMultiply;
+    case v1::ELEMENTWISE_OP_DIVIDE:
+      return BinaryOp::kDivide;
     default:
       if (op != v1::ELEMENTWISE_OP_UNSPECIFIED && v1::ElementwiseOp_IsValid(op)) {
-        return absl::UnimplementedError(absl::StrCat(
-            "spec.op: ", v1::ElementwiseOp_Name(op), " is not implemented yet"));
+        return absl::UnimplementedError(
+            absl::StrCat("spec.op: ", v1::ElementwiseOp_Name(op), " is not implemented yet"));
       }
       return absl::InvalidArgumentError(absl::StrCat("spec.op: unknown elementwise op ", op));
   }
@@ -80,8 +86,9 @@ absl::StatusOr<ArrayPtr> Engine::Elementwise(const v1::ElementwiseRequest& reque
   const v1::ElementwiseOpSpec& spec = request.spec();
   ASSIGN_OR_RETURN(BinaryOp op, BinaryOpFromProto(spec.op()));
   if (spec.operands_size() != 2) {
-    return absl::InvalidArgumentError(absl::StrCat("spec.operands: ", v1::ElementwiseOp_Name(spec.op()),
-                                                   " takes 2 operands, got ", spec.operands_size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.operands: ", v1::ElementwiseOp_Name(spec.op()),
+                     " takes 2 operands, got ", spec.operands_size()));
   }
   std::vector<ResolvedOperand> operands(2);
   const Array* first = nullptr;
@@ -108,9 +115,9 @@ absl::StatusOr<ArrayPtr> Engine::Elementwise(const v1::ElementwiseRequest& reque
     const std::string field = absl::StrCat("spec.operands[", i, "]");
     if (const ArrayPtr& a = operands[i].array) {
       if (a->shape != first->shape) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            field, ": shape ", ShapeString(a->shape), " does not match operands[", first_index,
-            "]'s ", ShapeString(first->shape)));
+        return absl::InvalidArgumentError(absl::StrCat(field, ": shape ", ShapeString(a->shape),
+                                                       " does not match operands[", first_index,
+                                                       "]'s ", ShapeString(first->shape)));
       }
       if (a->dtype != first->dtype) {
         return absl::InvalidArgumentError(absl::StrCat(field, ": dtype ", DTypeName(a->dtype),
@@ -125,9 +132,9 @@ absl::StatusOr<ArrayPtr> Engine::Elementwise(const v1::ElementwiseRequest& reque
     return absl::InvalidArgumentError("spec.operands: arithmetic on bool arrays is not supported");
   }
   if (op == BinaryOp::kDivide && !IsFloating(first->dtype)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "spec.op: divide is true division and needs a floating dtype, got ",
-        DTypeName(first->dtype)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.op: divide is true division and needs a floating dtype, got ",
+                     DTypeName(first->dtype)));
   }
   RETURN_IF_ERROR(registry_.CheckNameFree(request.result_name(), "result_name"));
 

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/sizes.h"
 #include "common/status_macros.h"
 #include "server/engine/engine.h"
@@ -22,7 +22,7 @@ constexpr int64_t kSlabTargetBytes = 16_MiB;
 // One piece of a slab being read from one chunk.
 struct PieceRead {
   std::unique_ptr<PendingRead> read;
-  BufferPtr staging;    // keeps a device staging buffer alive until the read is done
+  BufferPtr staging;  // keeps a device staging buffer alive until the read is done
   // The piece's elements, dense (empty when read straight into the slab). A vector, not a
   // string: the pending read holds its data pointer, which must survive moves (no SSO).
   std::vector<char> dense;
@@ -30,7 +30,7 @@ struct PieceRead {
 };
 
 struct SlabRead {
-  Box box;              // global coordinates
+  Box box;                   // global coordinates
   std::vector<char> values;  // the slab's logical values, dense (pointer-stable across moves)
   std::vector<PieceRead> pieces;
   Combine combine = Combine::kAssign;
@@ -127,8 +127,8 @@ absl::Status Engine::Download(const v1::DownloadArrayRequest& request, const Emi
   ASSIGN_OR_RETURN(Box region, NormalizeRegion(request.region(), array->shape, "region"));
   int64_t message_bytes = request.max_message_bytes();
   if (message_bytes < 0 || message_bytes > kMaxMessageBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_message_bytes: must be in [0, ", kMaxMessageBytes, "], got ", message_bytes));
+    return absl::InvalidArgumentError(absl::StrCat("max_message_bytes: must be in [0, ",
+                                                   kMaxMessageBytes, "], got ", message_bytes));
   }
   if (message_bytes == 0) message_bytes = kDefaultMessageBytes;
 

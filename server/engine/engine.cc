@@ -1,5 +1,5 @@
-#include "absl/strings/string_view.h"
 #include "server/engine/engine.h"
+#include "absl/strings/string_view.h"
 
 #include <cmath>
 
@@ -54,14 +54,15 @@ absl::Status ValidateFill(const v1::Fill& fill, DType dtype) {
             "fill.uniform: need finite low < high, got [", u.low(), ", ", u.high(), ")"));
       }
       if (dtype != DType::kBool && !IsFloating(dtype)) {
-        RETURN_IF_ERROR(ValidateScalarFor(Scalar::Float(std::floor(u.low())), dtype,
-                                          "fill.uniform.low"));
-        RETURN_IF_ERROR(ValidateScalarFor(Scalar::Float(std::ceil(u.high()) - 1), dtype,
-                                          "fill.uniform.high"));
+        RETURN_IF_ERROR(
+            ValidateScalarFor(Scalar::Float(std::floor(u.low())), dtype, "fill.uniform.low"));
+        RETURN_IF_ERROR(
+            ValidateScalarFor(Scalar::Float(std::ceil(u.high()) - 1), dtype, "fill.uniform.high"));
       }
       return absl::OkStatus();
     }
-    default: return absl::OkStatus();  // zeros, ones, or unset (zeros)
+    default:
+      return absl::OkStatus();  // zeros, ones, or unset (zeros)
   }
 }
 
@@ -90,8 +91,8 @@ absl::Status LaunchFill(Backend& backend, const Array& array, const v1::Fill& fi
         if (fill.has_full()) {
           ASSIGN_OR_RETURN(value, ScalarFromProto(fill.full().value(), ""));
         }
-        RETURN_IF_ERROR(backend.FillConstant(array.dtype,
-                                             BufferBox{chunk.buffer, shape, FullBox(shape)}, value));
+        RETURN_IF_ERROR(backend.FillConstant(
+            array.dtype, BufferBox{chunk.buffer, shape, FullBox(shape)}, value));
       }
     }
   }
@@ -121,7 +122,8 @@ v1::GetServerInfoResponse Engine::ServerInfo() const {
     device->set_memory_total_bytes(m.total_bytes);
   }
   for (int t = 1; t <= kMaxDType; ++t) {
-    if (IsImplemented(static_cast<DType>(t))) info.add_implemented_dtypes(static_cast<v1::DType>(t));
+    if (IsImplemented(static_cast<DType>(t)))
+      info.add_implemented_dtypes(static_cast<v1::DType>(t));
   }
   for (const char* feature :
        {"create", "upload", "download", "reshard", "change_mode", "elementwise.add",
@@ -165,8 +167,8 @@ absl::Status Engine::Synchronize(const v1::SynchronizeRequest& request) {
 absl::StatusOr<std::unique_ptr<UploadSession>> Engine::BeginUpload(const v1::UploadHeader& header) {
   switch (header.target_case()) {
     case v1::UploadHeader::kNewArray: {
-      ASSIGN_OR_RETURN(Array array,
-                       ArrayFromSpec(header.new_array(), backend_->device_count(), "header.new_array"));
+      ASSIGN_OR_RETURN(Array array, ArrayFromSpec(header.new_array(), backend_->device_count(),
+                                                  "header.new_array"));
       if (header.region().slices_size() > 0) {
         return absl::InvalidArgumentError(
             "header.region: a new array is uploaded whole; give a region only with a handle");
@@ -183,10 +185,12 @@ absl::StatusOr<std::unique_ptr<UploadSession>> Engine::BeginUpload(const v1::Upl
             "header.handle: array ", target->handle, " is in mode ", ModeName(target->mode),
             "; uploads overwrite REPLICA arrays only (change its mode first)"));
       }
-      ASSIGN_OR_RETURN(Box region, NormalizeRegion(header.region(), target->shape, "header.region"));
+      ASSIGN_OR_RETURN(Box region,
+                       NormalizeRegion(header.region(), target->shape, "header.region"));
       return std::make_unique<UploadSession>(*this, *target, /*is_new=*/false, region);
     }
-    default: return absl::InvalidArgumentError("header: give new_array or handle");
+    default:
+      return absl::InvalidArgumentError("header: give new_array or handle");
   }
 }
 

@@ -9,8 +9,8 @@
 #include <memory>
 #include <string_view>
 
-#include "absl/strings/string_view.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "distarray/v1/distarray.pb.h"
 #include "server/backend/backend.h"
 #include "server/engine/array.h"

@@ -29,18 +29,22 @@ Scalar IdentityScalar(DType dtype, Mode mode) {
   return DispatchDType(dtype, [&](auto tag) -> Scalar {
     using T = decltype(tag);
     const T identity = ModeIdentity<T>(mode);
-    if constexpr (std::is_floating_point_v<T>) return Scalar::Float(identity);
-    else if constexpr (std::is_same_v<T, bool>) return Scalar::Bool(identity);
-    else if constexpr (std::is_signed_v<T>) return Scalar::Int(identity);
-    else return Scalar::UInt(identity);
+    if constexpr (std::is_floating_point_v<T>)
+      return Scalar::Float(identity);
+    else if constexpr (std::is_same_v<T, bool>)
+      return Scalar::Bool(identity);
+    else if constexpr (std::is_signed_v<T>)
+      return Scalar::Int(identity);
+    else
+      return Scalar::UInt(identity);
   });
 }
 
 absl::StatusOr<std::vector<Chunk>> GatherToReplica(Backend& backend, const Array& array) {
   const IndexMap map = array.index_map();
   ASSIGN_OR_RETURN(std::vector<Chunk> out, AllocateChunks(backend, array.dtype, map));
-  RETURN_IF_ERROR(
-      backend.Copy(array.dtype, ToBoxCopies(PlanGatherToReplica(map, array.mode), array.chunks, out)));
+  RETURN_IF_ERROR(backend.Copy(
+      array.dtype, ToBoxCopies(PlanGatherToReplica(map, array.mode), array.chunks, out)));
   return out;
 }
 

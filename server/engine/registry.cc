@@ -1,5 +1,5 @@
-#include "absl/strings/string_view.h"
 #include "server/engine/registry.h"
+#include "absl/strings/string_view.h"
 
 #include <algorithm>
 #include <random>
@@ -19,8 +19,8 @@ std::string Registry::NewHandle() {
 absl::Status Registry::CheckNameFree(absl::string_view name, absl::string_view field) const {
   absl::ReaderMutexLock lock(&mu_);
   if (!name.empty() && handle_by_name_.contains(name)) {
-    return absl::AlreadyExistsError(absl::StrCat(field, ": an array named '", name,
-                                                 "' already exists"));
+    return absl::AlreadyExistsError(
+        absl::StrCat(field, ": an array named '", name, "' already exists"));
   }
   return absl::OkStatus();
 }

@@ -51,8 +51,8 @@ std::vector<PlannedCopy> PlanGatherToReplica(const IndexMap& map, Mode mode) {
   const Combine combine = CombineFor(mode);
   for (size_t j = 0; j < map.size(); ++j) {
     const Box whole = FullBox(BoxShape(map[j].box));
-    copies.push_back(PlannedCopy{static_cast<int>(j), static_cast<int>(j), whole, whole,
-                                 Combine::kAssign});
+    copies.push_back(
+        PlannedCopy{static_cast<int>(j), static_cast<int>(j), whole, whole, Combine::kAssign});
     for (size_t i = 0; i < map.size(); ++i) {
       if (i == j) continue;
       std::optional<Box> overlap = IntersectBoxes(map[i].box, map[j].box);

@@ -1,5 +1,5 @@
-#include "absl/strings/string_view.h"
 #include "server/engine/upload_session.h"
+#include "absl/strings/string_view.h"
 
 #include <algorithm>
 
@@ -96,9 +96,9 @@ absl::Status UploadSession::FlushSlab() {
       ASSIGN_OR_RETURN(BufferPtr staging, backend.Allocate(chunk.spec.device, piece_bytes));
       RETURN_IF_ERROR(backend.WriteFromHost(staging, 0, source, piece_bytes));
       const Shape piece_shape = BoxShape(*piece);
-      RETURN_IF_ERROR(backend.Copy(
-          array_.dtype, {BoxCopy{BufferBox{staging, piece_shape, FullBox(piece_shape)},
-                                 BufferBox{chunk.buffer, chunk_shape, in_chunk}}}));
+      RETURN_IF_ERROR(
+          backend.Copy(array_.dtype, {BoxCopy{BufferBox{staging, piece_shape, FullBox(piece_shape)},
+                                              BufferBox{chunk.buffer, chunk_shape, in_chunk}}}));
     }
   }
   next_row_ += rows;
@@ -112,8 +112,7 @@ absl::StatusOr<ArrayPtr> UploadSession::Finish() {
                                                    " bytes; the region holds ", expected_bytes_));
   }
   if (!is_new_) return engine_.Describe(array_.handle);
-  RETURN_IF_ERROR(
-      ApplyOwnershipMask(engine_.backend(), array_.dtype, array_.mode, array_.chunks));
+  RETURN_IF_ERROR(ApplyOwnershipMask(engine_.backend(), array_.dtype, array_.mode, array_.chunks));
   return engine_.Register(std::move(array_), /*in_place=*/false);
 }
 

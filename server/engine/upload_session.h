@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/strings/string_view.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "server/engine/array.h"
 
 namespace distarray {
@@ -38,11 +38,11 @@ class UploadSession {
   const bool is_new_;
   const Box region_;
   const int64_t element_size_;
-  const int64_t row_bytes_;       // bytes of one index of the region's first axis
+  const int64_t row_bytes_;  // bytes of one index of the region's first axis
   const int64_t rows_per_slab_;
   const int64_t expected_bytes_;
   int64_t received_bytes_ = 0;
-  int64_t next_row_ = 0;          // first row of the slab being filled
+  int64_t next_row_ = 0;  // first row of the slab being filled
   std::string slab_;
 };
 

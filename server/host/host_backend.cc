@@ -76,16 +76,14 @@ HostBackend::~HostBackend() { streams_.clear(); }  // joins workers before ledge
 
 DeviceMemory HostBackend::memory(int device) const {
   const MemoryLedger& ledger = *ledgers_[device];
-  return DeviceMemory{absl::StrCat("host:", device), ledger.used(), ledger.limit(),
-                      ledger.limit()};
+  return DeviceMemory{absl::StrCat("host:", device), ledger.used(), ledger.limit(), ledger.limit()};
 }
 
 absl::StatusOr<BufferPtr> HostBackend::Allocate(int device, int64_t bytes) {
   bytes = std::max<int64_t>(bytes, 1);
   MemoryLedger& ledger = *ledgers_[device];
   if (absl::Status s = ledger.Reserve(bytes); !s.ok()) return s;
-  auto* data = static_cast<std::byte*>(
-      ::operator new[](bytes, std::align_val_t{64}, std::nothrow));
+  auto* data = static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{64}, std::nothrow));
   if (data == nullptr) {
     ledger.Release(bytes);
     return absl::ResourceExhaustedError(
@@ -179,8 +177,7 @@ absl::Status HostBackend::Binary(BinaryOp op, DType dtype, const BufferPtr& out,
       using T = decltype(tag);
       if constexpr (!std::is_same_v<T, bool>) {  // the engine rejects arithmetic on bool
         BinaryOnHost(op, out_buffer->as<T>(), a_buffer ? a_buffer->as<T>() : nullptr,
-                     a_scalar.As<T>(), b_buffer ? b_buffer->as<T>() : nullptr, b_scalar.As<T>(),
-                     n);
+                     a_scalar.As<T>(), b_buffer ? b_buffer->as<T>() : nullptr, b_scalar.As<T>(), n);
       }
     });
   });
@@ -192,15 +189,15 @@ absl::Status HostBackend::WriteFromHost(const BufferPtr& dst, int64_t offset, co
   auto buffer = AsHost(dst);
   auto staged = std::make_shared<std::vector<std::byte>>(bytes);
   std::memcpy(staged->data(), src, bytes);
-  Launch(buffer->device(), {}, {buffer.get()},
-         [buffer, staged, offset] { std::memcpy(buffer->data() + offset, staged->data(),
-                                                staged->size()); });
+  Launch(buffer->device(), {}, {buffer.get()}, [buffer, staged, offset] {
+    std::memcpy(buffer->data() + offset, staged->data(), staged->size());
+  });
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<PendingRead>> HostBackend::ReadToHost(const BufferPtr& src,
-                                                                     int64_t offset,
-                                                                     int64_t bytes, void* dst) {
+                                                                     int64_t offset, int64_t bytes,
+                                                                     void* dst) {
   auto buffer = AsHost(src);
   HostEventPtr done = Launch(buffer->device(), {buffer.get()}, {}, [buffer, offset, bytes, dst] {
     std::memcpy(dst, buffer->data() + offset, bytes);

@@ -67,14 +67,12 @@ void FillGeneratedOnHost(T* dst, const Shape& global_shape, const Box& chunk_box
   dense.offset = 0;
   const std::vector<int64_t> strides = DenseStrides(BoxShape(chunk_box));
   for (int d = 0; d < dense.rank; ++d) dense.stride[d] = strides[d];
-  ForEachBoxPair(global, dense, [&](int64_t g, int64_t d) {
-    dst[d] = GeneratedValue<T>(generator, g);
-  });
+  ForEachBoxPair(global, dense,
+                 [&](int64_t g, int64_t d) { dst[d] = GeneratedValue<T>(generator, g); });
 }
 
 template <typename T>
-void BinaryOnHost(BinaryOp op, T* out, const T* a, T a_scalar, const T* b, T b_scalar,
-                  int64_t n) {
+void BinaryOnHost(BinaryOp op, T* out, const T* a, T a_scalar, const T* b, T b_scalar, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     out[i] = ApplyBinary(op, a ? a[i] : a_scalar, b ? b[i] : b_scalar);
   }

@@ -23,19 +23,24 @@ enum class BinaryOp { kAdd, kSubtract, kMultiply, kDivide };
 // How copies of an element combine in `mode`; REPLICA copies are equal, so one just overwrites.
 constexpr Combine CombineFor(Mode mode) {
   switch (mode) {
-    case Mode::kSum: return Combine::kAdd;
-    case Mode::kProd: return Combine::kMultiply;
-    case Mode::kMax: return Combine::kMax;
-    case Mode::kMin: return Combine::kMin;
-    default: return Combine::kAssign;
+    case Mode::kSum:
+      return Combine::kAdd;
+    case Mode::kProd:
+      return Combine::kMultiply;
+    case Mode::kMax:
+      return Combine::kMax;
+    case Mode::kMin:
+      return Combine::kMin;
+    default:
+      return Combine::kAssign;
   }
 }
 
 struct Generator {
   enum class Kind { kArange, kUniform };
   Kind kind = Kind::kArange;
-  double start = 0, step = 1;   // arange: start + i * step
-  double low = 0, high = 1;     // uniform in [low, high)
+  double start = 0, step = 1;  // arange: start + i * step
+  double low = 0, high = 1;    // uniform in [low, high)
   uint64_t seed = 0;
 };
 
@@ -43,24 +48,35 @@ template <typename T>
 DA_HD T ApplyCombine(Combine c, T old_value, T value) {
   switch (c) {
     case Combine::kAdd:
-      if constexpr (std::is_same_v<T, bool>) return old_value || value;
-      else return static_cast<T>(old_value + value);
+      if constexpr (std::is_same_v<T, bool>)
+        return old_value || value;
+      else
+        return static_cast<T>(old_value + value);
     case Combine::kMultiply:
-      if constexpr (std::is_same_v<T, bool>) return old_value && value;
-      else return static_cast<T>(old_value * value);
-    case Combine::kMax: return value > old_value ? value : old_value;
-    case Combine::kMin: return value < old_value ? value : old_value;
-    default: return value;
+      if constexpr (std::is_same_v<T, bool>)
+        return old_value && value;
+      else
+        return static_cast<T>(old_value * value);
+    case Combine::kMax:
+      return value > old_value ? value : old_value;
+    case Combine::kMin:
+      return value < old_value ? value : old_value;
+    default:
+      return value;
   }
 }
 
 template <typename T>
 DA_HD T ApplyBinary(BinaryOp op, T a, T b) {
   switch (op) {
-    case BinaryOp::kAdd: return static_cast<T>(a + b);
-    case BinaryOp::kSubtract: return static_cast<T>(a - b);
-    case BinaryOp::kMultiply: return static_cast<T>(a * b);
-    default: return static_cast<T>(a / b);  // engine allows divide on floating dtypes only
+    case BinaryOp::kAdd:
+      return static_cast<T>(a + b);
+    case BinaryOp::kSubtract:
+      return static_cast<T>(a - b);
+    case BinaryOp::kMultiply:
+      return static_cast<T>(a * b);
+    default:
+      return static_cast<T>(a / b);  // engine allows divide on floating dtypes only
   }
 }
 

@@ -1,5 +1,5 @@
-#include "absl/strings/string_view.h"
 #include "server/metrics/metrics.h"
+#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -72,7 +72,8 @@ void Metrics::RecordRequest(absl::string_view method, absl::StatusCode code, dou
 }
 
 void Metrics::RecordTransferBytes(absl::string_view direction, int64_t bytes) {
-  transfer_bytes_.Add({{"direction", std::string(direction)}}).Increment(static_cast<double>(bytes));
+  transfer_bytes_.Add({{"direction", std::string(direction)}})
+      .Increment(static_cast<double>(bytes));
 }
 
 void Metrics::UpdateDevices(const Backend& backend) {

@@ -13,9 +13,9 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
-#include "absl/strings/string_view.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "server/backend/backend.h"
 
@@ -26,7 +26,7 @@ class Metrics {
   // Serves /metrics on `listen` (host:port); an empty address keeps the metrics unexposed.
   // UNAVAILABLE when the address cannot be bound.
   static absl::StatusOr<std::unique_ptr<Metrics>> Create(const std::string& listen,
-                                                        int device_count);
+                                                         int device_count);
 
   void RecordRequest(absl::string_view method, absl::StatusCode code, double seconds);
   void RecordTransferBytes(absl::string_view direction, int64_t bytes);

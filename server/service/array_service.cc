@@ -1,5 +1,5 @@
-#include "absl/strings/string_view.h"
 #include "server/service/array_service.h"
+#include "absl/strings/string_view.h"
 
 #include <chrono>
 
@@ -22,13 +22,16 @@ grpc::Status ArrayServiceImpl::Handle(absl::string_view method, Body&& body) {
   metrics_.RecordRequest(method, status.code(), seconds);
   metrics_.UpdateDevices(engine_.backend());
   switch (status.code()) {
-    case absl::StatusCode::kOk: spdlog::debug("{} ok in {:.3f} ms", std::string(method), seconds * 1e3); break;
+    case absl::StatusCode::kOk:
+      spdlog::debug("{} ok in {:.3f} ms", std::string(method), seconds * 1e3);
+      break;
     case absl::StatusCode::kInternal:
     case absl::StatusCode::kUnavailable:
     case absl::StatusCode::kDataLoss:
       spdlog::error("{} failed: {}", std::string(method), status.ToString());
       break;
-    default: spdlog::info("{} rejected: {}", std::string(method), status.ToString());
+    default:
+      spdlog::info("{} rejected: {}", std::string(method), status.ToString());
   }
   return ToGrpcStatus(status);
 }
@@ -77,15 +80,15 @@ grpc::Status ArrayServiceImpl::UploadArray(grpc::ServerContext* context,
   });
 }
 
-grpc::Status ArrayServiceImpl::DownloadArray(grpc::ServerContext* context,
-                                             const v1::DownloadArrayRequest* request,
-                                             grpc::ServerWriter<v1::DownloadArrayResponse>* writer) {
+grpc::Status ArrayServiceImpl::DownloadArray(
+    grpc::ServerContext* context, const v1::DownloadArrayRequest* request,
+    grpc::ServerWriter<v1::DownloadArrayResponse>* writer) {
   return Handle("DownloadArray", [&]() -> absl::Status {
     bool first = true;
     int64_t sent = 0;
     v1::DownloadArrayResponse message;
-    RETURN_IF_ERROR(engine_.Download(
-        *request, [&](const Shape& shape, DType dtype, absl::string_view bytes) {
+    RETURN_IF_ERROR(
+        engine_.Download(*request, [&](const Shape& shape, DType dtype, absl::string_view bytes) {
           if (context->IsCancelled()) return false;
           message.Clear();
           if (first) {

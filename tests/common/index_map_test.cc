@@ -24,13 +24,13 @@ Range Norm(const v1::Slice& s, int64_t dim) {
 
 TEST(NormalizeSliceTest, PythonSemantics) {
   EXPECT_EQ(Norm(S({}, {}), 10), (Range{0, 1, 10}));
-  EXPECT_EQ(Norm(S(2, 8, 3), 10), (Range{2, 3, 2}));            // 2, 5
+  EXPECT_EQ(Norm(S(2, 8, 3), 10), (Range{2, 3, 2}));  // 2, 5
   EXPECT_EQ(Norm(S(-3, {}), 10), (Range{7, 1, 3}));
   EXPECT_EQ(Norm(S({}, -2), 10), (Range{0, 1, 8}));
-  EXPECT_EQ(Norm(S({}, {}, -1), 10), (Range{0, 1, 10}));        // ::-1
-  EXPECT_EQ(Norm(S(8, 2, -3), 10), (Range{5, 3, 2}));           // 8, 5
-  EXPECT_EQ(Norm(S(-1, -4, -1), 10), (Range{7, 1, 3}));         // 9, 8, 7
-  EXPECT_EQ(Norm(S(9, {}, -4), 10), (Range{1, 4, 3}));          // 9, 5, 1
+  EXPECT_EQ(Norm(S({}, {}, -1), 10), (Range{0, 1, 10}));  // ::-1
+  EXPECT_EQ(Norm(S(8, 2, -3), 10), (Range{5, 3, 2}));     // 8, 5
+  EXPECT_EQ(Norm(S(-1, -4, -1), 10), (Range{7, 1, 3}));   // 9, 8, 7
+  EXPECT_EQ(Norm(S(9, {}, -4), 10), (Range{1, 4, 3}));    // 9, 5, 1
   EXPECT_EQ(Norm(S(0, 10), 10), (Range{0, 1, 10}));
 }
 

@@ -29,13 +29,25 @@ TEST_P(ConcurrencyTest, EightClients) {
         const TestMap to = RandomMap(shape, devices(), rng, /*allow_gaps=*/false);
         const std::vector<float> values = RandomValues<float>(NumElements(shape), rng);
         auto a = own->Upload<float>(values, shape, {ToProto(from, shape)});
-        if (!a.ok()) { failures[t] = a.status().ToString(); return; }
+        if (!a.ok()) {
+          failures[t] = a.status().ToString();
+          return;
+        }
         auto b = a->Reshard(ToProto(to, shape));
-        if (!b.ok()) { failures[t] = b.status().ToString(); return; }
+        if (!b.ok()) {
+          failures[t] = b.status().ToString();
+          return;
+        }
         auto c = *a + *b;
-        if (!c.ok()) { failures[t] = c.status().ToString(); return; }
+        if (!c.ok()) {
+          failures[t] = c.status().ToString();
+          return;
+        }
         auto got = c->Download<float>();
-        if (!got.ok()) { failures[t] = got.status().ToString(); return; }
+        if (!got.ok()) {
+          failures[t] = got.status().ToString();
+          return;
+        }
         for (size_t i = 0; i < values.size(); ++i) {
           if ((*got)[i] != values[i] + values[i]) {
             failures[t] = "wrong value at " + std::to_string(i);

@@ -14,10 +14,14 @@ class ElementwiseTest : public BackendTest {};
 template <typename T>
 long double Apply(v1::ElementwiseOp op, long double a, long double b) {
   switch (op) {
-    case v1::ELEMENTWISE_OP_ADD: return a + b;
-    case v1::ELEMENTWISE_OP_SUBTRACT: return a - b;
-    case v1::ELEMENTWISE_OP_MULTIPLY: return a * b;
-    default: return a / b;
+    case v1::ELEMENTWISE_OP_ADD:
+      return a + b;
+    case v1::ELEMENTWISE_OP_SUBTRACT:
+      return a - b;
+    case v1::ELEMENTWISE_OP_MULTIPLY:
+      return a * b;
+    default:
+      return a / b;
   }
 }
 
@@ -26,8 +30,8 @@ long double Apply(v1::ElementwiseOp op, long double a, long double b) {
 template <typename T>
 void ExpectClose(T got, long double want, int64_t index) {
   if constexpr (std::is_floating_point_v<T>) {
-    const long double tolerance = std::numeric_limits<T>::epsilon() * std::fabs(want) +
-                                  std::numeric_limits<T>::denorm_min();
+    const long double tolerance =
+        std::numeric_limits<T>::epsilon() * std::fabs(want) + std::numeric_limits<T>::denorm_min();
     ASSERT_LE(std::fabs(static_cast<long double>(got) - want), tolerance) << "element " << index;
   } else {
     ASSERT_EQ(got, static_cast<T>(want)) << "element " << index;
@@ -105,7 +109,8 @@ TEST_P(ElementwiseTest, OperandsInOpModesUseTheirLogicalValues) {
   const std::vector<double> a = RandomValues<double>(20, rng), b = RandomValues<double>(20, rng);
   const v1::IndexMap replicated = Replicated(1, {dev(0), dev(1)});
   ASSERT_OK_AND_ASSIGN(Array A, client().Upload<double>(a, shape, {replicated, v1::MODE_SUM}));
-  ASSERT_OK_AND_ASSIGN(Array B, client().Upload<double>(b, shape, {Split(1, 0, 20, {dev(2), dev(3)}), v1::MODE_MAX}));
+  ASSERT_OK_AND_ASSIGN(Array B, client().Upload<double>(
+                                    b, shape, {Split(1, 0, 20, {dev(2), dev(3)}), v1::MODE_MAX}));
   ASSERT_OK_AND_ASSIGN(Array C, A * B);
   EXPECT_EQ(C.info().mode(), v1::MODE_REPLICA);
   ASSERT_OK_AND_ASSIGN(std::vector<double> c, C.Download<double>());

@@ -113,160 +113,315 @@ std::vector<BadCase> Cases() {
     cases.push_back({std::move(name), call, code, std::move(contains)});
   };
   using grpc::StatusCode;
-  add("describe unknown handle", [](auto& stub, auto&) {
-    grpc::ClientContext c; v1::DescribeArrayRequest r; r.set_handle("arr-0000000000000000");
-    v1::DescribeArrayResponse out; return stub.DescribeArray(&c, r, &out);
-  }, StatusCode::NOT_FOUND, "handle: no array 'arr-0000000000000000'");
-  add("delete unknown handle", [](auto& stub, auto&) {
-    grpc::ClientContext c; v1::DeleteArrayRequest r; r.set_handle("nope");
-    v1::DeleteArrayResponse out; return stub.DeleteArray(&c, r, &out);
-  }, StatusCode::NOT_FOUND, "handle: no array 'nope'");
-  add("download unknown handle", [](auto& stub, auto&) {
-    grpc::ClientContext c; v1::DownloadArrayRequest r; r.set_handle("nope");
-    auto reader = stub.DownloadArray(&c, r); v1::DownloadArrayResponse m;
-    while (reader->Read(&m)) {}
-    return reader->Finish();
-  }, StatusCode::NOT_FOUND, "handle");
-  add("device out of range", [](auto& stub, auto&) {
-    return Create(stub, CreateRequest({10}, v1::DTYPE_FLOAT32,
-                                      MakeIndexMap({MakeChunk(0, {SliceSpec{0, 5}}), MakeChunk(64, {SliceSpec{5, 10}})})));
-  }, StatusCode::INVALID_ARGUMENT, "spec.index_map.chunks[1].device: device 64 does not exist");
-  add("zero step", [](auto& stub, auto&) {
-    return Create(stub, CreateRequest({10, 4}, v1::DTYPE_FLOAT32,
-                                      MakeIndexMap({MakeChunk(0, {SliceSpec{}, SliceSpec{0, 4, 0}})})));
-  }, StatusCode::INVALID_ARGUMENT, "spec.index_map.chunks[0].slices[1]: step must not be zero");
-  add("stop out of bounds", [](auto& stub, auto&) {
-    return Create(stub, CreateRequest({10, 4}, v1::DTYPE_FLOAT32,
-                                      MakeIndexMap({MakeChunk(0, {SliceSpec{0, 12}, SliceSpec{}})})));
-  }, StatusCode::INVALID_ARGUMENT, "spec.index_map.chunks[0].slices[0]: stop 12 is out of bounds");
-  add("negative start out of bounds", [](auto& stub, auto&) {
-    return Create(stub, CreateRequest({10}, v1::DTYPE_FLOAT32,
-                                      MakeIndexMap({MakeChunk(0, {SliceSpec{-11, std::nullopt}})})));
-  }, StatusCode::INVALID_ARGUMENT, "chunks[0].slices[0]: start -11 is out of bounds");
-  add("empty slice", [](auto& stub, auto&) {
-    return Create(stub, CreateRequest({10}, v1::DTYPE_FLOAT32, MakeIndexMap({MakeChunk(0, {SliceSpec{6, 6}})})));
-  }, StatusCode::INVALID_ARGUMENT, "chunks[0].slices[0]: slice 6:6:1 selects no elements");
-  add("wrong rank", [=](auto& stub, auto&) {
-    return Create(stub, CreateRequest({10, 3}, v1::DTYPE_FLOAT32, one));
-  }, StatusCode::INVALID_ARGUMENT, "chunks[0].slices: has 1 slices for an array of rank 2");
-  add("no chunks", [](auto& stub, auto&) {
-    return Create(stub, CreateRequest({10}, v1::DTYPE_FLOAT32, {}));
-  }, StatusCode::INVALID_ARGUMENT, "spec.index_map: at least one chunk is required");
-  add("zero dim", [=](auto& stub, auto&) {
-    return Create(stub, CreateRequest({4, 0}, v1::DTYPE_FLOAT32, two_d));
-  }, StatusCode::INVALID_ARGUMENT, "spec.shape.dims[1]: must be at least 1");
-  add("no dtype", [=](auto& stub, auto&) {
-    return Create(stub, CreateRequest({4}, v1::DTYPE_UNSPECIFIED, one));
-  }, StatusCode::INVALID_ARGUMENT, "spec.dtype: a dtype is required");
-  add("float16 not built yet", [=](auto& stub, auto&) {
-    return Create(stub, CreateRequest({4}, v1::DTYPE_FLOAT16, one));
-  }, StatusCode::UNIMPLEMENTED, "spec.dtype: dtype float16 is not implemented yet");
-  add("bad uniform bounds", [=](auto& stub, auto&) {
-    auto r = CreateRequest({4}, v1::DTYPE_FLOAT32, one);
-    r.mutable_fill()->mutable_uniform()->set_low(2);
-    r.mutable_fill()->mutable_uniform()->set_high(1);
-    return Create(stub, r);
-  }, StatusCode::INVALID_ARGUMENT, "fill.uniform: need finite low < high");
-  add("full value not representable", [=](auto& stub, auto&) {
-    auto r = CreateRequest({4}, v1::DTYPE_UINT8, one);
-    *r.mutable_fill()->mutable_full()->mutable_value() = MakeScalar<int64_t>(300);
-    return Create(stub, r);
-  }, StatusCode::INVALID_ARGUMENT, "fill.full.value: scalar 300 is not exactly representable as uint8");
-  add("shape mismatch", [=](auto& stub, auto& bystander) {
-    grpc::ClientContext c; v1::CreateArrayResponse out;
-    auto st = stub.CreateArray(&c, CreateRequest({4}, v1::DTYPE_FLOAT32, one), &out);
-    if (!st.ok()) return st;
-    return Binary(stub, v1::ELEMENTWISE_OP_ADD, Handle(bystander), Handle(out.array().handle()));
-  }, StatusCode::INVALID_ARGUMENT, "spec.operands[1]: shape (4) does not match operands[0]'s (10, 10)");
-  add("dtype mismatch", [=](auto& stub, auto& bystander) {
-    grpc::ClientContext c; v1::CreateArrayResponse out;
-    auto st = stub.CreateArray(&c, CreateRequest({10, 10}, v1::DTYPE_FLOAT64, two_d), &out);
-    if (!st.ok()) return st;
-    return Binary(stub, v1::ELEMENTWISE_OP_ADD, Handle(bystander), Handle(out.array().handle()));
-  }, StatusCode::INVALID_ARGUMENT, "spec.operands[1]: dtype float64 does not match operands[0]'s float32");
-  add("operand deleted", [](auto& stub, auto& bystander) {
-    return Binary(stub, v1::ELEMENTWISE_OP_ADD, Handle(bystander), Handle("arr-gone"));
-  }, StatusCode::NOT_FOUND, "spec.operands[1].handle: no array 'arr-gone'");
-  add("integer true division", [=](auto& stub, auto&) {
-    grpc::ClientContext c; v1::CreateArrayResponse out;
-    auto st = stub.CreateArray(&c, CreateRequest({4}, v1::DTYPE_INT32, one), &out);
-    if (!st.ok()) return st;
-    return Binary(stub, v1::ELEMENTWISE_OP_DIVIDE, Handle(out.array().handle()), ScalarOperand(MakeScalar(2)));
-  }, StatusCode::INVALID_ARGUMENT, "spec.op: divide is true division and needs a floating dtype, got int32");
-  add("lossy scalar", [=](auto& stub, auto&) {
-    grpc::ClientContext c; v1::CreateArrayResponse out;
-    auto st = stub.CreateArray(&c, CreateRequest({4}, v1::DTYPE_INT32, one), &out);
-    if (!st.ok()) return st;
-    return Binary(stub, v1::ELEMENTWISE_OP_ADD, Handle(out.array().handle()), ScalarOperand(MakeScalar(2.5)));
-  }, StatusCode::INVALID_ARGUMENT, "spec.operands[1].scalar: scalar 2.5 is not exactly representable as int32");
-  add("two scalars", [](auto& stub, auto&) {
-    return Binary(stub, v1::ELEMENTWISE_OP_ADD, ScalarOperand(MakeScalar(1.0)), ScalarOperand(MakeScalar(2.0)));
-  }, StatusCode::INVALID_ARGUMENT, "spec.operands: at least one operand must be an array");
-  add("one operand", [](auto& stub, auto& bystander) {
-    grpc::ClientContext c; v1::ElementwiseRequest r; r.mutable_spec()->set_op(v1::ELEMENTWISE_OP_ADD);
-    *r.mutable_spec()->add_operands() = Handle(bystander);
-    v1::ElementwiseResponse out; return stub.Elementwise(&c, r, &out);
-  }, StatusCode::INVALID_ARGUMENT, "spec.operands: ELEMENTWISE_OP_ADD takes 2 operands, got 1");
-  add("op not built yet", [](auto& stub, auto& bystander) {
-    return Binary(stub, v1::ELEMENTWISE_OP_POWER, Handle(bystander), Handle(bystander));
-  }, StatusCode::UNIMPLEMENTED, "spec.op: ELEMENTWISE_OP_POWER is not implemented yet");
-  add("unknown op", [](auto& stub, auto& bystander) {
-    return Binary(stub, static_cast<v1::ElementwiseOp>(999), Handle(bystander), Handle(bystander));
-  }, StatusCode::INVALID_ARGUMENT, "spec.op: unknown elementwise op 999");
-  add("name taken", [](auto& stub, auto&) {
-    auto r = CreateRequest({4}, v1::DTYPE_FLOAT32, OnDevice(1, 0));
-    r.mutable_spec()->set_name("errors-test-taken");
-    auto first = Create(stub, r);
-    if (!first.ok()) return first;
-    return Create(stub, r);
-  }, StatusCode::ALREADY_EXISTS, "spec.name: an array named 'errors-test-taken' already exists");
-  add("region out of bounds", [](auto& stub, auto& bystander) {
-    grpc::ClientContext c; v1::DownloadArrayRequest r; r.set_handle(bystander);
-    *r.mutable_region() = MakeRegion({SliceSpec{0, 11}, SliceSpec{}});
-    auto reader = stub.DownloadArray(&c, r); v1::DownloadArrayResponse m;
-    while (reader->Read(&m)) {}
-    return reader->Finish();
-  }, StatusCode::OUT_OF_RANGE, "region.slices[0]: stop 11 is out of bounds");
-  add("reshard to a bad map", [](auto& stub, auto& bystander) {
-    grpc::ClientContext c; v1::ReshardRequest r; r.set_handle(bystander);
-    *r.mutable_index_map() = MakeIndexMap({MakeChunk(0, {SliceSpec{}, SliceSpec{0, 10, -1}})});
-    v1::ReshardResponse out; return stub.Reshard(&c, r, &out);
-  }, StatusCode::INVALID_ARGUMENT, "index_map.chunks[0].slices[1]");
-  add("reshard to an unknown mode", [](auto& stub, auto& bystander) {
-    grpc::ClientContext c; v1::ChangeModeRequest r; r.set_handle(bystander);
-    r.set_mode(static_cast<v1::Mode>(17));
-    v1::ChangeModeResponse out; return stub.ChangeMode(&c, r, &out);
-  }, StatusCode::INVALID_ARGUMENT, "mode: unknown mode 17");
-  add("upload too many bytes", [=](auto& stub, auto&) {
-    return Upload(stub, {Header({4}, one), Data(12), Data(8)});
-  }, StatusCode::INVALID_ARGUMENT, "data: the stream carries more than the 16 bytes");
-  add("upload too few bytes", [=](auto& stub, auto&) {
-    return Upload(stub, {Header({4}, one), Data(12)});
-  }, StatusCode::INVALID_ARGUMENT, "data: the stream carried 12 bytes; the region holds 16");
-  add("upload without header", [](auto& stub, auto&) {
-    return Upload(stub, {Data(12)});
-  }, StatusCode::INVALID_ARGUMENT, "header: the first message must be the header");
-  add("upload two headers", [=](auto& stub, auto&) {
-    return Upload(stub, {Header({4}, one), Header({4}, one)});
-  }, StatusCode::INVALID_ARGUMENT, "header: only the first message may be a header");
-  add("upload into a SUM array", [=](auto& stub, auto&) {
-    auto r = CreateRequest({4}, v1::DTYPE_FLOAT32, one);
-    r.mutable_spec()->set_mode(v1::MODE_SUM);
-    grpc::ClientContext c; v1::CreateArrayResponse out;
-    auto st = stub.CreateArray(&c, r, &out);
-    if (!st.ok()) return st;
-    v1::UploadArrayRequest h; h.mutable_header()->set_handle(out.array().handle());
-    return Upload(stub, {h, Data(16)});
-  }, StatusCode::FAILED_PRECONDITION, "uploads overwrite REPLICA arrays only");
-  add("Reduce is declared, not built", [](auto& stub, auto&) {
-    grpc::ClientContext c; v1::ReduceRequest r; v1::ReduceResponse out; return stub.Reduce(&c, r, &out);
-  }, StatusCode::UNIMPLEMENTED, "Reduce is not implemented yet");
-  add("Matmul is declared, not built", [](auto& stub, auto&) {
-    grpc::ClientContext c; v1::MatmulRequest r; v1::MatmulResponse out; return stub.Matmul(&c, r, &out);
-  }, StatusCode::UNIMPLEMENTED, "Matmul is not implemented yet");
-  add("RunGraph is declared, not built", [](auto& stub, auto&) {
-    grpc::ClientContext c; v1::RunGraphRequest r; v1::RunGraphResponse out; return stub.RunGraph(&c, r, &out);
-  }, StatusCode::UNIMPLEMENTED, "RunGraph is not implemented yet");
+  add(
+      "describe unknown handle",
+      [](auto& stub, auto&) {
+        grpc::ClientContext c;
+        v1::DescribeArrayRequest r;
+        r.set_handle("arr-0000000000000000");
+        v1::DescribeArrayResponse out;
+        return stub.DescribeArray(&c, r, &out);
+      },
+      StatusCode::NOT_FOUND, "handle: no array 'arr-0000000000000000'");
+  add(
+      "delete unknown handle",
+      [](auto& stub, auto&) {
+        grpc::ClientContext c;
+        v1::DeleteArrayRequest r;
+        r.set_handle("nope");
+        v1::DeleteArrayResponse out;
+        return stub.DeleteArray(&c, r, &out);
+      },
+      StatusCode::NOT_FOUND, "handle: no array 'nope'");
+  add(
+      "download unknown handle",
+      [](auto& stub, auto&) {
+        grpc::ClientContext c;
+        v1::DownloadArrayRequest r;
+        r.set_handle("nope");
+        auto reader = stub.DownloadArray(&c, r);
+        v1::DownloadArrayResponse m;
+        while (reader->Read(&m)) {
+        }
+        return reader->Finish();
+      },
+      StatusCode::NOT_FOUND, "handle");
+  add(
+      "device out of range",
+      [](auto& stub, auto&) {
+        return Create(stub, CreateRequest({10}, v1::DTYPE_FLOAT32,
+                                          MakeIndexMap({MakeChunk(0, {SliceSpec{0, 5}}),
+                                                        MakeChunk(64, {SliceSpec{5, 10}})})));
+      },
+      StatusCode::INVALID_ARGUMENT, "spec.index_map.chunks[1].device: device 64 does not exist");
+  add(
+      "zero step",
+      [](auto& stub, auto&) {
+        return Create(
+            stub, CreateRequest({10, 4}, v1::DTYPE_FLOAT32,
+                                MakeIndexMap({MakeChunk(0, {SliceSpec{}, SliceSpec{0, 4, 0}})})));
+      },
+      StatusCode::INVALID_ARGUMENT, "spec.index_map.chunks[0].slices[1]: step must not be zero");
+  add(
+      "stop out of bounds",
+      [](auto& stub, auto&) {
+        return Create(stub,
+                      CreateRequest({10, 4}, v1::DTYPE_FLOAT32,
+                                    MakeIndexMap({MakeChunk(0, {SliceSpec{0, 12}, SliceSpec{}})})));
+      },
+      StatusCode::INVALID_ARGUMENT, "spec.index_map.chunks[0].slices[0]: stop 12 is out of bounds");
+  add(
+      "negative start out of bounds",
+      [](auto& stub, auto&) {
+        return Create(stub,
+                      CreateRequest({10}, v1::DTYPE_FLOAT32,
+                                    MakeIndexMap({MakeChunk(0, {SliceSpec{-11, std::nullopt}})})));
+      },
+      StatusCode::INVALID_ARGUMENT, "chunks[0].slices[0]: start -11 is out of bounds");
+  add(
+      "empty slice",
+      [](auto& stub, auto&) {
+        return Create(stub, CreateRequest({10}, v1::DTYPE_FLOAT32,
+                                          MakeIndexMap({MakeChunk(0, {SliceSpec{6, 6}})})));
+      },
+      StatusCode::INVALID_ARGUMENT, "chunks[0].slices[0]: slice 6:6:1 selects no elements");
+  add(
+      "wrong rank",
+      [=](auto& stub, auto&) {
+        return Create(stub, CreateRequest({10, 3}, v1::DTYPE_FLOAT32, one));
+      },
+      StatusCode::INVALID_ARGUMENT, "chunks[0].slices: has 1 slices for an array of rank 2");
+  add(
+      "no chunks",
+      [](auto& stub, auto&) { return Create(stub, CreateRequest({10}, v1::DTYPE_FLOAT32, {})); },
+      StatusCode::INVALID_ARGUMENT, "spec.index_map: at least one chunk is required");
+  add(
+      "zero dim",
+      [=](auto& stub, auto&) {
+        return Create(stub, CreateRequest({4, 0}, v1::DTYPE_FLOAT32, two_d));
+      },
+      StatusCode::INVALID_ARGUMENT, "spec.shape.dims[1]: must be at least 1");
+  add(
+      "no dtype",
+      [=](auto& stub, auto&) {
+        return Create(stub, CreateRequest({4}, v1::DTYPE_UNSPECIFIED, one));
+      },
+      StatusCode::INVALID_ARGUMENT, "spec.dtype: a dtype is required");
+  add(
+      "float16 not built yet",
+      [=](auto& stub, auto&) { return Create(stub, CreateRequest({4}, v1::DTYPE_FLOAT16, one)); },
+      StatusCode::UNIMPLEMENTED, "spec.dtype: dtype float16 is not implemented yet");
+  add(
+      "bad uniform bounds",
+      [=](auto& stub, auto&) {
+        auto r = CreateRequest({4}, v1::DTYPE_FLOAT32, one);
+        r.mutable_fill()->mutable_uniform()->set_low(2);
+        r.mutable_fill()->mutable_uniform()->set_high(1);
+        return Create(stub, r);
+      },
+      StatusCode::INVALID_ARGUMENT, "fill.uniform: need finite low < high");
+  add(
+      "full value not representable",
+      [=](auto& stub, auto&) {
+        auto r = CreateRequest({4}, v1::DTYPE_UINT8, one);
+        *r.mutable_fill()->mutable_full()->mutable_value() = MakeScalar<int64_t>(300);
+        return Create(stub, r);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "fill.full.value: scalar 300 is not exactly representable as uint8");
+  add(
+      "shape mismatch",
+      [=](auto& stub, auto& bystander) {
+        grpc::ClientContext c;
+        v1::CreateArrayResponse out;
+        auto st = stub.CreateArray(&c, CreateRequest({4}, v1::DTYPE_FLOAT32, one), &out);
+        if (!st.ok()) return st;
+        return Binary(stub, v1::ELEMENTWISE_OP_ADD, Handle(bystander),
+                      Handle(out.array().handle()));
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "spec.operands[1]: shape (4) does not match operands[0]'s (10, 10)");
+  add(
+      "dtype mismatch",
+      [=](auto& stub, auto& bystander) {
+        grpc::ClientContext c;
+        v1::CreateArrayResponse out;
+        auto st = stub.CreateArray(&c, CreateRequest({10, 10}, v1::DTYPE_FLOAT64, two_d), &out);
+        if (!st.ok()) return st;
+        return Binary(stub, v1::ELEMENTWISE_OP_ADD, Handle(bystander),
+                      Handle(out.array().handle()));
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "spec.operands[1]: dtype float64 does not match operands[0]'s float32");
+  add(
+      "operand deleted",
+      [](auto& stub, auto& bystander) {
+        return Binary(stub, v1::ELEMENTWISE_OP_ADD, Handle(bystander), Handle("arr-gone"));
+      },
+      StatusCode::NOT_FOUND, "spec.operands[1].handle: no array 'arr-gone'");
+  add(
+      "integer true division",
+      [=](auto& stub, auto&) {
+        grpc::ClientContext c;
+        v1::CreateArrayResponse out;
+        auto st = stub.CreateArray(&c, CreateRequest({4}, v1::DTYPE_INT32, one), &out);
+        if (!st.ok()) return st;
+        return Binary(stub, v1::ELEMENTWISE_OP_DIVIDE, Handle(out.array().handle()),
+                      ScalarOperand(MakeScalar(2)));
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "spec.op: divide is true division and needs a floating dtype, got int32");
+  add(
+      "lossy scalar",
+      [=](auto& stub, auto&) {
+        grpc::ClientContext c;
+        v1::CreateArrayResponse out;
+        auto st = stub.CreateArray(&c, CreateRequest({4}, v1::DTYPE_INT32, one), &out);
+        if (!st.ok()) return st;
+        return Binary(stub, v1::ELEMENTWISE_OP_ADD, Handle(out.array().handle()),
+                      ScalarOperand(MakeScalar(2.5)));
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "spec.operands[1].scalar: scalar 2.5 is not exactly representable as int32");
+  add(
+      "two scalars",
+      [](auto& stub, auto&) {
+        return Binary(stub, v1::ELEMENTWISE_OP_ADD, ScalarOperand(MakeScalar(1.0)),
+                      ScalarOperand(MakeScalar(2.0)));
+      },
+      StatusCode::INVALID_ARGUMENT, "spec.operands: at least one operand must be an array");
+  add(
+      "one operand",
+      [](auto& stub, auto& bystander) {
+        grpc::ClientContext c;
+        v1::ElementwiseRequest r;
+        r.mutable_spec()->set_op(v1::ELEMENTWISE_OP_ADD);
+        *r.mutable_spec()->add_operands() = Handle(bystander);
+        v1::ElementwiseResponse out;
+        return stub.Elementwise(&c, r, &out);
+      },
+      StatusCode::INVALID_ARGUMENT, "spec.operands: ELEMENTWISE_OP_ADD takes 2 operands, got 1");
+  add(
+      "op not built yet",
+      [](auto& stub, auto& bystander) {
+        return Binary(stub, v1::ELEMENTWISE_OP_POWER, Handle(bystander), Handle(bystander));
+      },
+      StatusCode::UNIMPLEMENTED, "spec.op: ELEMENTWISE_OP_POWER is not implemented yet");
+  add(
+      "unknown op",
+      [](auto& stub, auto& bystander) {
+        return Binary(stub, static_cast<v1::ElementwiseOp>(999), Handle(bystander),
+                      Handle(bystander));
+      },
+      StatusCode::INVALID_ARGUMENT, "spec.op: unknown elementwise op 999");
+  add(
+      "name taken",
+      [](auto& stub, auto&) {
+        auto r = CreateRequest({4}, v1::DTYPE_FLOAT32, OnDevice(1, 0));
+        r.mutable_spec()->set_name("errors-test-taken");
+        auto first = Create(stub, r);
+        if (!first.ok()) return first;
+        return Create(stub, r);
+      },
+      StatusCode::ALREADY_EXISTS, "spec.name: an array named 'errors-test-taken' already exists");
+  add(
+      "region out of bounds",
+      [](auto& stub, auto& bystander) {
+        grpc::ClientContext c;
+        v1::DownloadArrayRequest r;
+        r.set_handle(bystander);
+        *r.mutable_region() = MakeRegion({SliceSpec{0, 11}, SliceSpec{}});
+        auto reader = stub.DownloadArray(&c, r);
+        v1::DownloadArrayResponse m;
+        while (reader->Read(&m)) {
+        }
+        return reader->Finish();
+      },
+      StatusCode::OUT_OF_RANGE, "region.slices[0]: stop 11 is out of bounds");
+  add(
+      "reshard to a bad map",
+      [](auto& stub, auto& bystander) {
+        grpc::ClientContext c;
+        v1::ReshardRequest r;
+        r.set_handle(bystander);
+        *r.mutable_index_map() = MakeIndexMap({MakeChunk(0, {SliceSpec{}, SliceSpec{0, 10, -1}})});
+        v1::ReshardResponse out;
+        return stub.Reshard(&c, r, &out);
+      },
+      StatusCode::INVALID_ARGUMENT, "index_map.chunks[0].slices[1]");
+  add(
+      "reshard to an unknown mode",
+      [](auto& stub, auto& bystander) {
+        grpc::ClientContext c;
+        v1::ChangeModeRequest r;
+        r.set_handle(bystander);
+        r.set_mode(static_cast<v1::Mode>(17));
+        v1::ChangeModeResponse out;
+        return stub.ChangeMode(&c, r, &out);
+      },
+      StatusCode::INVALID_ARGUMENT, "mode: unknown mode 17");
+  add(
+      "upload too many bytes",
+      [=](auto& stub, auto&) {
+        return Upload(stub, {Header({4}, one), Data(12), Data(8)});
+      },
+      StatusCode::INVALID_ARGUMENT, "data: the stream carries more than the 16 bytes");
+  add(
+      "upload too few bytes",
+      [=](auto& stub, auto&) {
+        return Upload(stub, {Header({4}, one), Data(12)});
+      },
+      StatusCode::INVALID_ARGUMENT, "data: the stream carried 12 bytes; the region holds 16");
+  add(
+      "upload without header", [](auto& stub, auto&) { return Upload(stub, {Data(12)}); },
+      StatusCode::INVALID_ARGUMENT, "header: the first message must be the header");
+  add(
+      "upload two headers",
+      [=](auto& stub, auto&) {
+        return Upload(stub, {Header({4}, one), Header({4}, one)});
+      },
+      StatusCode::INVALID_ARGUMENT, "header: only the first message may be a header");
+  add(
+      "upload into a SUM array",
+      [=](auto& stub, auto&) {
+        auto r = CreateRequest({4}, v1::DTYPE_FLOAT32, one);
+        r.mutable_spec()->set_mode(v1::MODE_SUM);
+        grpc::ClientContext c;
+        v1::CreateArrayResponse out;
+        auto st = stub.CreateArray(&c, r, &out);
+        if (!st.ok()) return st;
+        v1::UploadArrayRequest h;
+        h.mutable_header()->set_handle(out.array().handle());
+        return Upload(stub, {h, Data(16)});
+      },
+      StatusCode::FAILED_PRECONDITION, "uploads overwrite REPLICA arrays only");
+  add(
+      "Reduce is declared, not built",
+      [](auto& stub, auto&) {
+        grpc::ClientContext c;
+        v1::ReduceRequest r;
+        v1::ReduceResponse out;
+        return stub.Reduce(&c, r, &out);
+      },
+      StatusCode::UNIMPLEMENTED, "Reduce is not implemented yet");
+  add(
+      "Matmul is declared, not built",
+      [](auto& stub, auto&) {
+        grpc::ClientContext c;
+        v1::MatmulRequest r;
+        v1::MatmulResponse out;
+        return stub.Matmul(&c, r, &out);
+      },
+      StatusCode::UNIMPLEMENTED, "Matmul is not implemented yet");
+  add(
+      "RunGraph is declared, not built",
+      [](auto& stub, auto&) {
+        grpc::ClientContext c;
+        v1::RunGraphRequest r;
+        v1::RunGraphResponse out;
+        return stub.RunGraph(&c, r, &out);
+      },
+      StatusCode::UNIMPLEMENTED, "RunGraph is not implemented yet");
   return cases;
 }
 
@@ -312,8 +467,10 @@ TEST_P(MemoryLimitTest, OverTheLimitIsResourceExhaustedAndNothingLeaks) {
   // 80 MiB on one device: over the 64 MiB limit before anything is launched.
   auto big = client.Create({20 << 20}, v1::DTYPE_FLOAT32, {OnDevice(1, 0)});
   ASSERT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted) << big.status();
-  EXPECT_NE(big.status().message().find("device 0: allocating 83886080 bytes would exceed the memory limit"),
-            std::string::npos) << big.status();
+  EXPECT_NE(big.status().message().find(
+                "device 0: allocating 83886080 bytes would exceed the memory limit"),
+            std::string::npos)
+      << big.status();
   // The first chunk fits, the second does not: the first must be released too.
   auto split = client.Create({2, 12 << 20}, v1::DTYPE_FLOAT32,
                              {MakeIndexMap({MakeChunk(0, {SliceSpec{0, 1}, SliceSpec{}}),

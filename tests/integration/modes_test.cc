@@ -62,7 +62,8 @@ TEST_P(ModesTest, CreatingInAnOpModeHoldsEachValueOnce) {
   v1::Fill ones;
   ones.mutable_ones();
   for (v1::Mode mode : kModes) {
-    ASSERT_OK_AND_ASSIGN(Array a, client().Create({6}, v1::DTYPE_INT64, {Replicated(1, devs), mode}, ones));
+    ASSERT_OK_AND_ASSIGN(Array a,
+                         client().Create({6}, v1::DTYPE_INT64, {Replicated(1, devs), mode}, ones));
     ASSERT_OK_AND_ASSIGN(std::vector<int64_t> got, a.Download<int64_t>());
     EXPECT_EQ(got, std::vector<int64_t>(6, 1)) << v1::Mode_Name(mode);
     ASSERT_OK_AND_ASSIGN(Array back, a.ChangeMode(v1::MODE_REPLICA));

@@ -55,10 +55,10 @@ TEST_P(ReshardTest, TheSeedExampleMovesOnlyTheOverlap) {
     a[i] = 0.5f * i;
     c[i] = 100.0f - i;
   }
-  const v1::IndexMap a_map = MakeIndexMap({MakeChunk(dev(0), {SliceSpec{std::nullopt, 5}}),
-                                           MakeChunk(dev(1), {SliceSpec{5, 10}})});
-  const v1::IndexMap c_map = MakeIndexMap({MakeChunk(dev(0), {SliceSpec{std::nullopt, 7}}),
-                                           MakeChunk(dev(1), {SliceSpec{7, 10}})});
+  const v1::IndexMap a_map = MakeIndexMap(
+      {MakeChunk(dev(0), {SliceSpec{std::nullopt, 5}}), MakeChunk(dev(1), {SliceSpec{5, 10}})});
+  const v1::IndexMap c_map = MakeIndexMap(
+      {MakeChunk(dev(0), {SliceSpec{std::nullopt, 7}}), MakeChunk(dev(1), {SliceSpec{7, 10}})});
   ASSERT_OK_AND_ASSIGN(Array A, client().Upload<float>(a, {10}, {a_map}));
   ASSERT_OK_AND_ASSIGN(Array C, client().Upload<float>(c, {10}, {c_map}));
   ASSERT_OK_AND_ASSIGN(Array C2, C.Reshard(A.info().index_map()));

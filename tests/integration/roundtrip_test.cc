@@ -21,19 +21,19 @@ TEST_P(RoundTripTest, EveryDTypeThroughRandomLayouts) {
         const TestMap map = RandomMap(shape, devices(), rng);
         const std::vector<T> values = RandomValues<T>(NumElements(shape), rng);
         const std::unique_ptr<T[]> data = Contiguous(values);
-        ASSERT_OK_AND_ASSIGN(Array array,
-                             client().Upload<T>(std::span<const T>(data.get(), values.size()),
-                                                shape, {ToProto(map, shape)}));
+        ASSERT_OK_AND_ASSIGN(
+            Array array, client().Upload<T>(std::span<const T>(data.get(), values.size()), shape,
+                                            {ToProto(map, shape)}));
         ASSERT_OK_AND_ASSIGN(std::vector<T> back, array.template Download<T>());
         const std::vector<T> want = Expected(values, map, shape, v1::MODE_REPLICA);
         std::string diff;
         for (size_t i = 0; i < want.size() && back.size() == want.size(); ++i) {
           if (back[i] != want[i]) diff += std::to_string(i) + " ";
         }
-        ASSERT_EQ(back, want) << "differs at " << diff
-            << "dtype " << v1::DType_Name(DTypeOf<T>()) << " rank " << shape.size() << "\n"
-            << ToProto(map, shape).ShortDebugString() << "\nserver: "
-            << array.info().index_map().ShortDebugString();
+        ASSERT_EQ(back, want) << "differs at " << diff << "dtype " << v1::DType_Name(DTypeOf<T>())
+                              << " rank " << shape.size() << "\n"
+                              << ToProto(map, shape).ShortDebugString()
+                              << "\nserver: " << array.info().index_map().ShortDebugString();
       }
     }
   });
@@ -68,14 +68,15 @@ TEST_P(RoundTripTest, LargerThanTheDefaultGrpcMessageLimit) {
   std::mt19937_64 rng(7);
   const Shape shape = {3 * 1024, 1024};
   const std::vector<double> values = RandomValues<double>(NumElements(shape), rng);
-  ASSERT_OK_AND_ASSIGN(Array array,
-                       client().Upload<double>(values, shape,
-                                               {Split(2, 0, shape[0], {dev(0), dev(1), dev(2)})}));
+  ASSERT_OK_AND_ASSIGN(
+      Array array,
+      client().Upload<double>(values, shape, {Split(2, 0, shape[0], {dev(0), dev(1), dev(2)})}));
   ASSERT_OK_AND_ASSIGN(std::vector<double> back, array.Download<double>());
   ASSERT_EQ(back.size(), values.size());
   EXPECT_TRUE(back == values);
-  ASSERT_OK_AND_ASSIGN(std::vector<double> column,
-                       array.Download<double>(MakeRegion({SliceSpec{}, SliceSpec{5, 6, std::nullopt}})));
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<double> column,
+      array.Download<double>(MakeRegion({SliceSpec{}, SliceSpec{5, 6, std::nullopt}})));
   ASSERT_EQ(column.size(), 3u * 1024);
   for (int64_t i = 0; i < 3 * 1024; ++i) ASSERT_EQ(column[i], values[i * 1024 + 5]);
 }
@@ -88,9 +89,10 @@ TEST_P(RoundTripTest, ParallelStreamsSplitLargeTransfers) {
   std::mt19937_64 rng(17);
   const Shape shape = {1001, 700};  // rows do not split evenly over 3 streams
   const std::vector<float> values = RandomValues<float>(NumElements(shape), rng);
-  ASSERT_OK_AND_ASSIGN(Array array,
-                       parallel.Upload<float>(values, shape, {BlockGrid2D(1001, 700, 2, 2,
-                                                                          {dev(0), dev(1), dev(2), dev(3)})}));
+  ASSERT_OK_AND_ASSIGN(
+      Array array,
+      parallel.Upload<float>(values, shape,
+                             {BlockGrid2D(1001, 700, 2, 2, {dev(0), dev(1), dev(2), dev(3)})}));
   ASSERT_OK_AND_ASSIGN(std::vector<float> back, array.Download<float>());
   EXPECT_TRUE(back == values);
 }
@@ -102,7 +104,8 @@ TEST_P(RoundTripTest, WriteARegionOfAnExistingArray) {
   std::vector<int32_t> values = RandomValues<int32_t>(100, rng);
   ASSERT_OK_AND_ASSIGN(Array array, client().Upload<int32_t>(values, shape, {ToProto(map, shape)}));
   const std::vector<int32_t> patch = {1, 2, 3, 4, 5, 6};  // rows 2,4,6 x cols 7,8
-  ASSERT_OK(array.Write<int32_t>(patch, MakeRegion({SliceSpec{2, 7, 2}, SliceSpec{7, 9, std::nullopt}})));
+  ASSERT_OK(
+      array.Write<int32_t>(patch, MakeRegion({SliceSpec{2, 7, 2}, SliceSpec{7, 9, std::nullopt}})));
   for (int r = 0; r < 3; ++r)
     for (int c = 0; c < 2; ++c) values[(2 + 2 * r) * 10 + 7 + c] = patch[r * 2 + c];
   ASSERT_OK_AND_ASSIGN(std::vector<int32_t> back, array.Download<int32_t>());
@@ -131,7 +134,8 @@ TEST_P(RoundTripTest, FillsMatchTheirDefinition) {
   uniform.mutable_uniform()->set_high(5);
   uniform.mutable_uniform()->set_seed(11);
   ASSERT_OK_AND_ASSIGN(Array u1, client().Create(shape, v1::DTYPE_FLOAT32, {map}, uniform));
-  ASSERT_OK_AND_ASSIGN(Array u2, client().Create(shape, v1::DTYPE_FLOAT32, {OnDevice(2, dev(1))}, uniform));
+  ASSERT_OK_AND_ASSIGN(Array u2,
+                       client().Create(shape, v1::DTYPE_FLOAT32, {OnDevice(2, dev(1))}, uniform));
   ASSERT_OK_AND_ASSIGN(std::vector<float> v1s, u1.Download<float>());
   ASSERT_OK_AND_ASSIGN(std::vector<float> v2s, u2.Download<float>());
   EXPECT_EQ(v1s, v2s);

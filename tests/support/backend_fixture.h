@@ -1,7 +1,7 @@
 // A test fixture parameterized by backend ("host", "cuda", and "cuda_nccl": the CUDA backend
 // moving data across devices with NCCL send/recv instead of peer copies): the same integration
-// tests run on all of them against a real distarrayd. Where the backend cannot start (no GPU), the tests skip with
-// the daemon's own message.
+// tests run on all of them against a real distarrayd. Where the backend cannot start (no GPU), the
+// tests skip with the daemon's own message.
 #ifndef DISTARRAY_TESTS_SUPPORT_BACKEND_FIXTURE_H_
 #define DISTARRAY_TESTS_SUPPORT_BACKEND_FIXTURE_H_
 
@@ -41,7 +41,8 @@ class BackendTest : public ::testing::TestWithParam<std::string> {
         ASSERT_EQ(daemon.status().code(), absl::StatusCode::kUnavailable) << entry.skip_reason;
       }
     }
-    if (!entry.daemon) GTEST_SKIP() << "backend " << GetParam() << " unavailable: " << entry.skip_reason;
+    if (!entry.daemon)
+      GTEST_SKIP() << "backend " << GetParam() << " unavailable: " << entry.skip_reason;
     daemon_ = entry.daemon.get();
     auto client = Client::Connect(daemon_->address());
     ASSERT_TRUE(client.ok()) << client.status();
@@ -83,11 +84,9 @@ class BackendTest : public ::testing::TestWithParam<std::string> {
   int devices_ = 0;
 };
 
-#define DISTARRAY_INSTANTIATE_BACKENDS(suite)                                        \
-  INSTANTIATE_TEST_SUITE_P(Backends, suite, ::testing::Values("host", "cuda", "cuda_nccl"),       \
-                           [](const ::testing::TestParamInfo<std::string>& p) {     \
-                             return p.param;                                        \
-                           })
+#define DISTARRAY_INSTANTIATE_BACKENDS(suite)                                               \
+  INSTANTIATE_TEST_SUITE_P(Backends, suite, ::testing::Values("host", "cuda", "cuda_nccl"), \
+                           [](const ::testing::TestParamInfo<std::string>& p) { return p.param; })
 
 // Runs `fn(T{})` for every implemented dtype's C++ type.
 template <typename Fn>
@@ -105,17 +104,17 @@ void ForEachDType(Fn&& fn) {
   fn(double{});
 }
 
-#define ASSERT_OK_AND_ASSIGN(lhs, expr)                         \
-  auto DA_TEST_CONCAT_(result_, __LINE__) = (expr);             \
-  ASSERT_TRUE(DA_TEST_CONCAT_(result_, __LINE__).ok())          \
-      << DA_TEST_CONCAT_(result_, __LINE__).status();           \
+#define ASSERT_OK_AND_ASSIGN(lhs, expr)                \
+  auto DA_TEST_CONCAT_(result_, __LINE__) = (expr);    \
+  ASSERT_TRUE(DA_TEST_CONCAT_(result_, __LINE__).ok()) \
+      << DA_TEST_CONCAT_(result_, __LINE__).status();  \
   lhs = *std::move(DA_TEST_CONCAT_(result_, __LINE__))
 #define DA_TEST_CONCAT_INNER_(a, b) a##b
 #define DA_TEST_CONCAT_(a, b) DA_TEST_CONCAT_INNER_(a, b)
-#define ASSERT_OK(expr)                     \
-  do {                                      \
-    const absl::Status s_ = (expr);         \
-    ASSERT_TRUE(s_.ok()) << s_;             \
+#define ASSERT_OK(expr)             \
+  do {                              \
+    const absl::Status s_ = (expr); \
+    ASSERT_TRUE(s_.ok()) << s_;     \
   } while (false)
 
 }  // namespace distarray::testing

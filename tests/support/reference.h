@@ -45,8 +45,10 @@ inline v1::IndexMap ToProto(const TestMap& map, const Shape& shape) {
         s->set_step(-a.step);
       } else {
         s->set_start(a.from_end ? a.start - shape[d] : a.start);
-        if (a.stop < shape[d] && a.from_end) s->set_stop(a.stop - shape[d]);
-        else s->set_stop(a.stop);
+        if (a.stop < shape[d] && a.from_end)
+          s->set_stop(a.stop - shape[d]);
+        else
+          s->set_stop(a.stop);
         if (a.step != 1) s->set_step(a.step);
       }
     }
@@ -110,8 +112,8 @@ inline TestMap RandomMap(const Shape& shape, int devices, std::mt19937_64& rng,
     TestChunk c{static_cast<int>(pick(0, devices - 1)), {}};
     for (int64_t n : shape) {
       const int64_t start = pick(0, n - 1);
-      c.axes.push_back(AxisSlice{start, pick(start + 1, n), pick(1, 3), pick(0, 2) == 0,
-                                 pick(0, 3) == 0});
+      c.axes.push_back(
+          AxisSlice{start, pick(start + 1, n), pick(1, 3), pick(0, 2) == 0, pick(0, 3) == 0});
     }
     map.push_back(c);
   }
@@ -149,14 +151,16 @@ std::unique_ptr<T[]> Contiguous(const std::vector<T>& values) {
 template <typename T>
 T Identity(v1::Mode mode) {
   switch (mode) {
-    case v1::MODE_PROD: return T(1);
+    case v1::MODE_PROD:
+      return T(1);
     case v1::MODE_MAX:
       return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
                                                   : std::numeric_limits<T>::lowest();
     case v1::MODE_MIN:
       return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity()
                                                   : std::numeric_limits<T>::max();
-    default: return T(0);
+    default:
+      return T(0);
   }
 }
 

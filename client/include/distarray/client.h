@@ -31,9 +31,9 @@ struct ConnectOptions {
 
 // The layout and identity of a new array.
 struct ArrayOptions {
-  v1::IndexMap index_map;          // required
+  v1::IndexMap index_map;  // required
   v1::Mode mode = v1::MODE_REPLICA;
-  std::string name;                // optional; a named array outlives its Array object
+  std::string name;  // optional; a named array outlives its Array object
 };
 
 class Client {
@@ -101,7 +101,9 @@ class Array {
 
   const v1::ArrayInfo& info() const { return info_; }
   const std::string& handle() const { return info_.handle(); }
-  std::vector<int64_t> shape() const { return {info_.shape().dims().begin(), info_.shape().dims().end()}; }
+  std::vector<int64_t> shape() const {
+    return {info_.shape().dims().begin(), info_.shape().dims().end()};
+  }
   int64_t size() const;
 
   // The logical values of the whole array (or a region), C order.
@@ -140,29 +142,29 @@ absl::StatusOr<Array> operator-(const Array& a, const Array& b);
 absl::StatusOr<Array> operator*(const Array& a, const Array& b);
 absl::StatusOr<Array> operator/(const Array& a, const Array& b);
 template <typename T>
-  requires std::is_arithmetic_v<T>
-absl::StatusOr<Array> operator+(const Array& a, T s) {
+requires std::is_arithmetic_v<T> absl::StatusOr<Array>
+operator+(const Array& a, T s) {
   v1::Operand o;
   *o.mutable_scalar() = MakeScalar(s);
   return a.Elementwise(v1::ELEMENTWISE_OP_ADD, o);
 }
 template <typename T>
-  requires std::is_arithmetic_v<T>
-absl::StatusOr<Array> operator*(const Array& a, T s) {
+requires std::is_arithmetic_v<T> absl::StatusOr<Array>
+operator*(const Array& a, T s) {
   v1::Operand o;
   *o.mutable_scalar() = MakeScalar(s);
   return a.Elementwise(v1::ELEMENTWISE_OP_MULTIPLY, o);
 }
 template <typename T>
-  requires std::is_arithmetic_v<T>
-absl::StatusOr<Array> operator-(const Array& a, T s) {
+requires std::is_arithmetic_v<T> absl::StatusOr<Array>
+operator-(const Array& a, T s) {
   v1::Operand o;
   *o.mutable_scalar() = MakeScalar(s);
   return a.Elementwise(v1::ELEMENTWISE_OP_SUBTRACT, o);
 }
 template <typename T>
-  requires std::is_arithmetic_v<T>
-absl::StatusOr<Array> operator/(const Array& a, T s) {
+requires std::is_arithmetic_v<T> absl::StatusOr<Array>
+operator/(const Array& a, T s) {
   v1::Operand o;
   *o.mutable_scalar() = MakeScalar(s);
   return a.Elementwise(v1::ELEMENTWISE_OP_DIVIDE, o);
@@ -181,8 +183,8 @@ absl::StatusOr<Array> Client::Upload(std::span<const T> data, const std::vector<
   spec->set_mode(options.mode);
   spec->set_name(options.name);
   const auto bytes = static_cast<int64_t>(data.size_bytes());
-  if (bytes >= options_.parallel_min_bytes && options.mode == v1::MODE_REPLICA &&
-      !shape.empty() && shape[0] > 1) {
+  if (bytes >= options_.parallel_min_bytes && options.mode == v1::MODE_REPLICA && !shape.empty() &&
+      shape[0] > 1) {
     auto created = Create(shape, DTypeOf<T>(), options);
     if (!created.ok()) return created.status();
     if (absl::Status s = WriteAll(created->info(), data.data(), bytes); !s.ok()) return s;
@@ -219,8 +221,7 @@ absl::Status Array::Write(std::span<const T> data, const v1::Region& region) con
   v1::UploadHeader header;
   header.set_handle(handle());
   *header.mutable_region() = region;
-  return client_.UploadBytes(header, data.data(), static_cast<int64_t>(data.size_bytes()))
-      .status();
+  return client_.UploadBytes(header, data.data(), static_cast<int64_t>(data.size_bytes())).status();
 }
 
 }  // namespace distarray

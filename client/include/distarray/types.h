@@ -11,28 +11,44 @@ namespace distarray {
 
 template <typename T>
 constexpr v1::DType DTypeOf() {
-  if constexpr (std::is_same_v<T, bool>) return v1::DTYPE_BOOL;
-  else if constexpr (std::is_same_v<T, int8_t>) return v1::DTYPE_INT8;
-  else if constexpr (std::is_same_v<T, int16_t>) return v1::DTYPE_INT16;
-  else if constexpr (std::is_same_v<T, int32_t>) return v1::DTYPE_INT32;
-  else if constexpr (std::is_same_v<T, int64_t>) return v1::DTYPE_INT64;
-  else if constexpr (std::is_same_v<T, uint8_t>) return v1::DTYPE_UINT8;
-  else if constexpr (std::is_same_v<T, uint16_t>) return v1::DTYPE_UINT16;
-  else if constexpr (std::is_same_v<T, uint32_t>) return v1::DTYPE_UINT32;
-  else if constexpr (std::is_same_v<T, uint64_t>) return v1::DTYPE_UINT64;
-  else if constexpr (std::is_same_v<T, float>) return v1::DTYPE_FLOAT32;
-  else if constexpr (std::is_same_v<T, double>) return v1::DTYPE_FLOAT64;
-  else static_assert(sizeof(T) == 0, "no distarray dtype for this type");
+  if constexpr (std::is_same_v<T, bool>)
+    return v1::DTYPE_BOOL;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return v1::DTYPE_INT8;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return v1::DTYPE_INT16;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return v1::DTYPE_INT32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return v1::DTYPE_INT64;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return v1::DTYPE_UINT8;
+  else if constexpr (std::is_same_v<T, uint16_t>)
+    return v1::DTYPE_UINT16;
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    return v1::DTYPE_UINT32;
+  else if constexpr (std::is_same_v<T, uint64_t>)
+    return v1::DTYPE_UINT64;
+  else if constexpr (std::is_same_v<T, float>)
+    return v1::DTYPE_FLOAT32;
+  else if constexpr (std::is_same_v<T, double>)
+    return v1::DTYPE_FLOAT64;
+  else
+    static_assert(sizeof(T) == 0, "no distarray dtype for this type");
 }
 
 // A scalar operand from a C++ value.
 template <typename T>
 v1::Scalar MakeScalar(T value) {
   v1::Scalar s;
-  if constexpr (std::is_same_v<T, bool>) s.set_bool_value(value);
-  else if constexpr (std::is_floating_point_v<T>) s.set_float_value(value);
-  else if constexpr (std::is_signed_v<T>) s.set_int_value(value);
-  else s.set_uint_value(value);
+  if constexpr (std::is_same_v<T, bool>)
+    s.set_bool_value(value);
+  else if constexpr (std::is_floating_point_v<T>)
+    s.set_float_value(value);
+  else if constexpr (std::is_signed_v<T>)
+    s.set_int_value(value);
+  else
+    s.set_uint_value(value);
   return s;
 }
 
