@@ -16,6 +16,23 @@
     }                                                            \
   } while (0)
 
+// Median milliseconds of `enqueue(stream)` over 10 timed runs after 2 warm-ups; -1 on error.
+template <typename Enqueue>
+float MedianMs(cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop, Enqueue&& enqueue) {
+  std::vector<float> ms;
+  for (int i = 0; i < 12; ++i) {
+    cudaEventRecord(start, stream);
+    if (enqueue(stream) != cudaSuccess) return -1;
+    cudaEventRecord(stop, stream);
+    if (cudaEventSynchronize(stop) != cudaSuccess) return -1;
+    float t = 0;
+    cudaEventElapsedTime(&t, start, stop);
+    if (i >= 2) ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
 int main() {
   int n = 0;
   CHECK(cudaGetDeviceCount(&n));
@@ -30,18 +47,11 @@ int main() {
   CHECK(cudaEventCreate(&start));
   CHECK(cudaEventCreate(&stop));
   // Device copy of 1 GiB (bytes read + written per second).
-  std::vector<float> ms;
-  for (int i = 0; i < 12; ++i) {
-    CHECK(cudaEventRecord(start, s0));
-    CHECK(cudaMemcpyAsync(b0, a0, 2 * half, cudaMemcpyDeviceToDevice, s0));
-    CHECK(cudaEventRecord(stop, s0));
-    CHECK(cudaEventSynchronize(stop));
-    float t;
-    CHECK(cudaEventElapsedTime(&t, start, stop));
-    if (i >= 2) ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
-  std::printf("device_copy_1GiB_GBps %.1f\n", 2.0 * 2 * half / (ms[ms.size() / 2] * 1e-3) / 1e9);
+  const float copy_ms = MedianMs(s0, start, stop, [&](cudaStream_t s) {
+    return cudaMemcpyAsync(b0, a0, 2 * half, cudaMemcpyDeviceToDevice, s);
+  });
+  if (copy_ms < 0) return 1;
+  std::printf("device_copy_1GiB_GBps %.1f\n", 2.0 * 2 * half / (copy_ms * 1e-3) / 1e9);
   if (n < 2) {
     std::printf("peer_devices 1\n");
     return 0;
@@ -54,21 +64,14 @@ int main() {
   CHECK(cudaStreamCreate(&s1));
   CHECK(cudaSetDevice(0));
   // (a) 256 MiB, GPU 0 -> GPU 1.
-  ms.clear();
-  for (int i = 0; i < 12; ++i) {
-    CHECK(cudaEventRecord(start, s0));
-    CHECK(cudaMemcpyPeerAsync(b1, 1, a0, 0, quarter, s0));
-    CHECK(cudaEventRecord(stop, s0));
-    CHECK(cudaEventSynchronize(stop));
-    float t;
-    CHECK(cudaEventElapsedTime(&t, start, stop));
-    if (i >= 2) ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
-  std::printf("peer_256MiB_ms %.4f\n", ms[ms.size() / 2]);
-  std::printf("peer_256MiB_GBps %.1f\n", quarter / (ms[ms.size() / 2] * 1e-3) / 1e9);
-  // (b) 512 MiB each way at once, on two streams; timed on the host around both.
-  ms.clear();
+  const float peer_ms = MedianMs(s0, start, stop, [&](cudaStream_t s) {
+    return cudaMemcpyPeerAsync(b1, 1, a0, 0, quarter, s);
+  });
+  if (peer_ms < 0) return 1;
+  std::printf("peer_256MiB_ms %.4f\n", peer_ms);
+  std::printf("peer_256MiB_GBps %.1f\n", quarter / (peer_ms * 1e-3) / 1e9);
+  // (b) 512 MiB each way at once, on two streams, timed from device 0 around both.
+  std::vector<float> ms;
   for (int i = 0; i < 12; ++i) {
     CHECK(cudaSetDevice(0));
     CHECK(cudaDeviceSynchronize());

@@ -141,33 +141,28 @@ absl::StatusOr<Array> operator+(const Array& a, const Array& b);
 absl::StatusOr<Array> operator-(const Array& a, const Array& b);
 absl::StatusOr<Array> operator*(const Array& a, const Array& b);
 absl::StatusOr<Array> operator/(const Array& a, const Array& b);
-template <typename T>
-requires std::is_arithmetic_v<T> absl::StatusOr<Array>
-operator+(const Array& a, T s) {
+// Array (op) scalar; the scalar must convert to the array's dtype exactly.
+template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>>
+absl::StatusOr<Array> WithScalar(const Array& a, v1::ElementwiseOp op, T s) {
   v1::Operand o;
   *o.mutable_scalar() = MakeScalar(s);
-  return a.Elementwise(v1::ELEMENTWISE_OP_ADD, o);
+  return a.Elementwise(op, o);
 }
-template <typename T>
-requires std::is_arithmetic_v<T> absl::StatusOr<Array>
-operator*(const Array& a, T s) {
-  v1::Operand o;
-  *o.mutable_scalar() = MakeScalar(s);
-  return a.Elementwise(v1::ELEMENTWISE_OP_MULTIPLY, o);
+template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>>
+absl::StatusOr<Array> operator+(const Array& a, T s) {
+  return WithScalar(a, v1::ELEMENTWISE_OP_ADD, s);
 }
-template <typename T>
-requires std::is_arithmetic_v<T> absl::StatusOr<Array>
-operator-(const Array& a, T s) {
-  v1::Operand o;
-  *o.mutable_scalar() = MakeScalar(s);
-  return a.Elementwise(v1::ELEMENTWISE_OP_SUBTRACT, o);
+template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>>
+absl::StatusOr<Array> operator-(const Array& a, T s) {
+  return WithScalar(a, v1::ELEMENTWISE_OP_SUBTRACT, s);
 }
-template <typename T>
-requires std::is_arithmetic_v<T> absl::StatusOr<Array>
-operator/(const Array& a, T s) {
-  v1::Operand o;
-  *o.mutable_scalar() = MakeScalar(s);
-  return a.Elementwise(v1::ELEMENTWISE_OP_DIVIDE, o);
+template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>>
+absl::StatusOr<Array> operator*(const Array& a, T s) {
+  return WithScalar(a, v1::ELEMENTWISE_OP_MULTIPLY, s);
+}
+template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>>
+absl::StatusOr<Array> operator/(const Array& a, T s) {
+  return WithScalar(a, v1::ELEMENTWISE_OP_DIVIDE, s);
 }
 
 // ---- template implementations ----
