@@ -95,6 +95,12 @@ TEST_P(RoundTripTest, ParallelStreamsSplitLargeTransfers) {
                              {BlockGrid2D(1001, 700, 2, 2, {dev(0), dev(1), dev(2), dev(3)})}));
   ASSERT_OK_AND_ASSIGN(std::vector<float> back, array.Download<float>());
   EXPECT_TRUE(back == values);
+  std::vector<float> into(values.size());
+  ASSERT_OK(array.DownloadTo(std::span<float>(into)));
+  EXPECT_TRUE(into == values);
+  std::vector<float> short_span(10);
+  EXPECT_EQ(array.DownloadTo(std::span<float>(short_span)).code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_P(RoundTripTest, WriteARegionOfAnExistingArray) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "distarray/index_maps.h"
 #include "distarray/types.h"
 #include "distarray/v1/distarray.grpc.pb.h"
@@ -109,6 +110,10 @@ class Array {
   // The logical values of the whole array (or a region), C order.
   template <typename T>
   absl::StatusOr<std::vector<T>> Download(const v1::Region& region = {}) const;
+  // The whole array's logical values into memory the caller owns (C order); FAILED_PRECONDITION
+  // when `out` does not hold exactly size() elements.
+  template <typename T>
+  absl::Status DownloadTo(std::span<T> out) const;
   // Overwrites a region (default: all) of a REPLICA array with `data` (C order).
   template <typename T>
   absl::Status Write(std::span<const T> data, const v1::Region& region = {}) const;
@@ -209,6 +214,20 @@ absl::StatusOr<std::vector<T>> Array::Download(const v1::Region& region) const {
     std::memcpy(out.data(), bytes.data(), bytes.size());
   }
   return out;
+}
+
+template <typename T>
+absl::Status Array::DownloadTo(std::span<T> out) const {
+  static_assert(!std::is_same_v<T, bool> || sizeof(bool) == 1);
+  if (static_cast<int64_t>(out.size()) != size()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("DownloadTo: the span holds ", out.size(), " elements, the array ", size()));
+  }
+  if (info_.dtype() != DTypeOf<T>()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("DownloadTo: the array's dtype is ", v1::DType_Name(info_.dtype())));
+  }
+  return client_.DownloadAll(info_, out.data(), static_cast<int64_t>(out.size_bytes()));
 }
 
 template <typename T>
