@@ -21,8 +21,9 @@
 namespace distarray::testing {
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Options& options) {
-  char dir_template[] = "/tmp/distarray-test-XXXXXX";
-  const char* dir = mkdtemp(dir_template);
+  std::string dir_template =
+      (std::filesystem::temp_directory_path() / "distarray-test-XXXXXX").string();
+  const char* dir = mkdtemp(dir_template.data());
   if (dir == nullptr) return absl::InternalError("mkdtemp failed");
   const std::string port_file = absl::StrCat(dir, "/port");
   const std::string log_file = absl::StrCat(dir, "/log");
