@@ -12,6 +12,19 @@
 #include "server/service/status_conversion.h"
 
 namespace distarray {
+namespace {
+
+// Large transfers are logged at info with their rate, small ones at debug.
+void LogTransfer(const char* what, const std::string& handle, int64_t bytes,
+                 std::chrono::steady_clock::time_point start) {
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto level = bytes >= (int64_t{64} << 20) ? spdlog::level::info : spdlog::level::debug;
+  spdlog::log(level, "{} {}: {} MiB in {:.3f} s ({:.2f} GB/s)", what, handle, bytes >> 20, seconds,
+              seconds > 0 ? bytes / seconds / 1e9 : 0.0);
+}
+
+}  // namespace
 
 template <typename Body>
 grpc::Status ArrayServiceImpl::Handle(absl::string_view method, Body&& body) {
@@ -63,6 +76,7 @@ grpc::Status ArrayServiceImpl::UploadArray(grpc::ServerContext* context,
     if (!message.has_header()) {
       return absl::InvalidArgumentError("header: the first message must be the header");
     }
+    const auto start = std::chrono::steady_clock::now();
     ASSIGN_OR_RETURN(std::unique_ptr<UploadSession> session, engine_.BeginUpload(message.header()));
     int64_t received = 0;
     while (reader->Read(&message)) {
@@ -75,6 +89,7 @@ grpc::Status ArrayServiceImpl::UploadArray(grpc::ServerContext* context,
     if (context->IsCancelled()) return absl::CancelledError("the client cancelled the upload");
     ASSIGN_OR_RETURN(ArrayPtr array, session->Finish());
     metrics_.RecordTransferBytes("upload", received);
+    LogTransfer("upload", array->handle, received, start);
     *response->mutable_array() = ToArrayInfo(*array);
     return absl::OkStatus();
   });
@@ -84,6 +99,7 @@ grpc::Status ArrayServiceImpl::DownloadArray(
     grpc::ServerContext* context, const v1::DownloadArrayRequest* request,
     grpc::ServerWriter<v1::DownloadArrayResponse>* writer) {
   return Handle("DownloadArray", [&]() -> absl::Status {
+    const auto start = std::chrono::steady_clock::now();
     bool first = true;
     int64_t sent = 0;
     v1::DownloadArrayResponse message;
@@ -101,6 +117,7 @@ grpc::Status ArrayServiceImpl::DownloadArray(
           return writer->Write(message);
         }));
     metrics_.RecordTransferBytes("download", sent);
+    LogTransfer("download", request->handle(), sent, start);
     return absl::OkStatus();
   });
 }
