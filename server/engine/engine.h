@@ -40,7 +40,8 @@ class Engine {
   absl::StatusOr<ArrayPtr> Reshard(const v1::ReshardRequest& request);
   absl::StatusOr<ArrayPtr> ChangeMode(const v1::ChangeModeRequest& request);
   absl::StatusOr<ArrayPtr> Elementwise(const v1::ElementwiseRequest& request);
-  // Waits for the work on the given arrays (all work when empty). NOT_FOUND for unknown handles.
+  // Waits for all enqueued work on every device; the handles are only validated (NOT_FOUND for
+  // unknown ones). Waiting for everything is a superset of waiting for the named arrays.
   absl::Status Synchronize(const v1::SynchronizeRequest& request);
 
   // Starts an upload; the session takes the data pieces. Validation and allocation happen here,

@@ -58,7 +58,8 @@ absl::StatusOr<std::vector<Chunk>> ReshardReplica(Backend& backend, DType dtype,
   ASSIGN_OR_RETURN(std::vector<Chunk> out, AllocateChunks(backend, dtype, map));
   const ReplicaReshardPlan plan = PlanReplicaReshard(from_map, map);
   for (size_t j = 0; j < out.size(); ++j) {
-    if (plan.zero_fill[j]) RETURN_IF_ERROR(backend.FillConstant(dtype, Whole(out[j]), uncovered));
+    if (plan.fill_uncovered[j])
+      RETURN_IF_ERROR(backend.FillConstant(dtype, Whole(out[j]), uncovered));
   }
   RETURN_IF_ERROR(backend.Copy(dtype, ToBoxCopies(plan.copies, from, out)));
   return out;

@@ -36,7 +36,7 @@ ReplicaReshardPlan PlanReplicaReshard(const IndexMap& from, const IndexMap& to) 
   ReplicaReshardPlan plan;
   for (size_t j = 0; j < to.size(); ++j) {
     SourceSelection selection = SelectSources(from, to[j].box, to[j].device);
-    plan.zero_fill.push_back(!selection.covers_target);
+    plan.fill_uncovered.push_back(!selection.covers_target);
     for (const SourceSelection::Piece& piece : selection.pieces) {
       plan.copies.push_back(PlannedCopy{piece.chunk, static_cast<int>(j),
                                         ToLocal(from[piece.chunk].box, piece.global),

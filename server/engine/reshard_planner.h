@@ -40,9 +40,10 @@ struct SourceSelection {
 SourceSelection SelectSources(const IndexMap& sources, const Box& target, int preferred_device);
 
 // REPLICA to REPLICA between two index maps. Copies are grouped by destination chunk. A
-// destination chunk whose elements are not all provably covered is zero-filled first.
+// destination chunk whose elements are not all provably covered is first filled with the value
+// uncovered elements read as (zero, or the identity of an op-mode source's mode).
 struct ReplicaReshardPlan {
-  std::vector<bool> zero_fill;
+  std::vector<bool> fill_uncovered;
   std::vector<PlannedCopy> copies;
 };
 ReplicaReshardPlan PlanReplicaReshard(const IndexMap& from, const IndexMap& to);

@@ -15,7 +15,7 @@ TEST(ReshardPlannerTest, TheSeedExampleMovesOnlyTheOverlap) {
   const IndexMap to = {Chunk1D(0, 0, 5), Chunk1D(1, 5, 10)};
   const ReplicaReshardPlan plan = PlanReplicaReshard(from, to);
   ASSERT_EQ(plan.copies.size(), 3u);
-  EXPECT_EQ(plan.zero_fill, (std::vector<bool>{false, false}));
+  EXPECT_EQ(plan.fill_uncovered, (std::vector<bool>{false, false}));
   int64_t cross_device_elements = 0;
   for (const PlannedCopy& c : plan.copies) {
     if (from[c.src].device != to[c.dst].device) cross_device_elements += NumElements(c.src_local);
@@ -29,7 +29,7 @@ TEST(ReshardPlannerTest, ReplicatedSourcesAreReadOncePreferringTheLocalCopy) {
   const ReplicaReshardPlan plan = PlanReplicaReshard(from, to);
   ASSERT_EQ(plan.copies.size(), 1u);
   EXPECT_EQ(plan.copies[0].src, 2);
-  EXPECT_FALSE(plan.zero_fill[0]);
+  EXPECT_FALSE(plan.fill_uncovered[0]);
 }
 
 TEST(ReshardPlannerTest, GapsAreZeroFilled) {
@@ -37,7 +37,7 @@ TEST(ReshardPlannerTest, GapsAreZeroFilled) {
   const IndexMap to = {Chunk1D(2, 0, 10)};
   const ReplicaReshardPlan plan = PlanReplicaReshard(from, to);
   EXPECT_EQ(plan.copies.size(), 2u);
-  EXPECT_TRUE(plan.zero_fill[0]);
+  EXPECT_TRUE(plan.fill_uncovered[0]);
 }
 
 TEST(ReshardPlannerTest, OwnershipMaskKeepsTheFirstCopy) {
