@@ -1,10 +1,11 @@
 #include "common/index_map.h"
-#include "absl/strings/string_view.h"
 
 #include <limits>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "common/checked.h"
 #include "common/status_macros.h"
 
 namespace distarray {
@@ -19,12 +20,22 @@ absl::Status OutOfBounds(absl::string_view field, absl::string_view what, int64_
 }  // namespace
 
 absl::StatusOr<Range> NormalizeSlice(const v1::Slice& slice, int64_t dim, absl::string_view field) {
+  ASSIGN_OR_RETURN(DirectedRange r, NormalizeDirectedSlice(slice, dim, field));
+  return r.range;
+}
+
+absl::StatusOr<DirectedRange> NormalizeDirectedSlice(const v1::Slice& slice, int64_t dim,
+                                                     absl::string_view field) {
+  // Every subtraction below is of two values in [-1, dim], and a step's magnitude is only used
+  // in a division, so nothing here can wrap whatever int64 the client sent (a step of
+  // -(2^63-1) or INT64_MIN included).
   const int64_t step = slice.has_step() ? slice.step() : 1;
   if (step == 0) return absl::InvalidArgumentError(absl::StrCat(field, ": step must not be zero"));
+  if (dim < 1) return absl::InvalidArgumentError(absl::StrCat(field, ": axis of size ", dim));
   if (step > 0) {
     int64_t start = slice.has_start() ? slice.start() : 0;
     int64_t stop = slice.has_stop() ? slice.stop() : dim;
-    if (start < 0) start += dim;
+    if (start < 0) start += dim;  // a negative plus a positive never wraps
     if (stop < 0) stop += dim;
     if (start < 0 || start > dim) return OutOfBounds(field, "start", slice.start(), dim);
     if (stop < 0 || stop > dim) return OutOfBounds(field, "stop", slice.stop(), dim);
@@ -32,7 +43,8 @@ absl::StatusOr<Range> NormalizeSlice(const v1::Slice& slice, int64_t dim, absl::
       return absl::InvalidArgumentError(
           absl::StrCat(field, ": slice ", start, ":", stop, ":", step, " selects no elements"));
     }
-    return Range{start, step, (stop - start + step - 1) / step};
+    const int64_t count = (stop - start - 1) / step + 1;
+    return DirectedRange{Range{start, count == 1 ? 1 : step, count}, /*descending=*/false};
   }
   // Negative step: walk down from start to just above stop, then describe the same set upwards.
   int64_t start = slice.has_start() ? slice.start() : dim - 1;
@@ -47,8 +59,11 @@ absl::StatusOr<Range> NormalizeSlice(const v1::Slice& slice, int64_t dim, absl::
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": slice ", start, ":", stop, ":", step, " selects no elements"));
   }
-  const int64_t count = (start - stop + (-step) - 1) / (-step);
-  return Range{start + (count - 1) * step, -step, count};
+  // |step| > start - stop - 1 >= 0 for every step whose magnitude does not fit (INT64_MIN).
+  const int64_t span = start - stop - 1;
+  const int64_t count = step == INT64_MIN ? 1 : span / -step + 1;
+  if (count == 1) return DirectedRange{Range{start, 1, 1}, /*descending=*/true};
+  return DirectedRange{Range{start + (count - 1) * step, -step, count}, /*descending=*/true};
 }
 
 absl::Status ValidateShape(const Shape& shape, DType dtype, absl::string_view field) {
@@ -56,22 +71,27 @@ absl::Status ValidateShape(const Shape& shape, DType dtype, absl::string_view fi
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": rank ", shape.size(), " exceeds the maximum of ", kMaxRank));
   }
-  __int128 bytes = DTypeSize(dtype);
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] < 1) {
       return absl::InvalidArgumentError(
           absl::StrCat(field, ".dims[", d, "]: must be at least 1, got ", shape[d]));
     }
-    bytes *= shape[d];
-    if (bytes > std::numeric_limits<int64_t>::max() / 2) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ": the array is too large"));
-    }
+  }
+  // Half of int64 leaves room for offsets computed from byte counts without a further check.
+  if (!CheckedProductOf(shape, DTypeSize(dtype), field, kMaxArrayBytes).ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": the array is too large (more than ",
+                                                   kMaxArrayBytes, " bytes)"));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<IndexMap> NormalizeIndexMap(const v1::IndexMap& index_map, const Shape& shape,
-                                           int num_devices, absl::string_view field) {
+                                           int num_devices, absl::string_view field,
+                                           int64_t max_chunks) {
+  if (index_map.chunks_size() > max_chunks) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".chunks: ", index_map.chunks_size(),
+                                                   " chunks exceed the limit of ", max_chunks));
+  }
   IndexMap chunks;
   chunks.reserve(index_map.chunks_size());
   for (int c = 0; c < index_map.chunks_size(); ++c) {
@@ -98,16 +118,22 @@ absl::StatusOr<IndexMap> NormalizeIndexMap(const v1::IndexMap& index_map, const 
   return chunks;
 }
 
-absl::StatusOr<Box> NormalizeRegion(const v1::Region& region, const Shape& shape,
-                                    absl::string_view field) {
-  if (region.slices_size() == 0) return FullBox(shape);
+absl::StatusOr<RegionSelection> NormalizeRegionSelection(const v1::Region& region,
+                                                         const Shape& shape,
+                                                         absl::string_view field) {
+  RegionSelection selection;
+  if (region.slices_size() == 0) {
+    selection.box = FullBox(shape);
+    selection.descending.assign(shape.size(), false);
+    return selection;
+  }
   if (region.slices_size() != static_cast<int>(shape.size())) {
     return absl::InvalidArgumentError(absl::StrCat(field, ".slices: has ", region.slices_size(),
                                                    " slices for an array of rank ", shape.size()));
   }
-  Box box;
   for (int d = 0; d < region.slices_size(); ++d) {
-    auto r = NormalizeSlice(region.slices(d), shape[d], absl::StrCat(field, ".slices[", d, "]"));
+    auto r = NormalizeDirectedSlice(region.slices(d), shape[d],
+                                    absl::StrCat(field, ".slices[", d, "]"));
     // A region outside the array is OUT_OF_RANGE, not a malformed request.
     if (!r.ok()) {
       if (absl::StrContains(r.status().message(), "out of bounds")) {
@@ -115,9 +141,16 @@ absl::StatusOr<Box> NormalizeRegion(const v1::Region& region, const Shape& shape
       }
       return r.status();
     }
-    box.push_back(*r);
+    selection.box.push_back(r->range);
+    selection.descending.push_back(r->descending && r->range.count > 1);
   }
-  return box;
+  return selection;
+}
+
+absl::StatusOr<Box> NormalizeRegion(const v1::Region& region, const Shape& shape,
+                                    absl::string_view field) {
+  ASSIGN_OR_RETURN(RegionSelection selection, NormalizeRegionSelection(region, shape, field));
+  return std::move(selection.box);
 }
 
 }  // namespace distarray

@@ -24,33 +24,50 @@ std::string Describe(const Scalar& s) {
   }
 }
 
+// Whether the double `f` is an integer in T's range. The bounds are powers of two, exact in a
+// double: lowest() and max() + 1. Comparing with static_cast<double>(max()) instead would round
+// 2^63 - 1 up to 2^63 and let 2^63 through into an int64 (where it became -2^63).
+template <typename T>
+bool IntegralInRange(double f) {
+  const double lowest = static_cast<double>(std::numeric_limits<T>::lowest());
+  const double max_plus_one = (static_cast<double>(std::numeric_limits<T>::max() / 2) + 1) * 2;
+  return std::isfinite(f) && std::trunc(f) == f && f >= lowest && f < max_plus_one;
+}
+
+// Whether the integer `v` is exactly representable in the floating type T.
+template <typename T, typename I>
+bool ExactInFloat(I v) {
+  const T f = static_cast<T>(v);
+  // A rounded-up value can equal 2^63 or 2^64, outside I: compare in long double, which holds
+  // every int64 and uint64 exactly on x86-64.
+  return static_cast<long double>(f) == static_cast<long double>(v);
+}
+
 template <typename T>
 bool RoundTripsNumeric(const Scalar& s) {
-  const T v = s.As<T>();
   switch (s.kind) {
     case Scalar::Kind::kBool:
       return true;
     case Scalar::Kind::kInt:
       if constexpr (std::is_floating_point_v<T>) {
-        return static_cast<int64_t>(v) == s.i;
+        return ExactInFloat<T>(s.i);
       } else {
         return std::cmp_greater_equal(s.i, std::numeric_limits<T>::lowest()) &&
                std::cmp_less_equal(s.i, std::numeric_limits<T>::max());
       }
     case Scalar::Kind::kUInt:
       if constexpr (std::is_floating_point_v<T>) {
-        return static_cast<uint64_t>(v) == s.u;
+        return ExactInFloat<T>(s.u);
       } else {
         return std::cmp_less_equal(s.u, std::numeric_limits<T>::max());
       }
     default:
       if constexpr (std::is_floating_point_v<T>) {
+        const T v = static_cast<T>(s.f);
         return std::isnan(s.f) || std::isinf(s.f) || static_cast<double>(v) == s.f ||
                std::is_same_v<T, float>;  // float32 rounding of a double literal is expected
       } else {
-        return std::isfinite(s.f) && std::trunc(s.f) == s.f &&
-               s.f >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
-               s.f <= static_cast<double>(std::numeric_limits<T>::max());
+        return IntegralInRange<T>(s.f);
       }
   }
 }

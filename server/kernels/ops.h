@@ -57,10 +57,13 @@ DA_HD T ApplyCombine(Combine c, T old_value, T value) {
         return old_value && value;
       else
         return static_cast<T>(old_value * value);
+    // NaN propagates, as in NumPy's maximum/minimum: a NaN copy of an element makes its MAX/MIN
+    // value NaN whichever copy comes first (`x != x` is the NaN test that compiles on both
+    // sides and is false for every integer).
     case Combine::kMax:
-      return value > old_value ? value : old_value;
+      return (value > old_value || value != value) ? value : old_value;
     case Combine::kMin:
-      return value < old_value ? value : old_value;
+      return (value < old_value || value != value) ? value : old_value;
     default:
       return value;
   }
