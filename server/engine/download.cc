@@ -1,6 +1,6 @@
-// Engine::Download: reads a region slab by slab (runs of rows of its first axis), combining the
-// copies of each element by the array's mode on the host, and overlaps the device reads of the
-// next slab with emitting the current one.
+// Engine::Download: reads a region slab by slab (bounded C-order blocks, in the client's order;
+// see slab_plan.h), combining the copies of each element by the array's mode on the host, and
+// overlaps the device reads of the next slab with emitting the current one.
 #include <algorithm>
 #include <cstring>
 
@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "server/engine/engine.h"
 #include "server/engine/reshard_planner.h"
+#include "server/engine/slab_plan.h"
 #include "server/kernels/host_kernels.h"
 
 namespace distarray {
@@ -17,40 +18,68 @@ namespace {
 
 constexpr int64_t kDefaultMessageBytes = 1_MiB;
 constexpr int64_t kMaxMessageBytes = 64_MiB;
-constexpr int64_t kSlabTargetBytes = 16_MiB;
 
-// One piece of a slab being read from one chunk.
+// One piece of a slab being read from one chunk. Member order matters: members are destroyed
+// in reverse, so `read` (whose destructor waits for the copy in flight) goes before the
+// buffers the copy reads from and writes into.
 struct PieceRead {
-  std::unique_ptr<PendingRead> read;
-  BufferPtr staging;  // keeps a device staging buffer alive until the read is done
-  // The piece's elements, dense (empty when read straight into the slab). A vector, not a
-  // string: the pending read holds its data pointer, which must survive moves (no SSO).
+  // The piece's elements, dense and ascending (empty when read straight into the slab). A
+  // vector, not a string: the pending read holds its data pointer, which must survive moves (no
+  // SSO).
   std::vector<char> dense;
+  BufferPtr staging;  // keeps a device staging buffer alive until the read is done
   Box in_slab;
+  std::unique_ptr<PendingRead> read;
+
+  PieceRead() = default;
+  PieceRead(PieceRead&&) = default;
+  // A move assignment would free `dense` while the old read may still write into it.
+  PieceRead& operator=(PieceRead&&) = delete;
 };
 
+// A slab being read. `pieces` is declared after `values` so that on every path out (an error
+// part-way through StartSlab, a cancelled client) the pending reads wait before the slab's
+// buffer is freed.
 struct SlabRead {
-  Box box;                   // global coordinates
-  std::vector<char> values;  // the slab's logical values, dense (pointer-stable across moves)
+  Box box;                     // global coordinates, ascending
+  std::vector<bool> mirrored;  // axes along which `values` runs downwards (the client's order)
+  std::vector<char> values;    // the slab's logical values, dense (pointer-stable across moves)
   std::vector<PieceRead> pieces;
   Combine combine = Combine::kAssign;
+
+  SlabRead() = default;
+  SlabRead(SlabRead&&) = default;
+  SlabRead& operator=(SlabRead&& other) {
+    if (this != &other) {
+      pieces.clear();  // waits for this slab's reads before `values` is replaced
+      box = std::move(other.box);
+      mirrored = std::move(other.mirrored);
+      values = std::move(other.values);
+      pieces = std::move(other.pieces);
+      combine = other.combine;
+    }
+    return *this;
+  }
+  ~SlabRead() { pieces.clear(); }
 };
 
-// `recycled` is a previous slab's buffer: reusing it spares zeroing and page-faulting fresh
-// memory for every slab, which cost more than the copies themselves.
-absl::StatusOr<SlabRead> StartSlab(Backend& backend, const Array& array, const Box& slab,
-                                   std::vector<char> recycled) {
+// Starts the device reads of the walker's current slab. `recycled` is a previous slab's buffer:
+// reusing it spares zeroing and page-faulting fresh memory for every slab, which cost more than
+// the copies themselves.
+absl::StatusOr<SlabRead> StartSlab(Backend& backend, const Array& array, const IndexMap& map,
+                                   const SlabWalker& walker, std::vector<char> recycled) {
   const int64_t element_size = DTypeSize(array.dtype);
+  const Box& slab = walker.box();
   SlabRead read;
   read.box = slab;
+  read.mirrored = walker.mirrored();
   read.values = std::move(recycled);
-  read.values.resize(NumElements(slab) * element_size);
+  read.values.resize(walker.bytes());  // at most max(slab target, one element)
   read.combine = CombineFor(array.mode);
 
   // REPLICA copies are equal, so each element is read once; op modes need every copy.
   std::vector<SourceSelection::Piece> pieces;
   bool covered = false;
-  const IndexMap map = array.index_map();
   if (array.mode == Mode::kReplica) {
     SourceSelection selection = SelectSources(map, slab, /*preferred_device=*/-1);
     pieces = std::move(selection.pieces);
@@ -63,25 +92,28 @@ absl::StatusOr<SlabRead> StartSlab(Backend& backend, const Array& array, const B
     }
     covered = pieces.size() == 1 && NumElements(pieces[0].global) == NumElements(slab);
   }
+  const Shape slab_shape = BoxShape(slab);
   if (!covered) {
+    // The whole slab gets the identity, so the order its values are kept in does not matter.
     DispatchDType(array.dtype, [&](auto tag) {
       using T = decltype(tag);
-      const Shape shape = BoxShape(slab);
-      FillBoxOnHost(reinterpret_cast<T*>(read.values.data()), MakeStridedBox(shape, FullBox(shape)),
-                    ModeIdentity<T>(array.mode));
+      FillBoxOnHost(reinterpret_cast<T*>(read.values.data()),
+                    MakeStridedBox(slab_shape, FullBox(slab_shape)), ModeIdentity<T>(array.mode));
     });
   }
 
-  const Shape slab_shape = BoxShape(slab);
+  read.pieces.reserve(pieces.size());
   for (const SourceSelection::Piece& piece : pieces) {
     const Chunk& chunk = array.chunks[piece.chunk];
     const Shape chunk_shape = BoxShape(chunk.spec.box);
     const Box in_chunk = ToLocal(chunk.spec.box, piece.global);
-    const int64_t bytes = NumElements(piece.global) * element_size;
-    PieceRead pr;
+    const int64_t bytes = NumElements(piece.global) * element_size;  // within the slab's bytes
+    // The one piece that is the whole slab, in ascending order, lands in place; others land in
+    // a dense piece buffer and are placed (and reordered) on the host when they arrive.
+    const bool in_place = covered && pieces.size() == 1 && !walker.any_mirrored();
+    read.pieces.emplace_back();
+    PieceRead& pr = read.pieces.back();
     pr.in_slab = ToLocal(slab, piece.global);
-    // The one piece that is the whole slab lands in place; others land in a dense piece buffer.
-    const bool in_place = covered && pieces.size() == 1;
     char* target = read.values.data();
     if (!in_place) {
       pr.dense.resize(bytes);
@@ -98,7 +130,6 @@ absl::StatusOr<SlabRead> StartSlab(Backend& backend, const Array& array, const B
                                 BufferBox{pr.staging, piece_shape, FullBox(piece_shape)}}}));
       ASSIGN_OR_RETURN(pr.read, backend.ReadToHost(pr.staging, 0, bytes, target));
     }
-    read.pieces.push_back(std::move(pr));
   }
   return read;
 }
@@ -114,7 +145,7 @@ absl::Status FinishSlab(DType dtype, SlabRead& read) {
       CopyBoxOnHost(reinterpret_cast<const T*>(piece.dense.data()),
                     MakeStridedBox(piece_shape, FullBox(piece_shape)),
                     reinterpret_cast<T*>(read.values.data()),
-                    MakeStridedBox(slab_shape, piece.in_slab), read.combine);
+                    MakeMirroredStridedBox(slab_shape, piece.in_slab, read.mirrored), read.combine);
     });
   }
   return absl::OkStatus();
@@ -124,7 +155,8 @@ absl::Status FinishSlab(DType dtype, SlabRead& read) {
 
 absl::Status Engine::Download(const v1::DownloadArrayRequest& request, const EmitFn& emit) {
   ASSIGN_OR_RETURN(ArrayPtr array, registry_.Find(request.handle(), "handle"));
-  ASSIGN_OR_RETURN(Box region, NormalizeRegion(request.region(), array->shape, "region"));
+  ASSIGN_OR_RETURN(RegionSelection region,
+                   NormalizeRegionSelection(request.region(), array->shape, "region"));
   int64_t message_bytes = request.max_message_bytes();
   if (message_bytes < 0 || message_bytes > kMaxMessageBytes) {
     return absl::InvalidArgumentError(absl::StrCat("max_message_bytes: must be in [0, ",
@@ -132,42 +164,36 @@ absl::Status Engine::Download(const v1::DownloadArrayRequest& request, const Emi
   }
   if (message_bytes == 0) message_bytes = kDefaultMessageBytes;
 
-  const Shape region_shape = BoxShape(region);
-  const int64_t element_size = DTypeSize(array->dtype);
-  const int64_t total_rows = region.empty() ? 1 : region[0].count;
-  const int64_t row_bytes = NumElements(region) * element_size / total_rows;
-  const int64_t rows_per_slab = std::max<int64_t>(1, kSlabTargetBytes / row_bytes);
-  auto slab_at = [&](int64_t row) {
-    Box slab = region;
-    if (!slab.empty()) {
-      slab[0] = Range{region[0].start + row * region[0].step, region[0].step,
-                      std::min(rows_per_slab, total_rows - row)};
-    }
-    return slab;
-  };
+  const Shape region_shape = BoxShape(region.box);
+  ASSIGN_OR_RETURN(SlabWalker walker, SlabWalker::Create(std::move(region), DTypeSize(array->dtype),
+                                                         DownloadSlabTargetBytes(), "region"));
+  const IndexMap map = array->index_map();
 
+  // Slabs are read in the client's order; the reads of the next slab overlap emitting this one.
+  // Declared before the slabs, so it is freed after them.
   std::vector<char> spare;
-  ASSIGN_OR_RETURN(SlabRead current, StartSlab(*backend_, *array, slab_at(0), {}));
-  for (int64_t row = 0; row < total_rows;) {
-    const int64_t next_row = row + rows_per_slab;
+  ASSIGN_OR_RETURN(SlabRead current, StartSlab(*backend_, *array, map, walker, {}));
+  walker.Next();
+  while (true) {
     std::optional<SlabRead> next;
-    if (next_row < total_rows) {
-      ASSIGN_OR_RETURN(next, StartSlab(*backend_, *array, slab_at(next_row), std::move(spare)));
+    if (!walker.done()) {
+      ASSIGN_OR_RETURN(next, StartSlab(*backend_, *array, map, walker, std::move(spare)));
+      walker.Next();
     }
     RETURN_IF_ERROR(FinishSlab(array->dtype, current));
     absl::string_view values(current.values.data(), current.values.size());
     while (!values.empty()) {
       const size_t n = std::min<size_t>(message_bytes, values.size());
       if (!emit(region_shape, array->dtype, values.substr(0, n))) {
+        // `next` and `current` wait for their reads as they go out of scope.
         return absl::CancelledError("the client stopped reading");
       }
       values.remove_prefix(n);
     }
-    row = next_row;
-    if (next) {
-      spare = std::move(current.values);
-      current = std::move(*next);
-    }
+    if (!next) break;
+    current.pieces.clear();  // all waited for in FinishSlab
+    spare = std::move(current.values);
+    current = std::move(*next);
   }
   return absl::OkStatus();
 }

@@ -1,7 +1,8 @@
 #include "server/engine/upload_session.h"
-#include "absl/strings/string_view.h"
 
 #include <algorithm>
+
+#include "absl/strings/string_view.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/sizes.h"
@@ -13,18 +14,19 @@
 namespace distarray {
 namespace {
 
-constexpr int64_t kSlabTargetBytes = 8_MiB;
-
-int64_t RowBytes(const Box& region, int64_t element_size) {
-  int64_t bytes = element_size;
-  for (size_t d = 1; d < region.size(); ++d) bytes *= region[d].count;
-  return bytes;
+RegionSelection Ascending(Box box) {
+  RegionSelection selection;
+  selection.descending.assign(box.size(), false);
+  selection.box = std::move(box);
+  return selection;
 }
 
-// Copies the `box` elements of a dense host array of `shape` into a dense host vector.
-std::string GatherOnHost(DType dtype, const char* data, const Shape& shape, const Box& box) {
+// The `box` elements of a dense host array of `shape` held mirrored along the axes `mirrored`
+// (the client's order), gathered into a dense ascending host buffer.
+std::string GatherOnHost(DType dtype, const char* data, const Shape& shape, const Box& box,
+                         const std::vector<bool>& mirrored) {
   std::string out(NumElements(box) * DTypeSize(dtype), '\0');
-  const StridedBox src = MakeStridedBox(shape, box);
+  const StridedBox src = MakeMirroredStridedBox(shape, box, mirrored);
   const StridedBox dst = MakeStridedBox(BoxShape(box), FullBox(BoxShape(box)));
   DispatchDType(dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -36,56 +38,65 @@ std::string GatherOnHost(DType dtype, const char* data, const Shape& shape, cons
 
 }  // namespace
 
-UploadSession::UploadSession(Engine& engine, Array array, bool is_new, Box region)
+UploadSession::UploadSession(Engine& engine, Array array, bool is_new, RegionSelection region)
     : engine_(engine),
       array_(std::move(array)),
       is_new_(is_new),
-      region_(std::move(region)),
-      element_size_(DTypeSize(array_.dtype)),
-      row_bytes_(RowBytes(region_, element_size_)),
-      rows_per_slab_(std::max<int64_t>(1, kSlabTargetBytes / row_bytes_)),
-      expected_bytes_(NumElements(region_) * element_size_) {}
+      element_size_(DTypeSize(array_.dtype)) {
+  auto walker = SlabWalker::Create(std::move(region), element_size_, UploadSlabTargetBytes(),
+                                   "header.region");
+  if (!walker.ok()) {
+    plan_status_ = walker.status();
+    return;
+  }
+  walker_.emplace(*std::move(walker));
+  expected_bytes_ = walker_->total_bytes();
+}
+
+UploadSession::UploadSession(Engine& engine, Array array, bool is_new, Box region)
+    : UploadSession(engine, std::move(array), is_new, Ascending(std::move(region))) {}
 
 absl::Status UploadSession::Append(absl::string_view bytes) {
-  if (received_bytes_ + static_cast<int64_t>(bytes.size()) > expected_bytes_) {
+  RETURN_IF_ERROR(plan_status_);
+  // received_bytes_ <= expected_bytes_ <= INT64_MAX / 2 and a message is far below that.
+  if (static_cast<int64_t>(bytes.size()) > expected_bytes_ - received_bytes_) {
     return absl::InvalidArgumentError(absl::StrCat("data: the stream carries more than the ",
                                                    expected_bytes_, " bytes the region holds"));
   }
   received_bytes_ += bytes.size();
-  const int64_t total_rows = region_.empty() ? 1 : region_[0].count;
   while (!bytes.empty()) {
-    const int64_t rows = std::min(rows_per_slab_, total_rows - next_row_);
-    const int64_t want = rows * row_bytes_ - static_cast<int64_t>(slab_.size());
+    const int64_t want = walker_->bytes() - static_cast<int64_t>(slab_.size());
     const size_t take = std::min<size_t>(want, bytes.size());
+    if (slab_.empty()) slab_.reserve(walker_->bytes());
     slab_.append(bytes.data(), take);
     bytes.remove_prefix(take);
-    if (static_cast<int64_t>(slab_.size()) == rows * row_bytes_) RETURN_IF_ERROR(FlushSlab());
+    if (static_cast<int64_t>(slab_.size()) == walker_->bytes()) RETURN_IF_ERROR(FlushSlab());
   }
   return absl::OkStatus();
 }
 
 absl::Status UploadSession::FlushSlab() {
-  const int64_t rows = static_cast<int64_t>(slab_.size()) / row_bytes_;
-  Box slab = region_;
-  if (!slab.empty()) {
-    slab[0] = Range{region_[0].start + next_row_ * region_[0].step, region_[0].step, rows};
-  }
+  const Box& slab = walker_->box();
+  const std::vector<bool>& mirrored = walker_->mirrored();
   const Shape slab_shape = BoxShape(slab);
   Backend& backend = engine_.backend();
   for (const Chunk& chunk : array_.chunks) {
     std::optional<Box> piece = IntersectBoxes(chunk.spec.box, slab);
     if (!piece) continue;
-    const int64_t piece_bytes = NumElements(*piece) * element_size_;
+    const int64_t piece_bytes = NumElements(*piece) * element_size_;  // within the slab's bytes
     const Box in_slab = ToLocal(slab, *piece);
     const Shape chunk_shape = BoxShape(chunk.spec.box);
     const Box in_chunk = ToLocal(chunk.spec.box, *piece);
 
+    // WriteFromHost stages the bytes before it returns, so `gathered` may go at scope end.
     std::string gathered;
     const char* source = nullptr;
-    if (auto offset = ContiguousOffset(slab_shape, in_slab)) {
-      source = slab_.data() + *offset * element_size_;
+    std::optional<int64_t> contiguous;
+    if (!walker_->any_mirrored()) contiguous = ContiguousOffset(slab_shape, in_slab);
+    if (contiguous) {
+      source = slab_.data() + *contiguous * element_size_;
     } else {
-      gathered = GatherOnHost(array_.dtype, slab_.data(), slab_shape, in_slab);
+      gathered = GatherOnHost(array_.dtype, slab_.data(), slab_shape, in_slab, mirrored);
       source = gathered.data();
     }
     if (auto offset = ContiguousOffset(chunk_shape, in_chunk)) {
@@ -101,12 +112,13 @@ absl::Status UploadSession::FlushSlab() {
                                               BufferBox{chunk.buffer, chunk_shape, in_chunk}}}));
     }
   }
-  next_row_ += rows;
+  walker_->Next();
   slab_.clear();
   return absl::OkStatus();
 }
 
 absl::StatusOr<ArrayPtr> UploadSession::Finish() {
+  RETURN_IF_ERROR(plan_status_);
   if (received_bytes_ != expected_bytes_) {
     return absl::InvalidArgumentError(absl::StrCat("data: the stream carried ", received_bytes_,
                                                    " bytes; the region holds ", expected_bytes_));

@@ -1,16 +1,20 @@
 // One UploadArray stream: bytes arrive in pieces of any size and are written to the chunks one
-// slab (a run of rows of the region's first axis) at a time, so the device copy of one slab
-// overlaps the receipt of the next and the host holds at most one slab.
+// slab (a bounded C-order block of the region in the client's order; see slab_plan.h) at a
+// time, so the device copy of one slab overlaps the receipt of the next and the host holds at
+// most one slab whatever the region's shape.
 #ifndef DISTARRAY_SERVER_ENGINE_UPLOAD_SESSION_H_
 #define DISTARRAY_SERVER_ENGINE_UPLOAD_SESSION_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/index_map.h"
 #include "server/engine/array.h"
+#include "server/engine/slab_plan.h"
 
 namespace distarray {
 
@@ -19,7 +23,11 @@ class Engine;
 class UploadSession {
  public:
   // `array` is the target (a new, unregistered array when `is_new`); `region` is where the bytes
-  // go, in global coordinates.
+  // go, in global coordinates, walked in NumPy's order: descending along the axes marked so (a
+  // region slice with a negative step), so the stream's first bytes land where NumPy's
+  // a[region] = values puts values' first elements.
+  UploadSession(Engine& engine, Array array, bool is_new, RegionSelection region);
+  // The same for a region walked in ascending order along every axis.
   UploadSession(Engine& engine, Array array, bool is_new, Box region);
 
   // INVALID_ARGUMENT when the stream carries more bytes than the region holds.
@@ -36,13 +44,11 @@ class UploadSession {
   Engine& engine_;
   Array array_;
   const bool is_new_;
-  const Box region_;
   const int64_t element_size_;
-  const int64_t row_bytes_;  // bytes of one index of the region's first axis
-  const int64_t rows_per_slab_;
-  const int64_t expected_bytes_;
+  absl::Status plan_status_;  // a region whose byte count does not fit (not for valid arrays)
+  std::optional<SlabWalker> walker_;  // the slab being filled; set when plan_status_ is OK
+  int64_t expected_bytes_ = 0;
   int64_t received_bytes_ = 0;
-  int64_t next_row_ = 0;  // first row of the slab being filled
   std::string slab_;
 };
 

@@ -40,9 +40,13 @@ std::shared_ptr<HostBuffer> AsHost(const BufferPtr& buffer) {
   return std::static_pointer_cast<HostBuffer>(buffer);
 }
 
+// The copy writes into the caller's memory from a device thread, so a read dropped without
+// Wait (a cancelled download, an error part-way through a slab) must still wait: otherwise the
+// memory is freed while the copy into it is queued.
 class HostPendingRead final : public PendingRead {
  public:
   explicit HostPendingRead(HostEventPtr event) : event_(std::move(event)) {}
+  ~HostPendingRead() override { event_->Wait(); }
   absl::Status Wait() override {
     event_->Wait();
     return absl::OkStatus();
