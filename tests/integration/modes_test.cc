@@ -1,6 +1,8 @@
 // Modes (REPLICA, SUM, PROD, MAX, MIN) and change_mode, with cupyx.distributed.array's
 // semantics: an op mode's logical value is the op over all copies covering an element, and an
 // uncovered element holds the identity.
+#include <cmath>
+#include <limits>
 #include <random>
 
 #include "tests/support/backend_fixture.h"
@@ -69,6 +71,44 @@ TEST_P(ModesTest, CreatingInAnOpModeHoldsEachValueOnce) {
     ASSERT_OK_AND_ASSIGN(Array back, a.ChangeMode(v1::MODE_REPLICA));
     ASSERT_OK_AND_ASSIGN(std::vector<int64_t> again, back.Download<int64_t>());
     EXPECT_EQ(again, std::vector<int64_t>(6, 1)) << v1::Mode_Name(mode);
+  }
+}
+
+// NaN propagates through MAX and MIN as through NumPy's maximum/minimum: a NaN element of an
+// op-mode array reads NaN, and after change_mode to REPLICA every copy holds NaN (each copy is
+// read by resharding to one chunk on its own device, which reads its local copy first).
+template <typename T>
+void CheckNanPropagates(const Client& client, const std::vector<int>& devs, v1::Mode mode,
+                        std::mt19937_64& rng) {
+  const Shape shape = {8, 9};
+  std::vector<T> values = RandomValues<T>(NumElements(shape), rng);
+  for (size_t i = 0; i < values.size(); i += 1 + rng() % 5) {
+    values[i] = std::numeric_limits<T>::quiet_NaN();
+  }
+  auto same = [](const std::vector<T>& got, const std::vector<T>& want) {
+    if (got.size() != want.size()) return false;
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (std::isnan(want[i]) ? !std::isnan(got[i]) : got[i] != want[i]) return false;
+    }
+    return true;
+  };
+  ASSERT_OK_AND_ASSIGN(Array a, client.Upload<T>(values, shape, {Replicated(2, devs), mode}));
+  ASSERT_OK_AND_ASSIGN(std::vector<T> got, a.template Download<T>());
+  EXPECT_TRUE(same(got, values)) << v1::Mode_Name(mode);
+  ASSERT_OK_AND_ASSIGN(Array replica, a.ChangeMode(v1::MODE_REPLICA));
+  for (int d : devs) {
+    ASSERT_OK_AND_ASSIGN(Array copy, replica.Reshard(Replicated(2, {d})));
+    ASSERT_OK_AND_ASSIGN(std::vector<T> copy_values, copy.template Download<T>());
+    EXPECT_TRUE(same(copy_values, values)) << v1::Mode_Name(mode) << ", copy on device " << d;
+  }
+}
+
+TEST_P(ModesTest, NanPropagatesThroughMaxAndMin) {
+  std::mt19937_64 rng(79);
+  const std::vector<int> devs = {dev(0), dev(1), dev(2)};
+  for (v1::Mode mode : {v1::MODE_MAX, v1::MODE_MIN}) {
+    CheckNanPropagates<float>(client(), devs, mode, rng);
+    CheckNanPropagates<double>(client(), devs, mode, rng);
   }
 }
 
