@@ -4,12 +4,42 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <random>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 
 namespace distarray {
+
+struct Client::Session {
+  std::string id;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  std::thread keepalive;
+
+  ~Session() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+    }
+    cv.notify_all();
+    if (keepalive.joinable()) keepalive.join();
+  }
+};
+
 namespace {
+
+constexpr char kSessionKey[] = "distarray-session";
+
+std::string RandomSessionId() {
+  std::random_device rd;
+  std::string id = "s-";
+  for (int i = 0; i < 4; ++i) absl::StrAppend(&id, absl::Hex(rd(), absl::kZeroPad8));
+  return id;
+}
 
 absl::Status FromGrpc(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
@@ -17,10 +47,11 @@ absl::Status FromGrpc(const grpc::Status& status) {
 }
 
 // Sends a header and `bytes` of data in messages of `message_bytes` on one stream.
-absl::StatusOr<v1::ArrayInfo> StreamUpload(v1::ArrayService::Stub& stub,
+absl::StatusOr<v1::ArrayInfo> StreamUpload(v1::ArrayService::Stub& stub, const std::string& session,
                                            const v1::UploadHeader& header, const void* data,
                                            int64_t bytes, int64_t message_bytes) {
   grpc::ClientContext context;
+  context.AddMetadata(kSessionKey, session);
   v1::UploadArrayResponse response;
   auto writer = stub.UploadArray(&context, &response);
   v1::UploadArrayRequest message;
@@ -44,9 +75,10 @@ absl::StatusOr<v1::ArrayInfo> StreamUpload(v1::ArrayService::Stub& stub,
 
 // Streams a download, handing each message's bytes to `sink`.
 template <typename Sink>
-absl::Status StreamDownload(v1::ArrayService::Stub& stub, const std::string& handle,
-                            const v1::Region& region, Sink&& sink) {
+absl::Status StreamDownload(v1::ArrayService::Stub& stub, const std::string& session,
+                            const std::string& handle, const v1::Region& region, Sink&& sink) {
   grpc::ClientContext context;
+  context.AddMetadata(kSessionKey, session);
   v1::DownloadArrayRequest request;
   request.set_handle(handle);
   *request.mutable_region() = region;
@@ -81,12 +113,43 @@ absl::StatusOr<Client> Client::Connect(const std::string& address, int timeout_m
     bulk.push_back(v1::ArrayService::NewStub(
         grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), bulk_args)));
   }
-  return Client(std::shared_ptr<v1::ArrayService::Stub>(v1::ArrayService::NewStub(channel)),
-                std::move(bulk), options);
+  auto stub = std::shared_ptr<v1::ArrayService::Stub>(v1::ArrayService::NewStub(channel));
+  auto session = std::make_shared<Session>();
+  session->id = options.session_id.empty() ? RandomSessionId() : options.session_id;
+  const bool keepalive = options.keepalive;
+  Client client(stub, std::move(bulk), std::move(options), session);
+  absl::StatusOr<v1::GetServerInfoResponse> info = client.ServerInfo();
+  if (!info.ok()) return info.status();
+  if (keepalive && info->session_lease_seconds() > 0) {
+    // A third of the lease: two renewals may be lost before the session expires.
+    const auto period =
+        std::chrono::milliseconds(std::max<int64_t>(100, info->session_lease_seconds() * 1000 / 3));
+    Session* s = session.get();  // the thread is joined before *s is destroyed
+    s->keepalive = std::thread([s, stub, period] {
+      std::unique_lock<std::mutex> lock(s->mu);
+      while (!s->cv.wait_for(lock, period, [s] { return s->stop; })) {
+        lock.unlock();
+        grpc::ClientContext context;
+        context.AddMetadata(kSessionKey, s->id);
+        context.set_deadline(std::chrono::system_clock::now() + period);
+        v1::KeepAliveResponse response;
+        stub->KeepAlive(&context, {}, &response).IgnoreError();  // the next one retries
+        lock.lock();
+      }
+    });
+  }
+  return client;
+}
+
+const std::string& Client::session_id() const { return session_->id; }
+
+void Client::AttachSession(grpc::ClientContext& context) const {
+  context.AddMetadata(kSessionKey, session_->id);
 }
 
 absl::StatusOr<v1::GetServerInfoResponse> Client::ServerInfo() const {
   grpc::ClientContext context;
+  AttachSession(context);
   v1::GetServerInfoResponse response;
   absl::Status s = FromGrpc(stub_->GetServerInfo(&context, {}, &response));
   if (!s.ok()) return s;
@@ -104,6 +167,7 @@ absl::StatusOr<Array> Client::Create(const std::vector<int64_t>& shape, v1::DTyp
   spec->set_name(options.name);
   *request.mutable_fill() = fill;
   grpc::ClientContext context;
+  AttachSession(context);
   v1::CreateArrayResponse response;
   absl::Status s = FromGrpc(stub_->CreateArray(&context, request, &response));
   if (!s.ok()) return s;
@@ -112,6 +176,7 @@ absl::StatusOr<Array> Client::Create(const std::vector<int64_t>& shape, v1::DTyp
 
 absl::StatusOr<Array> Client::Open(const std::string& handle_or_name) const {
   grpc::ClientContext context;
+  AttachSession(context);
   v1::DescribeArrayRequest request;
   request.set_handle(handle_or_name);
   v1::DescribeArrayResponse response;
@@ -121,22 +186,30 @@ absl::StatusOr<Array> Client::Open(const std::string& handle_or_name) const {
 }
 
 absl::StatusOr<std::vector<v1::ArrayInfo>> Client::List() const {
-  grpc::ClientContext context;
-  v1::ListArraysResponse response;
-  absl::Status s = FromGrpc(stub_->ListArrays(&context, {}, &response));
-  if (!s.ok()) return s;
-  return std::vector<v1::ArrayInfo>(response.arrays().begin(), response.arrays().end());
+  std::vector<v1::ArrayInfo> arrays;
+  v1::ListArraysRequest request;
+  do {
+    grpc::ClientContext context;
+    AttachSession(context);
+    v1::ListArraysResponse response;
+    absl::Status s = FromGrpc(stub_->ListArrays(&context, request, &response));
+    if (!s.ok()) return s;
+    for (v1::ArrayInfo& info : *response.mutable_arrays()) arrays.push_back(std::move(info));
+    request.set_page_token(response.next_page_token());
+  } while (!request.page_token().empty());
+  return arrays;
 }
 
 absl::Status Client::Synchronize() const {
   grpc::ClientContext context;
+  AttachSession(context);
   v1::SynchronizeResponse response;
   return FromGrpc(stub_->Synchronize(&context, {}, &response));
 }
 
 absl::StatusOr<v1::ArrayInfo> Client::UploadBytes(const v1::UploadHeader& header, const void* data,
                                                   int64_t bytes) const {
-  return StreamUpload(*stub_, header, data, bytes, options_.upload_message_bytes);
+  return StreamUpload(*stub_, session_->id, header, data, bytes, options_.upload_message_bytes);
 }
 
 template <typename Part>
@@ -184,7 +257,7 @@ absl::Status Client::WriteAll(const v1::ArrayInfo& info, const void* data, int64
                      v1::UploadHeader header;
                      header.set_handle(info.handle());
                      *header.mutable_region() = RowRange(info, begin, end);
-                     return StreamUpload(stub, header, base + offset, length,
+                     return StreamUpload(stub, session_->id, header, base + offset, length,
                                          options_.upload_message_bytes)
                          .status();
                    });
@@ -197,7 +270,7 @@ absl::Status Client::DownloadAll(const v1::ArrayInfo& info, void* dst, int64_t b
                        int64_t length) {
                      int64_t got = 0;
                      absl::Status s = StreamDownload(
-                         stub, info.handle(), RowRange(info, begin, end),
+                         stub, session_->id, info.handle(), RowRange(info, begin, end),
                          [&](const std::string& piece) {
                            if (got + static_cast<int64_t>(piece.size()) > length) {
                              return absl::FailedPreconditionError(
@@ -219,15 +292,16 @@ absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& 
                                    int64_t bytes) const {
   int64_t got = 0;
   char* out = static_cast<char*>(dst);
-  absl::Status s = StreamDownload(*stub_, handle, region, [&](const std::string& piece) {
-    if (got + static_cast<int64_t>(piece.size()) > bytes) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("download of ", handle, " holds more than the ", bytes, " bytes given"));
-    }
-    std::memcpy(out + got, piece.data(), piece.size());
-    got += piece.size();
-    return absl::OkStatus();
-  });
+  absl::Status s =
+      StreamDownload(*stub_, session_->id, handle, region, [&](const std::string& piece) {
+        if (got + static_cast<int64_t>(piece.size()) > bytes) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("download of ", handle, " holds more than the ", bytes, " bytes given"));
+        }
+        std::memcpy(out + got, piece.data(), piece.size());
+        got += piece.size();
+        return absl::OkStatus();
+      });
   if (s.ok() && got != bytes) {
     return absl::FailedPreconditionError(
         absl::StrCat("download of ", handle, " carried ", got, " bytes, expected ", bytes));
@@ -238,7 +312,7 @@ absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& 
 absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& region,
                                    std::string* out) const {
   out->clear();
-  return StreamDownload(*stub_, handle, region, [&](const std::string& piece) {
+  return StreamDownload(*stub_, session_->id, handle, region, [&](const std::string& piece) {
     out->append(piece);
     return absl::OkStatus();
   });
@@ -279,6 +353,7 @@ v1::Operand Array::AsOperand() const {
 absl::StatusOr<Array> Array::Reshard(const v1::IndexMap& index_map,
                                      std::optional<v1::Mode> mode) const {
   grpc::ClientContext context;
+  client_.AttachSession(context);
   v1::ReshardRequest request;
   request.set_handle(handle());
   *request.mutable_index_map() = index_map;
@@ -291,6 +366,7 @@ absl::StatusOr<Array> Array::Reshard(const v1::IndexMap& index_map,
 
 absl::Status Array::ReshardInPlace(const v1::IndexMap& index_map, std::optional<v1::Mode> mode) {
   grpc::ClientContext context;
+  client_.AttachSession(context);
   v1::ReshardRequest request;
   request.set_handle(handle());
   *request.mutable_index_map() = index_map;
@@ -304,6 +380,7 @@ absl::Status Array::ReshardInPlace(const v1::IndexMap& index_map, std::optional<
 
 absl::StatusOr<Array> Array::ChangeMode(v1::Mode mode) const {
   grpc::ClientContext context;
+  client_.AttachSession(context);
   v1::ChangeModeRequest request;
   request.set_handle(handle());
   request.set_mode(mode);
@@ -316,6 +393,7 @@ absl::StatusOr<Array> Array::ChangeMode(v1::Mode mode) const {
 absl::StatusOr<Array> Array::Elementwise(v1::ElementwiseOp op, const v1::Operand& other,
                                          bool this_first) const {
   grpc::ClientContext context;
+  client_.AttachSession(context);
   v1::ElementwiseRequest request;
   request.mutable_spec()->set_op(op);
   *request.mutable_spec()->add_operands() = this_first ? AsOperand() : other;
@@ -340,6 +418,7 @@ std::string Array::Release() {
 
 absl::Status Array::Delete() {
   grpc::ClientContext context;
+  client_.AttachSession(context);
   v1::DeleteArrayRequest request;
   request.set_handle(handle());
   v1::DeleteArrayResponse response;

@@ -1,5 +1,7 @@
 // distarrayd: the distarray daemon. Owns the node's devices and serves distarray.v1.ArrayService
 // over gRPC, grpc.health.v1 for probes, and Prometheus metrics.
+#include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
@@ -16,14 +18,17 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/index_map.h"
 #include "common/sizes.h"
 #include "server/backend/backend_factory.h"
 #include "server/engine/engine.h"
+#include "server/engine/sessions.h"
 #include "server/metrics/metrics.h"
 #include "server/service/array_service.h"
 
-ABSL_FLAG(std::string, listen, "0.0.0.0:50051",
-          "gRPC listen address (host:port; port 0 picks one)");
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "gRPC listen address (host:port; port 0 picks one). Loopback by default: serving other "
+          "hosts is an explicit choice, e.g. 0.0.0.0:50051");
 ABSL_FLAG(std::string, backend, "auto",
           "Device backend: auto (cuda if a GPU is usable), cuda, host");
 ABSL_FLAG(int, host_devices, 4, "Number of simulated devices of the host backend");
@@ -34,16 +39,29 @@ ABSL_FLAG(double, memory_fraction, 0.9, "CUDA: fraction of each card's memory to
 ABSL_FLAG(std::string, transfer, "peer",
           "CUDA: cross-device copies by peer (cudaMemcpyPeerAsync, measured fastest on NVLink) or "
           "nccl (send/recv, all transfers of a reshard in one NCCL group)");
-ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9464",
-          "Prometheus /metrics address; empty disables");
+ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
+          "Prometheus /metrics address (loopback by default, e.g. 0.0.0.0:9464 for a scraper on "
+          "another host); empty disables");
 ABSL_FLAG(std::string, port_file, "", "Write the bound gRPC port to this file once serving");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error");
-ABSL_FLAG(int, drain_seconds, 10, "On SIGTERM/SIGINT, how long in-flight calls may finish");
+ABSL_FLAG(int, drain_seconds, 10,
+          "On SIGTERM/SIGINT, how long in-flight calls may finish; the process exits at most 1 s "
+          "after this even if a call is still running");
+ABSL_FLAG(int64_t, session_lease_seconds, 60,
+          "A client session with no call or KeepAlive for this long expires and its unnamed "
+          "arrays are deleted");
+ABSL_FLAG(int64_t, max_chunks, distarray::kDefaultMaxChunks,
+          "Most chunks an index map may have (more is INVALID_ARGUMENT)");
+ABSL_FLAG(int64_t, upload_idle_timeout_ms, 30000,
+          "An upload stream that sends no message for this long is cancelled (CANCELLED) and its "
+          "memory released; 0 disables");
+ABSL_FLAG(int, max_list_page_size, 1000, "Most arrays in one ListArrays page");
 
 namespace {
 
 constexpr int kExitBadFlags = 2;
 constexpr int kExitBackendUnavailable = 3;
+constexpr int kExitDrainTimedOut = 4;
 
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop.store(true); }
@@ -104,8 +122,36 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", std::string(metrics.status().message()));
     return kExitBadFlags;
   }
-  distarray::Engine engine(std::move(*backend));
+  distarray::EngineOptions engine_options;
+  engine_options.max_chunks = absl::GetFlag(FLAGS_max_chunks);
+  engine_options.session_lease = absl::Seconds(absl::GetFlag(FLAGS_session_lease_seconds));
+  engine_options.upload_idle_timeout_ms = absl::GetFlag(FLAGS_upload_idle_timeout_ms);
+  engine_options.max_list_page_size = absl::GetFlag(FLAGS_max_list_page_size);
+  engine_options.default_list_page_size =
+      std::min(engine_options.default_list_page_size, engine_options.max_list_page_size);
+  if (engine_options.max_chunks < 1) {
+    spdlog::critical("--max_chunks: must be at least 1");
+    return kExitBadFlags;
+  }
+  if (absl::GetFlag(FLAGS_session_lease_seconds) < 1) {
+    spdlog::critical("--session_lease_seconds: must be at least 1");
+    return kExitBadFlags;
+  }
+  if (engine_options.upload_idle_timeout_ms < 0) {
+    spdlog::critical("--upload_idle_timeout_ms: must be >= 0");
+    return kExitBadFlags;
+  }
+  if (engine_options.max_list_page_size < 1) {
+    spdlog::critical("--max_list_page_size: must be at least 1");
+    return kExitBadFlags;
+  }
+  distarray::Engine engine(std::move(*backend), engine_options);
   distarray::ArrayServiceImpl service(engine, **metrics);
+  // Expired sessions are swept a few times per lease, so their memory returns within about
+  // lease * 1.25 of the client's last call.
+  distarray::Ticker session_sweeper(
+      std::clamp(engine_options.session_lease / 4, absl::Milliseconds(100), absl::Seconds(5)),
+      [&engine] { engine.SweepExpiredSessions(); });
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -143,10 +189,22 @@ int main(int argc, char** argv) {
   while (!g_stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
 
   // Drain: report NOT_SERVING to probes, let in-flight calls finish, then stop.
-  spdlog::info("draining for up to {} s", absl::GetFlag(FLAGS_drain_seconds));
+  const int drain_seconds = absl::GetFlag(FLAGS_drain_seconds);
+  spdlog::info("draining for up to {} s", drain_seconds);
+  // Shutdown() cancels the calls still running at the deadline, but a handler in CPU-bound work
+  // (planning a huge map, say) does not look at its cancellation until that work ends, and
+  // Wait() waits for every handler. An orchestrator's grace period expects us gone within the
+  // drain time, so a watchdog ends the process 1 s after it. _Exit skips destructors on purpose:
+  // they would wait for the same busy handler; device memory returns with the process.
+  std::thread([drain_seconds] {
+    std::this_thread::sleep_for(std::chrono::seconds(drain_seconds) + std::chrono::seconds(1));
+    spdlog::error("calls still running {} s after SIGTERM; exiting without waiting for them",
+                  drain_seconds + 1);
+    spdlog::default_logger()->flush();
+    std::_Exit(kExitDrainTimedOut);
+  }).detach();
   server->GetHealthCheckService()->SetServingStatus(false);
-  server->Shutdown(std::chrono::system_clock::now() +
-                   std::chrono::seconds(absl::GetFlag(FLAGS_drain_seconds)));
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(drain_seconds));
   server->Wait();
   spdlog::info("stopped");
   return EXIT_SUCCESS;

@@ -25,6 +25,9 @@ struct Chunk {
 struct Array {
   std::string handle;
   std::string name;  // empty when unnamed
+  // The client session that owns an unnamed array (empty: none, or named). When the session's
+  // lease runs out the array is deleted.
+  std::string session;
   Shape shape;
   DType dtype = DType::kFloat32;
   Mode mode = Mode::kReplica;

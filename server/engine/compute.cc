@@ -1,6 +1,7 @@
 // Engine operations that compute new arrays: Reshard, ChangeMode and Elementwise.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/names.h"
 #include "common/proto_convert.h"
 #include "common/scalar_check.h"
 #include "common/status_macros.h"
@@ -14,12 +15,16 @@ std::string ShapeString(const Shape& shape) {
   return absl::StrCat("(", absl::StrJoin(shape, ", "), ")");
 }
 
-// Metadata of a result that replaces (in place) or derives from `source`.
-Array Derived(const Array& source, bool in_place) {
+// Metadata of a result that replaces (in place) or derives from `source`. A new result is
+// unnamed and belongs to the calling session.
+Array Derived(const Array& source, bool in_place, const CallContext& call) {
   Array out;
   if (in_place) {
     out.handle = source.handle;
     out.name = source.name;
+    out.session = source.session;
+  } else {
+    out.session = call.session;
   }
   out.shape = source.shape;
   out.dtype = source.dtype;
@@ -53,36 +58,37 @@ struct ResolvedOperand {
 
 }  // namespace
 
-absl::StatusOr<ArrayPtr> Engine::Reshard(const v1::ReshardRequest& request) {
+absl::StatusOr<ArrayPtr> Engine::Reshard(const v1::ReshardRequest& request,
+                                         const CallContext& call) {
   ASSIGN_OR_RETURN(ArrayPtr array, registry_.Find(request.handle(), "handle"));
   IndexMap map = array->index_map();
   if (request.has_index_map()) {
-    if (request.index_map().chunks_size() == 0) {
-      return absl::InvalidArgumentError("index_map: at least one chunk is required");
-    }
-    ASSIGN_OR_RETURN(map, NormalizeIndexMap(request.index_map(), array->shape,
-                                            backend_->device_count(), "index_map"));
+    ASSIGN_OR_RETURN(map, NormalizeMap(request.index_map(), array->shape, "index_map"));
   }
   Mode mode = array->mode;
   if (request.has_mode()) {
     ASSIGN_OR_RETURN(mode, ModeFromProto(request.mode(), "mode"));
   }
-  Array out = Derived(*array, request.in_place());
+  Array out = Derived(*array, request.in_place(), call);
   out.mode = mode;
+  RETURN_IF_ERROR(call.CheckAlive());
   ASSIGN_OR_RETURN(out.chunks, Relayout(*backend_, *array, map, mode));
-  return Register(std::move(out), request.in_place());
+  return Register(std::move(out), request.in_place(), call);
 }
 
-absl::StatusOr<ArrayPtr> Engine::ChangeMode(const v1::ChangeModeRequest& request) {
+absl::StatusOr<ArrayPtr> Engine::ChangeMode(const v1::ChangeModeRequest& request,
+                                            const CallContext& call) {
   ASSIGN_OR_RETURN(ArrayPtr array, registry_.Find(request.handle(), "handle"));
   ASSIGN_OR_RETURN(Mode mode, ModeFromProto(request.mode(), "mode"));
-  Array out = Derived(*array, request.in_place());
+  Array out = Derived(*array, request.in_place(), call);
   out.mode = mode;
+  RETURN_IF_ERROR(call.CheckAlive());
   ASSIGN_OR_RETURN(out.chunks, Relayout(*backend_, *array, array->index_map(), mode));
-  return Register(std::move(out), request.in_place());
+  return Register(std::move(out), request.in_place(), call);
 }
 
-absl::StatusOr<ArrayPtr> Engine::Elementwise(const v1::ElementwiseRequest& request) {
+absl::StatusOr<ArrayPtr> Engine::Elementwise(const v1::ElementwiseRequest& request,
+                                             const CallContext& call) {
   const v1::ElementwiseOpSpec& spec = request.spec();
   ASSIGN_OR_RETURN(BinaryOp op, BinaryOpFromProto(spec.op()));
   if (spec.operands_size() != 2) {
@@ -136,13 +142,16 @@ absl::StatusOr<ArrayPtr> Engine::Elementwise(const v1::ElementwiseRequest& reque
         absl::StrCat("spec.op: divide is true division and needs a floating dtype, got ",
                      DTypeName(first->dtype)));
   }
+  RETURN_IF_ERROR(ValidateName(request.result_name(), "result_name"));
   RETURN_IF_ERROR(registry_.CheckNameFree(request.result_name(), "result_name"));
+  RETURN_IF_ERROR(call.CheckAlive());
 
   // The result takes the first array's layout; allocate it before launching anything.
   const IndexMap layout = first->index_map();
-  Array out = Derived(*first, /*in_place=*/false);
+  Array out = Derived(*first, /*in_place=*/false, call);
   out.mode = Mode::kReplica;
   out.name = request.result_name();
+  if (!out.name.empty()) out.session.clear();
   ASSIGN_OR_RETURN(out.chunks, AllocateChunks(*backend_, out.dtype, layout));
 
   // Bring array operands to the result's layout in REPLICA mode. Each result chunk then waits
@@ -158,12 +167,13 @@ absl::StatusOr<ArrayPtr> Engine::Elementwise(const v1::ElementwiseRequest& reque
     }
   }
   for (size_t c = 0; c < out.chunks.size(); ++c) {
+    RETURN_IF_ERROR(call.CheckAlive());
     KernelOperand ka{inputs[0].empty() ? nullptr : inputs[0][c].buffer, operands[0].scalar};
     KernelOperand kb{inputs[1].empty() ? nullptr : inputs[1][c].buffer, operands[1].scalar};
     RETURN_IF_ERROR(backend_->Binary(op, out.dtype, out.chunks[c].buffer, ka, kb,
                                      NumElements(out.chunks[c].spec.box)));
   }
-  return registry_.Insert(std::move(out));
+  return Register(std::move(out), /*in_place=*/false, call);
 }
 
 }  // namespace distarray

@@ -1,9 +1,13 @@
 #include "server/engine/engine.h"
 #include "absl/strings/string_view.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include <spdlog/spdlog.h>
+
 #include "absl/strings/str_cat.h"
+#include "common/names.h"
 #include "common/proto_convert.h"
 #include "common/scalar_check.h"
 #include "common/status_macros.h"
@@ -16,25 +20,6 @@
 
 namespace distarray {
 namespace {
-
-// The array a spec describes, with no buffers yet.
-absl::StatusOr<Array> ArrayFromSpec(const v1::ArraySpec& spec, int device_count,
-                                    absl::string_view field) {
-  Array array;
-  ASSIGN_OR_RETURN(array.dtype, DTypeFromProto(spec.dtype(), absl::StrCat(field, ".dtype")));
-  array.shape = FromProto(spec.shape());
-  RETURN_IF_ERROR(ValidateShape(array.shape, array.dtype, absl::StrCat(field, ".shape")));
-  ASSIGN_OR_RETURN(array.mode, ModeFromProto(spec.mode(), absl::StrCat(field, ".mode")));
-  const std::string map_field = absl::StrCat(field, ".index_map");
-  if (spec.index_map().chunks_size() == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(map_field, ": at least one chunk is required"));
-  }
-  ASSIGN_OR_RETURN(IndexMap map,
-                   NormalizeIndexMap(spec.index_map(), array.shape, device_count, map_field));
-  for (ChunkSpec& c : map) array.chunks.push_back(Chunk{std::move(c), nullptr});
-  array.name = spec.name();
-  return array;
-}
 
 absl::Status ValidateFill(const v1::Fill& fill, DType dtype) {
   switch (fill.kind_case()) {
@@ -66,8 +51,10 @@ absl::Status ValidateFill(const v1::Fill& fill, DType dtype) {
   }
 }
 
-absl::Status LaunchFill(Backend& backend, const Array& array, const v1::Fill& fill) {
+absl::Status LaunchFill(Backend& backend, const Array& array, const v1::Fill& fill,
+                        const CallContext& call) {
   for (const Chunk& chunk : array.chunks) {
+    RETURN_IF_ERROR(call.CheckAlive());  // a fill of many chunks is long CPU work
     const Shape shape = BoxShape(chunk.spec.box);
     switch (fill.kind_case()) {
       case v1::Fill::kArange:
@@ -99,9 +86,47 @@ absl::Status LaunchFill(Backend& backend, const Array& array, const v1::Fill& fi
   return absl::OkStatus();
 }
 
+// The largest ArrayInfo (in serialized bytes) an index map may produce, so every unary response
+// that carries one stays well under gRPC's default 4 MiB receive limit.
+constexpr int64_t kMaxArrayInfoBytes = int64_t{3} << 20;
+
 }  // namespace
 
-Engine::Engine(std::unique_ptr<Backend> backend) : backend_(std::move(backend)) {}
+Engine::Engine(std::unique_ptr<Backend> backend, EngineOptions options)
+    : backend_(std::move(backend)), options_(options), sessions_(options.session_lease) {}
+
+absl::StatusOr<IndexMap> Engine::NormalizeMap(const v1::IndexMap& map, const Shape& shape,
+                                              absl::string_view field) const {
+  if (map.chunks_size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": at least one chunk is required"));
+  }
+  ASSIGN_OR_RETURN(IndexMap normalized, NormalizeIndexMap(map, shape, backend_->device_count(),
+                                                          field, options_.max_chunks));
+  const int64_t info_bytes = static_cast<int64_t>(ToProto(normalized).ByteSizeLong());
+  if (info_bytes > kMaxArrayInfoBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": the normalized index map takes ", info_bytes, " bytes, above the ",
+                     kMaxArrayInfoBytes, " an array's description may hold; use fewer chunks"));
+  }
+  return normalized;
+}
+
+// The array a spec describes, with no buffers yet.
+absl::StatusOr<Array> Engine::ArrayFromSpec(const v1::ArraySpec& spec, absl::string_view field,
+                                            const CallContext& call) const {
+  Array array;
+  RETURN_IF_ERROR(ValidateName(spec.name(), absl::StrCat(field, ".name")));
+  ASSIGN_OR_RETURN(array.dtype, DTypeFromProto(spec.dtype(), absl::StrCat(field, ".dtype")));
+  array.shape = FromProto(spec.shape());
+  RETURN_IF_ERROR(ValidateShape(array.shape, array.dtype, absl::StrCat(field, ".shape")));
+  ASSIGN_OR_RETURN(array.mode, ModeFromProto(spec.mode(), absl::StrCat(field, ".mode")));
+  ASSIGN_OR_RETURN(IndexMap map,
+                   NormalizeMap(spec.index_map(), array.shape, absl::StrCat(field, ".index_map")));
+  for (ChunkSpec& c : map) array.chunks.push_back(Chunk{std::move(c), nullptr});
+  array.name = spec.name();
+  if (array.name.empty()) array.session = call.session;
+  return array;
+}
 
 Engine::~Engine() {
   // Finish in-flight work before the registry's buffers are released into a stopping backend.
@@ -131,22 +156,63 @@ v1::GetServerInfoResponse Engine::ServerInfo() const {
     info.add_features(feature);
   }
   info.set_array_count(static_cast<int64_t>(registry_.size()));
+  info.set_live_sessions(sessions_.Live());
+  info.set_session_lease_seconds(absl::ToInt64Seconds(options_.session_lease));
+  v1::ServerLimits* limits = info.mutable_limits();
+  limits->set_max_chunks_per_index_map(options_.max_chunks);
+  limits->set_max_name_bytes(kMaxNameBytes);
+  limits->set_max_list_page_size(options_.max_list_page_size);
+  limits->set_upload_idle_timeout_ms(options_.upload_idle_timeout_ms);
   return info;
 }
 
-absl::StatusOr<ArrayPtr> Engine::Register(Array array, bool in_place) {
-  if (in_place) return registry_.Replace(std::move(array));
-  return registry_.Insert(std::move(array));
+void Engine::TouchSession(const CallContext& call) {
+  if (!call.session.empty()) sessions_.Touch(call.session);
 }
 
-absl::StatusOr<ArrayPtr> Engine::Create(const v1::CreateArrayRequest& request) {
-  ASSIGN_OR_RETURN(Array array, ArrayFromSpec(request.spec(), backend_->device_count(), "spec"));
+v1::KeepAliveResponse Engine::KeepAlive(const CallContext& call) {
+  TouchSession(call);
+  v1::KeepAliveResponse response;
+  response.set_lease_seconds(absl::ToInt64Seconds(options_.session_lease));
+  if (!call.session.empty()) response.set_session_arrays(registry_.SessionArrayCount(call.session));
+  return response;
+}
+
+int64_t Engine::SweepExpiredSessions() {
+  int64_t deleted = 0;
+  for (const std::string& session : sessions_.TakeExpired()) {
+    const int64_t n = registry_.EraseSession(session);
+    deleted += n;
+    // The session id is the client's string: quoted and bounded like any other.
+    spdlog::info("session {} expired after {} s without a call; deleted its {} unnamed arrays",
+                 QuoteClientString(session), absl::ToInt64Seconds(options_.session_lease), n);
+  }
+  return deleted;
+}
+
+absl::StatusOr<ArrayPtr> Engine::Register(Array array, bool in_place, const CallContext& call) {
+  // The last point where an abandoned call can still leave no trace: its buffers go with `array`.
+  RETURN_IF_ERROR(call.CheckAlive());
+  if (in_place) return registry_.Replace(std::move(array));
+  const bool owned = !array.session.empty();
+  const std::string session = array.session;
+  ASSIGN_OR_RETURN(ArrayPtr stored, registry_.Insert(std::move(array)));
+  // Renew the owner, so a sweep that ran while this call worked does not leave the array with a
+  // session that will never expire again.
+  if (owned) sessions_.Touch(session);
+  return stored;
+}
+
+absl::StatusOr<ArrayPtr> Engine::Create(const v1::CreateArrayRequest& request,
+                                        const CallContext& call) {
+  ASSIGN_OR_RETURN(Array array, ArrayFromSpec(request.spec(), "spec", call));
   RETURN_IF_ERROR(ValidateFill(request.fill(), array.dtype));
   RETURN_IF_ERROR(registry_.CheckNameFree(array.name, "spec.name"));
+  RETURN_IF_ERROR(call.CheckAlive());
   ASSIGN_OR_RETURN(array.chunks, AllocateChunks(*backend_, array.dtype, array.index_map()));
-  RETURN_IF_ERROR(LaunchFill(*backend_, array, request.fill()));
+  RETURN_IF_ERROR(LaunchFill(*backend_, array, request.fill(), call));
   RETURN_IF_ERROR(ApplyOwnershipMask(*backend_, array.dtype, array.mode, array.chunks));
-  return registry_.Insert(std::move(array));
+  return Register(std::move(array), /*in_place=*/false, call);
 }
 
 absl::StatusOr<ArrayPtr> Engine::Describe(absl::string_view handle) const {
@@ -154,6 +220,24 @@ absl::StatusOr<ArrayPtr> Engine::Describe(absl::string_view handle) const {
 }
 
 std::vector<ArrayPtr> Engine::List() const { return registry_.List(); }
+
+absl::StatusOr<Engine::Page> Engine::ListPage(int page_size, absl::string_view page_token) const {
+  if (page_size < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("page_size: must be >= 0, got ", page_size));
+  }
+  // The token is the last handle of the previous page; it need not still exist.
+  if (!page_token.empty() && !LooksLikeHandle(page_token)) {
+    return absl::InvalidArgumentError(absl::StrCat("page_token: ", QuoteClientString(page_token),
+                                                   " is not a token this server gave"));
+  }
+  if (page_size == 0) page_size = options_.default_list_page_size;
+  page_size = std::min(page_size, options_.max_list_page_size);
+  Page page;
+  page.arrays = registry_.ListAfter(page_token, static_cast<size_t>(page_size) + 1);
+  page.more = page.arrays.size() > static_cast<size_t>(page_size);
+  if (page.more) page.arrays.pop_back();
+  return page;
+}
 
 absl::Status Engine::Delete(absl::string_view handle) { return registry_.Erase(handle, "handle"); }
 
@@ -164,11 +248,11 @@ absl::Status Engine::Synchronize(const v1::SynchronizeRequest& request) {
   return backend_->Synchronize();
 }
 
-absl::StatusOr<std::unique_ptr<UploadSession>> Engine::BeginUpload(const v1::UploadHeader& header) {
+absl::StatusOr<std::unique_ptr<UploadSession>> Engine::BeginUpload(const v1::UploadHeader& header,
+                                                                   const CallContext& call) {
   switch (header.target_case()) {
     case v1::UploadHeader::kNewArray: {
-      ASSIGN_OR_RETURN(Array array, ArrayFromSpec(header.new_array(), backend_->device_count(),
-                                                  "header.new_array"));
+      ASSIGN_OR_RETURN(Array array, ArrayFromSpec(header.new_array(), "header.new_array", call));
       if (header.region().slices_size() > 0) {
         return absl::InvalidArgumentError(
             "header.region: a new array is uploaded whole; give a region only with a handle");

@@ -15,38 +15,79 @@
 #include "server/backend/backend.h"
 #include "server/engine/array.h"
 #include "server/engine/registry.h"
+#include "server/engine/sessions.h"
 
 namespace distarray {
 
 class UploadSession;
 
+// The bounds the daemon enforces (its flags); GetServerInfo reports them.
+struct EngineOptions {
+  int64_t max_chunks = kDefaultMaxChunks;  // per index map
+  absl::Duration session_lease = absl::Seconds(60);
+  int default_list_page_size = 100;
+  int max_list_page_size = 1000;
+  int64_t upload_idle_timeout_ms = 30000;
+};
+
+// What the engine knows of the call it serves.
+struct CallContext {
+  std::string session;  // the client's session ("distarray-session" metadata); empty: none
+  // OK while the call is wanted; CANCELLED or DEADLINE_EXCEEDED once the client cancelled or the
+  // deadline passed. Checked between steps of long work and right before a result is registered,
+  // so an abandoned call leaves no orphan array.
+  std::function<absl::Status()> alive;
+  absl::Status CheckAlive() const { return alive ? alive() : absl::OkStatus(); }
+};
+
 class Engine {
  public:
-  explicit Engine(std::unique_ptr<Backend> backend);
+  explicit Engine(std::unique_ptr<Backend> backend, EngineOptions options = {});
   ~Engine();
 
   Backend& backend() { return *backend_; }
   const Registry& registry() const { return registry_; }
+  const EngineOptions& options() const { return options_; }
 
   v1::GetServerInfoResponse ServerInfo() const;
+
+  // Renews the call's session (no-op without one). Every call does this on arrival.
+  void TouchSession(const CallContext& call);
+  v1::KeepAliveResponse KeepAlive(const CallContext& call);
+  // Expires the sessions whose lease ran out and deletes their unnamed arrays; returns how many
+  // arrays went. The daemon calls it periodically.
+  int64_t SweepExpiredSessions();
 
   // Every call below validates fully before allocating, and allocates everything before
   // launching, so a failed request leaves no trace. Compute is asynchronous: the returned array's
   // buffers may still be being written.
-  absl::StatusOr<ArrayPtr> Create(const v1::CreateArrayRequest& request);
+  // An unnamed result belongs to `call.session`.
+  absl::StatusOr<ArrayPtr> Create(const v1::CreateArrayRequest& request,
+                                  const CallContext& call = {});
   absl::StatusOr<ArrayPtr> Describe(absl::string_view handle) const;
   std::vector<ArrayPtr> List() const;
+  // One page of ListArrays: up to `page_size` arrays (0: the default; clamped to the maximum)
+  // after the handle `page_token`, and whether more follow. INVALID_ARGUMENT for a negative size
+  // or a token this server never gave.
+  struct Page {
+    std::vector<ArrayPtr> arrays;
+    bool more = false;
+  };
+  absl::StatusOr<Page> ListPage(int page_size, absl::string_view page_token) const;
   absl::Status Delete(absl::string_view handle);
-  absl::StatusOr<ArrayPtr> Reshard(const v1::ReshardRequest& request);
-  absl::StatusOr<ArrayPtr> ChangeMode(const v1::ChangeModeRequest& request);
-  absl::StatusOr<ArrayPtr> Elementwise(const v1::ElementwiseRequest& request);
+  absl::StatusOr<ArrayPtr> Reshard(const v1::ReshardRequest& request, const CallContext& call = {});
+  absl::StatusOr<ArrayPtr> ChangeMode(const v1::ChangeModeRequest& request,
+                                      const CallContext& call = {});
+  absl::StatusOr<ArrayPtr> Elementwise(const v1::ElementwiseRequest& request,
+                                       const CallContext& call = {});
   // Waits for all enqueued work on every device; the handles are only validated (NOT_FOUND for
   // unknown ones). Waiting for everything is a superset of waiting for the named arrays.
   absl::Status Synchronize(const v1::SynchronizeRequest& request);
 
   // Starts an upload; the session takes the data pieces. Validation and allocation happen here,
   // so a bad header or an array over the memory limit fails before any byte is sent.
-  absl::StatusOr<std::unique_ptr<UploadSession>> BeginUpload(const v1::UploadHeader& header);
+  absl::StatusOr<std::unique_ptr<UploadSession>> BeginUpload(const v1::UploadHeader& header,
+                                                             const CallContext& call = {});
 
   // Streams the logical values of a region: `emit(shape, dtype, bytes)` is called with
   // consecutive pieces of at most max_message_bytes; it returns false to stop (client gone).
@@ -56,10 +97,18 @@ class Engine {
 
  private:
   friend class UploadSession;
-  absl::StatusOr<ArrayPtr> Register(Array array, bool in_place);
+  // Registers a result unless the call was abandoned meanwhile (CANCELLED/DEADLINE_EXCEEDED).
+  absl::StatusOr<ArrayPtr> Register(Array array, bool in_place, const CallContext& call = {});
+  // Index map normalization with this daemon's chunk limit and the ArrayInfo size bound.
+  absl::StatusOr<IndexMap> NormalizeMap(const v1::IndexMap& map, const Shape& shape,
+                                        absl::string_view field) const;
+  absl::StatusOr<Array> ArrayFromSpec(const v1::ArraySpec& spec, absl::string_view field,
+                                      const CallContext& call) const;
 
   std::unique_ptr<Backend> backend_;
+  const EngineOptions options_;
   Registry registry_;
+  SessionTable sessions_;
 };
 
 }  // namespace distarray

@@ -1,10 +1,12 @@
 #include "server/service/array_service.h"
-#include "absl/strings/string_view.h"
 
 #include <chrono>
 
 #include <spdlog/spdlog.h>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "common/names.h"
 #include "common/proto_convert.h"
 #include "common/status_macros.h"
 #include "server/engine/upload_session.h"
@@ -24,12 +26,53 @@ void LogTransfer(const char* what, const std::string& handle, int64_t bytes,
               seconds > 0 ? bytes / seconds / 1e9 : 0.0);
 }
 
+// The call metadata key that names the client's session (see the proto's Sessions section).
+constexpr char kSessionKey[] = "distarray-session";
+constexpr size_t kMaxSessionIdBytes = 128;
+// A ListArrays page stops growing once it would pass this many bytes (it always holds at least
+// one array, and one ArrayInfo is at most 3 MiB), so a page stays under gRPC's default 4 MiB.
+constexpr size_t kMaxListPageBytes = size_t{1} << 20;
+
+absl::StatusOr<std::string> SessionOf(const grpc::ServerContext& context) {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find(kSessionKey);
+  if (it == metadata.end()) return std::string();
+  const absl::string_view id(it->second.data(), it->second.size());
+  if (id.empty() || id.size() > kMaxSessionIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("metadata ", kSessionKey, ": 1 to ",
+                                                   kMaxSessionIdBytes, " bytes, got ", id.size()));
+  }
+  return std::string(id);
+}
+
+// OK while the call is wanted. The deadline is checked directly so an expired call answers
+// DEADLINE_EXCEEDED rather than the CANCELLED that IsCancelled() alone would suggest.
+absl::Status CallAlive(grpc::ServerContext* context) {
+  if (context->deadline() <= std::chrono::system_clock::now()) {
+    return absl::DeadlineExceededError("the call's deadline passed; its result was discarded");
+  }
+  if (context->IsCancelled()) {
+    return absl::CancelledError("the client cancelled the call; its result was discarded");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 template <typename Body>
-grpc::Status ArrayServiceImpl::Handle(absl::string_view method, Body&& body) {
+grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerContext* context,
+                                      Body&& body) {
   const auto start = std::chrono::steady_clock::now();
-  const absl::Status status = body();
+  absl::Status status;
+  if (absl::StatusOr<std::string> session = SessionOf(*context); !session.ok()) {
+    status = session.status();
+  } else {
+    CallContext call{*std::move(session), [context] { return CallAlive(context); }};
+    engine_.TouchSession(call);
+    status = body(call);
+    // A long call counts as activity until it ends, not only when it began.
+    engine_.TouchSession(call);
+  }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   metrics_.RecordRequest(method, status.code(), seconds);
@@ -49,19 +92,20 @@ grpc::Status ArrayServiceImpl::Handle(absl::string_view method, Body&& body) {
   return ToGrpcStatus(status);
 }
 
-grpc::Status ArrayServiceImpl::GetServerInfo(grpc::ServerContext*, const v1::GetServerInfoRequest*,
+grpc::Status ArrayServiceImpl::GetServerInfo(grpc::ServerContext* context,
+                                             const v1::GetServerInfoRequest*,
                                              v1::GetServerInfoResponse* response) {
-  return Handle("GetServerInfo", [&] {
+  return Handle("GetServerInfo", context, [&](const CallContext&) {
     *response = engine_.ServerInfo();
     return absl::OkStatus();
   });
 }
 
-grpc::Status ArrayServiceImpl::CreateArray(grpc::ServerContext*,
+grpc::Status ArrayServiceImpl::CreateArray(grpc::ServerContext* context,
                                            const v1::CreateArrayRequest* request,
                                            v1::CreateArrayResponse* response) {
-  return Handle("CreateArray", [&]() -> absl::Status {
-    ASSIGN_OR_RETURN(ArrayPtr array, engine_.Create(*request));
+  return Handle("CreateArray", context, [&](const CallContext& call) -> absl::Status {
+    ASSIGN_OR_RETURN(ArrayPtr array, engine_.Create(*request, call));
     *response->mutable_array() = ToArrayInfo(*array);
     return absl::OkStatus();
   });
@@ -70,23 +114,41 @@ grpc::Status ArrayServiceImpl::CreateArray(grpc::ServerContext*,
 grpc::Status ArrayServiceImpl::UploadArray(grpc::ServerContext* context,
                                            grpc::ServerReader<v1::UploadArrayRequest>* reader,
                                            v1::UploadArrayResponse* response) {
-  return Handle("UploadArray", [&]() -> absl::Status {
+  return Handle("UploadArray", context, [&](const CallContext& call) -> absl::Status {
+    // A stream silent for the idle timeout is cancelled: the client sees CANCELLED, and the
+    // session's allocation is released when `session` goes out of scope below.
+    UploadWatchdog::Watch watch = upload_watchdog_.Start(context);
+    const auto idle_error = [&] {
+      return absl::CancelledError(absl::StrCat("no upload message for ",
+                                               engine_.options().upload_idle_timeout_ms,
+                                               " ms; the upload was cancelled"));
+    };
     v1::UploadArrayRequest message;
-    if (!reader->Read(&message)) return absl::InvalidArgumentError("the stream carried no header");
+    if (!reader->Read(&message)) {
+      if (watch.timed_out()) return idle_error();
+      return absl::InvalidArgumentError("the stream carried no header");
+    }
+    watch.Touch();
     if (!message.has_header()) {
       return absl::InvalidArgumentError("header: the first message must be the header");
     }
     const auto start = std::chrono::steady_clock::now();
-    ASSIGN_OR_RETURN(std::unique_ptr<UploadSession> session, engine_.BeginUpload(message.header()));
+    ASSIGN_OR_RETURN(std::unique_ptr<UploadSession> session,
+                     engine_.BeginUpload(message.header(), call));
+    watch.Touch();
     int64_t received = 0;
     while (reader->Read(&message)) {
+      watch.Touch();
       if (message.has_header()) {
         return absl::InvalidArgumentError("header: only the first message may be a header");
       }
       received += message.data().size();
       RETURN_IF_ERROR(session->Append(message.data()));
+      watch.Touch();
     }
+    if (watch.timed_out()) return idle_error();
     if (context->IsCancelled()) return absl::CancelledError("the client cancelled the upload");
+    RETURN_IF_ERROR(call.CheckAlive());
     ASSIGN_OR_RETURN(ArrayPtr array, session->Finish());
     metrics_.RecordTransferBytes("upload", received);
     LogTransfer("upload", array->handle, received, start);
@@ -98,7 +160,7 @@ grpc::Status ArrayServiceImpl::UploadArray(grpc::ServerContext* context,
 grpc::Status ArrayServiceImpl::DownloadArray(
     grpc::ServerContext* context, const v1::DownloadArrayRequest* request,
     grpc::ServerWriter<v1::DownloadArrayResponse>* writer) {
-  return Handle("DownloadArray", [&]() -> absl::Status {
+  return Handle("DownloadArray", context, [&](const CallContext&) -> absl::Status {
     const auto start = std::chrono::steady_clock::now();
     bool first = true;
     int64_t sent = 0;
@@ -122,79 +184,111 @@ grpc::Status ArrayServiceImpl::DownloadArray(
   });
 }
 
-grpc::Status ArrayServiceImpl::DescribeArray(grpc::ServerContext*,
+grpc::Status ArrayServiceImpl::DescribeArray(grpc::ServerContext* context,
                                              const v1::DescribeArrayRequest* request,
                                              v1::DescribeArrayResponse* response) {
-  return Handle("DescribeArray", [&]() -> absl::Status {
+  return Handle("DescribeArray", context, [&](const CallContext&) -> absl::Status {
     ASSIGN_OR_RETURN(ArrayPtr array, engine_.Describe(request->handle()));
     *response->mutable_array() = ToArrayInfo(*array);
     return absl::OkStatus();
   });
 }
 
-grpc::Status ArrayServiceImpl::ListArrays(grpc::ServerContext*, const v1::ListArraysRequest*,
+grpc::Status ArrayServiceImpl::ListArrays(grpc::ServerContext* context,
+                                          const v1::ListArraysRequest* request,
                                           v1::ListArraysResponse* response) {
-  return Handle("ListArrays", [&] {
-    for (const ArrayPtr& array : engine_.List()) *response->add_arrays() = ToArrayInfo(*array);
+  return Handle("ListArrays", context, [&](const CallContext&) -> absl::Status {
+    ASSIGN_OR_RETURN(Engine::Page page,
+                     engine_.ListPage(request->page_size(), request->page_token()));
+    size_t bytes = 0;
+    for (size_t i = 0; i < page.arrays.size(); ++i) {
+      v1::ArrayInfo info = ToArrayInfo(*page.arrays[i]);
+      const size_t size = info.ByteSizeLong();
+      if (i > 0 && bytes + size > kMaxListPageBytes) {
+        page.more = true;  // the rest follows on the next page
+        break;
+      }
+      bytes += size;
+      *response->add_arrays() = std::move(info);
+    }
+    if (page.more && response->arrays_size() > 0) {
+      response->set_next_page_token(response->arrays(response->arrays_size() - 1).handle());
+    }
     return absl::OkStatus();
   });
 }
 
-grpc::Status ArrayServiceImpl::DeleteArray(grpc::ServerContext*,
+grpc::Status ArrayServiceImpl::DeleteArray(grpc::ServerContext* context,
                                            const v1::DeleteArrayRequest* request,
                                            v1::DeleteArrayResponse*) {
-  return Handle("DeleteArray", [&] { return engine_.Delete(request->handle()); });
+  return Handle("DeleteArray", context,
+                [&](const CallContext&) { return engine_.Delete(request->handle()); });
 }
 
-grpc::Status ArrayServiceImpl::Reshard(grpc::ServerContext*, const v1::ReshardRequest* request,
+grpc::Status ArrayServiceImpl::Reshard(grpc::ServerContext* context,
+                                       const v1::ReshardRequest* request,
                                        v1::ReshardResponse* response) {
-  return Handle("Reshard", [&]() -> absl::Status {
-    ASSIGN_OR_RETURN(ArrayPtr array, engine_.Reshard(*request));
+  return Handle("Reshard", context, [&](const CallContext& call) -> absl::Status {
+    ASSIGN_OR_RETURN(ArrayPtr array, engine_.Reshard(*request, call));
     *response->mutable_array() = ToArrayInfo(*array);
     return absl::OkStatus();
   });
 }
 
-grpc::Status ArrayServiceImpl::ChangeMode(grpc::ServerContext*,
+grpc::Status ArrayServiceImpl::ChangeMode(grpc::ServerContext* context,
                                           const v1::ChangeModeRequest* request,
                                           v1::ChangeModeResponse* response) {
-  return Handle("ChangeMode", [&]() -> absl::Status {
-    ASSIGN_OR_RETURN(ArrayPtr array, engine_.ChangeMode(*request));
+  return Handle("ChangeMode", context, [&](const CallContext& call) -> absl::Status {
+    ASSIGN_OR_RETURN(ArrayPtr array, engine_.ChangeMode(*request, call));
     *response->mutable_array() = ToArrayInfo(*array);
     return absl::OkStatus();
   });
 }
 
-grpc::Status ArrayServiceImpl::Elementwise(grpc::ServerContext*,
+grpc::Status ArrayServiceImpl::Elementwise(grpc::ServerContext* context,
                                            const v1::ElementwiseRequest* request,
                                            v1::ElementwiseResponse* response) {
-  return Handle("Elementwise", [&]() -> absl::Status {
-    ASSIGN_OR_RETURN(ArrayPtr array, engine_.Elementwise(*request));
+  return Handle("Elementwise", context, [&](const CallContext& call) -> absl::Status {
+    ASSIGN_OR_RETURN(ArrayPtr array, engine_.Elementwise(*request, call));
     *response->mutable_array() = ToArrayInfo(*array);
     return absl::OkStatus();
   });
 }
 
-grpc::Status ArrayServiceImpl::Reduce(grpc::ServerContext*, const v1::ReduceRequest*,
+grpc::Status ArrayServiceImpl::Reduce(grpc::ServerContext* context, const v1::ReduceRequest*,
                                       v1::ReduceResponse*) {
-  return Handle("Reduce", [] { return absl::UnimplementedError("Reduce is not implemented yet"); });
+  return Handle("Reduce", context, [](const CallContext&) {
+    return absl::UnimplementedError("Reduce is not implemented yet");
+  });
 }
 
-grpc::Status ArrayServiceImpl::Matmul(grpc::ServerContext*, const v1::MatmulRequest*,
+grpc::Status ArrayServiceImpl::Matmul(grpc::ServerContext* context, const v1::MatmulRequest*,
                                       v1::MatmulResponse*) {
-  return Handle("Matmul", [] { return absl::UnimplementedError("Matmul is not implemented yet"); });
+  return Handle("Matmul", context, [](const CallContext&) {
+    return absl::UnimplementedError("Matmul is not implemented yet");
+  });
 }
 
-grpc::Status ArrayServiceImpl::RunGraph(grpc::ServerContext*, const v1::RunGraphRequest*,
+grpc::Status ArrayServiceImpl::RunGraph(grpc::ServerContext* context, const v1::RunGraphRequest*,
                                         v1::RunGraphResponse*) {
-  return Handle("RunGraph",
-                [] { return absl::UnimplementedError("RunGraph is not implemented yet"); });
+  return Handle("RunGraph", context, [](const CallContext&) {
+    return absl::UnimplementedError("RunGraph is not implemented yet");
+  });
 }
 
-grpc::Status ArrayServiceImpl::Synchronize(grpc::ServerContext*,
+grpc::Status ArrayServiceImpl::Synchronize(grpc::ServerContext* context,
                                            const v1::SynchronizeRequest* request,
                                            v1::SynchronizeResponse*) {
-  return Handle("Synchronize", [&] { return engine_.Synchronize(*request); });
+  return Handle("Synchronize", context,
+                [&](const CallContext&) { return engine_.Synchronize(*request); });
+}
+
+grpc::Status ArrayServiceImpl::KeepAlive(grpc::ServerContext* context, const v1::KeepAliveRequest*,
+                                         v1::KeepAliveResponse* response) {
+  return Handle("KeepAlive", context, [&](const CallContext& call) {
+    *response = engine_.KeepAlive(call);
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace distarray

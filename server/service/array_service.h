@@ -11,12 +11,17 @@
 #include "distarray/v1/distarray.grpc.pb.h"
 #include "server/engine/engine.h"
 #include "server/metrics/metrics.h"
+#include "server/service/upload_watchdog.h"
 
 namespace distarray {
 
 class ArrayServiceImpl final : public v1::ArrayService::Service {
  public:
-  ArrayServiceImpl(Engine& engine, Metrics& metrics) : engine_(engine), metrics_(metrics) {}
+  // Uploads idle for engine.options().upload_idle_timeout_ms are cancelled (0: never).
+  ArrayServiceImpl(Engine& engine, Metrics& metrics)
+      : engine_(engine),
+        metrics_(metrics),
+        upload_watchdog_(absl::Milliseconds(engine.options().upload_idle_timeout_ms)) {}
 
   grpc::Status GetServerInfo(grpc::ServerContext* context, const v1::GetServerInfoRequest* request,
                              v1::GetServerInfoResponse* response) override;
@@ -47,14 +52,18 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
                         v1::RunGraphResponse* response) override;
   grpc::Status Synchronize(grpc::ServerContext* context, const v1::SynchronizeRequest* request,
                            v1::SynchronizeResponse* response) override;
+  grpc::Status KeepAlive(grpc::ServerContext* context, const v1::KeepAliveRequest* request,
+                         v1::KeepAliveResponse* response) override;
 
  private:
-  // Runs `body`, records its metrics and logs failures other than the client's own mistakes.
+  // Reads the call's session from its metadata and renews it, runs `body(call)`, records its
+  // metrics and logs failures other than the client's own mistakes.
   template <typename Body>
-  grpc::Status Handle(absl::string_view method, Body&& body);
+  grpc::Status Handle(absl::string_view method, grpc::ServerContext* context, Body&& body);
 
   Engine& engine_;
   Metrics& metrics_;
+  UploadWatchdog upload_watchdog_;
 };
 
 }  // namespace distarray

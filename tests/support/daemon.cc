@@ -39,6 +39,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Options& options) {
                                    "--drain_seconds=2"};
   if (!options.memory_limit.empty()) args.push_back("--memory_limit=" + options.memory_limit);
   if (!options.transfer.empty()) args.push_back("--transfer=" + options.transfer);
+  args.insert(args.end(), options.extra_flags.begin(), options.extra_flags.end());
 
   const pid_t pid = fork();
   if (pid < 0) return absl::InternalError("fork failed");
@@ -76,6 +77,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Options& options) {
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
   return absl::DeadlineExceededError("distarrayd did not start within 30 s");
+}
+
+std::string Daemon::log() const {
+  std::stringstream log;
+  log << std::ifstream(dir_ + "/log").rdbuf();
+  return log.str();
 }
 
 bool Daemon::alive() {

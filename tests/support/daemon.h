@@ -19,6 +19,8 @@ class Daemon {
     int host_devices = 4;
     std::string memory_limit;  // e.g. "64MiB"; empty: the daemon's default
     std::string transfer;      // cuda: "peer" or "nccl"; empty: the daemon's default
+    // More flags, e.g. "--session_lease_seconds=2"; later flags override earlier ones.
+    std::vector<std::string> extra_flags;
   };
   // UNAVAILABLE, with the daemon's own message, when the backend cannot start here (no GPU).
   static absl::StatusOr<std::unique_ptr<Daemon>> Start(const Options& options);
@@ -27,6 +29,9 @@ class Daemon {
   const std::string& address() const { return address_; }
   // Whether the process is still running (a crash is a test failure).
   bool alive();
+  pid_t pid() const { return pid_; }
+  // The daemon's log so far (stdout and stderr).
+  std::string log() const;
 
  private:
   Daemon(pid_t pid, std::string address, std::string dir)

@@ -28,6 +28,12 @@ struct ConnectOptions {
   // connection's processing (docs/performance.md).
   int parallel_streams = 4;
   int64_t parallel_min_bytes = 64 << 20;
+  // The session this client's calls belong to (metadata "distarray-session"); empty: a random
+  // one. Unnamed arrays the client creates are deleted by the server when the session's lease
+  // runs out, that is when the process died or lost the network.
+  std::string session_id;
+  // Renew the lease from a background thread (every lease/3), so arrays survive idle periods.
+  bool keepalive = true;
 };
 
 // The layout and identity of a new array.
@@ -39,8 +45,9 @@ struct ArrayOptions {
 
 class Client {
  public:
-  // Connects to `address` (host:port). Fails with UNAVAILABLE when no daemon answers within
-  // `timeout_ms`.
+  // Connects to `address` (host:port) and reads the server's session lease. Fails with
+  // UNAVAILABLE when no daemon answers within `timeout_ms`. The keepalive thread stops when the
+  // last copy of the Client (Arrays hold one) is gone.
   static absl::StatusOr<Client> Connect(const std::string& address, int timeout_ms = 5000,
                                         ConnectOptions options = {});
 
@@ -54,10 +61,14 @@ class Client {
                                const ArrayOptions& options) const;
   // An Array for an existing handle or name. It does not own the array (Release()d).
   absl::StatusOr<Array> Open(const std::string& handle_or_name) const;
+  // Every live array, following ListArrays pages.
   absl::StatusOr<std::vector<v1::ArrayInfo>> List() const;
   absl::Status Synchronize() const;
 
   v1::ArrayService::Stub& stub() const { return *stub_; }
+  const std::string& session_id() const;
+  // Adds this client's session to a context for a call made through stub() directly.
+  void AttachSession(grpc::ClientContext& context) const;
 
   // Untyped transfers the typed wrappers use.
   absl::StatusOr<v1::ArrayInfo> UploadBytes(const v1::UploadHeader& header, const void* data,
@@ -75,9 +86,14 @@ class Client {
   absl::Status WriteAll(const v1::ArrayInfo& info, const void* data, int64_t bytes) const;
 
  private:
+  struct Session;  // the id and the keepalive thread, shared by copies of the Client
   Client(std::shared_ptr<v1::ArrayService::Stub> stub,
-         std::vector<std::shared_ptr<v1::ArrayService::Stub>> bulk_stubs, ConnectOptions options)
-      : stub_(std::move(stub)), bulk_stubs_(std::move(bulk_stubs)), options_(options) {}
+         std::vector<std::shared_ptr<v1::ArrayService::Stub>> bulk_stubs, ConnectOptions options,
+         std::shared_ptr<Session> session)
+      : stub_(std::move(stub)),
+        bulk_stubs_(std::move(bulk_stubs)),
+        options_(std::move(options)),
+        session_(std::move(session)) {}
   friend class Array;
   // Runs `part(stub, rows_begin, rows_end)` over axis-0 ranges in parallel.
   template <typename Part>
@@ -86,6 +102,7 @@ class Client {
   std::shared_ptr<v1::ArrayService::Stub> stub_;
   std::vector<std::shared_ptr<v1::ArrayService::Stub>> bulk_stubs_;  // one per connection
   ConnectOptions options_;
+  std::shared_ptr<Session> session_;
 };
 
 // A handle to an array on the server. Deleted on the server when this object dies, unless it
