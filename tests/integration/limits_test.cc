@@ -1,0 +1,335 @@
+// Bounds on what a request may cost: ListArrays pages (by count and by bytes), the size of an
+// array's description, names, idle upload streams, deadlines, and the daemon's flags.
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <cstdio>
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "tests/support/backend_fixture.h"
+
+namespace distarray::testing {
+namespace {
+
+constexpr int kMaxPageSize = 120;
+constexpr int kIdleTimeoutMs = 1000;
+constexpr int64_t kFourMiB = int64_t{4} << 20;
+
+int64_t UsedBytes(const Client& client) {
+  auto info = client.ServerInfo();
+  EXPECT_TRUE(info.ok()) << info.status();
+  int64_t used = 0;
+  for (const auto& d : info->devices()) used += d.memory_used_bytes();
+  return used;
+}
+
+// A [rows, cols] float32 map of one-element chunks over `devices` devices.
+v1::IndexMap OneElementChunks(int64_t rows, int64_t cols, int devices) {
+  v1::IndexMap map;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      *map.add_chunks() = MakeChunk(static_cast<int>((r * cols + c) % devices),
+                                    {SliceSpec{r, r + 1}, SliceSpec{c, c + 1}});
+    }
+  }
+  return map;
+}
+
+class LimitsTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    Daemon::Options options = OptionsFor(GetParam());
+    options.extra_flags = {absl::StrCat("--max_list_page_size=", kMaxPageSize),
+                           absl::StrCat("--upload_idle_timeout_ms=", kIdleTimeoutMs),
+                           "--log_level=info"};
+    auto daemon = Daemon::Start(options);
+    if (!daemon.ok() && daemon.status().code() == absl::StatusCode::kUnavailable) {
+      GTEST_SKIP() << "backend " << GetParam() << " unavailable: " << daemon.status().message();
+    }
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    daemon_ = *std::move(daemon);
+    auto client = Client::Connect(daemon_->address());
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_.emplace(*std::move(client));
+    auto info = client_->ServerInfo();
+    ASSERT_TRUE(info.ok()) << info.status();
+    devices_ = info->devices_size();
+  }
+  void TearDown() override {
+    if (daemon_) EXPECT_TRUE(daemon_->alive()) << "distarrayd died during the test";
+  }
+
+  grpc::Status ListPage(int page_size, const std::string& token, v1::ListArraysResponse* out) {
+    grpc::ClientContext context;
+    v1::ListArraysRequest request;
+    request.set_page_size(page_size);
+    request.set_page_token(token);
+    return client_->stub().ListArrays(&context, request, out);
+  }
+
+  std::unique_ptr<Daemon> daemon_;
+  std::optional<Client> client_;
+  int devices_ = 1;
+};
+
+TEST_P(LimitsTest, ServerInfoReportsTheLimits) {
+  ASSERT_OK_AND_ASSIGN(auto info, client_->ServerInfo());
+  EXPECT_EQ(info.limits().max_chunks_per_index_map(), 65536);
+  EXPECT_EQ(info.limits().max_name_bytes(), 256);
+  EXPECT_EQ(info.limits().max_list_page_size(), kMaxPageSize);
+  EXPECT_EQ(info.limits().upload_idle_timeout_ms(), kIdleTimeoutMs);
+  EXPECT_EQ(info.session_lease_seconds(), 60);
+  EXPECT_GE(info.live_sessions(), 1);
+}
+
+TEST_P(LimitsTest, ListArraysPagesByCountAndToken) {
+  std::set<std::string> created;
+  std::vector<Array> arrays;
+  for (int i = 0; i < 250; ++i) {
+    ASSERT_OK_AND_ASSIGN(Array a, client_->Create({4}, v1::DTYPE_INT32, {OnDevice(1, 0)}));
+    created.insert(a.handle());
+    arrays.push_back(std::move(a));
+  }
+  // Default page size 100: pages of 100, 100, 50 in handle order.
+  std::vector<int> sizes;
+  std::vector<std::string> seen;
+  std::string token;
+  do {
+    v1::ListArraysResponse page;
+    ASSERT_TRUE(ListPage(0, token, &page).ok());
+    sizes.push_back(page.arrays_size());
+    for (const auto& info : page.arrays()) seen.push_back(info.handle());
+    token = page.next_page_token();
+  } while (!token.empty());
+  EXPECT_EQ(sizes, (std::vector<int>{100, 100, 50}));
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+  EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()), created);
+
+  // Above the maximum: clamped.
+  v1::ListArraysResponse big;
+  ASSERT_TRUE(ListPage(100000, "", &big).ok());
+  EXPECT_EQ(big.arrays_size(), kMaxPageSize);
+  EXPECT_FALSE(big.next_page_token().empty());
+
+  // A deleted array's handle still works as a token.
+  v1::ListArraysResponse first;
+  ASSERT_TRUE(ListPage(10, "", &first).ok());
+  const std::string last = first.next_page_token();
+  for (Array& a : arrays) {
+    if (a.handle() == last) ASSERT_OK(a.Delete());
+  }
+  v1::ListArraysResponse second;
+  ASSERT_TRUE(ListPage(10, last, &second).ok());
+  ASSERT_EQ(second.arrays_size(), 10);
+  EXPECT_GT(second.arrays(0).handle(), last);
+
+  // The SDK follows the pages.
+  ASSERT_OK_AND_ASSIGN(auto all, client_->List());
+  EXPECT_EQ(all.size(), 249u);
+
+  v1::ListArraysResponse bad;
+  grpc::Status s = ListPage(0, "not-a-token", &bad);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_NE(s.error_message().find("page_token"), std::string::npos);
+  s = ListPage(-1, "", &bad);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_NE(s.error_message().find("page_size"), std::string::npos);
+}
+
+TEST_P(LimitsTest, HugeIndexMapsStayUnderFourMiBPerResponse) {
+  // Two arrays of 65,536 one-element chunks (the default maximum).
+  const v1::IndexMap map = OneElementChunks(256, 256, devices_);
+  std::vector<Array> arrays;
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_OK_AND_ASSIGN(Array a, client_->Create({256, 256}, v1::DTYPE_FLOAT32, {map}));
+    arrays.push_back(std::move(a));
+  }
+  ASSERT_OK_AND_ASSIGN(Array small, client_->Create({4}, v1::DTYPE_FLOAT32, {OnDevice(1, 0)}));
+
+  // DescribeArray through a channel with gRPC's default 4 MiB receive limit.
+  auto channel = grpc::CreateChannel(daemon_->address(), grpc::InsecureChannelCredentials());
+  auto stub = v1::ArrayService::NewStub(channel);
+  {
+    grpc::ClientContext context;
+    v1::DescribeArrayRequest request;
+    request.set_handle(arrays[0].handle());
+    v1::DescribeArrayResponse response;
+    grpc::Status s = stub->DescribeArray(&context, request, &response);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(response.array().index_map().chunks_size(), 65536);
+    const int64_t bytes = static_cast<int64_t>(response.ByteSizeLong());
+    EXPECT_LT(bytes, 3 * (int64_t{1} << 20));
+    std::printf("DescribeArray of a 65,536-chunk 2-D array: %lld bytes\n",
+                static_cast<long long>(bytes));
+  }
+  // ListArrays: every page fits; the pages together hold all four arrays.
+  int pages = 0, listed = 0;
+  std::string token;
+  do {
+    grpc::ClientContext context;
+    v1::ListArraysRequest request;
+    request.set_page_token(token);
+    v1::ListArraysResponse response;
+    grpc::Status s = stub->ListArrays(&context, request, &response);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_LT(static_cast<int64_t>(response.ByteSizeLong()), kFourMiB);
+    ++pages;
+    listed += response.arrays_size();
+    token = response.next_page_token();
+  } while (!token.empty());
+  EXPECT_EQ(listed, 3);
+  EXPECT_GE(pages, 2);  // 1.4 MB each: one page cannot hold both under its 1 MiB cap
+  ASSERT_OK_AND_ASSIGN(auto all, client_->List());
+  EXPECT_EQ(all.size(), 3u);
+}
+
+TEST_P(LimitsTest, TooManyChunksIsInvalidArgument) {
+  const v1::IndexMap map = OneElementChunks(257, 256, devices_);  // 65,792 chunks
+  auto a = client_->Create({257, 256}, v1::DTYPE_FLOAT32, {map});
+  ASSERT_EQ(a.status().code(), absl::StatusCode::kInvalidArgument) << a.status();
+  EXPECT_NE(a.status().message().find("spec.index_map"), std::string::npos) << a.status();
+}
+
+TEST_P(LimitsTest, LongNamesAreShortInvalidArguments) {
+  const std::string huge(1 << 20, 'n');
+  auto a = client_->Create({4}, v1::DTYPE_FLOAT32, {OnDevice(1, 0), v1::MODE_REPLICA, huge});
+  ASSERT_EQ(a.status().code(), absl::StatusCode::kInvalidArgument) << a.status().code();
+  EXPECT_LT(a.status().message().size(), 1024u);
+  EXPECT_NE(a.status().message().find("spec.name"), std::string::npos) << a.status();
+
+  std::vector<float> data(4, 1.0f);
+  auto u = client_->Upload<float>(data, {4}, {OnDevice(1, 0), v1::MODE_REPLICA, huge});
+  ASSERT_EQ(u.status().code(), absl::StatusCode::kInvalidArgument) << u.status().code();
+  EXPECT_NE(u.status().message().find("header.new_array.name"), std::string::npos);
+  EXPECT_LT(u.status().message().size(), 1024u);
+
+  ASSERT_OK_AND_ASSIGN(Array x, client_->Create({4}, v1::DTYPE_FLOAT32, {OnDevice(1, 0)}));
+  {
+    grpc::ClientContext context;
+    client_->AttachSession(context);
+    v1::ElementwiseRequest request;
+    request.mutable_spec()->set_op(v1::ELEMENTWISE_OP_ADD);
+    *request.mutable_spec()->add_operands() = x.AsOperand();
+    *request.mutable_spec()->add_operands() = x.AsOperand();
+    request.set_result_name(huge);
+    v1::ElementwiseResponse response;
+    grpc::Status s = client_->stub().Elementwise(&context, request, &response);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("result_name"), std::string::npos);
+    EXPECT_LT(s.error_message().size(), 1024u);
+  }
+  // A long unknown handle: NOT_FOUND with a bounded quote of it.
+  auto opened = client_->Open(huge);
+  ASSERT_EQ(opened.status().code(), absl::StatusCode::kNotFound) << opened.status().code();
+  EXPECT_LT(opened.status().message().size(), 1024u);
+  // A long name that is taken: ALREADY_EXISTS, short.
+  const std::string taken(256, 't');
+  ASSERT_OK_AND_ASSIGN(Array named, client_->Create({4}, v1::DTYPE_FLOAT32,
+                                                    {OnDevice(1, 0), v1::MODE_REPLICA, taken}));
+  auto again = client_->Create({4}, v1::DTYPE_FLOAT32, {OnDevice(1, 0), v1::MODE_REPLICA, taken});
+  ASSERT_EQ(again.status().code(), absl::StatusCode::kAlreadyExists) << again.status();
+  EXPECT_LT(again.status().message().size(), 256u);
+  ASSERT_OK(named.Delete());
+}
+
+TEST_P(LimitsTest, IdleUploadIsCancelledAndItsMemoryReturns) {
+  ASSERT_OK(client_->Synchronize());
+  const int64_t baseline = UsedBytes(*client_);
+  grpc::ClientContext context;
+  client_->AttachSession(context);
+  v1::UploadArrayResponse response;
+  auto writer = client_->stub().UploadArray(&context, &response);
+  v1::UploadArrayRequest header;
+  v1::ArraySpec* spec = header.mutable_header()->mutable_new_array();
+  spec->mutable_shape()->add_dims(4 << 20);
+  spec->set_dtype(v1::DTYPE_FLOAT32);
+  *spec->mutable_index_map() = OnDevice(1, 0);
+  ASSERT_TRUE(writer->Write(header));  // the header only, then silence
+  // The header reserved 16 MiB.
+  const auto reserved_by = std::chrono::steady_clock::now() + std::chrono::milliseconds(800);
+  while (UsedBytes(*client_) < baseline + (int64_t{16} << 20) &&
+         std::chrono::steady_clock::now() < reserved_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_GE(UsedBytes(*client_), baseline + (int64_t{16} << 20));
+  // After the idle timeout the server cancels the stream and releases the reservation.
+  const auto released_by = std::chrono::steady_clock::now() + std::chrono::seconds(4);
+  while (UsedBytes(*client_) != baseline && std::chrono::steady_clock::now() < released_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(UsedBytes(*client_), baseline);
+  grpc::Status s = writer->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::CANCELLED) << s.error_message();
+  EXPECT_NE(daemon_->log().find("no upload message for 1000 ms"), std::string::npos)
+      << daemon_->log();
+  // A stream that keeps sending is not affected by the timeout.
+  std::vector<float> data(1 << 20, 2.0f);
+  ASSERT_OK_AND_ASSIGN(Array a, client_->Upload<float>(data, {1 << 20}, {OnDevice(1, 0)}));
+  ASSERT_OK_AND_ASSIGN(std::vector<float> back, a.Download<float>());
+  EXPECT_EQ(back, data);
+}
+
+TEST_P(LimitsTest, ExpiredDeadlineRegistersNoArray) {
+  ASSERT_OK(client_->Synchronize());
+  const int64_t baseline = UsedBytes(*client_);
+  ASSERT_OK_AND_ASSIGN(auto before, client_->List());
+  // A create whose validation alone takes longer than its deadline.
+  v1::CreateArrayRequest request;
+  request.mutable_spec()->mutable_shape()->add_dims(256);
+  request.mutable_spec()->mutable_shape()->add_dims(256);
+  request.mutable_spec()->set_dtype(v1::DTYPE_FLOAT32);
+  *request.mutable_spec()->mutable_index_map() = OneElementChunks(256, 256, devices_);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    grpc::ClientContext context;
+    client_->AttachSession(context);
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(30));
+    v1::CreateArrayResponse response;
+    grpc::Status s = client_->stub().CreateArray(&context, request, &response);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+  }
+  // The handlers ran on past the deadline and discarded their results.
+  const auto logged_by = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto rejections = [&] {
+    const std::string log = daemon_->log();
+    int n = 0;
+    for (size_t at = 0;
+         (at = log.find("CreateArray rejected: DEADLINE_EXCEEDED", at)) != std::string::npos;
+         ++at) {
+      ++n;
+    }
+    return n;
+  };
+  while (rejections() < 3 && std::chrono::steady_clock::now() < logged_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(rejections(), 3) << daemon_->log();
+  ASSERT_OK_AND_ASSIGN(auto after, client_->List());
+  EXPECT_EQ(after.size(), before.size());
+  ASSERT_OK(client_->Synchronize());
+  EXPECT_EQ(UsedBytes(*client_), baseline);
+}
+
+TEST(DaemonFlags, HelpListsEveryFlagAndLoopbackDefaults) {
+  FILE* pipe = popen(absl::StrCat(DISTARRAYD_PATH, " --help 2>&1").c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string help;
+  char buffer[4096];
+  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) help.append(buffer, n);
+  pclose(pipe);
+  for (const char* flag : {"--listen", "--metrics_listen", "--backend", "--host_devices",
+                           "--memory_limit", "--memory_fraction", "--transfer", "--port_file",
+                           "--log_level", "--drain_seconds", "--session_lease_seconds",
+                           "--max_chunks", "--upload_idle_timeout_ms", "--max_list_page_size"}) {
+    EXPECT_NE(help.find(absl::StrCat(flag, " (")), std::string::npos) << flag << "\n" << help;
+  }
+  EXPECT_NE(help.find("default: \"127.0.0.1:50051\""), std::string::npos) << help;
+  EXPECT_NE(help.find("default: \"127.0.0.1:9464\""), std::string::npos) << help;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, LimitsTest, ::testing::Values("host", "cuda", "cuda_nccl"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+}  // namespace
+}  // namespace distarray::testing
