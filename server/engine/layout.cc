@@ -42,9 +42,10 @@ Scalar IdentityScalar(DType dtype, Mode mode) {
 
 absl::StatusOr<std::vector<Chunk>> GatherToReplica(Backend& backend, const Array& array) {
   const IndexMap map = array.index_map();
+  // Planned before allocating: a plan refused for its size leaves nothing allocated.
+  ASSIGN_OR_RETURN(const std::vector<PlannedCopy> planned, PlanGatherToReplica(map, array.mode));
   ASSIGN_OR_RETURN(std::vector<Chunk> out, AllocateChunks(backend, array.dtype, map));
-  RETURN_IF_ERROR(backend.Copy(
-      array.dtype, ToBoxCopies(PlanGatherToReplica(map, array.mode), array.chunks, out)));
+  RETURN_IF_ERROR(backend.Copy(array.dtype, ToBoxCopies(planned, array.chunks, out)));
   return out;
 }
 
@@ -55,8 +56,8 @@ absl::StatusOr<std::vector<Chunk>> ReshardReplica(Backend& backend, DType dtype,
                                                   const IndexMap& map, const Scalar& uncovered) {
   IndexMap from_map;
   for (const Chunk& c : from) from_map.push_back(c.spec);
+  ASSIGN_OR_RETURN(const ReplicaReshardPlan plan, PlanReplicaReshard(from_map, map));
   ASSIGN_OR_RETURN(std::vector<Chunk> out, AllocateChunks(backend, dtype, map));
-  const ReplicaReshardPlan plan = PlanReplicaReshard(from_map, map);
   for (size_t j = 0; j < out.size(); ++j) {
     if (plan.fill_uncovered[j])
       RETURN_IF_ERROR(backend.FillConstant(dtype, Whole(out[j]), uncovered));
@@ -96,7 +97,8 @@ absl::Status ApplyOwnershipMask(Backend& backend, DType dtype, Mode mode,
   IndexMap map;
   for (const Chunk& c : chunks) map.push_back(c.spec);
   const Scalar identity = IdentityScalar(dtype, mode);
-  for (const PlannedFill& fill : PlanOwnershipMask(map)) {
+  ASSIGN_OR_RETURN(const std::vector<PlannedFill> fills, PlanOwnershipMask(map));
+  for (const PlannedFill& fill : fills) {
     RETURN_IF_ERROR(backend.FillConstant(dtype, At(chunks[fill.chunk], fill.local), identity));
   }
   return absl::OkStatus();

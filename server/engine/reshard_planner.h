@@ -5,7 +5,9 @@
 
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "common/index_map.h"
+#include "server/engine/chunk_index.h"
 #include "server/kernels/ops.h"
 
 namespace distarray {
@@ -26,6 +28,11 @@ struct PlannedFill {
   Box local;
 };
 
+// Planning time grows with the output, not with the square of the chunk count: every planner
+// finds overlapping chunks through a ChunkIndex, and spends a PlanBudget (index nodes entered,
+// candidate boxes tested, copies planned) that turns inputs whose plans are inherently quadratic
+// (thousands of chunks that all overlap each other) into RESOURCE_EXHAUSTED.
+
 // The pieces of `sources` that supply the elements of `target` (global box), each element once
 // where possible: candidates on `preferred_device` first, then in index order; a piece contained
 // in one already chosen is skipped (replicated sources are read once).
@@ -37,7 +44,21 @@ struct SourceSelection {
   std::vector<Piece> pieces;
   bool covers_target = false;  // the pieces provably cover every element of the target
 };
+// `index` is ChunkIndex(sources), built once and reused for every target of a plan.
+// RESOURCE_EXHAUSTED (naming `what`) when `budget` runs out.
+absl::StatusOr<SourceSelection> SelectSources(const IndexMap& sources, const ChunkIndex& index,
+                                              const Box& target, int preferred_device,
+                                              PlanBudget& budget,
+                                              absl::string_view what = "source selection");
+// The same without a prebuilt index and without a work limit: scans every source once (linear in
+// the chunk count), then chooses and checks coverage through an index of the candidates.
 SourceSelection SelectSources(const IndexMap& sources, const Box& target, int preferred_device);
+
+// Every chunk of `map` that shares an element with `target`, in chunk order, with the shared box
+// (global coordinates): what an op-mode read must combine. `index` is ChunkIndex(map).
+absl::StatusOr<std::vector<SourceSelection::Piece>> OverlappingPieces(
+    const IndexMap& map, const ChunkIndex& index, const Box& target, PlanBudget& budget,
+    absl::string_view what = "overlapping chunks");
 
 // REPLICA to REPLICA between two index maps. Copies are grouped by destination chunk. A
 // destination chunk whose elements are not all provably covered is first filled with the value
@@ -46,16 +67,19 @@ struct ReplicaReshardPlan {
   std::vector<bool> fill_uncovered;
   std::vector<PlannedCopy> copies;
 };
-ReplicaReshardPlan PlanReplicaReshard(const IndexMap& from, const IndexMap& to);
+absl::StatusOr<ReplicaReshardPlan> PlanReplicaReshard(const IndexMap& from, const IndexMap& to,
+                                                      int64_t work_limit = kDefaultPlanWorkLimit);
 
 // An op mode to REPLICA on the same map: chunk j becomes the op over every copy of each of its
 // elements. For each j: first a copy of itself (assign), then each other overlapping chunk
 // combined in.
-std::vector<PlannedCopy> PlanGatherToReplica(const IndexMap& map, Mode mode);
+absl::StatusOr<std::vector<PlannedCopy>> PlanGatherToReplica(
+    const IndexMap& map, Mode mode, int64_t work_limit = kDefaultPlanWorkLimit);
 
 // REPLICA to an op mode: each element keeps its value in the first chunk that covers it and holds
 // the identity in every later one, so the op over copies equals the value.
-std::vector<PlannedFill> PlanOwnershipMask(const IndexMap& map);
+absl::StatusOr<std::vector<PlannedFill>> PlanOwnershipMask(
+    const IndexMap& map, int64_t work_limit = kDefaultPlanWorkLimit);
 
 }  // namespace distarray
 
