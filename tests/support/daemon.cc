@@ -87,12 +87,32 @@ std::string Daemon::log() const {
 
 bool Daemon::alive() {
   int status = 0;
-  return waitpid(pid_, &status, WNOHANG) == 0;
+  return pid_ > 0 && waitpid(pid_, &status, WNOHANG) == 0;
+}
+
+int Daemon::Terminate(int timeout_ms) {
+  if (pid_ <= 0) return -1;
+  kill(pid_, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  int status = 0;
+  while (waitpid(pid_, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  pid_ = -1;
+  return status;
 }
 
 Daemon::~Daemon() {
-  kill(pid_, SIGTERM);
-  waitpid(pid_, nullptr, 0);
+  if (pid_ > 0) {
+    kill(pid_, SIGTERM);
+    waitpid(pid_, nullptr, 0);
+  }
   std::filesystem::remove_all(dir_);
 }
 

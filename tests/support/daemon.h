@@ -30,6 +30,9 @@ class Daemon {
   // Whether the process is still running (a crash is a test failure).
   bool alive();
   pid_t pid() const { return pid_; }
+  // Sends SIGTERM and waits up to `timeout_ms` for the process to end. Returns its wait status,
+  // or -1 when it was still running (it is then killed).
+  int Terminate(int timeout_ms);
   // The daemon's log so far (stdout and stderr).
   std::string log() const;
 
