@@ -61,7 +61,11 @@ class CudaPendingRead final : public PendingRead {
     char* dst;
     int64_t bytes;
   };
-  CudaPendingRead(cuda::PinnedPool& pool) : pool_(pool) {}
+  explicit CudaPendingRead(cuda::PinnedPool& pool) : pool_(pool) {}
+  // Dropping a read without Wait (a cancelled download, an error part-way through a slab) is
+  // safe: the device writes only into the pool's blocks, never into the caller's memory (Wait
+  // copies from the block), and each block goes back with its copy's event, so the pool hands it
+  // out again only once the copy into it has completed.
   ~CudaPendingRead() override {
     for (Piece& p : pieces_) pool_.Release(p.block, p.copied);
   }
@@ -417,21 +421,47 @@ absl::Status CudaBackend::Binary(BinaryOp op, DType dtype, const BufferPtr& out,
       .status();
 }
 
+// A staging block whose copy's launch failed. If the copy never reached the stream the block is
+// free at once. If it did (the event after it could not be recorded), nothing marks when it ends,
+// so the stream is drained first; a stream that cannot even be drained is in a sticky error, and
+// the block stays out of the pool rather than be reused under a copy that may still run.
+static void ReleaseAfterFailedLaunch(cuda::PinnedPool& pool, cuda::PinnedPool::Block* block,
+                                     int device, cudaStream_t stream, bool enqueued) {
+  if (enqueued) {
+    ScopedDevice scope(device);
+    if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) {
+      spdlog::error("device {}: a staging block is retired after a failed copy: {}", device,
+                    cudaGetErrorName(e));
+      return;
+    }
+  }
+  pool.Release(block, nullptr);
+}
+
 absl::Status CudaBackend::WriteFromHost(const BufferPtr& dst, int64_t offset, const void* src,
                                         int64_t bytes) {
   CudaBuffer* buffer = AsCuda(dst);
   const char* from = static_cast<const char*>(src);
   for (int64_t done = 0; done < bytes;) {
     const int64_t n = std::min<int64_t>(bytes - done, cuda::PinnedPool::kBlockBytes);
-    ASSIGN_OR_RETURN(cuda::PinnedPool::Block * block, pinned_.Acquire());
+    ASSIGN_OR_RETURN(cuda::PinnedPool::Block * block, pinned_.Acquire(n));
     std::memcpy(block->data, from + done, n);  // the caller's memory is free once we return
+    bool enqueued = false;
     auto copied = Launch(buffer->device(), {}, {buffer}, [&](cudaStream_t s) {
-      return cuda::CudaStatus(cudaMemcpyAsync(buffer->data() + offset + done, block->data, n,
-                                              cudaMemcpyHostToDevice, s),
-                              "host-to-device copy");
+      absl::Status status =
+          cuda::CudaStatus(cudaMemcpyAsync(buffer->data() + offset + done, block->data, n,
+                                           cudaMemcpyHostToDevice, s),
+                           "host-to-device copy");
+      enqueued = status.ok();
+      return status;
     });
-    pinned_.Release(block, copied.ok() ? *copied : nullptr);
-    if (!copied.ok()) return copied.status();
+    if (!copied.ok()) {
+      ReleaseAfterFailedLaunch(pinned_, block, buffer->device(), stream(buffer->device()),
+                               enqueued);
+      return copied.status();
+    }
+    // Not reused until the copy out of it has completed.
+    pinned_.Release(block, *copied);
     done += n;
   }
   return absl::OkStatus();
@@ -441,18 +471,24 @@ absl::StatusOr<std::unique_ptr<PendingRead>> CudaBackend::ReadToHost(const Buffe
                                                                      int64_t offset, int64_t bytes,
                                                                      void* dst) {
   CudaBuffer* buffer = AsCuda(src);
+  // On an error part-way, `pending` releases the blocks already in flight with their events.
   auto pending = std::make_unique<CudaPendingRead>(pinned_);
   char* to = static_cast<char*>(dst);
   for (int64_t done = 0; done < bytes;) {
     const int64_t n = std::min<int64_t>(bytes - done, cuda::PinnedPool::kBlockBytes);
-    ASSIGN_OR_RETURN(cuda::PinnedPool::Block * block, pinned_.Acquire());
+    ASSIGN_OR_RETURN(cuda::PinnedPool::Block * block, pinned_.Acquire(n));
+    bool enqueued = false;
     auto copied = Launch(buffer->device(), {buffer}, {}, [&](cudaStream_t s) {
-      return cuda::CudaStatus(cudaMemcpyAsync(block->data, buffer->data() + offset + done, n,
-                                              cudaMemcpyDeviceToHost, s),
-                              "device-to-host copy");
+      absl::Status status =
+          cuda::CudaStatus(cudaMemcpyAsync(block->data, buffer->data() + offset + done, n,
+                                           cudaMemcpyDeviceToHost, s),
+                           "device-to-host copy");
+      enqueued = status.ok();
+      return status;
     });
     if (!copied.ok()) {
-      pinned_.Release(block, nullptr);
+      ReleaseAfterFailedLaunch(pinned_, block, buffer->device(), stream(buffer->device()),
+                               enqueued);
       return copied.status();
     }
     pending->Add({block, *copied, to + done, n});

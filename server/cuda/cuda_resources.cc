@@ -66,19 +66,28 @@ PinnedPool::~PinnedPool() {
   }
 }
 
-absl::StatusOr<PinnedPool::Block*> PinnedPool::Acquire() {
+int PinnedPool::ClassOf(size_t bytes) {
+  int c = 0;
+  while (c + 1 < kClasses && (kMinBlockBytes << c) < bytes) ++c;
+  return c;
+}
+
+absl::StatusOr<PinnedPool::Block*> PinnedPool::Acquire(size_t bytes) {
+  const int c = ClassOf(bytes);
   {
     std::lock_guard lock(mu_);
-    for (auto it = free_.begin(); it != free_.end(); ++it) {
+    std::vector<Block*>& free = free_[c];
+    for (auto it = free.begin(); it != free.end(); ++it) {
       Block* block = *it;
       if (!block->busy_until || block->busy_until->done()) {
-        free_.erase(it);
+        free.erase(it);
         return block;
       }
     }
   }
   auto block = std::make_unique<Block>();
-  CUDA_RETURN_IF_ERROR(cudaMallocHost(&block->data, kBlockBytes));
+  block->bytes = kMinBlockBytes << c;
+  CUDA_RETURN_IF_ERROR(cudaMallocHost(&block->data, block->bytes));
   std::lock_guard lock(mu_);
   all_.push_back(std::move(block));
   return all_.back().get();
@@ -87,7 +96,7 @@ absl::StatusOr<PinnedPool::Block*> PinnedPool::Acquire() {
 void PinnedPool::Release(Block* block, CudaEventPtr busy_until) {
   std::lock_guard lock(mu_);
   block->busy_until = std::move(busy_until);
-  free_.push_back(block);
+  free_[ClassOf(block->bytes)].push_back(block);
 }
 
 }  // namespace distarray::cuda

@@ -74,25 +74,35 @@ class NcclClique {
 };
 
 // Page-locked host blocks for staging transfers, reused once the copy that last used a block
-// has completed. Grows to the working set of concurrent transfers.
+// has completed. Blocks come in power-of-two sizes from kMinBlockBytes to kBlockBytes, each
+// transfer taking the smallest that fits, so a download slab made of many small pieces (one
+// pending read per chunk it touches) holds about its own size in pinned memory, not a 16 MiB
+// block per piece. Grows to the working set of concurrent transfers.
 class PinnedPool {
  public:
-  static constexpr size_t kBlockBytes = size_t{16} << 20;
+  static constexpr size_t kBlockBytes = size_t{16} << 20;  // the largest block
+  static constexpr size_t kMinBlockBytes = size_t{4} << 10;
 
   struct Block {
     void* data = nullptr;
+    size_t bytes = 0;
     CudaEventPtr busy_until;  // the last copy that used this block
   };
 
   ~PinnedPool();
-  // A block of kBlockBytes no copy is using. Blocks on nothing; allocates when all are busy.
-  absl::StatusOr<Block*> Acquire();
+  // A block of at least `bytes` (at most kBlockBytes) that no copy is using. Blocks on nothing;
+  // allocates when all blocks of its size are busy.
+  absl::StatusOr<Block*> Acquire(size_t bytes = kBlockBytes);
+  // Returns a block; it is handed out again once `busy_until` (null: at once) has completed.
   void Release(Block* block, CudaEventPtr busy_until);
 
  private:
+  static constexpr int kClasses = 13;  // 4 KiB << 0 .. 4 KiB << 12 = 16 MiB
+  static int ClassOf(size_t bytes);
+
   std::mutex mu_;
   std::vector<std::unique_ptr<Block>> all_;
-  std::vector<Block*> free_;
+  std::vector<Block*> free_[kClasses];
 };
 
 }  // namespace distarray::cuda
