@@ -8,6 +8,7 @@
 #include "absl/strings/string_view.h"
 #include "common/sizes.h"
 #include "common/status_macros.h"
+#include "server/engine/chunk_index.h"
 #include "server/engine/engine.h"
 #include "server/engine/reshard_planner.h"
 #include "server/engine/slab_plan.h"
@@ -67,7 +68,8 @@ struct SlabRead {
 // reusing it spares zeroing and page-faulting fresh memory for every slab, which cost more than
 // the copies themselves.
 absl::StatusOr<SlabRead> StartSlab(Backend& backend, const Array& array, const IndexMap& map,
-                                   const SlabWalker& walker, std::vector<char> recycled) {
+                                   const ChunkIndex& index, const SlabWalker& walker,
+                                   std::vector<char> recycled) {
   const int64_t element_size = DTypeSize(array.dtype);
   const Box& slab = walker.box();
   SlabRead read;
@@ -77,19 +79,19 @@ absl::StatusOr<SlabRead> StartSlab(Backend& backend, const Array& array, const I
   read.values.resize(walker.bytes());  // at most max(slab target, one element)
   read.combine = CombineFor(array.mode);
 
-  // REPLICA copies are equal, so each element is read once; op modes need every copy.
+  // REPLICA copies are equal, so each element is read once; op modes need every copy. The
+  // chunks a slab meets are found through the index, so a slab costs what it touches, not a scan
+  // of every chunk.
   std::vector<SourceSelection::Piece> pieces;
   bool covered = false;
+  PlanBudget budget;
   if (array.mode == Mode::kReplica) {
-    SourceSelection selection = SelectSources(map, slab, /*preferred_device=*/-1);
+    ASSIGN_OR_RETURN(SourceSelection selection,
+                     SelectSources(map, index, slab, /*preferred_device=*/-1, budget, "region"));
     pieces = std::move(selection.pieces);
     covered = selection.covers_target;
   } else {
-    for (size_t i = 0; i < map.size(); ++i) {
-      if (auto piece = IntersectBoxes(map[i].box, slab)) {
-        pieces.push_back({static_cast<int>(i), *piece});
-      }
-    }
+    ASSIGN_OR_RETURN(pieces, OverlappingPieces(map, index, slab, budget, "region"));
     covered = pieces.size() == 1 && NumElements(pieces[0].global) == NumElements(slab);
   }
   const Shape slab_shape = BoxShape(slab);
@@ -168,16 +170,17 @@ absl::Status Engine::Download(const v1::DownloadArrayRequest& request, const Emi
   ASSIGN_OR_RETURN(SlabWalker walker, SlabWalker::Create(std::move(region), DTypeSize(array->dtype),
                                                          DownloadSlabTargetBytes(), "region"));
   const IndexMap map = array->index_map();
+  const ChunkIndex index(map);
 
   // Slabs are read in the client's order; the reads of the next slab overlap emitting this one.
   // Declared before the slabs, so it is freed after them.
   std::vector<char> spare;
-  ASSIGN_OR_RETURN(SlabRead current, StartSlab(*backend_, *array, map, walker, {}));
+  ASSIGN_OR_RETURN(SlabRead current, StartSlab(*backend_, *array, map, index, walker, {}));
   walker.Next();
   while (true) {
     std::optional<SlabRead> next;
     if (!walker.done()) {
-      ASSIGN_OR_RETURN(next, StartSlab(*backend_, *array, map, walker, std::move(spare)));
+      ASSIGN_OR_RETURN(next, StartSlab(*backend_, *array, map, index, walker, std::move(spare)));
       walker.Next();
     }
     RETURN_IF_ERROR(FinishSlab(array->dtype, current));
