@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything distarray needs to build and test on Debian 12 (bookworm).
 # Idempotent: when every package is already present it only checks, which takes a second.
+# clang-14 with libclang-rt-14-dev (libFuzzer and the sanitizer runtimes) and llvm-14 (the
+# symbolizer for readable stacks) build and run the fuzzer (scripts/fuzz.sh).
 # The CUDA toolkit is not a Debian package; the build finds it at /usr/local/cuda when present
 # and builds the host backend alone when it is not (see README.md, "CUDA").
 set -euo pipefail
@@ -11,6 +13,7 @@ packages=(
   libabsl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
   prometheus-cpp-dev civetweb libcivetweb-dev libcurl4-openssl-dev zlib1g-dev
   libopenblas-dev clang-format
+  clang-14 libclang-rt-14-dev llvm-14
 )
 
 missing=()

@@ -1,8 +1,23 @@
 #!/usr/bin/env bash
 # Builds, then runs every test: unit tests and the integration tests that start the real daemon
-# on loopback once per backend. CUDA cases skip with a message where no GPU is usable.
+# on loopback once per backend (CUDA cases skip with a message where no GPU is usable, unless
+# DISTARRAY_REQUIRE_BACKENDS names them; see docs/testing.md). Then the same tests again under
+# ASan+UBSan (scripts/sanitize.sh) and the request fuzzer for FUZZ_SECONDS (scripts/fuzz.sh).
+# SANITIZE=0 or FUZZ=0 leaves a stage out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+stage() { echo "test: == $1 ($(date -u +%H:%M:%S))"; }
+stage build
 bash scripts/build.sh
 build=${BUILD_DIR:-build}
+stage tests
 ctest --test-dir "$build" --output-on-failure --parallel "${JOBS:-$(nproc)}" --timeout 900
+if [ "${SANITIZE:-1}" != 0 ]; then
+  stage "sanitized tests"
+  bash scripts/sanitize.sh
+fi
+if [ "${FUZZ:-1}" != 0 ]; then
+  stage fuzzer
+  bash scripts/fuzz.sh
+fi
+stage done

@@ -1,15 +1,20 @@
 // A test fixture parameterized by backend ("host", "cuda", and "cuda_nccl": the CUDA backend
 // moving data across devices with NCCL send/recv instead of peer copies): the same integration
 // tests run on all of them against a real distarrayd. Where the backend cannot start (no GPU), the
-// tests skip with the daemon's own message.
+// tests skip with the daemon's own message, unless the environment variable
+// DISTARRAY_REQUIRE_BACKENDS (a comma-separated list, e.g. "cuda" or "cuda,cuda_nccl") names the
+// backend: then they fail, so a GPU run cannot pass with its CUDA cases skipped. The host backend
+// never skips.
 #ifndef DISTARRAY_TESTS_SUPPORT_BACKEND_FIXTURE_H_
 #define DISTARRAY_TESTS_SUPPORT_BACKEND_FIXTURE_H_
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <tuple>
 
@@ -17,6 +22,18 @@
 #include "tests/support/daemon.h"
 
 namespace distarray::testing {
+
+// Whether DISTARRAY_REQUIRE_BACKENDS names `param` (the host backend is always required).
+inline bool BackendRequired(const std::string& param) {
+  if (param == "host") return true;
+  const char* list = std::getenv("DISTARRAY_REQUIRE_BACKENDS");
+  if (list == nullptr) return false;
+  std::stringstream names(list);
+  for (std::string name; std::getline(names, name, ',');) {
+    if (name == param) return true;
+  }
+  return false;
+}
 
 // The daemon options a test parameter stands for.
 inline Daemon::Options OptionsFor(const std::string& param) {
@@ -41,8 +58,14 @@ class BackendTest : public ::testing::TestWithParam<std::string> {
         ASSERT_EQ(daemon.status().code(), absl::StatusCode::kUnavailable) << entry.skip_reason;
       }
     }
-    if (!entry.daemon)
+    if (!entry.daemon) {
+      if (BackendRequired(GetParam())) {
+        GTEST_FAIL() << "backend " << GetParam()
+                     << " unavailable, and required (DISTARRAY_REQUIRE_BACKENDS or host): "
+                     << entry.skip_reason;
+      }
       GTEST_SKIP() << "backend " << GetParam() << " unavailable: " << entry.skip_reason;
+    }
     daemon_ = entry.daemon.get();
     auto client = Client::Connect(daemon_->address());
     ASSERT_TRUE(client.ok()) << client.status();

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer target tests/fuzz/request_fuzzer with clang (ASan+UBSan, host backend)
+# into build-fuzz/ (or $FUZZ_BUILD_DIR) and runs it for $FUZZ_SECONDS (default 90) from the
+# committed seed corpus. Fails on any crash, sanitizer report, timeout or out-of-memory; the
+# input that caused it is left in $FUZZ_BUILD_DIR/fuzz-artifacts/ (replay it by passing the file
+# to the fuzzer binary). New inputs go to a scratch corpus, so the committed one stays as it is.
+#   FUZZ_SECONDS=600 FUZZ_JOBS=2 scripts/fuzz.sh   # longer, on two cores
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${FUZZ_BUILD_DIR:-build-fuzz}
+seconds=${FUZZ_SECONDS:-90}
+jobs=${FUZZ_JOBS:-1}
+
+cxx=${FUZZ_CXX:-$(command -v clang++ || command -v clang++-14 || true)}
+if [ -z "$cxx" ]; then
+  echo "fuzz: clang++ not found (scripts/install-deps.sh installs clang and libclang-rt-14-dev)" >&2
+  exit 1
+fi
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+# Warnings stay warnings here: -Werror is for the project's own compiler (GCC) in the normal build.
+cmake -S . -B "$build" -G Ninja "${launcher[@]}" -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISTARRAY_CUDA=OFF -DDISTARRAY_FUZZ=ON \
+  -DDISTARRAY_WERROR=OFF >/dev/null
+echo "fuzz: compiling in $build"
+cmake --build "$build" --parallel "${JOBS:-$(nproc)}" --target request_fuzzer
+
+symbolizer=$(command -v llvm-symbolizer || command -v llvm-symbolizer-14 || true)
+[ -n "$symbolizer" ] && export ASAN_SYMBOLIZER_PATH="$symbolizer"
+export ASAN_OPTIONS="detect_leaks=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+artifacts="$PWD/$build/fuzz-artifacts/"
+mkdir -p "$artifacts"
+args=(-max_total_time="$seconds" -timeout=60 -rss_limit_mb=4096 -print_final_stats=1
+      -entropic_scale_per_exec_time=1 -artifact_prefix="$artifacts")
+echo "fuzz: running request_fuzzer for ${seconds} s on $jobs job(s)"
+status=0
+if [ "$jobs" -gt 1 ]; then
+  # -fork runs the jobs in child processes sharing the scratch corpus; a crash in any ends the run.
+  "$build/tests/fuzz/request_fuzzer" "${args[@]}" -fork="$jobs" -ignore_crashes=0 \
+    -ignore_timeouts=0 -ignore_ooms=0 "$scratch" tests/fuzz/corpus 2>&1 | tail -n 60 || status=$?
+else
+  "$build/tests/fuzz/request_fuzzer" "${args[@]}" "$scratch" tests/fuzz/corpus \
+    >"$scratch.log" 2>&1 || status=$?
+  grep -E '^(#[0-9]+ +(INITED|DONE)|stat::)' "$scratch.log" || true
+  [ "$status" -eq 0 ] || tail -n 80 "$scratch.log" >&2
+  rm -f "$scratch.log"
+fi
+if [ "$status" -ne 0 ]; then
+  echo "fuzz: FAILED; the input is in $artifacts" >&2
+  exit 1
+fi
+echo "fuzz: passed"

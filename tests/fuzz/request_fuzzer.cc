@@ -1,0 +1,261 @@
+// libFuzzer target over the engine: each input is a FuzzCase (tests/fuzz/fuzz_case.proto), a
+// short sequence of distarray.v1 requests run in-process against a fresh engine on the host
+// backend (4 simulated devices, 4 MiB each), with no network in between. It drives every
+// request the daemon serves through the same Engine calls the gRPC service makes, including
+// upload streams, downloads the client cancels, and uploads it abandons.
+//
+// Besides the sanitizers' reports, the target aborts when
+//  - a request answers UNKNOWN, INTERNAL or DATA_LOSS (a client mistake has a precise code);
+//  - a finished download carries a byte count other than its shape and dtype imply;
+//  - memory is still charged to a device once every array is deleted and the devices are idle.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "common/box.h"
+#include "common/dtype.h"
+#include "google/protobuf/stubs/logging.h"
+#include "server/engine/engine.h"
+#include "server/engine/upload_session.h"
+#include "server/host/host_backend.h"
+#include "tests/fuzz/fuzz_case.pb.h"
+
+namespace distarray::fuzz {
+namespace {
+
+// Bounds on the work one input can buy, so that the fuzzer spends its time on many inputs rather
+// than on a few large ones. The memory limit bounds what any one array can cost.
+constexpr int kMaxActions = 16;
+constexpr size_t kMaxInputBytes = 1 << 16;
+constexpr int kDevices = 4;
+// Small, so that one input's fills and copies stay in the milliseconds (the fuzzer needs
+// thousands of inputs a second). Downloads still span several slabs: a sparse array (elements no
+// chunk covers) has logical values that cost no device memory.
+constexpr int64_t kMemoryLimitBytes = int64_t{4} << 20;
+constexpr int64_t kMaxPadBytes = int64_t{1} << 20;
+// A download past either bound is cancelled as a client would: the daemon streams what it is
+// asked for, so a large region is legitimately slow, and the fuzzer has better uses for its time.
+constexpr int64_t kMaxDownloadPieces = 4096;
+constexpr int64_t kMaxDownloadBytes = int64_t{4} << 20;
+constexpr size_t kMaxHandles = 64;
+
+[[noreturn]] void Fail(const std::string& what, const Action& action) {
+  std::fprintf(stderr, "request_fuzzer: %s\naction: %s\n", what.c_str(),
+               action.ShortDebugString().substr(0, 4096).c_str());
+  std::abort();
+}
+
+// DISTARRAY_FUZZ_VERBOSE=1 prints every request's status (to see what a seed or a crash input
+// reaches).
+bool Verbose() {
+  static const bool verbose = std::getenv("DISTARRAY_FUZZ_VERBOSE") != nullptr;
+  return verbose;
+}
+
+// A client mistake gets a precise code; these three mean the server lost track of something.
+void CheckStatus(const absl::Status& status, const Action& action) {
+  if (Verbose()) {
+    std::fprintf(stderr, "%s -> %s\n",
+                 Action::descriptor()->FindFieldByNumber(action.kind_case()) != nullptr
+                     ? Action::descriptor()->FindFieldByNumber(action.kind_case())->name().c_str()
+                     : "?",
+                 status.ToString().substr(0, 300).c_str());
+  }
+  switch (status.code()) {
+    case absl::StatusCode::kUnknown:
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kDataLoss:
+      Fail("unexpected status " + status.ToString(), action);
+    default:
+      break;
+  }
+}
+
+class Runner {
+ public:
+  explicit Runner(std::unique_ptr<Backend> backend) : engine_(std::move(backend)) {}
+
+  void Run(const Action& action) {
+    switch (action.kind_case()) {
+      case Action::kCreate:
+        Keep(engine_.Create(action.create()), action);
+        break;
+      case Action::kUpload:
+        RunUpload(action);
+        break;
+      case Action::kDownload:
+        RunDownload(action);
+        break;
+      case Action::kDescribe: {
+        v1::DescribeArrayRequest request = action.describe();
+        SetHandle(action, request.mutable_handle());
+        CheckStatus(engine_.Describe(request.handle()).status(), action);
+        break;
+      }
+      case Action::kList:
+        engine_.List();
+        break;
+      case Action::kDelete: {
+        v1::DeleteArrayRequest request = action.delete_();
+        SetHandle(action, request.mutable_handle());
+        CheckStatus(engine_.Delete(request.handle()), action);
+        break;
+      }
+      case Action::kReshard: {
+        v1::ReshardRequest request = action.reshard();
+        SetHandle(action, request.mutable_handle());
+        Keep(engine_.Reshard(request), action);
+        break;
+      }
+      case Action::kChangeMode: {
+        v1::ChangeModeRequest request = action.change_mode();
+        SetHandle(action, request.mutable_handle());
+        Keep(engine_.ChangeMode(request), action);
+        break;
+      }
+      case Action::kElementwise: {
+        v1::ElementwiseRequest request = action.elementwise();
+        auto* operands = request.mutable_spec()->mutable_operands();
+        for (int i = 0; i < action.operands_from_size() && i < operands->size(); ++i) {
+          if (!handles_.empty()) {
+            operands->at(i).set_handle(handles_[action.operands_from(i) % handles_.size()]);
+          }
+        }
+        Keep(engine_.Elementwise(request), action);
+        break;
+      }
+      case Action::kSynchronize: {
+        v1::SynchronizeRequest request = action.synchronize();
+        for (uint32_t from : action.operands_from()) {
+          if (!handles_.empty()) request.add_handles(handles_[from % handles_.size()]);
+        }
+        CheckStatus(engine_.Synchronize(request), action);
+        break;
+      }
+      case Action::KIND_NOT_SET:
+        break;
+    }
+  }
+
+  // Deletes everything, waits for the devices, and checks that no memory is still charged.
+  void Finish() {
+    for (const ArrayPtr& array : engine_.List()) {
+      const absl::Status status = engine_.Delete(array->handle);
+      if (!status.ok()) Fail("deleting a listed array: " + status.ToString(), Action());
+    }
+    const absl::Status status = engine_.Synchronize(v1::SynchronizeRequest());
+    if (!status.ok()) Fail("final synchronize: " + status.ToString(), Action());
+    for (int d = 0; d < engine_.backend().device_count(); ++d) {
+      const int64_t used = engine_.backend().memory(d).used_bytes;
+      if (used != 0) {
+        Fail("device " + std::to_string(d) + " still charges " + std::to_string(used) +
+                 " bytes with no array left",
+             Action());
+      }
+    }
+  }
+
+ private:
+  void SetHandle(const Action& action, std::string* handle) const {
+    if (action.has_handle_from() && !handles_.empty()) {
+      *handle = handles_[action.handle_from() % handles_.size()];
+    }
+  }
+
+  void Keep(const absl::StatusOr<ArrayPtr>& result, const Action& action) {
+    CheckStatus(result.status(), action);
+    if (result.ok() && handles_.size() < kMaxHandles) handles_.push_back((*result)->handle);
+  }
+
+  void RunUpload(const Action& action) {
+    const Upload& upload = action.upload();
+    v1::UploadHeader header = upload.header();
+    if (!header.has_new_array()) SetHandle(action, header.mutable_handle());
+    absl::StatusOr<std::unique_ptr<UploadSession>> session = engine_.BeginUpload(header);
+    CheckStatus(session.status(), action);
+    if (!session.ok()) return;
+    int64_t received = 0;
+    for (const std::string& piece : upload.pieces()) {
+      const absl::Status status = (*session)->Append(piece);
+      CheckStatus(status, action);
+      if (!status.ok()) return;  // the service ends the stream at the first error
+      received += static_cast<int64_t>(piece.size());
+    }
+    const int64_t missing = (*session)->expected_bytes() - received;
+    if (upload.pad() && missing > 0 && missing <= kMaxPadBytes) {
+      const absl::Status status = (*session)->Append(std::string(missing, '\0'));
+      CheckStatus(status, action);
+      if (!status.ok()) return;
+    }
+    if (upload.abandon()) return;
+    Keep((*session)->Finish(), action);
+  }
+
+  void RunDownload(const Action& action) {
+    v1::DownloadArrayRequest request = action.download().request();
+    SetHandle(action, request.mutable_handle());
+    const int64_t cancel_after = action.download().cancel_after_pieces();
+    int64_t pieces = 0;
+    int64_t bytes = 0;
+    bool stopped = false;
+    Shape shape;
+    DType dtype = DType::kFloat32;
+    const absl::Status status =
+        engine_.Download(request, [&](const Shape& s, DType d, absl::string_view data) {
+          if (pieces == 0) {
+            shape = s;
+            dtype = d;
+          } else if (s != shape || d != dtype) {
+            Fail("a download changed its shape or dtype between pieces", action);
+          }
+          ++pieces;
+          bytes += static_cast<int64_t>(data.size());
+          if ((cancel_after > 0 && pieces >= cancel_after) || pieces >= kMaxDownloadPieces ||
+              bytes >= kMaxDownloadBytes) {
+            stopped = true;
+            return false;
+          }
+          return true;
+        });
+    CheckStatus(status, action);
+    if (status.ok() && !stopped && pieces > 0 && bytes != NumElements(shape) * DTypeSize(dtype)) {
+      Fail("a download carried " + std::to_string(bytes) + " bytes for its shape and dtype",
+           action);
+    }
+  }
+
+  Engine engine_;
+  std::vector<std::string> handles_;
+};
+
+}  // namespace
+}  // namespace distarray::fuzz
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  // Mutated strings are often not UTF-8; protobuf logs each such parse failure, which is noise.
+  google::protobuf::SetLogHandler(nullptr);
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace distarray;
+  fuzz::FuzzCase fuzz_case;
+  // -1 keeps unparsable and oversized inputs out of the corpus.
+  if (size > fuzz::kMaxInputBytes || !fuzz_case.ParseFromArray(data, static_cast<int>(size)) ||
+      fuzz_case.actions_size() > fuzz::kMaxActions) {
+    return -1;
+  }
+  auto backend = HostBackend::Create(
+      {.device_count = fuzz::kDevices, .memory_limit_bytes = fuzz::kMemoryLimitBytes});
+  if (!backend.ok()) std::abort();
+  fuzz::Runner runner(*std::move(backend));
+  for (const fuzz::Action& action : fuzz_case.actions()) runner.Run(action);
+  runner.Finish();
+  return 0;
+}

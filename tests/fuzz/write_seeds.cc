@@ -1,0 +1,436 @@
+// Writes the seed corpus of request_fuzzer (tests/fuzz/corpus/): small valid cases that reach
+// every request type, and the extreme slices, shapes, names and enum values that once crashed
+// the daemon or answered the wrong code. Run it again after changing the cases:
+//   build-fuzz/tests/fuzz/write_fuzz_seeds tests/fuzz/corpus
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tests/fuzz/fuzz_case.pb.h"
+
+namespace distarray::fuzz {
+namespace {
+
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+
+struct S {  // a slice; unset fields are left unset
+  std::optional<int64_t> start, stop, step;
+};
+
+v1::Slice ToSlice(const S& s) {
+  v1::Slice slice;
+  if (s.start) slice.set_start(*s.start);
+  if (s.stop) slice.set_stop(*s.stop);
+  if (s.step) slice.set_step(*s.step);
+  return slice;
+}
+
+v1::Chunk MakeChunk(int device, const std::vector<S>& slices) {
+  v1::Chunk chunk;
+  chunk.set_device(device);
+  for (const S& s : slices) *chunk.add_slices() = ToSlice(s);
+  return chunk;
+}
+
+// Splits the first axis of `shape` into `devices` row blocks, one per device.
+v1::IndexMap RowBlocks(const std::vector<int64_t>& shape, int devices) {
+  v1::IndexMap map;
+  const int64_t rows = shape[0];
+  for (int d = 0; d < devices; ++d) {
+    // In 128 bits: the overflowing-shape seeds have rows near 2^63.
+    const auto bound = [&](int i) { return static_cast<int64_t>(__int128{rows} * i / devices); };
+    std::vector<S> slices = {S{bound(d), bound(d + 1), std::nullopt}};
+    for (size_t i = 1; i < shape.size(); ++i) slices.push_back(S{});
+    *map.add_chunks() = MakeChunk(d, slices);
+  }
+  return map;
+}
+
+// Every device holds the whole array.
+v1::IndexMap Replicated(const std::vector<int64_t>& shape, int devices) {
+  v1::IndexMap map;
+  for (int d = 0; d < devices; ++d) *map.add_chunks() = MakeChunk(d, std::vector<S>(shape.size()));
+  return map;
+}
+
+v1::ArraySpec Spec(const std::vector<int64_t>& shape, v1::DType dtype, const v1::IndexMap& map,
+                   v1::Mode mode = v1::MODE_REPLICA, const std::string& name = "") {
+  v1::ArraySpec spec;
+  for (int64_t d : shape) spec.mutable_shape()->add_dims(d);
+  spec.set_dtype(dtype);
+  *spec.mutable_index_map() = map;
+  spec.set_mode(mode);
+  spec.set_name(name);
+  return spec;
+}
+
+v1::Region Region(const std::vector<S>& slices) {
+  v1::Region region;
+  for (const S& s : slices) *region.add_slices() = ToSlice(s);
+  return region;
+}
+
+class Case {
+ public:
+  v1::CreateArrayRequest& Create(const v1::ArraySpec& spec) {
+    auto* create = Add().mutable_create();
+    *create->mutable_spec() = spec;
+    return *create;
+  }
+  Upload& UploadNew(const v1::ArraySpec& spec) {
+    auto* upload = Add().mutable_upload();
+    *upload->mutable_header()->mutable_new_array() = spec;
+    return *upload;
+  }
+  Upload& UploadInto(uint32_t from, const v1::Region& region) {
+    Action& action = Add();
+    action.set_handle_from(from);
+    auto* upload = action.mutable_upload();
+    upload->mutable_header()->set_handle("placeholder");
+    *upload->mutable_header()->mutable_region() = region;
+    return *upload;
+  }
+  Download& DownloadFrom(uint32_t from, const v1::Region& region = {}) {
+    Action& action = Add();
+    action.set_handle_from(from);
+    auto* download = action.mutable_download();
+    *download->mutable_request()->mutable_region() = region;
+    return *download;
+  }
+  void Describe(uint32_t from) {
+    Action& action = Add();
+    action.set_handle_from(from);
+    action.mutable_describe();
+  }
+  void DescribeName(const std::string& name) { Add().mutable_describe()->set_handle(name); }
+  void List(int page_size = 0) { Add().mutable_list()->set_page_size(page_size); }
+  void Delete(uint32_t from) {
+    Action& action = Add();
+    action.set_handle_from(from);
+    action.mutable_delete_();
+  }
+  v1::ReshardRequest& Reshard(uint32_t from) {
+    Action& action = Add();
+    action.set_handle_from(from);
+    return *action.mutable_reshard();
+  }
+  void ChangeMode(uint32_t from, v1::Mode mode, bool in_place = false) {
+    Action& action = Add();
+    action.set_handle_from(from);
+    action.mutable_change_mode()->set_mode(mode);
+    action.mutable_change_mode()->set_in_place(in_place);
+  }
+  v1::ElementwiseRequest& Binary(v1::ElementwiseOp op, uint32_t a, uint32_t b) {
+    Action& action = Add();
+    action.add_operands_from(a);
+    action.add_operands_from(b);
+    auto* request = action.mutable_elementwise();
+    request->mutable_spec()->set_op(op);
+    request->mutable_spec()->add_operands()->set_handle("a");
+    request->mutable_spec()->add_operands()->set_handle("b");
+    return *request;
+  }
+  v1::ElementwiseRequest& WithScalar(v1::ElementwiseOp op, uint32_t a, const v1::Scalar& s) {
+    Action& action = Add();
+    action.add_operands_from(a);
+    auto* request = action.mutable_elementwise();
+    request->mutable_spec()->set_op(op);
+    request->mutable_spec()->add_operands()->set_handle("a");
+    *request->mutable_spec()->add_operands()->mutable_scalar() = s;
+    return *request;
+  }
+  v1::ElementwiseRequest& Unary(v1::ElementwiseOp op, uint32_t a) {
+    Action& action = Add();
+    action.add_operands_from(a);
+    auto* request = action.mutable_elementwise();
+    request->mutable_spec()->set_op(op);
+    request->mutable_spec()->add_operands()->set_handle("a");
+    return *request;
+  }
+  void Synchronize(const std::vector<uint32_t>& from, const std::vector<std::string>& handles) {
+    Action& action = Add();
+    for (uint32_t f : from) action.add_operands_from(f);
+    auto* sync = action.mutable_synchronize();
+    for (const std::string& h : handles) sync->add_handles(h);
+  }
+
+  const FuzzCase& proto() const { return case_; }
+
+ private:
+  Action& Add() { return *case_.add_actions(); }
+  FuzzCase case_;
+};
+
+v1::Scalar FloatScalar(double v) {
+  v1::Scalar s;
+  s.set_float_value(v);
+  return s;
+}
+
+std::vector<std::pair<std::string, Case>> Seeds() {
+  std::vector<std::pair<std::string, Case>> seeds;
+  auto add = [&](const std::string& name) -> Case& {
+    return seeds.emplace_back(name, Case()).second;
+  };
+  const v1::DType kF32 = v1::DTYPE_FLOAT32;
+
+  {
+    Case& c = add("create_download_rows");
+    c.Create(Spec({8, 8}, kF32, RowBlocks({8, 8}, 4)))
+        .mutable_fill()
+        ->mutable_arange()
+        ->set_step(1);
+    c.DownloadFrom(0);
+    c.DownloadFrom(0, Region({S{1, 7, 2}, S{}}));
+  }
+  {
+    Case& c = add("describe_list_delete");
+    c.Create(Spec({16}, v1::DTYPE_INT32, Replicated({16}, 2), v1::MODE_REPLICA, "named-1"));
+    c.Create(Spec({3, 5}, v1::DTYPE_UINT8, RowBlocks({3, 5}, 3)));
+    c.Describe(0);
+    c.DescribeName("named-1");
+    c.List();
+    c.List(1);
+    c.Delete(0);
+    c.Describe(0);
+    c.Delete(0);
+  }
+  {
+    Case& c = add("upload_new_negative_region");
+    Upload& u = c.UploadNew(Spec({4, 4}, v1::DTYPE_FLOAT64, RowBlocks({4, 4}, 2)));
+    u.add_pieces(std::string(40, '\x11'));
+    u.set_pad(true);
+    c.DownloadFrom(0, Region({S{std::nullopt, std::nullopt, -2}, S{1, 3, std::nullopt}}));
+    c.DownloadFrom(0, Region({S{-1, 0, -3}, S{std::nullopt, std::nullopt, -1}}));
+  }
+  {
+    Case& c = add("upload_into_region");
+    c.Create(Spec({6, 7}, v1::DTYPE_INT16, RowBlocks({6, 7}, 4)));
+    Upload& u = c.UploadInto(0, Region({S{std::nullopt, std::nullopt, -2}, S{2, 7, std::nullopt}}));
+    u.add_pieces(std::string(10, 'a'));
+    u.add_pieces(std::string(20, 'b'));
+    c.DownloadFrom(0);
+  }
+  {
+    Case& c = add("upload_abandoned_and_oversized");
+    Upload& a = c.UploadNew(Spec({1024, 64}, v1::DTYPE_INT64, RowBlocks({1024, 64}, 4)));
+    a.add_pieces(std::string(4096, 'x'));
+    a.set_abandon(true);
+    Upload& b = c.UploadNew(Spec({2, 2}, v1::DTYPE_INT8, Replicated({2, 2}, 4)));
+    b.add_pieces(std::string(5, 'y'));
+    Upload& d = c.UploadNew(Spec({2, 2}, v1::DTYPE_INT8, Replicated({2, 2}, 4)));
+    d.add_pieces(std::string(3, 'z'));
+  }
+  {
+    Case& c = add("download_small_pieces_cancelled");
+    c.Create(Spec({64, 3}, v1::DTYPE_UINT16, RowBlocks({64, 3}, 4)))
+        .mutable_fill()
+        ->mutable_uniform()
+        ->set_high(100);
+    Download& d = c.DownloadFrom(0);
+    d.mutable_request()->set_max_message_bytes(7);
+    d.set_cancel_after_pieces(2);
+  }
+  {
+    // A 20 MiB download, more than one 16 MiB slab, cancelled part-way: the host buffers must
+    // outlive the device reads still queued into them. The array is sparse (SUM mode, one small
+    // chunk), so its logical size costs no device memory.
+    Case& c = add("download_large_cancelled");
+    v1::IndexMap map;
+    *map.add_chunks() = MakeChunk(1, {S{0, 1, std::nullopt}, S{0, 4096, std::nullopt}});
+    c.Create(Spec({5, 1 << 20}, kF32, map, v1::MODE_SUM)).mutable_fill()->mutable_ones();
+    c.DownloadFrom(0).set_cancel_after_pieces(3);
+    c.DownloadFrom(0).set_cancel_after_pieces(18);
+  }
+  {
+    Case& c = add("reshard_in_place_and_mode");
+    c.Create(Spec({10, 10}, kF32, RowBlocks({10, 10}, 4)))
+        .mutable_fill()
+        ->mutable_arange()
+        ->set_step(0.5);
+    v1::ReshardRequest& r = c.Reshard(0);
+    v1::IndexMap map;
+    *map.add_chunks() = MakeChunk(3, {S{0, 10, std::nullopt}, S{0, 5, std::nullopt}});
+    *map.add_chunks() = MakeChunk(1, {S{}, S{3, 10, std::nullopt}});
+    *r.mutable_index_map() = map;
+    r.set_in_place(true);
+    v1::ReshardRequest& m = c.Reshard(0);
+    m.set_mode(v1::MODE_SUM);
+    c.DownloadFrom(1);
+  }
+  {
+    Case& c = add("nan_in_max_then_replica");
+    c.Create(Spec({8}, v1::DTYPE_FLOAT64, Replicated({8}, 3), v1::MODE_MAX))
+        .mutable_fill()
+        ->mutable_full()
+        ->mutable_value()
+        ->set_float_value(std::numeric_limits<double>::quiet_NaN());
+    c.ChangeMode(0, v1::MODE_REPLICA);
+    c.ChangeMode(0, v1::MODE_MIN, true);
+    c.DownloadFrom(1);
+  }
+  {
+    Case& c = add("elementwise_binary");
+    c.Create(Spec({12, 4}, kF32, RowBlocks({12, 4}, 4))).mutable_fill()->mutable_ones();
+    c.Create(Spec({12, 4}, kF32, RowBlocks({12, 4}, 3)))
+        .mutable_fill()
+        ->mutable_arange()
+        ->set_step(1);
+    c.Binary(v1::ELEMENTWISE_OP_ADD, 0, 1).set_result_name("sum");
+    c.Binary(v1::ELEMENTWISE_OP_DIVIDE, 2, 0);
+    c.Binary(v1::ELEMENTWISE_OP_LESS, 1, 0);
+    c.DownloadFrom(3);
+  }
+  {
+    Case& c = add("elementwise_scalar_unary");
+    c.Create(Spec({5, 5}, v1::DTYPE_INT32, RowBlocks({5, 5}, 2)))
+        .mutable_fill()
+        ->mutable_arange()
+        ->set_step(3);
+    c.WithScalar(v1::ELEMENTWISE_OP_MULTIPLY, 0, FloatScalar(2.0));
+    c.WithScalar(v1::ELEMENTWISE_OP_POWER, 0, FloatScalar(0.5));
+    v1::Scalar big;
+    big.set_int_value(std::numeric_limits<int64_t>::min());
+    c.WithScalar(v1::ELEMENTWISE_OP_SUBTRACT, 0, big);
+    c.Unary(v1::ELEMENTWISE_OP_NEGATIVE, 0);
+    c.Unary(v1::ELEMENTWISE_OP_SQRT, 0);
+    c.DownloadFrom(1);
+  }
+  {
+    Case& c = add("synchronize");
+    c.Create(Spec({4}, v1::DTYPE_BOOL, Replicated({4}, 4)));
+    c.Synchronize({0}, {});
+    c.Synchronize({0}, {"arr-0123456789abcdef"});
+    c.Synchronize({}, {});
+  }
+  {
+    // 0:5:(2^63-3) on an axis of length 5 once normalized to stop 7.
+    Case& c = add("extreme_chunk_step");
+    v1::IndexMap map;
+    *map.add_chunks() = MakeChunk(0, {S{0, 5, kMax - 2}});
+    c.Create(Spec({5}, v1::DTYPE_INT8, map));
+    Upload& u = c.UploadNew(Spec({5}, v1::DTYPE_INT8, map));
+    u.set_pad(true);
+    c.DownloadFrom(0);
+  }
+  {
+    // 1:-6:-(2^63-1) once normalized to start -1.
+    Case& c = add("extreme_reshard_step");
+    c.Create(Spec({5}, v1::DTYPE_INT32, RowBlocks({5}, 2)));
+    v1::IndexMap map;
+    *map.add_chunks() = MakeChunk(1, {S{1, -6, -kMax}});
+    *c.Reshard(0).mutable_index_map() = map;
+    *c.Reshard(0).mutable_index_map()->add_chunks() =
+        MakeChunk(2, {S{kMax, std::numeric_limits<int64_t>::min(), -1}});
+  }
+  {
+    // Row counts that wrap to zero once divided by zero.
+    Case& c = add("extreme_region_step");
+    c.Create(Spec({64, 2}, kF32, RowBlocks({64, 2}, 4)));
+    c.DownloadFrom(0, Region({S{0, 64, kMax}, S{}}));
+    c.DownloadFrom(0, Region({S{std::numeric_limits<int64_t>::min(), kMax, -kMax}, S{}}));
+    c.UploadInto(0, Region({S{0, 64, kMax}, S{}})).set_pad(true);
+    c.UploadInto(0, Region({S{63, std::nullopt, -kMax}, S{1, 2, std::nullopt}})).set_pad(true);
+  }
+  {
+    Case& c = add("overflowing_shapes");
+    c.Create(Spec({int64_t{1} << 62, 4}, kF32, RowBlocks({int64_t{1} << 62, 4}, 4)));
+    c.Create(Spec({kMax, kMax}, v1::DTYPE_INT8, Replicated({kMax, kMax}, 1)));
+    c.Create(Spec({-1, 3}, v1::DTYPE_INT8, Replicated({-1, 3}, 1)));
+    c.UploadNew(Spec({int64_t{1} << 40, 1 << 20}, v1::DTYPE_FLOAT64, Replicated({2, 2}, 1)));
+    // One byte of a [1, 2^30] int8 array.
+    v1::IndexMap map;
+    *map.add_chunks() = MakeChunk(0, {S{}, S{0, 1, std::nullopt}});
+    c.Create(Spec({1, 1 << 30}, v1::DTYPE_INT8, map));
+    c.DownloadFrom(0);
+  }
+  {
+    Case& c = add("many_chunks");
+    v1::IndexMap map;
+    for (int i = 0; i < 512; ++i) *map.add_chunks() = MakeChunk(i % 4, {S{i, i + 1, std::nullopt}});
+    c.Create(Spec({512}, v1::DTYPE_UINT32, map, v1::MODE_SUM)).mutable_fill()->mutable_ones();
+    v1::IndexMap blocks = RowBlocks({512}, 4);
+    *c.Reshard(0).mutable_index_map() = blocks;
+    c.DownloadFrom(1, Region({S{std::nullopt, std::nullopt, -3}}));
+  }
+  {
+    Case& c = add("unknown_enums");
+    c.Create(Spec({4}, static_cast<v1::DType>(99), Replicated({4}, 1)));
+    c.Create(Spec({4}, v1::DTYPE_FLOAT16, Replicated({4}, 1)));
+    c.Create(Spec({4}, kF32, Replicated({4}, 1), static_cast<v1::Mode>(42)));
+    c.Create(Spec({4}, kF32, Replicated({4}, 1)));
+    c.ChangeMode(0, static_cast<v1::Mode>(-1));
+    c.Reshard(0).set_mode(static_cast<v1::Mode>(7));
+    c.Unary(static_cast<v1::ElementwiseOp>(77), 0);
+    c.Binary(v1::ELEMENTWISE_OP_UNSPECIFIED, 0, 0);
+  }
+  {
+    // Invalid UTF-8 cannot reach the engine: a proto3 string that is not UTF-8 fails to parse.
+    Case& c = add("names");
+    c.Create(Spec({2}, kF32, Replicated({2}, 1), v1::MODE_REPLICA, std::string(300, 'n')));
+    c.Create(Spec({2}, kF32, Replicated({2}, 1), v1::MODE_REPLICA, "odd\u202e\u540d\x01\n"));
+    c.Create(Spec({2}, kF32, Replicated({2}, 1), v1::MODE_REPLICA, "arr-0123456789abcdef"));
+    c.Create(Spec({2}, kF32, Replicated({2}, 1), v1::MODE_REPLICA, "twice"));
+    c.Create(Spec({2}, kF32, Replicated({2}, 1), v1::MODE_REPLICA, "twice"));
+    c.UploadNew(Spec({2}, kF32, Replicated({2}, 1), v1::MODE_REPLICA, "twice")).set_pad(true);
+    c.DescribeName(std::string(5000, 'q'));
+    c.DescribeName("");
+  }
+  {
+    Case& c = add("every_dtype");
+    for (int t = v1::DTYPE_BOOL; t <= v1::DTYPE_COMPLEX128; ++t) {
+      auto& create = c.Create(Spec({3, 2}, static_cast<v1::DType>(t), RowBlocks({3, 2}, 3)));
+      create.mutable_fill()->mutable_uniform()->set_low(0);
+      create.mutable_fill()->mutable_uniform()->set_high(2);
+    }
+  }
+  {
+    Case& c = add("scalar_ranges");
+    v1::Scalar two63 = FloatScalar(9223372036854775808.0);
+    v1::Scalar two64 = FloatScalar(18446744073709551616.0);
+    c.Create(Spec({2}, v1::DTYPE_INT64, Replicated({2}, 1)))
+        .mutable_fill()
+        ->mutable_full()
+        ->mutable_value()
+        ->CopyFrom(two63);
+    c.Create(Spec({2}, v1::DTYPE_UINT64, Replicated({2}, 1)))
+        .mutable_fill()
+        ->mutable_full()
+        ->mutable_value()
+        ->CopyFrom(two64);
+    c.Create(Spec({2}, v1::DTYPE_UINT8, Replicated({2}, 1)))
+        .mutable_fill()
+        ->mutable_full()
+        ->mutable_value()
+        ->set_int_value(256);
+    c.Create(Spec({2}, v1::DTYPE_INT8, Replicated({2}, 1)));
+    c.WithScalar(v1::ELEMENTWISE_OP_ADD, 0, two63);
+    v1::Scalar u;
+    u.set_uint_value(std::numeric_limits<uint64_t>::max());
+    c.WithScalar(v1::ELEMENTWISE_OP_ADD, 0, u);
+  }
+  return seeds;
+}
+
+}  // namespace
+}  // namespace distarray::fuzz
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s OUTPUT_DIR\n", argv[0]);
+    return 2;
+  }
+  for (const auto& [name, c] : distarray::fuzz::Seeds()) {
+    const std::string path = std::string(argv[1]) + "/" + name;
+    std::ofstream out(path, std::ios::binary);
+    if (!c.proto().SerializeToOstream(&out)) {
+      std::fprintf(stderr, "cannot write %s\n", path.c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
