@@ -9,6 +9,7 @@
 #include "common/status_macros.h"
 #include "server/engine/engine.h"
 #include "server/engine/layout.h"
+#include "server/engine/reshard_planner.h"
 #include "server/kernels/host_kernels.h"
 
 namespace distarray {
@@ -42,7 +43,9 @@ UploadSession::UploadSession(Engine& engine, Array array, bool is_new, RegionSel
     : engine_(engine),
       array_(std::move(array)),
       is_new_(is_new),
-      element_size_(DTypeSize(array_.dtype)) {
+      element_size_(DTypeSize(array_.dtype)),
+      map_(array_.index_map()),
+      index_(map_) {
   auto walker = SlabWalker::Create(std::move(region), element_size_, UploadSlabTargetBytes(),
                                    "header.region");
   if (!walker.ok()) {
@@ -80,13 +83,16 @@ absl::Status UploadSession::FlushSlab() {
   const std::vector<bool>& mirrored = walker_->mirrored();
   const Shape slab_shape = BoxShape(slab);
   Backend& backend = engine_.backend();
-  for (const Chunk& chunk : array_.chunks) {
-    std::optional<Box> piece = IntersectBoxes(chunk.spec.box, slab);
-    if (!piece) continue;
-    const int64_t piece_bytes = NumElements(*piece) * element_size_;  // within the slab's bytes
-    const Box in_slab = ToLocal(slab, *piece);
+  PlanBudget budget;
+  ASSIGN_OR_RETURN(std::vector<SourceSelection::Piece> pieces,
+                   OverlappingPieces(map_, index_, slab, budget, "header.region"));
+  for (const SourceSelection::Piece& overlap : pieces) {
+    const Chunk& chunk = array_.chunks[overlap.chunk];
+    const Box& piece = overlap.global;
+    const int64_t piece_bytes = NumElements(piece) * element_size_;  // within the slab's bytes
+    const Box in_slab = ToLocal(slab, piece);
     const Shape chunk_shape = BoxShape(chunk.spec.box);
-    const Box in_chunk = ToLocal(chunk.spec.box, *piece);
+    const Box in_chunk = ToLocal(chunk.spec.box, piece);
 
     // WriteFromHost stages the bytes before it returns, so `gathered` may go at scope end.
     std::string gathered;
@@ -106,7 +112,7 @@ absl::Status UploadSession::FlushSlab() {
       // Strided destination: stage densely on the device, then scatter with a copy kernel.
       ASSIGN_OR_RETURN(BufferPtr staging, backend.Allocate(chunk.spec.device, piece_bytes));
       RETURN_IF_ERROR(backend.WriteFromHost(staging, 0, source, piece_bytes));
-      const Shape piece_shape = BoxShape(*piece);
+      const Shape piece_shape = BoxShape(piece);
       RETURN_IF_ERROR(
           backend.Copy(array_.dtype, {BoxCopy{BufferBox{staging, piece_shape, FullBox(piece_shape)},
                                               BufferBox{chunk.buffer, chunk_shape, in_chunk}}}));

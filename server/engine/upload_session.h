@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "common/index_map.h"
 #include "server/engine/array.h"
+#include "server/engine/chunk_index.h"
 #include "server/engine/slab_plan.h"
 
 namespace distarray {
@@ -45,6 +46,8 @@ class UploadSession {
   Array array_;
   const bool is_new_;
   const int64_t element_size_;
+  const IndexMap map_;        // the target's chunks, and an index of them, so a slab finds the
+  const ChunkIndex index_;    // chunks it meets without a scan of every chunk
   absl::Status plan_status_;  // a region whose byte count does not fit (not for valid arrays)
   std::optional<SlabWalker> walker_;  // the slab being filled; set when plan_status_ is OK
   int64_t expected_bytes_ = 0;
