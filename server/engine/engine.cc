@@ -11,6 +11,7 @@
 #include "common/proto_convert.h"
 #include "common/scalar_check.h"
 #include "common/status_macros.h"
+#include "server/backend/memory_ledger.h"
 #include "server/engine/layout.h"
 #include "server/engine/upload_session.h"
 
@@ -163,6 +164,7 @@ v1::GetServerInfoResponse Engine::ServerInfo() const {
   limits->set_max_name_bytes(kMaxNameBytes);
   limits->set_max_list_page_size(options_.max_list_page_size);
   limits->set_upload_idle_timeout_ms(options_.upload_idle_timeout_ms);
+  limits->set_allocation_overhead_bytes(kAllocationOverheadBytes);
   return info;
 }
 
