@@ -103,7 +103,9 @@ class Backend {
   virtual absl::Status WriteFromHost(const BufferPtr& dst, int64_t offset, const void* src,
                                      int64_t bytes) = 0;
   // Starts copying `bytes` from `src` at byte `offset` to host memory `dst`, after the work that
-  // writes `src`. `dst` must stay valid until the PendingRead's Wait returns.
+  // writes `src`. `dst` must stay valid until Wait returns or the PendingRead is destroyed
+  // (destruction waits for the copy, or makes it safe, so an abandoned read never writes freed
+  // memory).
   virtual absl::StatusOr<std::unique_ptr<PendingRead>> ReadToHost(const BufferPtr& src,
                                                                   int64_t offset, int64_t bytes,
                                                                   void* dst) = 0;

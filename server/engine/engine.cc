@@ -271,9 +271,9 @@ absl::StatusOr<std::unique_ptr<UploadSession>> Engine::BeginUpload(const v1::Upl
             "header.handle: array ", target->handle, " is in mode ", ModeName(target->mode),
             "; uploads overwrite REPLICA arrays only (change its mode first)"));
       }
-      ASSIGN_OR_RETURN(Box region,
-                       NormalizeRegion(header.region(), target->shape, "header.region"));
-      return std::make_unique<UploadSession>(*this, *target, /*is_new=*/false, region);
+      ASSIGN_OR_RETURN(RegionSelection region,
+                       NormalizeRegionSelection(header.region(), target->shape, "header.region"));
+      return std::make_unique<UploadSession>(*this, *target, /*is_new=*/false, std::move(region));
     }
     default:
       return absl::InvalidArgumentError("header: give new_array or handle");
