@@ -146,19 +146,6 @@ absl::StatusOr<SourceSelection> SelectSources(const IndexMap& sources, const Chu
   return Choose(std::move(candidates), target, budget, what);
 }
 
-SourceSelection SelectSources(const IndexMap& sources, const Box& target, int preferred_device) {
-  std::vector<Piece> preferred, others;
-  for (size_t i = 0; i < sources.size(); ++i) {
-    if (std::optional<Box> piece = IntersectBoxes(sources[i].box, target)) {
-      (sources[i].device == preferred_device ? preferred : others)
-          .push_back({static_cast<int>(i), *std::move(piece)});
-    }
-  }
-  for (Piece& p : others) preferred.push_back(std::move(p));
-  PlanBudget unlimited(std::numeric_limits<int64_t>::max());
-  return *Choose(std::move(preferred), target, unlimited, "source selection");
-}
-
 absl::StatusOr<std::vector<Piece>> OverlappingPieces(const IndexMap& map, const ChunkIndex& index,
                                                      const Box& target, PlanBudget& budget,
                                                      absl::string_view what) {

@@ -50,9 +50,6 @@ absl::StatusOr<SourceSelection> SelectSources(const IndexMap& sources, const Chu
                                               const Box& target, int preferred_device,
                                               PlanBudget& budget,
                                               absl::string_view what = "source selection");
-// The same without a prebuilt index and without a work limit: scans every source once (linear in
-// the chunk count), then chooses and checks coverage through an index of the candidates.
-SourceSelection SelectSources(const IndexMap& sources, const Box& target, int preferred_device);
 
 // Every chunk of `map` that shares an element with `target`, in chunk order, with the shared box
 // (global coordinates): what an op-mode read must combine. `index` is ChunkIndex(map).
