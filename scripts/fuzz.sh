@@ -32,7 +32,7 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-artifacts="$PWD/$build/fuzz-artifacts/"
+artifacts="$(cd "$build" && pwd)/fuzz-artifacts/"
 mkdir -p "$artifacts"
 args=(-max_total_time="$seconds" -timeout=60 -rss_limit_mb=4096 -print_final_stats=1
       -entropic_scale_per_exec_time=1 -artifact_prefix="$artifacts")

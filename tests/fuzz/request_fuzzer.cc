@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "common/box.h"
 #include "common/dtype.h"
 #include "google/protobuf/stubs/logging.h"
@@ -79,15 +80,20 @@ void CheckStatus(const absl::Status& status, const Action& action) {
 
 class Runner {
  public:
-  explicit Runner(std::unique_ptr<Backend> backend) : engine_(std::move(backend)) {}
+  // A zero lease: every session has expired by the time a sweep runs, so sweeps are
+  // deterministic.
+  explicit Runner(std::unique_ptr<Backend> backend)
+      : engine_(std::move(backend), EngineOptions{.session_lease = absl::ZeroDuration()}) {}
 
   void Run(const Action& action) {
+    const CallContext call = CallFor(action);
+    engine_.TouchSession(call);
     switch (action.kind_case()) {
       case Action::kCreate:
-        Keep(engine_.Create(action.create()), action);
+        Keep(engine_.Create(action.create(), call), action);
         break;
       case Action::kUpload:
-        RunUpload(action);
+        RunUpload(action, call);
         break;
       case Action::kDownload:
         RunDownload(action);
@@ -99,7 +105,9 @@ class Runner {
         break;
       }
       case Action::kList:
-        engine_.List();
+        CheckStatus(
+            engine_.ListPage(action.list().page_size(), action.list().page_token()).status(),
+            action);
         break;
       case Action::kDelete: {
         v1::DeleteArrayRequest request = action.delete_();
@@ -110,13 +118,13 @@ class Runner {
       case Action::kReshard: {
         v1::ReshardRequest request = action.reshard();
         SetHandle(action, request.mutable_handle());
-        Keep(engine_.Reshard(request), action);
+        Keep(engine_.Reshard(request, call), action);
         break;
       }
       case Action::kChangeMode: {
         v1::ChangeModeRequest request = action.change_mode();
         SetHandle(action, request.mutable_handle());
-        Keep(engine_.ChangeMode(request), action);
+        Keep(engine_.ChangeMode(request, call), action);
         break;
       }
       case Action::kElementwise: {
@@ -127,7 +135,7 @@ class Runner {
             operands->at(i).set_handle(handles_[action.operands_from(i) % handles_.size()]);
           }
         }
-        Keep(engine_.Elementwise(request), action);
+        Keep(engine_.Elementwise(request, call), action);
         break;
       }
       case Action::kSynchronize: {
@@ -138,6 +146,12 @@ class Runner {
         CheckStatus(engine_.Synchronize(request), action);
         break;
       }
+      case Action::kKeepAlive:
+        engine_.KeepAlive(call);
+        break;
+      case Action::kSweepSessions:
+        engine_.SweepExpiredSessions();
+        break;
       case Action::KIND_NOT_SET:
         break;
     }
@@ -173,11 +187,25 @@ class Runner {
     if (result.ok() && handles_.size() < kMaxHandles) handles_.push_back((*result)->handle);
   }
 
-  void RunUpload(const Action& action) {
+  // The call an action stands for: its session, and a liveness check that turns CANCELLED at
+  // the requested check.
+  static CallContext CallFor(const Action& action) {
+    CallContext call;
+    if (action.session() != 0) call.session = "session-" + std::to_string(action.session() % 4);
+    if (const uint32_t cancel_at = action.cancel_at_check(); cancel_at != 0) {
+      call.alive = [checks = uint32_t{0}, cancel_at]() mutable {
+        return ++checks >= cancel_at ? absl::CancelledError("the client cancelled")
+                                     : absl::OkStatus();
+      };
+    }
+    return call;
+  }
+
+  void RunUpload(const Action& action, const CallContext& call) {
     const Upload& upload = action.upload();
     v1::UploadHeader header = upload.header();
     if (!header.has_new_array()) SetHandle(action, header.mutable_handle());
-    absl::StatusOr<std::unique_ptr<UploadSession>> session = engine_.BeginUpload(header);
+    absl::StatusOr<std::unique_ptr<UploadSession>> session = engine_.BeginUpload(header, call);
     CheckStatus(session.status(), action);
     if (!session.ok()) return;
     int64_t received = 0;

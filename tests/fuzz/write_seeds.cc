@@ -158,10 +158,17 @@ class Case {
     for (const std::string& h : handles) sync->add_handles(h);
   }
 
+  void KeepAlive() { Add().mutable_keep_alive(); }
+  void Sweep() { Add().set_sweep_sessions(true); }
+  // Sets the session, or the cancellation point, of the last action.
+  void SetSession(uint32_t session) { Last().set_session(session); }
+  void SetCancelAt(uint32_t check) { Last().set_cancel_at_check(check); }
+
   const FuzzCase& proto() const { return case_; }
 
  private:
   Action& Add() { return *case_.add_actions(); }
+  Action& Last() { return *case_.mutable_actions(case_.actions_size() - 1); }
   FuzzCase case_;
 };
 
@@ -412,6 +419,34 @@ std::vector<std::pair<std::string, Case>> Seeds() {
     v1::Scalar u;
     u.set_uint_value(std::numeric_limits<uint64_t>::max());
     c.WithScalar(v1::ELEMENTWISE_OP_ADD, 0, u);
+  }
+  {
+    Case& c = add("sessions");
+    // An unnamed array of session 1 goes with the sweep; the named one stays.
+    c.Create(Spec({4}, kF32, Replicated({4}, 2)));
+    c.SetSession(1);
+    c.Create(Spec({4}, kF32, Replicated({4}, 2), v1::MODE_REPLICA, "kept"));
+    c.SetSession(1);
+    c.KeepAlive();
+    c.SetSession(1);
+    c.List(1);
+    c.Sweep();
+    c.List();
+    c.Describe(0);
+  }
+  {
+    Case& c = add("cancelled_calls");
+    // Each call after the first is cancelled at its first, second or third check.
+    c.Create(Spec({6, 6}, kF32, RowBlocks({6, 6}, 3))).mutable_fill()->mutable_ones();
+    c.Create(Spec({6, 6}, kF32, RowBlocks({6, 6}, 2)));
+    c.SetCancelAt(1);
+    *c.Reshard(0).mutable_index_map() = RowBlocks({6, 6}, 4);
+    c.SetCancelAt(2);
+    c.Binary(v1::ELEMENTWISE_OP_ADD, 0, 0);
+    c.SetCancelAt(3);
+    c.UploadNew(Spec({2, 2}, v1::DTYPE_INT8, Replicated({2, 2}, 1))).set_pad(true);
+    c.SetCancelAt(1);
+    c.List();
   }
   return seeds;
 }
