@@ -12,20 +12,13 @@
 
 #include "tests/support/backend_fixture.h"
 #include "tests/support/reference.h"
+#include "tests/support/server_state.h"
 
 namespace distarray::testing {
 namespace {
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
-
-int64_t UsedBytes(const Client& client) {
-  auto info = client.ServerInfo();
-  EXPECT_TRUE(info.ok()) << info.status();
-  int64_t used = 0;
-  for (const auto& d : info->devices()) used += d.memory_used_bytes();
-  return used;
-}
 
 // A raw download through the stub, so the test sees the exact status.
 grpc::Status RawDownload(v1::ArrayService::Stub& stub, const std::string& handle,
@@ -56,27 +49,7 @@ grpc::Status CancelAfterFirstMessage(v1::ArrayService::Stub& stub, const std::st
   return reader->Finish();
 }
 
-class DataPathTest : public BackendTest {
- protected:
-  void SetUp() override {
-    BackendTest::SetUp();
-    if (IsSkipped()) return;
-    std::mt19937_64 rng(5);
-    bystander_values_ = RandomValues<float>(100, rng);
-    auto a = client().Upload<float>(bystander_values_, {10, 10},
-                                    {BlockGrid2D(10, 10, 2, 2, {dev(0), dev(1), dev(2), dev(3)})});
-    ASSERT_TRUE(a.ok()) << a.status();
-    bystander_.emplace(*std::move(a));
-  }
-  void ExpectBystanderIntact() {
-    auto values = bystander_->Download<float>();
-    ASSERT_TRUE(values.ok()) << values.status();
-    EXPECT_EQ(*values, bystander_values_);
-  }
-
-  std::vector<float> bystander_values_;
-  std::optional<Array> bystander_;
-};
+class DataPathTest : public BystanderTest {};
 
 TEST_P(DataPathTest, ExtremeRegionStepsSelectOneElement) {
   std::mt19937_64 rng(21);

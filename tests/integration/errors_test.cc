@@ -7,32 +7,12 @@
 
 #include "tests/support/backend_fixture.h"
 #include "tests/support/reference.h"
+#include "tests/support/server_state.h"
 
 namespace distarray::testing {
 namespace {
 
-class ErrorsTest : public BackendTest {
- protected:
-  // A bystander array whose values every case re-checks.
-  void SetUp() override {
-    BackendTest::SetUp();
-    if (IsSkipped()) return;
-    std::mt19937_64 rng(4);
-    bystander_values_ = RandomValues<float>(100, rng);
-    auto a = client().Upload<float>(bystander_values_, {10, 10},
-                                    {BlockGrid2D(10, 10, 2, 2, {dev(0), dev(1), dev(2), dev(3)})});
-    ASSERT_TRUE(a.ok()) << a.status();
-    bystander_.emplace(*std::move(a));
-  }
-  void ExpectBystanderIntact() {
-    auto values = bystander_->Download<float>();
-    ASSERT_TRUE(values.ok()) << values.status();
-    EXPECT_EQ(*values, bystander_values_);
-  }
-
-  std::vector<float> bystander_values_;
-  std::optional<Array> bystander_;
-};
+class ErrorsTest : public BystanderTest {};
 
 v1::CreateArrayRequest CreateRequest(std::vector<int64_t> shape, v1::DType dtype,
                                      v1::IndexMap map) {
@@ -581,7 +561,7 @@ std::vector<BadCase> Cases() {
 TEST_P(ErrorsTest, BadRequestsGetTheirExactStatus) {
   for (const BadCase& bad : Cases()) {
     SCOPED_TRACE(bad.name);
-    const grpc::Status status = bad.call(client().stub(), bystander_->handle());
+    const grpc::Status status = bad.call(client().stub(), bystander().handle());
     EXPECT_EQ(status.error_code(), bad.code) << status.error_message();
     EXPECT_NE(status.error_message().find(bad.message_contains), std::string::npos)
         << "message: " << status.error_message();
@@ -595,13 +575,6 @@ DISTARRAY_INSTANTIATE_BACKENDS(ErrorsTest);
 
 // Memory admission runs against its own daemon with a small limit, so its accounting is exact.
 class MemoryLimitTest : public ::testing::TestWithParam<std::string> {};
-
-int64_t UsedBytes(const Client& client) {
-  auto info = client.ServerInfo();
-  int64_t used = 0;
-  for (const auto& d : info->devices()) used += d.memory_used_bytes();
-  return used;
-}
 
 TEST_P(MemoryLimitTest, OverTheLimitIsResourceExhaustedAndNothingLeaks) {
   Daemon::Options options = OptionsFor(GetParam());

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/support/backend_fixture.h"
+#include "tests/support/server_state.h"
 
 namespace distarray::testing {
 namespace {
@@ -17,14 +18,6 @@ namespace {
 constexpr int kMaxPageSize = 120;
 constexpr int kIdleTimeoutMs = 1000;
 constexpr int64_t kFourMiB = int64_t{4} << 20;
-
-int64_t UsedBytes(const Client& client) {
-  auto info = client.ServerInfo();
-  EXPECT_TRUE(info.ok()) << info.status();
-  int64_t used = 0;
-  for (const auto& d : info->devices()) used += d.memory_used_bytes();
-  return used;
-}
 
 // A [rows, cols] float32 map of one-element chunks over `devices` devices.
 v1::IndexMap OneElementChunks(int64_t rows, int64_t cols, int devices) {

@@ -3,19 +3,12 @@
 #include <chrono>
 
 #include "tests/support/backend_fixture.h"
+#include "tests/support/server_state.h"
 
 namespace distarray::testing {
 namespace {
 
 class PlanningTest : public BackendTest {};
-
-int64_t UsedBytes(const Client& client) {
-  auto info = client.ServerInfo();
-  EXPECT_TRUE(info.ok()) << info.status();
-  int64_t used = 0;
-  for (const auto& d : info->devices()) used += d.memory_used_bytes();
-  return used;
-}
 
 TEST_P(PlanningTest, AMaskOverThousandsOfCopiesOfEveryElementIsResourceExhausted) {
   // 5,000 chunks that each hold the whole array: SUM mode would mask 12.5 million overlaps.

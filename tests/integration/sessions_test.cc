@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/support/backend_fixture.h"
+#include "tests/support/server_state.h"
 
 namespace distarray::testing {
 namespace {
@@ -24,14 +25,6 @@ constexpr int kChildUnnamedArrays = 3;
 // Environment of the child process (this test binary run again with only the child's test).
 constexpr char kChildAddressEnv[] = "DISTARRAY_SESSION_CHILD_ADDRESS";
 constexpr char kChildOutEnv[] = "DISTARRAY_SESSION_CHILD_OUT";
-
-int64_t UsedBytes(const Client& client) {
-  auto info = client.ServerInfo();
-  EXPECT_TRUE(info.ok()) << info.status();
-  int64_t used = 0;
-  for (const auto& d : info->devices()) used += d.memory_used_bytes();
-  return used;
-}
 
 std::set<std::string> Handles(const Client& client) {
   std::set<std::string> handles;
@@ -136,8 +129,7 @@ TEST_P(SessionsTest, DeadClientsUnnamedArraysAreDeletedWithinTheLease) {
   // Within the lease plus a sweep and some slack, the memory returns and the unnamed arrays are
   // gone; the named one (4 KiB and its bookkeeping) stays.
   const int64_t named_at_most = 64 << 10;
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(kLeaseSeconds + 3);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kLeaseSeconds + 3);
   while (UsedBytes(client) > baseline + named_at_most &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
