@@ -9,9 +9,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -30,29 +32,47 @@ inline constexpr int64_t kDefaultPlanWorkLimit = 10'000'000;
 
 // Counts the work of one plan: one unit per index node entered or candidate box tested exactly;
 // the planners spend more per copy or fill they keep (reshard_planner.cc).
+// OK while the call a plan serves is still wanted; CANCELLED or DEADLINE_EXCEEDED once not.
+using StopCheck = std::function<absl::Status()>;
+
 class PlanBudget {
  public:
-  explicit PlanBudget(int64_t limit = kDefaultPlanWorkLimit) : limit_(limit) {}
+  explicit PlanBudget(int64_t limit = kDefaultPlanWorkLimit, StopCheck stop = {})
+      : limit_(limit), stop_(std::move(stop)) {}
 
-  // Spends `n` units; false once the limit is passed.
+  // Spends `n` units; false once the limit is passed or, checked every kUnitsPerStopCheck
+  // units, once the call is no longer wanted (a client that cancels or whose deadline passes
+  // does not keep a core planning for it).
   bool Spend(int64_t n = 1) {
     used_ += n;
-    return used_ <= limit_;
+    if (stop_ && used_ >= next_stop_check_) {
+      next_stop_check_ = used_ + kUnitsPerStopCheck;
+      if (absl::Status s = stop_(); !s.ok()) stopped_ = std::move(s);
+    }
+    return !exhausted();
   }
-  bool exhausted() const { return used_ > limit_; }
+  bool exhausted() const { return used_ > limit_ || !stopped_.ok(); }
   int64_t used() const { return used_; }
   int64_t limit() const { return limit_; }
 
-  // RESOURCE_EXHAUSTED naming what was being planned.
+  // RESOURCE_EXHAUSTED naming what was being planned, or why the call stopped.
   absl::Status ExhaustedError(absl::string_view what) const {
+    if (!stopped_.ok()) {
+      return absl::Status(stopped_.code(), absl::StrCat(what, ": ", stopped_.message()));
+    }
     return absl::ResourceExhaustedError(
         absl::StrCat(what, ": the plan needs more than ", limit_,
                      " box intersections (chunks that overlap many other chunks)"));
   }
 
  private:
+  static constexpr int64_t kUnitsPerStopCheck = 1 << 14;  // about a millisecond of planning
+
   int64_t limit_;
   int64_t used_ = 0;
+  StopCheck stop_;
+  int64_t next_stop_check_ = 0;
+  absl::Status stopped_;
 };
 
 class ChunkIndex {

@@ -72,7 +72,7 @@ absl::StatusOr<ArrayPtr> Engine::Reshard(const v1::ReshardRequest& request,
   Array out = Derived(*array, request.in_place(), call);
   out.mode = mode;
   RETURN_IF_ERROR(call.CheckAlive());
-  ASSIGN_OR_RETURN(out.chunks, Relayout(*backend_, *array, map, mode));
+  ASSIGN_OR_RETURN(out.chunks, Relayout(*backend_, *array, map, mode, call.alive));
   return Register(std::move(out), request.in_place(), call);
 }
 
@@ -83,7 +83,7 @@ absl::StatusOr<ArrayPtr> Engine::ChangeMode(const v1::ChangeModeRequest& request
   Array out = Derived(*array, request.in_place(), call);
   out.mode = mode;
   RETURN_IF_ERROR(call.CheckAlive());
-  ASSIGN_OR_RETURN(out.chunks, Relayout(*backend_, *array, array->index_map(), mode));
+  ASSIGN_OR_RETURN(out.chunks, Relayout(*backend_, *array, array->index_map(), mode, call.alive));
   return Register(std::move(out), request.in_place(), call);
 }
 
@@ -163,7 +163,7 @@ absl::StatusOr<ArrayPtr> Engine::Elementwise(const v1::ElementwiseRequest& reque
     if (a->mode == Mode::kReplica && a->index_map() == layout) {
       inputs[i] = a->chunks;
     } else {
-      ASSIGN_OR_RETURN(inputs[i], Relayout(*backend_, *a, layout, Mode::kReplica));
+      ASSIGN_OR_RETURN(inputs[i], Relayout(*backend_, *a, layout, Mode::kReplica, call.alive));
     }
   }
   for (size_t c = 0; c < out.chunks.size(); ++c) {

@@ -213,7 +213,7 @@ absl::StatusOr<ArrayPtr> Engine::Create(const v1::CreateArrayRequest& request,
   RETURN_IF_ERROR(call.CheckAlive());
   ASSIGN_OR_RETURN(array.chunks, AllocateChunks(*backend_, array.dtype, array.index_map()));
   RETURN_IF_ERROR(LaunchFill(*backend_, array, request.fill(), call));
-  RETURN_IF_ERROR(ApplyOwnershipMask(*backend_, array.dtype, array.mode, array.chunks));
+  RETURN_IF_ERROR(ApplyOwnershipMask(*backend_, array.dtype, array.mode, array.chunks, call.alive));
   return Register(std::move(array), /*in_place=*/false, call);
 }
 

@@ -40,10 +40,12 @@ Scalar IdentityScalar(DType dtype, Mode mode) {
   });
 }
 
-absl::StatusOr<std::vector<Chunk>> GatherToReplica(Backend& backend, const Array& array) {
+absl::StatusOr<std::vector<Chunk>> GatherToReplica(Backend& backend, const Array& array,
+                                                   const StopCheck& stop) {
   const IndexMap map = array.index_map();
   // Planned before allocating: a plan refused for its size leaves nothing allocated.
-  ASSIGN_OR_RETURN(const std::vector<PlannedCopy> planned, PlanGatherToReplica(map, array.mode));
+  ASSIGN_OR_RETURN(const std::vector<PlannedCopy> planned,
+                   PlanGatherToReplica(map, array.mode, kDefaultPlanWorkLimit, stop));
   ASSIGN_OR_RETURN(std::vector<Chunk> out, AllocateChunks(backend, array.dtype, map));
   RETURN_IF_ERROR(backend.Copy(array.dtype, ToBoxCopies(planned, array.chunks, out)));
   return out;
@@ -53,10 +55,12 @@ absl::StatusOr<std::vector<Chunk>> GatherToReplica(Backend& backend, const Array
 // the identity of the source's mode for an op-mode source gathered to REPLICA.
 absl::StatusOr<std::vector<Chunk>> ReshardReplica(Backend& backend, DType dtype,
                                                   const std::vector<Chunk>& from,
-                                                  const IndexMap& map, const Scalar& uncovered) {
+                                                  const IndexMap& map, const Scalar& uncovered,
+                                                  const StopCheck& stop) {
   IndexMap from_map;
   for (const Chunk& c : from) from_map.push_back(c.spec);
-  ASSIGN_OR_RETURN(const ReplicaReshardPlan plan, PlanReplicaReshard(from_map, map));
+  ASSIGN_OR_RETURN(const ReplicaReshardPlan plan,
+                   PlanReplicaReshard(from_map, map, kDefaultPlanWorkLimit, stop));
   ASSIGN_OR_RETURN(std::vector<Chunk> out, AllocateChunks(backend, dtype, map));
   for (size_t j = 0; j < out.size(); ++j) {
     if (plan.fill_uncovered[j])
@@ -92,12 +96,13 @@ absl::StatusOr<std::vector<Chunk>> AllocateChunks(Backend& backend, DType dtype,
 }
 
 absl::Status ApplyOwnershipMask(Backend& backend, DType dtype, Mode mode,
-                                const std::vector<Chunk>& chunks) {
+                                const std::vector<Chunk>& chunks, const StopCheck& stop) {
   if (mode == Mode::kReplica) return absl::OkStatus();
   IndexMap map;
   for (const Chunk& c : chunks) map.push_back(c.spec);
   const Scalar identity = IdentityScalar(dtype, mode);
-  ASSIGN_OR_RETURN(const std::vector<PlannedFill> fills, PlanOwnershipMask(map));
+  ASSIGN_OR_RETURN(const std::vector<PlannedFill> fills,
+                   PlanOwnershipMask(map, kDefaultPlanWorkLimit, stop));
   for (const PlannedFill& fill : fills) {
     RETURN_IF_ERROR(backend.FillConstant(dtype, At(chunks[fill.chunk], fill.local), identity));
   }
@@ -105,26 +110,26 @@ absl::Status ApplyOwnershipMask(Backend& backend, DType dtype, Mode mode,
 }
 
 absl::StatusOr<std::vector<Chunk>> Relayout(Backend& backend, const Array& array,
-                                            const IndexMap& map, Mode mode) {
+                                            const IndexMap& map, Mode mode, const StopCheck& stop) {
   const bool same_map = array.index_map() == map;
   if (same_map && array.mode == mode) return CopyChunks(backend, array.dtype, array.chunks);
 
   std::vector<Chunk> current = array.chunks;
   bool owned = false;  // whether `current` holds fresh buffers we may modify in place
   if (array.mode != Mode::kReplica) {
-    ASSIGN_OR_RETURN(current, GatherToReplica(backend, array));
+    ASSIGN_OR_RETURN(current, GatherToReplica(backend, array, stop));
     owned = true;
   }
   if (!same_map) {
     ASSIGN_OR_RETURN(current, ReshardReplica(backend, array.dtype, current, map,
-                                             IdentityScalar(array.dtype, array.mode)));
+                                             IdentityScalar(array.dtype, array.mode), stop));
     owned = true;
   }
   if (mode != Mode::kReplica) {
     if (!owned) {
       ASSIGN_OR_RETURN(current, CopyChunks(backend, array.dtype, current));
     }
-    RETURN_IF_ERROR(ApplyOwnershipMask(backend, array.dtype, mode, current));
+    RETURN_IF_ERROR(ApplyOwnershipMask(backend, array.dtype, mode, current, stop));
   }
   return current;
 }

@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "server/backend/backend.h"
 #include "server/engine/array.h"
+#include "server/engine/chunk_index.h"
 
 namespace distarray {
 
@@ -19,13 +20,15 @@ absl::StatusOr<std::vector<Chunk>> AllocateChunks(Backend& backend, DType dtype,
 // Sets every element that is not the first copy of its value to `mode`'s identity, in place, on
 // chunks the caller owns exclusively (fresh buffers holding REPLICA values).
 absl::Status ApplyOwnershipMask(Backend& backend, DType dtype, Mode mode,
-                                const std::vector<Chunk>& chunks);
+                                const std::vector<Chunk>& chunks, const StopCheck& stop = {});
 
 // New chunks holding `array`'s logical values in layout `map` and mode `mode`. An op-mode source
 // goes through REPLICA first (docs/design.md explains why). Asynchronous: returns once the work is
-// enqueued; consumers of each new chunk wait on that chunk alone.
+// enqueued; consumers of each new chunk wait on that chunk alone. Planning stops with `stop`'s
+// status once the call it serves is abandoned (planning a large map can take a second of CPU).
 absl::StatusOr<std::vector<Chunk>> Relayout(Backend& backend, const Array& array,
-                                            const IndexMap& map, Mode mode);
+                                            const IndexMap& map, Mode mode,
+                                            const StopCheck& stop = {});
 
 }  // namespace distarray
 

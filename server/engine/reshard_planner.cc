@@ -162,9 +162,9 @@ absl::StatusOr<std::vector<Piece>> OverlappingPieces(const IndexMap& map, const 
 }
 
 absl::StatusOr<ReplicaReshardPlan> PlanReplicaReshard(const IndexMap& from, const IndexMap& to,
-                                                      int64_t work_limit) {
+                                                      int64_t work_limit, const StopCheck& stop) {
   constexpr absl::string_view kWhat = "reshard";
-  PlanBudget budget(work_limit);
+  PlanBudget budget(work_limit, stop);
   const ChunkIndex index(from);
   ReplicaReshardPlan plan;
   plan.fill_uncovered.reserve(to.size());
@@ -185,9 +185,10 @@ absl::StatusOr<ReplicaReshardPlan> PlanReplicaReshard(const IndexMap& from, cons
 }
 
 absl::StatusOr<std::vector<PlannedCopy>> PlanGatherToReplica(const IndexMap& map, Mode mode,
-                                                             int64_t work_limit) {
+                                                             int64_t work_limit,
+                                                             const StopCheck& stop) {
   constexpr absl::string_view kWhat = "gather to REPLICA";
-  PlanBudget budget(work_limit);
+  PlanBudget budget(work_limit, stop);
   const ChunkIndex index(map);
   std::vector<PlannedCopy> copies;
   const Combine combine = CombineFor(mode);
@@ -211,10 +212,10 @@ absl::StatusOr<std::vector<PlannedCopy>> PlanGatherToReplica(const IndexMap& map
   return copies;
 }
 
-absl::StatusOr<std::vector<PlannedFill>> PlanOwnershipMask(const IndexMap& map,
-                                                           int64_t work_limit) {
+absl::StatusOr<std::vector<PlannedFill>> PlanOwnershipMask(const IndexMap& map, int64_t work_limit,
+                                                           const StopCheck& stop) {
   constexpr absl::string_view kWhat = "ownership mask";
-  PlanBudget budget(work_limit);
+  PlanBudget budget(work_limit, stop);
   const ChunkIndex index(map);
   std::vector<PlannedFill> fills;
   for (size_t j = 0; j < map.size(); ++j) {

@@ -64,19 +64,23 @@ struct ReplicaReshardPlan {
   std::vector<bool> fill_uncovered;
   std::vector<PlannedCopy> copies;
 };
+// Each planner below is refused with RESOURCE_EXHAUSTED past `work_limit`, and stops with
+// `stop`'s status once it reports the call is no longer wanted.
 absl::StatusOr<ReplicaReshardPlan> PlanReplicaReshard(const IndexMap& from, const IndexMap& to,
-                                                      int64_t work_limit = kDefaultPlanWorkLimit);
+                                                      int64_t work_limit = kDefaultPlanWorkLimit,
+                                                      const StopCheck& stop = {});
 
 // An op mode to REPLICA on the same map: chunk j becomes the op over every copy of each of its
 // elements. For each j: first a copy of itself (assign), then each other overlapping chunk
 // combined in.
 absl::StatusOr<std::vector<PlannedCopy>> PlanGatherToReplica(
-    const IndexMap& map, Mode mode, int64_t work_limit = kDefaultPlanWorkLimit);
+    const IndexMap& map, Mode mode, int64_t work_limit = kDefaultPlanWorkLimit,
+    const StopCheck& stop = {});
 
 // REPLICA to an op mode: each element keeps its value in the first chunk that covers it and holds
 // the identity in every later one, so the op over copies equals the value.
 absl::StatusOr<std::vector<PlannedFill>> PlanOwnershipMask(
-    const IndexMap& map, int64_t work_limit = kDefaultPlanWorkLimit);
+    const IndexMap& map, int64_t work_limit = kDefaultPlanWorkLimit, const StopCheck& stop = {});
 
 }  // namespace distarray
 

@@ -339,6 +339,32 @@ TEST(ReshardPlannerTest, ManyDisjointTilesPlanWithinTheDefaultLimit) {
   EXPECT_EQ(copies->size(), static_cast<size_t>(kTiles));
 }
 
+// A plan whose call is abandoned stops within a few thousand units of work with the call's status,
+// long before the work limit; a plan whose call is wanted is unaffected by the check.
+TEST(ReshardPlannerTest, PlanningStopsWhenTheCallIsAbandoned) {
+  IndexMap tiles;
+  for (int64_t i = 0; i < 20000; ++i) tiles.push_back(Chunk1D(i % 4, i, i + 1));
+  const IndexMap whole = {Chunk1D(0, 0, 20000)};
+  int checks = 0;
+  const StopCheck wanted = [&] {
+    ++checks;
+    return absl::OkStatus();
+  };
+  ASSERT_TRUE(PlanReplicaReshard(whole, tiles, kDefaultPlanWorkLimit, wanted).ok());
+  EXPECT_GT(checks, 1);
+  int calls = 0;
+  const StopCheck expired = [&] {
+    return ++calls < 3 ? absl::OkStatus() : absl::DeadlineExceededError("the deadline passed");
+  };
+  for (const absl::Status& status :
+       {PlanReplicaReshard(whole, tiles, kDefaultPlanWorkLimit, expired).status(),
+        PlanGatherToReplica(tiles, Mode::kSum, kDefaultPlanWorkLimit, expired).status(),
+        PlanOwnershipMask(tiles, kDefaultPlanWorkLimit, expired).status()}) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+    EXPECT_NE(status.message().find(": the deadline passed"), std::string::npos) << status;
+  }
+}
+
 // Chunks that all overlap each other need quadratically many copies: refused, not computed.
 TEST(ReshardPlannerTest, QuadraticPlansAreResourceExhausted) {
   IndexMap same;
