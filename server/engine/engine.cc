@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <type_traits>
 
 #include <spdlog/spdlog.h>
 
@@ -22,22 +24,58 @@
 namespace distarray {
 namespace {
 
-absl::Status ValidateFill(const v1::Fill& fill, DType dtype) {
+// Whether converting the double `v` to `dtype` is defined: integers truncate toward zero, so the
+// truncated value must lie in [lowest, max + 1); float32 needs |v| <= FLT_MAX.
+bool FitsAfterConversion(double v, DType dtype) {
+  if (dtype == DType::kBool) return true;
+  if (dtype == DType::kFloat64) return std::isfinite(v);
+  if (dtype == DType::kFloat32) return std::fabs(v) <= std::numeric_limits<float>::max();
+  return DispatchDType(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T>) {
+      const double lowest = static_cast<double>(std::numeric_limits<T>::lowest());
+      const double max_plus_one = (static_cast<double>(std::numeric_limits<T>::max() / 2) + 1) * 2;
+      const double truncated = std::trunc(v);
+      return truncated >= lowest && truncated < max_plus_one;
+    } else {
+      return std::isfinite(v);
+    }
+  });
+}
+
+absl::Status ValidateFill(const v1::Fill& fill, DType dtype, int64_t num_elements) {
   switch (fill.kind_case()) {
     case v1::Fill::kFull: {
       ASSIGN_OR_RETURN(Scalar value, ScalarFromProto(fill.full().value(), "fill.full.value"));
       return ValidateScalarFor(value, dtype, "fill.full.value");
     }
-    case v1::Fill::kArange:
-      if (!std::isfinite(fill.arange().start()) || !std::isfinite(fill.arange().step())) {
+    case v1::Fill::kArange: {
+      const double start = fill.arange().start(), step = fill.arange().step();
+      if (!std::isfinite(start) || !std::isfinite(step)) {
         return absl::InvalidArgumentError("fill.arange: start and step must be finite");
       }
+      // The values run monotonically from the first to the last, so both ends in the dtype's
+      // range means every value is (a conversion from out of range is undefined behaviour).
+      const double last = start + step * static_cast<double>(num_elements - 1);
+      for (const double v : {start, last}) {
+        if (!FitsAfterConversion(v, dtype)) {
+          return absl::InvalidArgumentError(absl::StrCat("fill.arange: value ", v, " (start ",
+                                                         start, ", step ", step, ") is outside ",
+                                                         DTypeName(dtype)));
+        }
+      }
       return absl::OkStatus();
+    }
     case v1::Fill::kUniform: {
       const auto& u = fill.uniform();
       if (!std::isfinite(u.low()) || !std::isfinite(u.high()) || !(u.low() < u.high())) {
         return absl::InvalidArgumentError(absl::StrCat(
             "fill.uniform: need finite low < high, got [", u.low(), ", ", u.high(), ")"));
+      }
+      if (IsFloating(dtype) &&
+          !(FitsAfterConversion(u.low(), dtype) && FitsAfterConversion(u.high(), dtype))) {
+        return absl::InvalidArgumentError(absl::StrCat("fill.uniform: [", u.low(), ", ", u.high(),
+                                                       ") is outside ", DTypeName(dtype)));
       }
       if (dtype != DType::kBool && !IsFloating(dtype)) {
         RETURN_IF_ERROR(
@@ -208,7 +246,7 @@ absl::StatusOr<ArrayPtr> Engine::Register(Array array, bool in_place, const Call
 absl::StatusOr<ArrayPtr> Engine::Create(const v1::CreateArrayRequest& request,
                                         const CallContext& call) {
   ASSIGN_OR_RETURN(Array array, ArrayFromSpec(request.spec(), "spec", call));
-  RETURN_IF_ERROR(ValidateFill(request.fill(), array.dtype));
+  RETURN_IF_ERROR(ValidateFill(request.fill(), array.dtype, NumElements(array.shape)));
   RETURN_IF_ERROR(registry_.CheckNameFree(array.name, "spec.name"));
   RETURN_IF_ERROR(call.CheckAlive());
   ASSIGN_OR_RETURN(array.chunks, AllocateChunks(*backend_, array.dtype, array.index_map()));

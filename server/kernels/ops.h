@@ -3,6 +3,7 @@
 #ifndef DISTARRAY_SERVER_KERNELS_OPS_H_
 #define DISTARRAY_SERVER_KERNELS_OPS_H_
 
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -44,6 +45,38 @@ struct Generator {
   uint64_t seed = 0;
 };
 
+// Integer arithmetic wraps modulo 2^bits, as NumPy's does, instead of overflowing (undefined
+// behaviour for signed types, and for small unsigned types promoted to int): compute in an
+// unsigned type at least as wide as unsigned int, then convert back (modular since C++20).
+template <typename T>
+using WrapType =
+    std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+
+template <typename T>
+DA_HD T WrappingAdd(T a, T b) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    return static_cast<T>(static_cast<WrapType<T>>(a) + static_cast<WrapType<T>>(b));
+  } else {
+    return static_cast<T>(a + b);
+  }
+}
+template <typename T>
+DA_HD T WrappingSubtract(T a, T b) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    return static_cast<T>(static_cast<WrapType<T>>(a) - static_cast<WrapType<T>>(b));
+  } else {
+    return static_cast<T>(a - b);
+  }
+}
+template <typename T>
+DA_HD T WrappingMultiply(T a, T b) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    return static_cast<T>(static_cast<WrapType<T>>(a) * static_cast<WrapType<T>>(b));
+  } else {
+    return static_cast<T>(a * b);
+  }
+}
+
 template <typename T>
 DA_HD T ApplyCombine(Combine c, T old_value, T value) {
   switch (c) {
@@ -51,12 +84,12 @@ DA_HD T ApplyCombine(Combine c, T old_value, T value) {
       if constexpr (std::is_same_v<T, bool>)
         return old_value || value;
       else
-        return static_cast<T>(old_value + value);
+        return WrappingAdd(old_value, value);
     case Combine::kMultiply:
       if constexpr (std::is_same_v<T, bool>)
         return old_value && value;
       else
-        return static_cast<T>(old_value * value);
+        return WrappingMultiply(old_value, value);
     // NaN propagates, as in NumPy's maximum/minimum: a NaN copy of an element makes its MAX/MIN
     // value NaN whichever copy comes first (`x != x` is the NaN test that compiles on both
     // sides and is false for every integer).
@@ -73,11 +106,11 @@ template <typename T>
 DA_HD T ApplyBinary(BinaryOp op, T a, T b) {
   switch (op) {
     case BinaryOp::kAdd:
-      return static_cast<T>(a + b);
+      return WrappingAdd(a, b);
     case BinaryOp::kSubtract:
-      return static_cast<T>(a - b);
+      return WrappingSubtract(a, b);
     case BinaryOp::kMultiply:
-      return static_cast<T>(a * b);
+      return WrappingMultiply(a, b);
     default:
       return static_cast<T>(a / b);  // engine allows divide on floating dtypes only
   }
@@ -105,10 +138,12 @@ DA_HD T GeneratedValue(const Generator& g, int64_t linear_index) {
     T v = static_cast<T>(g.low + u * (g.high - g.low));
     return v < static_cast<T>(g.high) ? v : static_cast<T>(g.low);  // float rounding can hit high
   } else {
-    // Integers: floor of a uniform real in [low, high).
+    // Integers: floor of a uniform real in [low, high). Floored in double: u * span can pass
+    // INT64_MAX for a uint64 range, and rounding can land on `high` itself (outside T for
+    // high = 2^64), so that value maps to `low` as the float branch does.
     const double span = g.high - g.low;
-    double v = g.low + static_cast<double>(static_cast<int64_t>(u * span));
-    return static_cast<T>(v);
+    const double v = g.low + floor(u * span);
+    return static_cast<T>(v < g.high ? v : g.low);
   }
 }
 

@@ -117,6 +117,33 @@ TEST_P(ElementwiseTest, OperandsInOpModesUseTheirLogicalValues) {
   for (int i = 0; i < 20; ++i) EXPECT_EQ(c[i], a[i] * b[i]);
 }
 
+// Integer arithmetic wraps modulo 2^bits as NumPy's does (signed overflow is undefined behaviour
+// in C++, so the kernels compute in unsigned types): found by the request fuzzer under UBSan.
+TEST_P(ElementwiseTest, IntegerOverflowWrapsAsInNumPy) {
+  const v1::IndexMap split = Split(1, 0, 4, {dev(0), dev(1)});
+  const std::vector<int64_t> big = {INT64_MAX, INT64_MIN, INT64_MAX - 1, -7};
+  ASSERT_OK_AND_ASSIGN(Array a, client().Upload<int64_t>(big, {4}, {split}));
+  ASSERT_OK_AND_ASSIGN(Array sum, a + a);
+  EXPECT_EQ(sum.Download<int64_t>().value(), (std::vector<int64_t>{-2, 0, -4, -14}));
+  ASSERT_OK_AND_ASSIGN(Array plus_one, a + int64_t{1});
+  EXPECT_EQ(plus_one.Download<int64_t>().value(),
+            (std::vector<int64_t>{INT64_MIN, INT64_MIN + 1, INT64_MAX, -6}));
+  ASSERT_OK_AND_ASSIGN(Array product, a * a);
+  EXPECT_EQ(product.Download<int64_t>().value(), (std::vector<int64_t>{1, 0, 4, 49}));
+  // uint16 * uint16 promotes to int in C++ and would overflow it; NumPy gives the low 16 bits.
+  const std::vector<uint16_t> wide = {65535, 65535, 300, 2};
+  ASSERT_OK_AND_ASSIGN(Array w, client().Upload<uint16_t>(wide, {4}, {split}));
+  ASSERT_OK_AND_ASSIGN(Array squared, w * w);
+  EXPECT_EQ(squared.Download<uint16_t>().value(), (std::vector<uint16_t>{1, 1, 24464, 4}));
+  // Copies combined in SUM mode wrap the same way.
+  ASSERT_OK_AND_ASSIGN(Array copies,
+                       client().Upload<int32_t>(std::vector<int32_t>(4, INT32_MAX), {4},
+                                                {Replicated(1, {dev(0), dev(1)})}));
+  ASSERT_OK_AND_ASSIGN(Array summed, copies.ChangeMode(v1::MODE_SUM));
+  ASSERT_OK_AND_ASSIGN(Array doubled, summed + summed);
+  EXPECT_EQ(doubled.Download<int32_t>().value(), std::vector<int32_t>(4, -2));
+}
+
 DISTARRAY_INSTANTIATE_BACKENDS(ElementwiseTest);
 
 }  // namespace

@@ -184,6 +184,24 @@ void AddHardeningCases(std::vector<BadCase>& cases) {
       },
       StatusCode::INVALID_ARGUMENT, "fill.full.value");
   add(
+      "arange past int32",
+      [](auto& stub, auto&) {
+        auto r = CreateRequest({4}, v1::DTYPE_INT32, OnDevice(1, 0));
+        r.mutable_fill()->mutable_arange()->set_start(0);
+        r.mutable_fill()->mutable_arange()->set_step(1.9e243);
+        return Create(stub, r);
+      },
+      StatusCode::INVALID_ARGUMENT, "fill.arange: value 5.7e+243 (start 0, step 1.9e+243)");
+  add(
+      "uniform past float32",
+      [](auto& stub, auto&) {
+        auto r = CreateRequest({4}, v1::DTYPE_FLOAT32, OnDevice(1, 0));
+        r.mutable_fill()->mutable_uniform()->set_low(0);
+        r.mutable_fill()->mutable_uniform()->set_high(1e300);
+        return Create(stub, r);
+      },
+      StatusCode::INVALID_ARGUMENT, "fill.uniform: [0, 1e+300) is outside float32");
+  add(
       "unknown dtype",
       [](auto& stub, auto&) {
         return Create(stub, CreateRequest({4}, static_cast<v1::DType>(99), OnDevice(1, 0)));
