@@ -206,12 +206,13 @@ v1::GetServerInfoResponse Engine::ServerInfo() const {
   return info;
 }
 
-void Engine::TouchSession(const CallContext& call) {
-  if (!call.session.empty()) sessions_.Touch(call.session);
+absl::Status Engine::TouchSession(const CallContext& call) {
+  if (call.session.empty()) return absl::OkStatus();
+  return sessions_.Touch(call.session);
 }
 
 v1::KeepAliveResponse Engine::KeepAlive(const CallContext& call) {
-  TouchSession(call);
+  TouchSession(call).IgnoreError();  // the call itself was admitted by the service
   v1::KeepAliveResponse response;
   response.set_lease_seconds(absl::ToInt64Seconds(options_.session_lease));
   if (!call.session.empty()) response.set_session_arrays(registry_.SessionArrayCount(call.session));
@@ -239,7 +240,7 @@ absl::StatusOr<ArrayPtr> Engine::Register(Array array, bool in_place, const Call
   ASSIGN_OR_RETURN(ArrayPtr stored, registry_.Insert(std::move(array)));
   // Renew the owner, so a sweep that ran while this call worked does not leave the array with a
   // session that will never expire again.
-  if (owned) sessions_.Touch(session);
+  if (owned) sessions_.Touch(session).IgnoreError();
   return stored;
 }
 

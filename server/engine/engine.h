@@ -52,7 +52,8 @@ class Engine {
   v1::GetServerInfoResponse ServerInfo() const;
 
   // Renews the call's session (no-op without one). Every call does this on arrival.
-  void TouchSession(const CallContext& call);
+  // Renews the call's session; RESOURCE_EXHAUSTED when it is new and the session table is full.
+  absl::Status TouchSession(const CallContext& call);
   v1::KeepAliveResponse KeepAlive(const CallContext& call);
   // Expires the sessions whose lease ran out and deletes their unnamed arrays; returns how many
   // arrays went. The daemon calls it periodically.

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -17,17 +19,33 @@
 
 namespace distarray {
 
-// Last-seen times by session id. Thread-safe.
+// Last-seen times by session id. Thread-safe, and bounded: every id a client sends costs an
+// entry until its lease runs out, so a client minting ids per call could otherwise grow the table
+// without limit.
 class SessionTable {
  public:
+  static constexpr size_t kMaxSessions = 65536;
+
   explicit SessionTable(absl::Duration lease) : lease_(lease) {}
 
   absl::Duration lease() const { return lease_; }
 
-  // Records a call of `session` (non-empty) at `now`.
-  void Touch(absl::string_view session, absl::Time now = absl::Now()) {
+  // Records a call of `session` (non-empty) at `now`. RESOURCE_EXHAUSTED, naming the metadata key,
+  // for a new session while kMaxSessions are live.
+  absl::Status Touch(absl::string_view session, absl::Time now = absl::Now()) {
     absl::MutexLock lock(&mu_);
-    last_seen_[session] = now;
+    auto it = last_seen_.find(session);
+    if (it != last_seen_.end()) {
+      it->second = now;
+      return absl::OkStatus();
+    }
+    if (last_seen_.size() >= kMaxSessions) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("distarray-session: ", last_seen_.size(),
+                       " sessions are live, the most the daemon holds; retry once some expire"));
+    }
+    last_seen_.emplace(session, now);
+    return absl::OkStatus();
   }
 
   // Removes and returns the sessions not seen for longer than the lease.

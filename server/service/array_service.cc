@@ -68,10 +68,12 @@ grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerCont
     status = session.status();
   } else {
     CallContext call{*std::move(session), [context] { return CallAlive(context); }};
-    engine_.TouchSession(call);
-    status = body(call);
-    // A long call counts as activity until it ends, not only when it began.
-    engine_.TouchSession(call);
+    status = engine_.TouchSession(call);
+    if (status.ok()) {
+      status = body(call);
+      // A long call counts as activity until it ends, not only when it began.
+      engine_.TouchSession(call).IgnoreError();
+    }
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

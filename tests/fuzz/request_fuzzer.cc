@@ -87,7 +87,7 @@ class Runner {
 
   void Run(const Action& action) {
     const CallContext call = CallFor(action);
-    engine_.TouchSession(call);
+    engine_.TouchSession(call).IgnoreError();
     switch (action.kind_case()) {
       case Action::kCreate:
         Keep(engine_.Create(action.create(), call), action);
