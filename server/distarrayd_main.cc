@@ -56,6 +56,9 @@ ABSL_FLAG(int64_t, upload_idle_timeout_ms, 30000,
           "An upload stream that sends no message for this long is cancelled (CANCELLED) and its "
           "memory released; 0 disables");
 ABSL_FLAG(int, max_list_page_size, 1000, "Most arrays in one ListArrays page");
+ABSL_FLAG(int, max_concurrent_calls, 128,
+          "Most calls served at once (each holds at most two transfer slabs, 32 MiB); a call "
+          "beyond it is answered RESOURCE_EXHAUSTED at once");
 
 namespace {
 
@@ -141,6 +144,10 @@ int main(int argc, char** argv) {
     spdlog::critical("--upload_idle_timeout_ms: must be >= 0");
     return kExitBadFlags;
   }
+  if (absl::GetFlag(FLAGS_max_concurrent_calls) < 1) {
+    spdlog::critical("--max_concurrent_calls: must be at least 1");
+    return kExitBadFlags;
+  }
   if (engine_options.max_list_page_size < 1) {
     spdlog::critical("--max_list_page_size: must be at least 1");
     return kExitBadFlags;
@@ -159,6 +166,14 @@ int main(int argc, char** argv) {
   int port = 0;
   builder.AddListeningPort(absl::GetFlag(FLAGS_listen), grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&service);
+  // The synchronous server runs each call on a thread of its own and would otherwise start one per
+  // concurrent call without bound, each able to hold transfer slabs: a thread quota bounds the
+  // host memory and threads that concurrent clients can take. gRPC answers a call that finds
+  // the quota spent with RESOURCE_EXHAUSTED; its polling thread counts against the quota too.
+  constexpr int kPollerThreads = 1;
+  grpc::ResourceQuota quota("distarrayd");
+  quota.SetMaxThreads(absl::GetFlag(FLAGS_max_concurrent_calls) + kPollerThreads);
+  builder.SetResourceQuota(quota);
   // Bulk data is streamed in pieces, so messages stay small; 64 MiB leaves room for large maps.
   builder.SetMaxReceiveMessageSize(64 << 20);
   builder.SetMaxSendMessageSize(64 << 20);

@@ -338,6 +338,62 @@ TEST_P(LimitsTest, SigtermEndsTheDaemonWithinTheDrainTimeDuringCpuWork) {
       << daemon->log();
 }
 
+// Concurrent calls are bounded: with --max_concurrent_calls=3, downloads whose clients stop
+// reading hold their handlers, and calls beyond the bound are answered RESOURCE_EXHAUSTED at
+// once instead of starting another thread; once the streams go, calls are served again.
+TEST_P(LimitsTest, ConcurrentCallsAreBounded) {
+  Daemon::Options options = OptionsFor(GetParam());
+  constexpr int kMaxCalls = 3;
+  options.extra_flags = {absl::StrCat("--max_concurrent_calls=", kMaxCalls)};
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> daemon, Daemon::Start(options));
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon->address()));
+  const std::vector<float> values(8 << 20, 1.5f);  // 32 MiB: far more than the stream window
+  ASSERT_OK_AND_ASSIGN(Array a, client.Upload<float>(values, {8 << 20}, {OnDevice(1, 0)}));
+  struct Stalled {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReader<v1::DownloadArrayResponse>> reader;
+  };
+  std::vector<std::unique_ptr<Stalled>> stalled;
+  int started = 0;
+  for (int i = 0; i < 8; ++i) {
+    auto s = std::make_unique<Stalled>();
+    v1::DownloadArrayRequest request;
+    request.set_handle(a.handle());
+    s->reader = client.stub().DownloadArray(&s->context, request);
+    v1::DownloadArrayResponse first;
+    // Started (the first message came), or refused; either way the client then stops reading.
+    if (s->reader->Read(&first)) {
+      ++started;
+    } else {
+      const grpc::Status refused = s->reader->Finish();
+      EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+          << refused.error_message();
+    }
+    stalled.push_back(std::move(s));
+  }
+  auto info_status = [&] {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::GetServerInfoResponse response;
+    return client.stub().GetServerInfo(&context, v1::GetServerInfoRequest(), &response);
+  };
+  // gRPC's polling thread shares the quota, so one call fewer may run while it polls.
+  EXPECT_GE(started, kMaxCalls - 1);
+  EXPECT_LE(started, kMaxCalls);
+  const grpc::Status refused = info_status();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  for (auto& s : stalled) s->context.TryCancel();
+  stalled.clear();
+  grpc::Status served;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    served = info_status();
+    if (served.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(served.ok()) << served.error_message();
+  EXPECT_TRUE(daemon->alive());
+}
+
 TEST(DaemonFlags, HelpListsEveryFlagAndLoopbackDefaults) {
   FILE* pipe = popen(absl::StrCat(DISTARRAYD_PATH, " --help 2>&1").c_str(), "r");
   ASSERT_NE(pipe, nullptr);
