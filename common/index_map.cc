@@ -79,8 +79,8 @@ absl::Status ValidateShape(const Shape& shape, DType dtype, absl::string_view fi
   }
   // Half of int64 leaves room for offsets computed from byte counts without a further check.
   if (!CheckedProductOf(shape, DTypeSize(dtype), field, kMaxArrayBytes).ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": the array is too large (more than ",
-                                                   kMaxArrayBytes, " bytes)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": the array is too large (more than ", kMaxArrayBytes, " bytes)"));
   }
   return absl::OkStatus();
 }
@@ -132,8 +132,8 @@ absl::StatusOr<RegionSelection> NormalizeRegionSelection(const v1::Region& regio
                                                    " slices for an array of rank ", shape.size()));
   }
   for (int d = 0; d < region.slices_size(); ++d) {
-    auto r = NormalizeDirectedSlice(region.slices(d), shape[d],
-                                    absl::StrCat(field, ".slices[", d, "]"));
+    auto r =
+        NormalizeDirectedSlice(region.slices(d), shape[d], absl::StrCat(field, ".slices[", d, "]"));
     // A region outside the array is OUT_OF_RANGE, not a malformed request.
     if (!r.ok()) {
       if (absl::StrContains(r.status().message(), "out of bounds")) {

@@ -28,8 +28,8 @@ bool LooksLikeHandle(absl::string_view text) {
 absl::Status ValidateName(absl::string_view name, absl::string_view field) {
   if (name.empty()) return absl::OkStatus();
   if (name.size() > static_cast<size_t>(kMaxNameBytes)) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": a name has at most ", kMaxNameBytes,
-                                                   " bytes, got ", name.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": a name has at most ", kMaxNameBytes, " bytes, got ", name.size()));
   }
   if (!absl::ascii_isalnum(name[0])) {
     return absl::InvalidArgumentError(absl::StrCat(

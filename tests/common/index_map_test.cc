@@ -55,8 +55,10 @@ TEST(NormalizeSliceTest, ExtremeStepsStayInBounds) {
   EXPECT_FALSE(NormalizeSlice(S(kMax, {}, -1), 5, "f").ok());
   // Fuzz: every normalized range lies inside the axis.
   std::mt19937_64 rng(7);
-  const int64_t picks[] = {0, 1, 2, 3, -1, -2, -5, 4, 5, 6, kMax, kMax - 1, kMax - 2, INT64_MIN,
-                           INT64_MIN + 1, -kMax / 2, kMax / 2};
+  const int64_t picks[] = {0,         1,        2,        3,         -1,
+                           -2,        -5,       4,        5,         6,
+                           kMax,      kMax - 1, kMax - 2, INT64_MIN, INT64_MIN + 1,
+                           -kMax / 2, kMax / 2};
   auto pick = [&] { return picks[rng() % std::size(picks)]; };
   for (int i = 0; i < 20000; ++i) {
     const int64_t dim = (i % 3 == 0) ? kMax - static_cast<int64_t>(rng() % 3) : 1 + rng() % 7;
@@ -156,9 +158,9 @@ TEST(ValidateShapeTest, RejectsZeroNegativeHugeAndDeep) {
             "shape.dims[1]: must be at least 1, got 0");
   EXPECT_EQ(ValidateShape({-2}, DType::kFloat32, "shape").message(),
             "shape.dims[0]: must be at least 1, got -2");
-  EXPECT_TRUE(absl::StartsWith(
-      ValidateShape({1LL << 40, 1LL << 40}, DType::kFloat32, "shape").message(),
-      "shape: the array is too large"));
+  EXPECT_TRUE(
+      absl::StartsWith(ValidateShape({1LL << 40, 1LL << 40}, DType::kFloat32, "shape").message(),
+                       "shape: the array is too large"));
   // A product that wraps int64 to a small positive number must not pass.
   EXPECT_EQ(ValidateShape({1LL << 32, 1LL << 32, 2}, DType::kInt8, "shape").code(),
             absl::StatusCode::kInvalidArgument);
