@@ -9,6 +9,7 @@
 #define DISTARRAY_TESTS_SUPPORT_BACKEND_FIXTURE_H_
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cstdlib>
 #include <map>
@@ -43,8 +44,11 @@ inline Daemon::Options OptionsFor(const std::string& param) {
   return options;
 }
 
+class SharedDaemonsStopCleanly;
+
 class BackendTest : public ::testing::TestWithParam<std::string> {
  protected:
+  friend class SharedDaemonsStopCleanly;
   void SetUp() override {
     auto& entry = Shared()[GetParam()];
     if (!entry.started) {
@@ -79,6 +83,20 @@ class BackendTest : public ::testing::TestWithParam<std::string> {
     if (daemon_ != nullptr) EXPECT_TRUE(daemon_->alive()) << "distarrayd died during the test";
   }
 
+  // Stops the shared daemons and fails unless each exits 0 after SIGTERM: a crash or a sanitizer
+  // abort while draining and freeing every array would otherwise go unseen.
+  static void StopSharedDaemons() {
+    for (auto& [param, entry] : Shared()) {
+      if (!entry.daemon) continue;
+      const int status = entry.daemon->Terminate(/*timeout_ms=*/30000);
+      EXPECT_TRUE(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+          << "distarrayd (" << param << ") did not stop cleanly after SIGTERM: wait status "
+          << status << "\n"
+          << entry.daemon->log();
+      entry.daemon.reset();
+    }
+  }
+
   const Client& client() const { return *client_; }
   const std::string& address() const { return daemon_->address(); }
   int devices() const { return devices_; }
@@ -106,6 +124,14 @@ class BackendTest : public ::testing::TestWithParam<std::string> {
   std::optional<Client> client_;
   int devices_ = 0;
 };
+
+// Checks the shared daemons' exit once every test has run (one registration per test program).
+class SharedDaemonsStopCleanly : public ::testing::Environment {
+ public:
+  void TearDown() override { BackendTest::StopSharedDaemons(); }
+};
+inline ::testing::Environment* const kSharedDaemonsStopCleanly =
+    ::testing::AddGlobalTestEnvironment(new SharedDaemonsStopCleanly);
 
 #define DISTARRAY_INSTANTIATE_BACKENDS(suite)                                               \
   INSTANTIATE_TEST_SUITE_P(Backends, suite, ::testing::Values("host", "cuda", "cuda_nccl"), \
