@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer target tests/fuzz/request_fuzzer with clang (ASan+UBSan, host backend)
 # into build-fuzz/ (or $FUZZ_BUILD_DIR) and runs it for $FUZZ_SECONDS (default 90) from the
-# committed seed corpus. Fails on any crash, sanitizer report, timeout or out-of-memory; the
+# seed corpus, which tests/fuzz/write_seeds.cc writes into the build dir (the seeds live as code,
+# readable and reviewed, not as committed binaries). Fails on any crash, sanitizer report, timeout or out-of-memory; the
 # input that caused it is left in $FUZZ_BUILD_DIR/fuzz-artifacts/ (replay it by passing the file
-# to the fuzzer binary). New inputs go to a scratch corpus, so the committed one stays as it is.
+# to the fuzzer binary). New inputs go to a scratch corpus.
 #   FUZZ_SECONDS=600 FUZZ_JOBS=2 scripts/fuzz.sh   # longer, on two cores
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +24,10 @@ cmake -S . -B "$build" -G Ninja "${launcher[@]}" -DCMAKE_CXX_COMPILER="$cxx" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISTARRAY_CUDA=OFF -DDISTARRAY_FUZZ=ON \
   -DDISTARRAY_WERROR=OFF >/dev/null
 echo "fuzz: compiling in $build"
-cmake --build "$build" --parallel "${JOBS:-$(nproc)}" --target request_fuzzer
+cmake --build "$build" --parallel "${JOBS:-$(nproc)}" --target request_fuzzer write_fuzz_seeds
+seeds="$build/fuzz-seeds"
+rm -rf "$seeds" && mkdir -p "$seeds"
+"$build/tests/fuzz/write_fuzz_seeds" "$seeds"
 
 symbolizer=$(command -v llvm-symbolizer || command -v llvm-symbolizer-14 || true)
 [ -n "$symbolizer" ] && export ASAN_SYMBOLIZER_PATH="$symbolizer"
@@ -41,9 +45,9 @@ status=0
 if [ "$jobs" -gt 1 ]; then
   # -fork runs the jobs in child processes sharing the scratch corpus; a crash in any ends the run.
   "$build/tests/fuzz/request_fuzzer" "${args[@]}" -fork="$jobs" -ignore_crashes=0 \
-    -ignore_timeouts=0 -ignore_ooms=0 "$scratch" tests/fuzz/corpus 2>&1 | tail -n 60 || status=$?
+    -ignore_timeouts=0 -ignore_ooms=0 "$scratch" "$seeds" 2>&1 | tail -n 60 || status=$?
 else
-  "$build/tests/fuzz/request_fuzzer" "${args[@]}" "$scratch" tests/fuzz/corpus \
+  "$build/tests/fuzz/request_fuzzer" "${args[@]}" "$scratch" "$seeds" \
     >"$scratch.log" 2>&1 || status=$?
   grep -E '^(#[0-9]+ +(INITED|DONE)|stat::)' "$scratch.log" || true
   [ "$status" -eq 0 ] || tail -n 80 "$scratch.log" >&2

@@ -1,7 +1,7 @@
-// Writes the seed corpus of request_fuzzer (tests/fuzz/corpus/): small valid cases that reach
-// every request type, and the extreme slices, shapes, names and enum values that once crashed
-// the daemon or answered the wrong code. Run it again after changing the cases:
-//   build-fuzz/tests/fuzz/write_fuzz_seeds tests/fuzz/corpus
+// Writes the seed corpus of request_fuzzer into a directory: small valid cases that reach every
+// request type, and the extreme slices, shapes, names and enum values that once crashed the
+// daemon or answered the wrong code. scripts/fuzz.sh runs it before every fuzzing run, so the
+// seeds live here as code rather than as committed binaries.
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
