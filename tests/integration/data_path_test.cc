@@ -261,12 +261,10 @@ class StagingFailureTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(StagingFailureTest, RefusedStagingIsResourceExhaustedAndNothingLeaks) {
   Daemon::Options options = OptionsFor(GetParam());
   options.memory_limit = "64MiB";
-  auto daemon = Daemon::Start(options);
-  if (!daemon.ok() && daemon.status().code() == absl::StatusCode::kUnavailable) {
-    GTEST_SKIP() << "backend " << GetParam() << " unavailable: " << daemon.status().message();
-  }
-  ASSERT_TRUE(daemon.ok()) << daemon.status();
-  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect((*daemon)->address()));
+  std::unique_ptr<Daemon> daemon;
+  ASSERT_NO_FATAL_FAILURE(StartOwnDaemon(GetParam(), options, daemon));
+  if (IsSkipped()) return;
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon->address()));
   ASSERT_OK(client.Synchronize());
   const int64_t baseline = UsedBytes(client);
 
@@ -301,7 +299,7 @@ TEST_P(StagingFailureTest, RefusedStagingIsResourceExhaustedAndNothingLeaks) {
   ASSERT_OK(filler.Delete());
   ASSERT_OK(client.Synchronize());
   EXPECT_EQ(UsedBytes(client), baseline);
-  EXPECT_TRUE((*daemon)->alive());
+  EXPECT_TRUE(daemon->alive());
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StagingFailureTest,

@@ -597,12 +597,10 @@ class MemoryLimitTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(MemoryLimitTest, OverTheLimitIsResourceExhaustedAndNothingLeaks) {
   Daemon::Options options = OptionsFor(GetParam());
   options.memory_limit = "64MiB";
-  auto daemon = Daemon::Start(options);
-  if (!daemon.ok() && daemon.status().code() == absl::StatusCode::kUnavailable) {
-    GTEST_SKIP() << "backend " << GetParam() << " unavailable: " << daemon.status().message();
-  }
-  ASSERT_TRUE(daemon.ok()) << daemon.status();
-  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect((*daemon)->address()));
+  std::unique_ptr<Daemon> daemon;
+  ASSERT_NO_FATAL_FAILURE(StartOwnDaemon(GetParam(), options, daemon));
+  if (IsSkipped()) return;
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon->address()));
   ASSERT_OK(client.Synchronize());
   const int64_t baseline = UsedBytes(client);
   ASSERT_OK_AND_ASSIGN(const v1::GetServerInfoResponse info_at_start, client.ServerInfo());
@@ -653,7 +651,7 @@ TEST_P(MemoryLimitTest, OverTheLimitIsResourceExhaustedAndNothingLeaks) {
   ASSERT_OK(keep.Delete());
   ASSERT_OK(client.Synchronize());
   EXPECT_EQ(UsedBytes(client), baseline);
-  EXPECT_TRUE((*daemon)->alive());
+  EXPECT_TRUE(daemon->alive());
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, MemoryLimitTest, ::testing::Values("host", "cuda", "cuda_nccl"),

@@ -38,12 +38,8 @@ class LimitsTest : public ::testing::TestWithParam<std::string> {
     options.extra_flags = {absl::StrCat("--max_list_page_size=", kMaxPageSize),
                            absl::StrCat("--upload_idle_timeout_ms=", kIdleTimeoutMs),
                            "--log_level=info"};
-    auto daemon = Daemon::Start(options);
-    if (!daemon.ok() && daemon.status().code() == absl::StatusCode::kUnavailable) {
-      GTEST_SKIP() << "backend " << GetParam() << " unavailable: " << daemon.status().message();
-    }
-    ASSERT_TRUE(daemon.ok()) << daemon.status();
-    daemon_ = *std::move(daemon);
+    ASSERT_NO_FATAL_FAILURE(StartOwnDaemon(GetParam(), options, daemon_));
+    if (IsSkipped()) return;
     auto client = Client::Connect(daemon_->address());
     ASSERT_TRUE(client.ok()) << client.status();
     client_.emplace(*std::move(client));

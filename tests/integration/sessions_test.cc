@@ -91,12 +91,8 @@ class SessionsTest : public ::testing::TestWithParam<std::string> {
     Daemon::Options options = OptionsFor(GetParam());
     options.extra_flags = {absl::StrCat("--session_lease_seconds=", kLeaseSeconds),
                            "--log_level=info"};
-    auto daemon = Daemon::Start(options);
-    if (!daemon.ok() && daemon.status().code() == absl::StatusCode::kUnavailable) {
-      GTEST_SKIP() << "backend " << GetParam() << " unavailable: " << daemon.status().message();
-    }
-    ASSERT_TRUE(daemon.ok()) << daemon.status();
-    daemon_ = *std::move(daemon);
+    ASSERT_NO_FATAL_FAILURE(StartOwnDaemon(GetParam(), options, daemon_));
+    if (IsSkipped()) return;
   }
   void TearDown() override {
     if (daemon_) EXPECT_TRUE(daemon_->alive()) << "distarrayd died during the test";

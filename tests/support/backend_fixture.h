@@ -44,6 +44,24 @@ inline Daemon::Options OptionsFor(const std::string& param) {
   return options;
 }
 
+// Starts a daemon of its own for `param` with `options` into `daemon`. Where the backend cannot
+// start here, the calling test skips, or fails when the backend is required
+// (DISTARRAY_REQUIRE_BACKENDS, or host): use it as ASSERT_NO_FATAL_FAILURE(StartOwnDaemon(...))
+// followed by `if (IsSkipped()) return;`.
+inline void StartOwnDaemon(const std::string& param, const Daemon::Options& options,
+                           std::unique_ptr<Daemon>& daemon) {
+  auto started = Daemon::Start(options);
+  if (!started.ok() && started.status().code() == absl::StatusCode::kUnavailable) {
+    if (BackendRequired(param)) {
+      GTEST_FAIL() << "backend " << param
+                   << " unavailable, and required: " << started.status().message();
+    }
+    GTEST_SKIP() << "backend " << param << " unavailable: " << started.status().message();
+  }
+  ASSERT_TRUE(started.ok()) << started.status();
+  daemon = *std::move(started);
+}
+
 class SharedDaemonsStopCleanly;
 
 class BackendTest : public ::testing::TestWithParam<std::string> {
