@@ -250,6 +250,35 @@ void AddHardeningCases(std::vector<BadCase>& cases) {
       },
       StatusCode::INVALID_ARGUMENT, "has the form of a handle");
   add(
+      "negative list page size",
+      [](auto& stub, auto&) {
+        grpc::ClientContext c;
+        v1::ListArraysRequest r;
+        r.set_page_size(-1);
+        v1::ListArraysResponse out;
+        return stub.ListArrays(&c, r, &out);
+      },
+      StatusCode::INVALID_ARGUMENT, "page_size");
+  add(
+      "forged list page token",
+      [](auto& stub, auto&) {
+        grpc::ClientContext c;
+        v1::ListArraysRequest r;
+        r.set_page_token(std::string(1 << 20, '\x01'));
+        v1::ListArraysResponse out;
+        return stub.ListArrays(&c, r, &out);
+      },
+      StatusCode::INVALID_ARGUMENT, "page_token");
+  add(
+      "oversized session key",
+      [](auto& stub, auto&) {
+        grpc::ClientContext c;
+        c.AddMetadata("distarray-session", std::string(4096, 's'));
+        v1::KeepAliveResponse out;
+        return stub.KeepAlive(&c, v1::KeepAliveRequest(), &out);
+      },
+      StatusCode::INVALID_ARGUMENT, "distarray-session");
+  add(
       "a 1 MiB handle is quoted briefly",
       [](auto& stub, auto&) { return Describe(stub, std::string(1 << 20, 'h')); },
       StatusCode::NOT_FOUND, "(1048576 bytes)");
