@@ -66,6 +66,17 @@ absl::Status UploadSession::Append(absl::string_view bytes) {
     return absl::InvalidArgumentError(absl::StrCat("data: the stream carries more than the ",
                                                    expected_bytes_, " bytes the region holds"));
   }
+  if (array_.dtype == DType::kBool) {
+    // A bool element is one byte holding 0 or 1; any other byte is not a bool, and reading one
+    // as bool is undefined behaviour in every kernel after it (found by the request fuzzer).
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      if (static_cast<unsigned char>(bytes[i]) > 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "data: byte ", received_bytes_ + static_cast<int64_t>(i), " is ",
+            static_cast<int>(static_cast<unsigned char>(bytes[i])), "; a bool element is 0 or 1"));
+      }
+    }
+  }
   received_bytes_ += bytes.size();
   while (!bytes.empty()) {
     const int64_t want = walker_->bytes() - static_cast<int64_t>(slab_.size());

@@ -250,6 +250,19 @@ void AddHardeningCases(std::vector<BadCase>& cases) {
       },
       StatusCode::INVALID_ARGUMENT, "has the form of a handle");
   add(
+      "upload a byte that is not a bool",
+      [](auto& stub, auto&) {
+        v1::UploadArrayRequest header = Header({4}, OnDevice(1, 0));
+        header.mutable_header()->mutable_new_array()->set_dtype(v1::DTYPE_BOOL);
+        v1::UploadArrayRequest data;
+        data.set_data(
+            std::string("\x01\x00"
+                        "a\x01",
+                        4));  // split: \x00a would be one escape
+        return Upload(stub, {header, data});
+      },
+      StatusCode::INVALID_ARGUMENT, "data: byte 2 is 97; a bool element is 0 or 1");
+  add(
       "negative list page size",
       [](auto& stub, auto&) {
         grpc::ClientContext c;
