@@ -391,7 +391,7 @@ TEST_P(LimitsTest, ConcurrentCallsAreBounded) {
 }
 
 TEST(DaemonFlags, HelpListsEveryFlagAndLoopbackDefaults) {
-  FILE* pipe = popen(absl::StrCat(DISTARRAYD_PATH, " --help 2>&1").c_str(), "r");
+  FILE* pipe = popen(absl::StrCat(DaemonBinary(), " --help 2>&1").c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string help;
   char buffer[4096];

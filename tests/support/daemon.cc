@@ -20,6 +20,11 @@
 
 namespace distarray::testing {
 
+std::string DaemonBinary() {
+  const char* binary = std::getenv("DISTARRAYD");
+  return binary != nullptr ? binary : DISTARRAYD_PATH;
+}
+
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Options& options) {
   std::string dir_template =
       (std::filesystem::temp_directory_path() / "distarray-test-XXXXXX").string();
@@ -27,9 +32,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Options& options) {
   if (dir == nullptr) return absl::InternalError("mkdtemp failed");
   const std::string port_file = absl::StrCat(dir, "/port");
   const std::string log_file = absl::StrCat(dir, "/log");
-  // $DISTARRAYD overrides the build-tree binary (for a bundle run on another machine).
-  const char* binary = std::getenv("DISTARRAYD");
-  std::vector<std::string> args = {binary != nullptr ? binary : DISTARRAYD_PATH,
+  std::vector<std::string> args = {DaemonBinary(),
                                    "--listen=127.0.0.1:0",
                                    "--metrics_listen=",
                                    absl::StrCat("--backend=", options.backend),

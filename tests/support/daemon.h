@@ -12,6 +12,10 @@
 
 namespace distarray::testing {
 
+// The distarrayd binary the tests run: $DISTARRAYD when set (a bundle run on another machine),
+// else the build tree's.
+std::string DaemonBinary();
+
 class Daemon {
  public:
   struct Options {
