@@ -1,17 +1,34 @@
 // distarray benchmarks against a running distarrayd, each figure printed beside the limit or
-// peer measured in the same run: reshard bandwidth against cudaMemcpyPeerAsync and cupyx
-// (figures read from files the run script wrote just before), gRPC upload/download against a
-// host memcpy and a do-nothing gRPC byte stream, and one elementwise RPC against an empty call.
+// peer measured in the same run (the run script writes the peers' figures to files just before):
+//   reshard   (2+ GPUs) reshard bandwidth against cudaMemcpyPeerAsync (peer_limit) and cupyx
+//             (cupyx_reshard.py);
+//   transfer  gRPC upload/download of 1 GiB against a host memcpy and a do-nothing gRPC byte
+//             stream served in this process;
+//   latency   one elementwise RPC on 1,000 elements (and GetServerInfo) against an empty call;
+//   compute   on every GPU (rows split evenly; one GPU: all on device 0), each timed as RPC +
+//             Synchronize, median of several runs: A + B of two 1 GiB float32 arrays and the sum
+//             of one (Reduce SUM, all axes, combined) against the device-copy bandwidth
+//             (peer_limit), CuPy on one GPU and cupyx (cupy_compute.py), also 4 back to back;
+//             a 16384^3 float32 matmul, TF32 off, A row-split and B replicated, against CuPy's
+//             cuBLAS on one GPU and cupyx's distributed matmul, in TFLOP/s. Each result is
+//             checked after the timing; a failed check makes the exit status 1.
+// --only=compute,latency runs just those sections (default: all, in the order above);
+// --compute_side=512 shrinks the compute arrays to smoke-test them on the host backend.
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <random>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "absl/flags/flag.h"
@@ -22,7 +39,13 @@
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "distarrayd address");
 ABSL_FLAG(std::string, peer_file, "", "key value lines from peer_limit");
 ABSL_FLAG(std::string, cupyx_file, "", "key value lines from cupyx_reshard.py");
+ABSL_FLAG(std::string, compute_file, "", "key value lines from cupy_compute.py");
+ABSL_FLAG(std::string, only, "",
+          "comma-separated sections to run: reshard, transfer, latency, compute (default: all)");
 ABSL_FLAG(int, streams, 4, "parallel streams for bulk transfers");
+ABSL_FLAG(int64_t, compute_side, 16384,
+          "compute section: arrays are side x side float32 (16384: 1 GiB, the size cupy_compute.py "
+          "measures); a smaller side smoke-tests the section, e.g. on the host backend");
 
 namespace {
 
@@ -34,9 +57,13 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 std::map<std::string, double> ReadFigures(const std::string& path) {
   std::map<std::string, double> figures;
   std::ifstream in(path);
-  std::string key;
-  double value;
-  while (in >> key >> value) figures[key] = value;
+  std::string line;
+  while (std::getline(in, line)) {  // lines that are not "key number" are skipped
+    std::istringstream fields(line);
+    std::string key;
+    double value;
+    if (fields >> key >> value) figures[key] = value;
+  }
   return figures;
 }
 
@@ -95,13 +122,294 @@ class BaselineService final : public distarray::bench::Baseline::Service {
   static inline int kStreams = 1;
 };
 
+using Figures = std::map<std::string, double>;
+
+// The sections --only selects, in the order they run.
+constexpr const char* kSections[] = {"reshard", "transfer", "latency", "compute"};
+
+std::set<std::string> ParseSections(const std::string& only) {
+  std::set<std::string> sections;
+  if (only.empty()) {
+    sections.insert(std::begin(kSections), std::end(kSections));
+    return sections;
+  }
+  size_t begin = 0;
+  while (begin <= only.size()) {
+    size_t end = only.find(',', begin);
+    if (end == std::string::npos) end = only.size();
+    const std::string name = only.substr(begin, end - begin);
+    if (std::find(std::begin(kSections), std::end(kSections), name) == std::end(kSections)) {
+      std::fprintf(stderr, "--only: unknown section '%s' (reshard, transfer, latency, compute)\n",
+                   name.c_str());
+      std::exit(2);
+    }
+    sections.insert(name);
+    begin = end + 1;
+  }
+  return sections;
+}
+
+[[gnu::format(printf, 1, 2)]] std::string Fmt(const char* format, ...) {
+  char buffer[256];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buffer, sizeof buffer, format, args);
+  va_end(args);
+  return buffer;
+}
+
+std::optional<double> Figure(const Figures& figures, const std::string& key) {
+  const auto it = figures.find(key);
+  if (it == figures.end() || !(it->second > 0)) return std::nullopt;
+  return it->second;
+}
+
+// A row against a peer's figure that may be missing (the peer skipped or failed): says why.
+void RowVs(const std::string& what, double ours, const char* unit, const std::string& against,
+           std::optional<double> theirs, const std::string& why_missing) {
+  if (theirs) {
+    Row(what.c_str(), ours, unit, against.c_str(), *theirs);
+  } else {
+    std::printf("| %-44s | %10.2f %-5s | %-34s | %10s | %7s | %s\n", what.c_str(), ours, unit,
+                against.c_str(), "n/a", "-", why_missing.c_str());
+  }
+}
+
+// A + B and sum of 1 GiB float32 arrays and a 16384^3 float32 matmul on `ndev` GPUs (rows split
+// evenly), each one RPC + Synchronize, against the device-copy bandwidth and CuPy/cupyx (figures
+// from peer_limit and cupy_compute.py). Returns false when a result check failed.
+bool Compute(const distarray::Client& client, int ndev, const Figures& peer, const Figures& cupy) {
+  namespace v1 = distarray::v1;
+  using distarray::SliceSpec;
+  const int64_t side = absl::GetFlag(FLAGS_compute_side);  // 16384: each array is 1 GiB
+  const double array_bytes = 4.0 * side * side;            // one array's bytes
+  if (side != 16384) {
+    std::printf("| compute: --compute_side=%lld, the peers' figures are for 16384 |\n",
+                static_cast<long long>(side));
+  }
+  auto size = [](double bytes) {
+    return bytes >= (1 << 30) ? Fmt("%.4g GiB", bytes / (1 << 30))
+                              : Fmt("%.4g MiB", bytes / (1 << 20));
+  };
+  const std::string one = size(array_bytes), three = size(3 * array_bytes);
+  const long long n_side = side;
+  const auto start = Clock::now();
+  std::vector<int> devices(ndev);
+  std::iota(devices.begin(), devices.end(), 0);
+  const v1::IndexMap rows = distarray::Split(2, 0, side, devices);
+  auto uniform = [](uint64_t seed) {
+    v1::Fill fill;
+    fill.mutable_uniform()->set_high(1);
+    fill.mutable_uniform()->set_seed(seed);
+    return fill;
+  };
+  // Median seconds of `op` (one RPC) + a Synchronize RPC, after warm-ups that also grow the
+  // memory pools; each result is deleted after the clock stops.
+  auto timed = [&](int warmup, int reps, auto&& op) {
+    std::vector<double> seconds;
+    for (int i = 0; i < warmup + reps; ++i) {
+      Must(client.Synchronize(), "sync");
+      std::optional<distarray::Array> result;
+      const auto t0 = Clock::now();
+      result.emplace(op());
+      Must(client.Synchronize(), "sync");
+      if (i >= warmup) seconds.push_back(Seconds(t0, Clock::now()));
+    }
+    return Median(seconds);
+  };
+  // Seconds per op of `count` ops issued back to back, then one Synchronize: the RPC latency
+  // hides behind the device work, as in a client's pipeline. A first round grows the pools.
+  constexpr int kPipelined = 4;
+  auto pipelined = [&](auto&& op) {
+    double per_op = 0;
+    for (int round = 0; round < 2; ++round) {
+      std::vector<distarray::Array> results;
+      Must(client.Synchronize(), "sync");
+      const auto t0 = Clock::now();
+      for (int i = 0; i < kPipelined; ++i) results.push_back(op());
+      Must(client.Synchronize(), "sync");
+      per_op = Seconds(t0, Clock::now()) / kPipelined;
+    }
+    return per_op;
+  };
+  const std::string back_to_back = Fmt("  %d back to back + one Synchronize", kPipelined);
+  bool ok = true;
+  auto check = [&](bool good, const std::string& what) {
+    std::printf("|   check: %s: %s |\n", what.c_str(), good ? "ok" : "FAILED");
+    ok = ok && good;
+  };
+  auto row_of = [&](int64_t r) {
+    return distarray::MakeRegion({SliceSpec{r, r + 1}, SliceSpec{}});
+  };
+  auto column_of = [&](int64_t c) {
+    return distarray::MakeRegion({SliceSpec{}, SliceSpec{c, c + 1}});
+  };
+  const std::string gpus = Fmt("%d GPU%s", ndev, ndev == 1 ? "" : "s");
+  // Why a peer's figure is missing.
+  const std::string no_cupy = "no figures from cupy_compute.py (--compute_file)";
+  const auto cupy_devices = Figure(cupy, "cupy_devices");
+  const std::string no_cupyx = !cupy_devices       ? no_cupy
+                               : *cupy_devices < 2 ? "cupyx skipped: one GPU"
+                                                   : "cupyx failed: see cupy_compute.py's note";
+  const auto cupyx_devices = Figure(cupy, "cupyx_devices");
+  const std::string cupyx_gpus = cupyx_devices ? Fmt("%d GPU%s", static_cast<int>(*cupyx_devices),
+                                                     *cupyx_devices == 1 ? "" : "s")
+                                               : gpus;
+  // The device copy's figure counts bytes read + written per second: the HBM traffic one GPU
+  // carries. Each GPU works on its own rows at once, so the limit scales with the GPUs.
+  const auto copy = Figure(peer, "device_copy_1GiB_GBps");
+  const std::string no_copy = "no device_copy_1GiB_GBps from peer_limit (--peer_file)";
+  auto ms = [](std::optional<double> s) { return s ? Fmt("%.3f ms", *s) : std::string("n/a"); };
+
+  auto a = Must(client.Create({side, side}, v1::DTYPE_FLOAT32, {rows}, uniform(11)), "create A");
+  {
+    // --- A + B: 2 GiB read, 1 GiB written ---
+    auto b = Must(client.Create({side, side}, v1::DTYPE_FLOAT32, {rows}, uniform(12)), "create B");
+    Must(client.Synchronize(), "sync");
+    std::printf("| %s |\n", Fmt("A + B: two %s float32 arrays (%lldx%lld), rows split over %s",
+                                one.c_str(), n_side, n_side, gpus.c_str())
+                                .c_str());
+    auto add = [&] { return Must(a + b, "A + B"); };
+    const double add_s = timed(2, 9, add);
+    const double add_gbps = 3 * array_bytes / add_s / 1e9;
+    const double add_pipe_s = pipelined(add);
+    const double add_pipe_gbps = 3 * array_bytes / add_pipe_s / 1e9;
+    RowVs(Fmt("  Elementwise RPC + Synchronize, %s moved", three.c_str()), add_gbps, "GB/s",
+          Fmt("device copy GB/s x %s", gpus.c_str()),
+          copy ? std::optional<double>(*copy * ndev) : std::nullopt, no_copy);
+    RowVs(back_to_back, add_pipe_gbps, "GB/s", Fmt("device copy GB/s x %s", gpus.c_str()),
+          copy ? std::optional<double>(*copy * ndev) : std::nullopt, no_copy);
+    RowVs("  vs CuPy A + B", add_gbps, "GB/s", "CuPy A + B, one GPU",
+          Figure(cupy, "cupy_add_1GiB_GBps"), no_cupy);
+    RowVs(back_to_back + " vs CuPy", add_pipe_gbps, "GB/s", "CuPy A + B, one GPU",
+          Figure(cupy, "cupy_add_1GiB_GBps"), no_cupy);
+    RowVs("  vs cupyx.distributed.array A + B", add_gbps, "GB/s",
+          Fmt("cupyx A + B, %s", cupyx_gpus.c_str()), Figure(cupy, "cupyx_add_1GiB_GBps"),
+          no_cupyx);
+    std::printf("|   times: distarray %.3f ms (%.3f ms back to back), CuPy %s, cupyx %s |\n",
+                add_s * 1e3, add_pipe_s * 1e3, ms(Figure(cupy, "cupy_add_1GiB_ms")).c_str(),
+                ms(Figure(cupy, "cupyx_add_1GiB_ms")).c_str());
+    auto c = Must(a + b, "A + B");
+    for (const int64_t r : {int64_t{0}, side - 1}) {
+      const auto ra = Must(a.Download<float>(row_of(r)), "download A row");
+      const auto rb = Must(b.Download<float>(row_of(r)), "download B row");
+      const auto rc = Must(c.Download<float>(row_of(r)), "download A + B row");
+      int64_t bad = ra.size() == static_cast<size_t>(side) && rc.size() == ra.size() ? 0 : side;
+      for (size_t i = 0; bad == 0 && i < rc.size(); ++i) {
+        const float want = ra[i] + rb[i];
+        if (std::fabs(rc[i] - want) > 1e-6f * std::fabs(want)) ++bad;
+      }
+      check(bad == 0, Fmt("row %lld of A + B equals A's row + B's", static_cast<long long>(r)));
+    }
+  }
+
+  // --- sum: 1 GiB read ---
+  std::printf("| %s |\n", Fmt("sum of a %s float32 array (Reduce SUM, all axes, combine), %s",
+                              one.c_str(), gpus.c_str())
+                              .c_str());
+  auto sum = [&] {
+    return Must(distarray::Reduce(a, v1::REDUCE_OP_SUM, {}, /*keepdims=*/false,
+                                  /*combine=*/true),
+                "sum");
+  };
+  const double sum_s = timed(2, 9, sum);
+  const double sum_pipe_s = pipelined(sum);
+  const double sum_pipe_gbps = array_bytes / sum_pipe_s / 1e9;
+  const double sum_gbps = array_bytes / sum_s / 1e9;
+  RowVs(Fmt("  Reduce RPC + Synchronize, %s read", one.c_str()), sum_gbps, "GB/s",
+        Fmt("copy GB/s x %s (HBM r+w rate)", gpus.c_str()),
+        copy ? std::optional<double>(*copy * ndev) : std::nullopt, no_copy);
+  RowVs("  the same, against the looser bound", sum_gbps, "GB/s",
+        Fmt("copy GB/s / 2 x %s", gpus.c_str()),
+        copy ? std::optional<double>(*copy / 2 * ndev) : std::nullopt, no_copy);
+  RowVs(back_to_back, sum_pipe_gbps, "GB/s", Fmt("copy GB/s x %s (HBM r+w rate)", gpus.c_str()),
+        copy ? std::optional<double>(*copy * ndev) : std::nullopt, no_copy);
+  RowVs("  vs CuPy cupy.sum", sum_gbps, "GB/s", "CuPy cupy.sum, one GPU",
+        Figure(cupy, "cupy_sum_1GiB_GBps"), no_cupy);
+  RowVs(back_to_back + " vs CuPy", sum_pipe_gbps, "GB/s", "CuPy cupy.sum, one GPU",
+        Figure(cupy, "cupy_sum_1GiB_GBps"), no_cupy);
+  std::printf(
+      "|   limits: device_copy_1GiB_GBps counts bytes read + written per second. The first row "
+      "reads the array at that rate: the bound if HBM reads as fast as it reads + writes in a "
+      "copy. |\n"
+      "|   The second reads at half that rate: the time of copying the array, a looser bound. "
+      "Both scale the one-GPU figure by %d GPU(s). |\n",
+      ndev);
+  std::printf("|   times: distarray %.3f ms (%.3f ms back to back), CuPy %s |\n", sum_s * 1e3,
+              sum_pipe_s * 1e3, ms(Figure(cupy, "cupy_sum_1GiB_ms")).c_str());
+  {
+    auto total = Must(distarray::Reduce(a, v1::REDUCE_OP_SUM, {}, false, true), "sum");
+    const auto value = Must(total.Download<float>(), "download the sum");
+    // Uniform [0, 1): the sum is n/2 within a few standard deviations, sqrt(n/12); float32
+    // accumulation may add some 1e-3 n/2.
+    const double n = double(side) * side, expected = 0.5 * n;
+    const bool good = value.size() == 1 &&
+                      std::fabs(value[0] - expected) < 1e-3 * expected + 6 * std::sqrt(n / 12);
+    check(good, Fmt("sum = %.6g, n/2 = %.6g", value.empty() ? 0.0 : value[0], expected));
+  }
+
+  // --- matmul: A row-split, B replicated on every GPU, TF32 off ---
+  std::printf("| %s |\n", Fmt("matmul %lld^3 float32, TF32 off: A rows split, B replicated, %s",
+                              n_side, gpus.c_str())
+                              .c_str());
+  auto b_rep = Must(client.Create({side, side}, v1::DTYPE_FLOAT32,
+                                  {distarray::Replicated(2, devices)}, uniform(12)),
+                    "create B replicated");
+  Must(client.Synchronize(), "sync");
+  v1::MatmulRequest matmul;
+  *matmul.mutable_spec()->mutable_a() = a.AsOperand();
+  *matmul.mutable_spec()->mutable_b() = b_rep.AsOperand();
+  matmul.mutable_spec()->set_allow_tf32(false);
+  const double mm_s = timed(1, 5, [&] { return Must(client.Matmul(matmul), "matmul"); });
+  const double tflops = 2.0 * side * side * side / mm_s / 1e12;
+  const auto cupy_tflops = Figure(cupy, "cupy_matmul_16384_TFLOPs");
+  RowVs("  Matmul RPC + Synchronize, TFLOP/s", tflops, "TF/s", "CuPy matmul (cuBLAS), one GPU",
+        cupy_tflops, no_cupy);
+  RowVs("  vs cupyx.distributed.array matmul", tflops, "TF/s",
+        Fmt("cupyx matmul, %s", cupyx_gpus.c_str()), Figure(cupy, "cupyx_matmul_16384_TFLOPs"),
+        no_cupyx);
+  std::printf("|   times: distarray %.3f ms, CuPy %s, cupyx %s |\n", mm_s * 1e3,
+              ms(Figure(cupy, "cupy_matmul_16384_ms")).c_str(),
+              ms(Figure(cupy, "cupyx_matmul_16384_ms")).c_str());
+  if (cupy.count("cupy_matmul_tf32") && cupy.at("cupy_matmul_tf32") != 0) {
+    std::printf("|   note: CuPy's float32 compute type was TF32: its figure is not FP32 |\n");
+  }
+  if (ndev == 1 && cupy_tflops && tflops > 1.25 * *cupy_tflops) {
+    std::printf(
+        "|   note: %.2fx FP32 cuBLAS on the same GPU: TF32 in use despite allow_tf32=false? |\n",
+        tflops / *cupy_tflops);
+  }
+  {
+    auto c = Must(client.Matmul(matmul), "matmul");
+    for (const int64_t i : {int64_t{0}, side - 1}) {
+      const auto ra = Must(a.Download<float>(row_of(i)), "download A row");
+      const auto cb = Must(b_rep.Download<float>(column_of(i)), "download B column");
+      const auto got =
+          Must(c.Download<float>(distarray::MakeRegion({SliceSpec{i, i + 1}, SliceSpec{i, i + 1}})),
+               "download C element");
+      double want = 0;
+      for (size_t k = 0; k < ra.size() && k < cb.size(); ++k) want += double{ra[k]} * cb[k];
+      const bool good = got.size() == 1 && ra.size() == static_cast<size_t>(side) &&
+                        cb.size() == ra.size() && std::fabs(got[0] - want) < 1e-4 * want;
+      check(good, Fmt("C[%lld, %lld] = %.7g, float64 dot of A's row and B's column = %.7g",
+                      static_cast<long long>(i), static_cast<long long>(i),
+                      got.empty() ? 0.0 : got[0], want));
+    }
+  }
+  std::printf("|   (the compute section took %.1f s) |\n", Seconds(start, Clock::now()));
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   setvbuf(stdout, nullptr, _IOLBF, 0);
+  const std::set<std::string> sections = ParseSections(absl::GetFlag(FLAGS_only));
+  auto want = [&](const char* section) { return sections.count(section) > 0; };
   const auto peer = ReadFigures(absl::GetFlag(FLAGS_peer_file));
   const auto cupyx = ReadFigures(absl::GetFlag(FLAGS_cupyx_file));
+  const auto cupy = ReadFigures(absl::GetFlag(FLAGS_compute_file));
   distarray::ConnectOptions options;
   options.parallel_streams = absl::GetFlag(FLAGS_streams);
   auto client =
@@ -119,83 +427,73 @@ int main(int argc, char** argv) {
   using distarray::MakeIndexMap;
   using distarray::SliceSpec;
   // --- Reshards on two GPUs ---
-  if (info.devices_size() >= 2) {
-    const int64_t n = int64_t{1} << 28;  // 1 GiB of float32
-    auto map = [&](int d0, int64_t b0, int64_t e0, int d1, int64_t b1, int64_t e1) {
-      return MakeIndexMap({MakeChunk(d0, {SliceSpec{b0, e0}}), MakeChunk(d1, {SliceSpec{b1, e1}})});
-    };
-    distarray::v1::Fill fill;
-    fill.mutable_uniform()->set_high(1);
-    fill.mutable_uniform()->set_seed(1);
-    auto a = Must(
-        client.Create({n}, distarray::v1::DTYPE_FLOAT32, {map(0, 0, n / 2, 1, n / 2, n)}, fill),
-        "create");
-    Must(client.Synchronize(), "sync");
-    struct Case {
-      const char* name;
-      distarray::v1::IndexMap target;
-      double moved_bytes;
-      const char* peer_key;
-      const char* cupyx_key;
-    };
-    const Case cases[] = {
-        {"reshard (a): move 1/4 of 1 GiB GPU0->GPU1", map(0, 0, n / 4, 1, n / 4, n), n / 4 * 4.0,
-         "peer_256MiB_GBps", "cupyx_move_quarter_GBps"},
-        {"reshard (b): swap two 512 MiB halves", map(0, n / 2, n, 1, 0, n / 2), n * 4.0,
-         "peer_swap_2x512MiB_GBps", "cupyx_swap_GBps"},
-    };
-    for (const Case& c : cases) {
-      std::vector<double> single;
-      for (int i = 0; i < 7; ++i) {
-        const auto t0 = Clock::now();
-        auto r = Must(a.Reshard(c.target), "reshard");
-        Must(client.Synchronize(), "sync");
-        single.push_back(Seconds(t0, Clock::now()));
+  if (want("reshard")) {
+    if (info.devices_size() >= 2) {
+      const int64_t n = int64_t{1} << 28;  // 1 GiB of float32
+      auto map = [&](int d0, int64_t b0, int64_t e0, int d1, int64_t b1, int64_t e1) {
+        return MakeIndexMap(
+            {MakeChunk(d0, {SliceSpec{b0, e0}}), MakeChunk(d1, {SliceSpec{b1, e1}})});
+      };
+      distarray::v1::Fill fill;
+      fill.mutable_uniform()->set_high(1);
+      fill.mutable_uniform()->set_seed(1);
+      auto a = Must(
+          client.Create({n}, distarray::v1::DTYPE_FLOAT32, {map(0, 0, n / 2, 1, n / 2, n)}, fill),
+          "create");
+      Must(client.Synchronize(), "sync");
+      struct Case {
+        const char* name;
+        distarray::v1::IndexMap target;
+        double moved_bytes;
+        const char* peer_key;
+        const char* cupyx_key;
+      };
+      const Case cases[] = {
+          {"reshard (a): move 1/4 of 1 GiB GPU0->GPU1", map(0, 0, n / 4, 1, n / 4, n), n / 4 * 4.0,
+           "peer_256MiB_GBps", "cupyx_move_quarter_GBps"},
+          {"reshard (b): swap two 512 MiB halves", map(0, n / 2, n, 1, 0, n / 2), n * 4.0,
+           "peer_swap_2x512MiB_GBps", "cupyx_swap_GBps"},
+      };
+      for (const Case& c : cases) {
+        std::vector<double> single;
+        for (int i = 0; i < 7; ++i) {
+          const auto t0 = Clock::now();
+          auto r = Must(a.Reshard(c.target), "reshard");
+          Must(client.Synchronize(), "sync");
+          single.push_back(Seconds(t0, Clock::now()));
+        }
+        // Back to back: RPC latency hides behind the transfers, as in a client's pipeline. The
+        // first round grows the memory pools to hold 8 results; the second is timed.
+        constexpr int kPipelined = 8;
+        double pipelined = 0;
+        for (int round = 0; round < 2; ++round) {
+          std::vector<distarray::Array> results;
+          Must(client.Synchronize(), "sync");
+          const auto t0 = Clock::now();
+          for (int i = 0; i < kPipelined; ++i)
+            results.push_back(Must(a.Reshard(c.target), "reshard"));
+          Must(client.Synchronize(), "sync");
+          pipelined = Seconds(t0, Clock::now()) / kPipelined;
+        }
+        const double gbps_single = c.moved_bytes / Median(single) / 1e9;
+        const double gbps_pipe = c.moved_bytes / pipelined / 1e9;
+        std::printf("| %-44s |\n", c.name);
+        Row("  one RPC + Synchronize, GB/s", gbps_single, "GB/s", c.peer_key,
+            peer.count(c.peer_key) ? peer.at(c.peer_key) : 0);
+        Row("  8 back to back, GB/s", gbps_pipe, "GB/s", c.peer_key,
+            peer.count(c.peer_key) ? peer.at(c.peer_key) : 0);
+        Row("  8 back to back vs cupyx", gbps_pipe, "GB/s", c.cupyx_key,
+            cupyx.count(c.cupyx_key) ? cupyx.at(c.cupyx_key) : 0);
+        Row("  one RPC + Synchronize vs cupyx", gbps_single, "GB/s", c.cupyx_key,
+            cupyx.count(c.cupyx_key) ? cupyx.at(c.cupyx_key) : 0);
       }
-      // Back to back: RPC latency hides behind the transfers, as in a client's pipeline. The first
-      // round grows the memory pools to hold 8 results; the second is timed.
-      constexpr int kPipelined = 8;
-      double pipelined = 0;
-      for (int round = 0; round < 2; ++round) {
-        std::vector<distarray::Array> results;
-        Must(client.Synchronize(), "sync");
-        const auto t0 = Clock::now();
-        for (int i = 0; i < kPipelined; ++i)
-          results.push_back(Must(a.Reshard(c.target), "reshard"));
-        Must(client.Synchronize(), "sync");
-        pipelined = Seconds(t0, Clock::now()) / kPipelined;
-      }
-      const double gbps_single = c.moved_bytes / Median(single) / 1e9;
-      const double gbps_pipe = c.moved_bytes / pipelined / 1e9;
-      std::printf("| %-44s |\n", c.name);
-      Row("  one RPC + Synchronize, GB/s", gbps_single, "GB/s", c.peer_key,
-          peer.count(c.peer_key) ? peer.at(c.peer_key) : 0);
-      Row("  8 back to back, GB/s", gbps_pipe, "GB/s", c.peer_key,
-          peer.count(c.peer_key) ? peer.at(c.peer_key) : 0);
-      Row("  8 back to back vs cupyx", gbps_pipe, "GB/s", c.cupyx_key,
-          cupyx.count(c.cupyx_key) ? cupyx.at(c.cupyx_key) : 0);
-      Row("  one RPC + Synchronize vs cupyx", gbps_single, "GB/s", c.cupyx_key,
-          cupyx.count(c.cupyx_key) ? cupyx.at(c.cupyx_key) : 0);
+    } else {
+      std::printf("| reshard: skipped, needs 2 devices |\n");
     }
-  } else {
-    std::printf("| reshard: skipped, needs 2 devices |\n");
   }
 
-  // --- Bulk transfer through gRPC ---
-  const int64_t bytes = int64_t{1} << 30;
-  std::vector<float> host(bytes / 4);
-  std::mt19937 rng(3);
-  for (size_t i = 0; i < host.size(); i += 4096) host[i] = static_cast<float>(rng());
-  std::vector<float> copy(host.size());
-  std::vector<double> memcpy_times;
-  for (int i = 0; i < 3; ++i) {
-    const auto t0 = Clock::now();
-    std::memcpy(copy.data(), host.data(), bytes);
-    memcpy_times.push_back(Seconds(t0, Clock::now()));
-  }
-  const double memcpy_gbps = bytes / Median(memcpy_times) / 1e9;
-
-  // The do-nothing byte streams, single and with as many connections as the SDK uses.
+  // The transport baseline: do-nothing gRPC calls served in this process, single and with as
+  // many connections as the SDK uses.
   BaselineService baseline;
   grpc::ServerBuilder builder;
   int port = 0;
@@ -203,112 +501,135 @@ int main(int argc, char** argv) {
   builder.RegisterService(&baseline);
   builder.SetMaxReceiveMessageSize(64 << 20);
   auto server = builder.BuildAndStart();
-  auto stream_gbps = [&](int streams, bool put) {
-    BaselineService::kStreams = streams;
-    std::vector<std::thread> threads;
-    const auto t0 = Clock::now();
-    for (int s = 0; s < streams; ++s) {
-      threads.emplace_back([&] {
-        grpc::ChannelArguments args;
-        args.SetMaxReceiveMessageSize(64 << 20);
-        args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-        auto stub = distarray::bench::Baseline::NewStub(grpc::CreateCustomChannel(
-            "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials(), args));
-        grpc::ClientContext context;
-        distarray::bench::Empty empty;
-        distarray::bench::Blob blob;
-        if (put) {
-          auto writer = stub->Put(&context, &empty);
-          blob.mutable_data()->assign(1 << 20, 'z');
-          for (int i = 0; i < (1 << 10) / streams; ++i) writer->Write(blob);
-          writer->WritesDone();
-          writer->Finish().ok();
-        } else {
-          auto reader = stub->Get(&context, empty);
-          while (reader->Read(&blob)) {
+
+  // --- Bulk transfer through gRPC ---
+  if (want("transfer")) {
+    const int64_t bytes = int64_t{1} << 30;
+    std::vector<float> host(bytes / 4);
+    std::mt19937 rng(3);
+    for (size_t i = 0; i < host.size(); i += 4096) host[i] = static_cast<float>(rng());
+    std::vector<float> copy(host.size());
+    std::vector<double> memcpy_times;
+    for (int i = 0; i < 3; ++i) {
+      const auto t0 = Clock::now();
+      std::memcpy(copy.data(), host.data(), bytes);
+      memcpy_times.push_back(Seconds(t0, Clock::now()));
+    }
+    const double memcpy_gbps = bytes / Median(memcpy_times) / 1e9;
+
+    auto stream_gbps = [&](int streams, bool put) {
+      BaselineService::kStreams = streams;
+      std::vector<std::thread> threads;
+      const auto t0 = Clock::now();
+      for (int s = 0; s < streams; ++s) {
+        threads.emplace_back([&] {
+          grpc::ChannelArguments args;
+          args.SetMaxReceiveMessageSize(64 << 20);
+          args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+          auto stub = distarray::bench::Baseline::NewStub(grpc::CreateCustomChannel(
+              "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials(), args));
+          grpc::ClientContext context;
+          distarray::bench::Empty empty;
+          distarray::bench::Blob blob;
+          if (put) {
+            auto writer = stub->Put(&context, &empty);
+            blob.mutable_data()->assign(1 << 20, 'z');
+            for (int i = 0; i < (1 << 10) / streams; ++i) writer->Write(blob);
+            writer->WritesDone();
+            writer->Finish().ok();
+          } else {
+            auto reader = stub->Get(&context, empty);
+            while (reader->Read(&blob)) {
+            }
+            reader->Finish().ok();
           }
-          reader->Finish().ok();
-        }
-      });
+        });
+      }
+      for (auto& t : threads) t.join();
+      return bytes / Seconds(t0, Clock::now()) / 1e9;
+    };
+    const int streams = absl::GetFlag(FLAGS_streams);
+    double put1 = 0, putn = 0, get1 = 0, getn = 0;
+    for (int rep = 0; rep < 2; ++rep) {
+      put1 = std::max(put1, stream_gbps(1, true));
+      putn = std::max(putn, stream_gbps(streams, true));
+      get1 = std::max(get1, stream_gbps(1, false));
+      getn = std::max(getn, stream_gbps(streams, false));
     }
-    for (auto& t : threads) t.join();
-    return bytes / Seconds(t0, Clock::now()) / 1e9;
-  };
-  const int streams = absl::GetFlag(FLAGS_streams);
-  double put1 = 0, putn = 0, get1 = 0, getn = 0;
-  for (int rep = 0; rep < 2; ++rep) {
-    put1 = std::max(put1, stream_gbps(1, true));
-    putn = std::max(putn, stream_gbps(streams, true));
-    get1 = std::max(get1, stream_gbps(1, false));
-    getn = std::max(getn, stream_gbps(streams, false));
-  }
-  std::vector<double> up, down;
-  // Downloads land in memory the client already has (as a streaming consumer's would): a fresh
-  // 1 GiB vector would time the kernel zeroing its pages, not the transfer.
-  std::vector<float> back(host.size());
-  std::memset(back.data(), 0, bytes);
-  const auto layout = distarray::Split(1, 0, bytes / 4, [&] {
-    std::vector<int> all(info.devices_size());
-    std::iota(all.begin(), all.end(), 0);
-    return all;
-  }());
-  for (int rep = 0; rep < 3; ++rep) {
-    const auto t0 = Clock::now();
-    auto array = Must(client.Upload<float>(host, {bytes / 4}, {layout}), "upload");
-    Must(client.Synchronize(), "sync");
-    const auto t1 = Clock::now();
-    Must(client.DownloadAll(array.info(), back.data(), bytes), "download");
-    const auto t2 = Clock::now();
-    up.push_back(Seconds(t0, t1));
-    down.push_back(Seconds(t1, t2));
-    if (std::memcmp(back.data(), host.data(), bytes) != 0) {
-      std::fprintf(stderr, "download differs from upload\n");
-      return 1;
+    std::vector<double> up, down;
+    // Downloads land in memory the client already has (as a streaming consumer's would): a fresh
+    // 1 GiB vector would time the kernel zeroing its pages, not the transfer.
+    std::vector<float> back(host.size());
+    std::memset(back.data(), 0, bytes);
+    const auto layout = distarray::Split(1, 0, bytes / 4, [&] {
+      std::vector<int> all(info.devices_size());
+      std::iota(all.begin(), all.end(), 0);
+      return all;
+    }());
+    for (int rep = 0; rep < 3; ++rep) {
+      const auto t0 = Clock::now();
+      auto array = Must(client.Upload<float>(host, {bytes / 4}, {layout}), "upload");
+      Must(client.Synchronize(), "sync");
+      const auto t1 = Clock::now();
+      Must(client.DownloadAll(array.info(), back.data(), bytes), "download");
+      const auto t2 = Clock::now();
+      up.push_back(Seconds(t0, t1));
+      down.push_back(Seconds(t1, t2));
+      if (std::memcmp(back.data(), host.data(), bytes) != 0) {
+        std::fprintf(stderr, "download differs from upload\n");
+        return 1;
+      }
     }
+    const double up_gbps = bytes / Median(up) / 1e9, down_gbps = bytes / Median(down) / 1e9;
+    char label[64];
+    std::snprintf(label, sizeof label, "empty stream, %d conns", streams);
+    Row("upload 1 GiB (SDK, parallel streams)", up_gbps, "GB/s", "host memcpy 1 GiB", memcpy_gbps);
+    Row("upload 1 GiB", up_gbps, "GB/s", label, putn);
+    Row("upload 1 GiB", up_gbps, "GB/s", "empty stream, 1 conn", put1);
+    Row("download 1 GiB (SDK, parallel streams)", down_gbps, "GB/s", "host memcpy 1 GiB",
+        memcpy_gbps);
+    Row("download 1 GiB", down_gbps, "GB/s", label, getn);
+    Row("download 1 GiB", down_gbps, "GB/s", "empty stream, 1 conn", get1);
   }
-  const double up_gbps = bytes / Median(up) / 1e9, down_gbps = bytes / Median(down) / 1e9;
-  char label[64];
-  std::snprintf(label, sizeof label, "empty stream, %d conns", streams);
-  Row("upload 1 GiB (SDK, parallel streams)", up_gbps, "GB/s", "host memcpy 1 GiB", memcpy_gbps);
-  Row("upload 1 GiB", up_gbps, "GB/s", label, putn);
-  Row("upload 1 GiB", up_gbps, "GB/s", "empty stream, 1 conn", put1);
-  Row("download 1 GiB (SDK, parallel streams)", down_gbps, "GB/s", "host memcpy 1 GiB",
-      memcpy_gbps);
-  Row("download 1 GiB", down_gbps, "GB/s", label, getn);
-  Row("download 1 GiB", down_gbps, "GB/s", "empty stream, 1 conn", get1);
 
   // --- One elementwise RPC on 1000 elements vs an empty unary call ---
-  const distarray::v1::IndexMap one = distarray::OnDevice(1, 0);
-  auto x = Must(client.Create({1000}, distarray::v1::DTYPE_FLOAT32, {one}), "create x");
-  auto y = Must(client.Create({1000}, distarray::v1::DTYPE_FLOAT32, {one}), "create y");
-  auto baseline_stub = distarray::bench::Baseline::NewStub(
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
-  std::vector<double> add_us, ping_us, info_us;
-  for (int i = 0; i < 4000; ++i) {
-    auto t0 = Clock::now();
-    {
-      auto z = Must(x + y, "add");
-      const auto t1 = Clock::now();
-      if (i >= 500) add_us.push_back(Seconds(t0, t1) * 1e6);
-    }  // the result's delete RPC is not timed
-    grpc::ClientContext context;
-    distarray::bench::Empty empty, out;
-    t0 = Clock::now();
-    baseline_stub->Ping(&context, empty, &out);
-    if (i >= 500) ping_us.push_back(Seconds(t0, Clock::now()) * 1e6);
-    t0 = Clock::now();
-    Must(client.ServerInfo(), "info");
-    if (i >= 500) info_us.push_back(Seconds(t0, Clock::now()) * 1e6);
+  if (want("latency")) {
+    const distarray::v1::IndexMap one = distarray::OnDevice(1, 0);
+    auto x = Must(client.Create({1000}, distarray::v1::DTYPE_FLOAT32, {one}), "create x");
+    auto y = Must(client.Create({1000}, distarray::v1::DTYPE_FLOAT32, {one}), "create y");
+    auto baseline_stub = distarray::bench::Baseline::NewStub(grpc::CreateChannel(
+        "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+    std::vector<double> add_us, ping_us, info_us;
+    for (int i = 0; i < 4000; ++i) {
+      auto t0 = Clock::now();
+      {
+        auto z = Must(x + y, "add");
+        const auto t1 = Clock::now();
+        if (i >= 500) add_us.push_back(Seconds(t0, t1) * 1e6);
+      }  // the result's delete RPC is not timed
+      grpc::ClientContext context;
+      distarray::bench::Empty empty, out;
+      t0 = Clock::now();
+      baseline_stub->Ping(&context, empty, &out);
+      if (i >= 500) ping_us.push_back(Seconds(t0, Clock::now()) * 1e6);
+      t0 = Clock::now();
+      Must(client.ServerInfo(), "info");
+      if (i >= 500) info_us.push_back(Seconds(t0, Clock::now()) * 1e6);
+    }
+    std::sort(info_us.begin(), info_us.end());
+    std::sort(add_us.begin(), add_us.end());
+    std::sort(ping_us.begin(), ping_us.end());
+    Row("elementwise add RPC, 1000 elements, p50", add_us[add_us.size() / 2], "us",
+        "empty unary gRPC call, p50", ping_us[ping_us.size() / 2], false);
+    Row("elementwise add RPC, 1000 elements, p99", add_us[add_us.size() * 99 / 100], "us",
+        "empty unary gRPC call, p99", ping_us[ping_us.size() * 99 / 100], false);
+    Row("GetServerInfo RPC (no device work), p50", info_us[info_us.size() / 2], "us",
+        "empty unary gRPC call, p50", ping_us[ping_us.size() / 2], false);
   }
-  std::sort(info_us.begin(), info_us.end());
-  std::sort(add_us.begin(), add_us.end());
-  std::sort(ping_us.begin(), ping_us.end());
-  Row("elementwise add RPC, 1000 elements, p50", add_us[add_us.size() / 2], "us",
-      "empty unary gRPC call, p50", ping_us[ping_us.size() / 2], false);
-  Row("elementwise add RPC, 1000 elements, p99", add_us[add_us.size() * 99 / 100], "us",
-      "empty unary gRPC call, p99", ping_us[ping_us.size() * 99 / 100], false);
-  Row("GetServerInfo RPC (no device work), p50", info_us[info_us.size() / 2], "us",
-      "empty unary gRPC call, p50", ping_us[ping_us.size() / 2], false);
+
+  // --- Compute on every GPU: A + B, sum, matmul ---
+  bool checks_ok = true;
+  if (want("compute")) checks_ok = Compute(client, info.devices_size(), peer, cupy);
   server->Shutdown();
-  return 0;
+  return checks_ok ? 0 : 1;
 }

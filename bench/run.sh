@@ -2,18 +2,31 @@
 # Runs every benchmark on a GPU machine as one command and prints one table:
 #   bench/run.sh BIN_DIR [OUT_DIR]
 # BIN_DIR holds distarrayd, distarray_bench and peer_limit. Needs python3 with cupy for the
-# cupyx peer (skipped with a note when absent).
+# CuPy and cupyx peers (skipped with a note when absent).
+# BENCH_ONLY=compute,latency bench/run.sh BIN_DIR runs only those sections of distarray_bench
+# (reshard, transfer, latency, compute; default: all) and only the peers they need.
 set -euo pipefail
 bin=$(cd "${1:?usage: bench/run.sh BIN_DIR [OUT_DIR]}" && pwd)
 out=${2:-$(mktemp -d)}
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
 export NCCL_NVLS_ENABLE=0  # never NVLink multicast on shared hosts
+only=${BENCH_ONLY:-}
+want() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
+rm -f "$out/cupyx.txt" "$out/cupy_compute.txt"  # no stale peer figures from an earlier run
 
 echo "== limits: peer and device copies (peer_limit)"
 "$bin/peer_limit" | tee "$out/peer.txt"
-echo "== peer: cupyx.distributed.array"
-python3 "$here/cupyx_reshard.py" | tee "$out/cupyx.txt" || echo "cupyx unavailable" >&2
+if want reshard; then
+  echo "== peer: cupyx.distributed.array reshards"
+  python3 "$here/cupyx_reshard.py" | tee "$out/cupyx.txt" || echo "cupyx unavailable" >&2
+fi
+if want compute; then
+  # A + B, sum and matmul in CuPy on one GPU and in cupyx over all of them (TF32 off).
+  echo "== peer: CuPy and cupyx.distributed.array compute"
+  python3 "$here/cupy_compute.py" | tee "$out/cupy_compute.txt" \
+    || echo "cupy_compute.py failed: the CuPy figures are missing" >&2
+fi
 
 echo "== distarrayd"
 rm -f "$out/port"
@@ -24,10 +37,12 @@ trap 'kill $daemon 2>/dev/null; wait $daemon 2>/dev/null || true' EXIT
 for _ in $(seq 200); do [ -s "$out/port" ] && break; sleep 0.1; done
 [ -s "$out/port" ] || { cat "$out/daemon.log"; exit 1; }
 "$bin/distarray_bench" --server="127.0.0.1:$(cat "$out/port")" --peer_file="$out/peer.txt" \
-  --cupyx_file="$out/cupyx.txt" | tee "$out/bench.txt"
+  --cupyx_file="$out/cupyx.txt" --compute_file="$out/cupy_compute.txt" ${only:+--only="$only"} \
+  | tee "$out/bench.txt"
 # Server-side time per RPC (from the daemon's own histogram), to split RPC latency into transport
 # and work.
 if command -v curl >/dev/null; then
   curl -s 127.0.0.1:19464/metrics | grep -E 'distarray_request_duration_seconds_(sum|count)' \
-    | grep -E 'Elementwise|Reshard|DeleteArray' | tee "$out/server_times.txt"
+    | grep -E 'Elementwise|Reduce|Matmul|Reshard|DeleteArray' | tee "$out/server_times.txt" \
+    || echo "no server times: the daemon's /metrics did not answer" >&2
 fi

@@ -439,4 +439,74 @@ absl::StatusOr<Array> operator/(const Array& a, const Array& b) {
   return a.Elementwise(v1::ELEMENTWISE_OP_DIVIDE, b.AsOperand());
 }
 
+namespace {
+template <typename Request, typename Response, typename Call>
+absl::StatusOr<Array> ComputeCall(const Client& client, const Request& request, Call call,
+                                  bool owned) {
+  grpc::ClientContext context;
+  client.AttachSession(context);
+  Response response;
+  absl::Status s = FromGrpc((client.stub().*call)(&context, request, &response));
+  if (!s.ok()) return s;
+  return Array(client, response.array(), owned);
+}
+}  // namespace
+
+absl::StatusOr<Array> Client::Elementwise(const v1::ElementwiseRequest& request) const {
+  return ComputeCall<v1::ElementwiseRequest, v1::ElementwiseResponse>(
+      *this, request, &v1::ArrayService::Stub::Elementwise, request.spec().out().empty());
+}
+absl::StatusOr<Array> Client::Reduce(const v1::ReduceRequest& request) const {
+  return ComputeCall<v1::ReduceRequest, v1::ReduceResponse>(*this, request,
+                                                            &v1::ArrayService::Stub::Reduce, true);
+}
+absl::StatusOr<Array> Client::Matmul(const v1::MatmulRequest& request) const {
+  return ComputeCall<v1::MatmulRequest, v1::MatmulResponse>(*this, request,
+                                                            &v1::ArrayService::Stub::Matmul, true);
+}
+
+Operand::Operand(const Array& array) : client_(&array.client()) {
+  proto_.set_handle(array.handle());
+}
+
+absl::StatusOr<Array> Ufunc(v1::ElementwiseOp op, std::initializer_list<Operand> operands) {
+  const Client* client = nullptr;
+  v1::ElementwiseRequest request;
+  request.mutable_spec()->set_op(op);
+  for (const Operand& o : operands) {
+    *request.mutable_spec()->add_operands() = o.proto();
+    if (client == nullptr) client = o.client();
+  }
+  if (client == nullptr) {
+    return absl::InvalidArgumentError("Ufunc: at least one operand must be an array");
+  }
+  return client->Elementwise(request);
+}
+
+absl::StatusOr<Array> AsType(const Array& a, v1::DType dtype) {
+  v1::ElementwiseRequest request;
+  request.mutable_spec()->set_op(v1::ELEMENTWISE_OP_ASTYPE);
+  *request.mutable_spec()->add_operands() = a.AsOperand();
+  request.mutable_spec()->set_dtype(dtype);
+  return a.client().Elementwise(request);
+}
+
+absl::StatusOr<Array> Reduce(const Array& a, v1::ReduceOp op, std::vector<int32_t> axes,
+                             bool keepdims, bool combine) {
+  v1::ReduceRequest request;
+  request.mutable_spec()->set_op(op);
+  *request.mutable_spec()->mutable_operand() = a.AsOperand();
+  for (int32_t axis : axes) request.mutable_spec()->add_axes(axis);
+  request.mutable_spec()->set_keepdims(keepdims);
+  request.mutable_spec()->set_combine(combine);
+  return a.client().Reduce(request);
+}
+
+absl::StatusOr<Array> Matmul(const Array& a, const Array& b) {
+  v1::MatmulRequest request;
+  *request.mutable_spec()->mutable_a() = a.AsOperand();
+  *request.mutable_spec()->mutable_b() = b.AsOperand();
+  return a.client().Matmul(request);
+}
+
 }  // namespace distarray

@@ -1,5 +1,8 @@
 #include "common/dtype.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace distarray {
 
 int64_t DTypeSize(DType dtype) {
@@ -91,6 +94,12 @@ bool IsSignedInteger(DType dtype) {
 bool IsUnsignedInteger(DType dtype) {
   return dtype == DType::kUInt8 || dtype == DType::kUInt16 || dtype == DType::kUInt32 ||
          dtype == DType::kUInt64;
+}
+
+void DispatchDTypeFailed(DType dtype) {
+  std::fprintf(stderr, "distarray: DispatchDType reached with unsupported dtype %d (%s)\n",
+               static_cast<int>(dtype), DTypeName(dtype));
+  std::abort();
 }
 
 }  // namespace distarray

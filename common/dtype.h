@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 namespace distarray {
 
@@ -37,8 +38,12 @@ bool IsFloating(DType dtype);
 bool IsSignedInteger(DType dtype);
 bool IsUnsignedInteger(DType dtype);
 
+// Logs the dtype and aborts: DispatchDType met a dtype it was not built for.
+[[noreturn]] void DispatchDTypeFailed(DType dtype);
+
 // Calls `fn` with a value-initialized element of the C++ type of `dtype`. Only implemented dtypes
-// are dispatched; callers check IsImplemented first. Usage:
+// are dispatched: callers validate first (IsImplemented), and any other dtype is a bug that
+// aborts the process rather than compute with the wrong element size. Usage:
 //   DispatchDType(dtype, [&](auto tag) { using T = decltype(tag); ... });
 template <typename Fn>
 decltype(auto) DispatchDType(DType dtype, Fn&& fn) {
@@ -63,9 +68,28 @@ decltype(auto) DispatchDType(DType dtype, Fn&& fn) {
       return fn(uint64_t{});
     case DType::kFloat32:
       return fn(float{});
+    case DType::kFloat64:
+      return fn(double{});
     default:
-      return fn(double{});  // kFloat64; callers never pass unimplemented dtypes
+      DispatchDTypeFailed(dtype);
   }
+}
+
+// The dtype of a C++ element type (the implemented dtypes' types).
+template <typename T>
+constexpr DType DTypeFor() {
+  if constexpr (std::is_same_v<T, bool>) return DType::kBool;
+  else if constexpr (std::is_same_v<T, int8_t>) return DType::kInt8;
+  else if constexpr (std::is_same_v<T, int16_t>) return DType::kInt16;
+  else if constexpr (std::is_same_v<T, int32_t>) return DType::kInt32;
+  else if constexpr (std::is_same_v<T, int64_t>) return DType::kInt64;
+  else if constexpr (std::is_same_v<T, uint8_t>) return DType::kUInt8;
+  else if constexpr (std::is_same_v<T, uint16_t>) return DType::kUInt16;
+  else if constexpr (std::is_same_v<T, uint32_t>) return DType::kUInt32;
+  else if constexpr (std::is_same_v<T, uint64_t>) return DType::kUInt64;
+  else if constexpr (std::is_same_v<T, float>) return DType::kFloat32;
+  else if constexpr (std::is_same_v<T, double>) return DType::kFloat64;
+  else return DType::kUnspecified;
 }
 
 }  // namespace distarray

@@ -23,6 +23,8 @@
 #include "common/dtype.h"
 #include "common/scalar.h"
 #include "server/kernels/ops.h"
+#include "server/kernels/reduce_ops.h"
+#include "server/kernels/ufuncs.h"
 
 namespace distarray {
 
@@ -50,9 +52,14 @@ struct BoxCopy {
   Combine combine = Combine::kAssign;
 };
 
-// An operand of an elementwise kernel: a dense buffer of n elements, or a scalar.
-struct KernelOperand {
-  BufferPtr buffer;  // null: use `scalar`
+// An operand of an elementwise kernel, in the op's compute dtype (`where`'s condition: bool).
+// For output element i (C order over the output's dense shape) it reads buffer element
+// BoxOffset(view, i), or element i when `contiguous`; a scalar when `buffer` is null. Broadcast
+// axes have stride 0 in `view`.
+struct ElementwiseArg {
+  BufferPtr buffer;
+  StridedBox view;
+  bool contiguous = true;
   Scalar scalar;
 };
 
@@ -94,9 +101,24 @@ class Backend {
   // followed by combines from other devices composes as written). The CUDA backend runs the
   // cross-device copies of a batch in one NCCL group.
   virtual absl::Status Copy(DType dtype, absl::Span<const BoxCopy> copies) = 0;
-  // out[i] = op(a[i], b[i]) for i < n; either operand may be a scalar.
-  virtual absl::Status Binary(BinaryOp op, DType dtype, const BufferPtr& out,
-                              const KernelOperand& a, const KernelOperand& b, int64_t n) = 0;
+  // out[i] = op(args...) for i < n, computing in `compute`; `out` holds the op's result dtype
+  // for `compute` (ufunc::ResultOf). The engine validated that the op takes `compute`.
+  virtual absl::Status Elementwise(ElementwiseOpId op, DType compute, const BufferPtr& out,
+                                   int64_t n, absl::Span<const ElementwiseArg> args) = 0;
+  // dst[i] = ufunc::Cast<to>(src[i]) for i < n (astype).
+  virtual absl::Status Cast(DType from, DType to, const BufferPtr& src, const BufferPtr& dst,
+                            int64_t n) = 0;
+  // One chunk's reduction: dst (dense, geometry.outputs() elements of Reducer<kind, T>::Out)
+  // from src (dtype `in`). kMean multiplies by `scale`; kArgMatch compares with `extreme`
+  // (geometry.outputs() elements of `in`).
+  virtual absl::Status Reduce(ReduceKind kind, DType in, const BufferPtr& src,
+                              const ReduceGeometry& geometry, const BufferPtr& dst, double scale,
+                              const BufferPtr& extreme) = 0;
+  // c = a @ b for dense row-major a (m x k) and b (k x n) of float32 or float64. TF32 tensor
+  // cores only with `allow_tf32`.
+  virtual absl::Status Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b,
+                            const BufferPtr& c, int64_t m, int64_t n, int64_t k,
+                            bool allow_tf32) = 0;
 
   // Copies host bytes into `dst` at byte `offset`. `src` may be reused once this returns (the
   // bytes are staged); the device copy itself runs asynchronously.

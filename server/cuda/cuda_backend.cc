@@ -6,52 +6,13 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
-#include "server/backend/buffer_hazards.h"
+#include "server/cuda/cuda_buffer.h"
 #include "server/cuda/cuda_status.h"
 #include "server/cuda/kernels.h"
 
 namespace distarray {
 
-using cuda::CudaEvent;
-using cuda::CudaEventPtr;
-using cuda::ScopedDevice;
-
-class CudaBuffer final : public DeviceBuffer {
- public:
-  CudaBuffer(int device, int64_t bytes, void* data, cudaStream_t stream, MemoryLedger* ledger)
-      : device_(device), bytes_(bytes), data_(data), stream_(stream), ledger_(ledger) {}
-  // Stream-ordered release: the device's stream waits for every outstanding reader and writer
-  // (on any stream), then frees. No lock needed: nobody else holds this buffer any more.
-  ~CudaBuffer() override {
-    ScopedDevice scope(device_);
-    for (const CudaEventPtr& event : hazards_.All()) {
-      cudaStreamWaitEvent(stream_, event->get(), 0);
-    }
-    const cudaError_t error = cudaFreeAsync(data_, stream_);
-    if (error != cudaSuccess && error != cudaErrorCudartUnloading) {
-      spdlog::error("cudaFreeAsync on device {}: {}", device_, cudaGetErrorName(error));
-    }
-    ledger_->Release(bytes_);
-  }
-  int device() const override { return device_; }
-  int64_t bytes() const override { return bytes_; }
-  char* data() const { return static_cast<char*>(data_); }
-  BufferHazards<CudaEventPtr>& hazards() { return hazards_; }
-
- private:
-  const int device_;
-  const int64_t bytes_;
-  void* const data_;
-  const cudaStream_t stream_;
-  MemoryLedger* const ledger_;
-  BufferHazards<CudaEventPtr> hazards_;
-};
-
 namespace {
-
-CudaBuffer* AsCuda(const BufferPtr& buffer) { return static_cast<CudaBuffer*>(buffer.get()); }
-
-bool IsDone(const CudaEventPtr& event) { return event->done(); }
 
 class CudaPendingRead final : public PendingRead {
  public:
@@ -125,6 +86,17 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
     auto transfer = cuda::CudaStream::Create(d);
     if (!transfer.ok()) return transfer.status();
     state.transfer_stream.emplace(*std::move(transfer));
+    state.sm_count = props.multiProcessorCount;
+    auto scratch = cuda::DeviceBlock::Allocate(d, kReduceScratchBytes);
+    if (!scratch.ok()) return scratch.status();
+    state.reduce_scratch.emplace(*std::move(scratch));
+    auto workspace = cuda::DeviceBlock::Allocate(d, kCublasWorkspaceBytes);
+    if (!workspace.ok()) return workspace.status();
+    state.cublas_workspace.emplace(*std::move(workspace));
+    auto cublas = cuda::CublasHandle::Create(d, state.cublas_workspace->data(),
+                                             kCublasWorkspaceBytes);
+    if (!cublas.ok()) return cublas.status();
+    state.cublas.emplace(*std::move(cublas));
   }
   // Peer access, for both plain allocations and the pools' memory, wherever the topology allows.
   for (int d = 0; d < count; ++d) {
@@ -182,22 +154,6 @@ absl::Status CudaBackend::WaitOn(cudaStream_t s, const std::vector<CudaEventPtr>
   return absl::OkStatus();
 }
 
-template <typename Enqueue>
-absl::StatusOr<CudaEventPtr> CudaBackend::Launch(int device, const std::vector<CudaBuffer*>& reads,
-                                                 const std::vector<CudaBuffer*>& writes,
-                                                 Enqueue&& enqueue) {
-  std::lock_guard lock(order_mu_);
-  ScopedDevice scope(device);
-  std::vector<CudaEventPtr> deps;
-  for (CudaBuffer* b : reads) b->hazards().CollectForRead(deps);
-  for (CudaBuffer* b : writes) b->hazards().CollectForWrite(deps);
-  RETURN_IF_ERROR(WaitFor(device, deps));
-  RETURN_IF_ERROR(enqueue(stream(device)));
-  ASSIGN_OR_RETURN(CudaEventPtr event, CudaEvent::Record(stream(device)));
-  for (CudaBuffer* b : reads) b->hazards().RecordRead(event, IsDone);
-  for (CudaBuffer* b : writes) b->hazards().RecordWrite(event);
-  return event;
-}
 
 absl::StatusOr<BufferPtr> CudaBackend::Allocate(int device, int64_t bytes) {
   bytes = std::max<int64_t>(bytes, 1);
@@ -402,23 +358,6 @@ absl::Status CudaBackend::Copy(DType dtype, absl::Span<const BoxCopy> copies) {
   }
   if (cross.empty()) return absl::OkStatus();
   return CopyAcrossDevices(dtype, cross);
-}
-
-absl::Status CudaBackend::Binary(BinaryOp op, DType dtype, const BufferPtr& out,
-                                 const KernelOperand& a, const KernelOperand& b, int64_t n) {
-  CudaBuffer* out_buffer = AsCuda(out);
-  std::vector<CudaBuffer*> reads;
-  if (a.buffer) reads.push_back(AsCuda(a.buffer));
-  if (b.buffer) reads.push_back(AsCuda(b.buffer));
-  const void* a_data = a.buffer ? AsCuda(a.buffer)->data() : nullptr;
-  const void* b_data = b.buffer ? AsCuda(b.buffer)->data() : nullptr;
-  return Launch(out_buffer->device(), reads, {out_buffer},
-                [&](cudaStream_t s) {
-                  return cuda::CudaStatus(cuda::LaunchBinary(dtype, op, out_buffer->data(), a_data,
-                                                             a.scalar, b_data, b.scalar, n, s),
-                                          "elementwise kernel");
-                })
-      .status();
 }
 
 // A staging block whose copy's launch failed. If the copy never reached the stream the block is

@@ -41,8 +41,15 @@ class CudaBackend final : public Backend {
   absl::Status FillGenerated(DType dtype, const BufferPtr& dst, const Shape& global_shape,
                              const Box& chunk_box, const Generator& generator) override;
   absl::Status Copy(DType dtype, absl::Span<const BoxCopy> copies) override;
-  absl::Status Binary(BinaryOp op, DType dtype, const BufferPtr& out, const KernelOperand& a,
-                      const KernelOperand& b, int64_t n) override;
+  absl::Status Elementwise(ElementwiseOpId op, DType compute, const BufferPtr& out, int64_t n,
+                           absl::Span<const ElementwiseArg> args) override;
+  absl::Status Cast(DType from, DType to, const BufferPtr& src, const BufferPtr& dst,
+                    int64_t n) override;
+  absl::Status Reduce(ReduceKind kind, DType in, const BufferPtr& src,
+                      const ReduceGeometry& geometry, const BufferPtr& dst, double scale,
+                      const BufferPtr& extreme) override;
+  absl::Status Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b, const BufferPtr& c,
+                    int64_t m, int64_t n, int64_t k, bool allow_tf32) override;
   absl::Status WriteFromHost(const BufferPtr& dst, int64_t offset, const void* src,
                              int64_t bytes) override;
   absl::StatusOr<std::unique_ptr<PendingRead>> ReadToHost(const BufferPtr& src, int64_t offset,
@@ -56,7 +63,15 @@ class CudaBackend final : public Backend {
     std::unique_ptr<MemoryLedger> ledger;
     std::optional<cuda::CudaStream> stream;           // kernels, local copies, host copies
     std::optional<cuda::CudaStream> transfer_stream;  // cross-device transfers, so they overlap
+    int sm_count = 0;
+    // Fixed per-device memory used only by work on `stream` (stream-ordered, so never by two
+    // kernels at once): reduction partials and the cuBLAS workspace.
+    std::optional<cuda::DeviceBlock> reduce_scratch;
+    std::optional<cuda::DeviceBlock> cublas_workspace;
+    std::optional<cuda::CublasHandle> cublas;
   };
+  static constexpr size_t kReduceScratchBytes = size_t{4} << 20;
+  static constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
   struct CrossDeviceCopy;
 
   explicit CudaBackend(Transfer transfer) : transfer_(transfer) {}

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "absl/strings/str_cat.h"
+
 #include "server/cuda/cuda_status.h"
 
 namespace distarray::cuda {
@@ -97,6 +99,42 @@ void PinnedPool::Release(Block* block, CudaEventPtr busy_until) {
   std::lock_guard lock(mu_);
   block->busy_until = std::move(busy_until);
   free_[ClassOf(block->bytes)].push_back(block);
+}
+
+absl::StatusOr<DeviceBlock> DeviceBlock::Allocate(int device, size_t bytes) {
+  ScopedDevice scope(device);
+  void* data = nullptr;
+  CUDA_RETURN_IF_ERROR(cudaMalloc(&data, bytes));
+  return DeviceBlock(data, bytes, device);
+}
+
+DeviceBlock::~DeviceBlock() {
+  if (data_ == nullptr) return;
+  ScopedDevice scope(device_);
+  LogIfFailed(cudaFree(data_), "cudaFree");
+}
+
+absl::StatusOr<CublasHandle> CublasHandle::Create(int device, void* workspace,
+                                                  size_t workspace_bytes) {
+  ScopedDevice scope(device);
+  cublasHandle_t handle = nullptr;
+  if (cublasStatus_t s = cublasCreate(&handle); s != CUBLAS_STATUS_SUCCESS) {
+    return absl::InternalError(absl::StrCat("cublasCreate: ", cublasGetStatusName(s)));
+  }
+  CublasHandle owner(handle, device);
+  if (cublasStatus_t s = cublasSetWorkspace(handle, workspace, workspace_bytes);
+      s != CUBLAS_STATUS_SUCCESS) {
+    return absl::InternalError(absl::StrCat("cublasSetWorkspace: ", cublasGetStatusName(s)));
+  }
+  return owner;
+}
+
+CublasHandle::~CublasHandle() {
+  if (handle_ == nullptr) return;
+  ScopedDevice scope(device_);
+  if (cublasStatus_t s = cublasDestroy(handle_); s != CUBLAS_STATUS_SUCCESS) {
+    spdlog::error("cublasDestroy: {}", cublasGetStatusName(s));
+  }
 }
 
 }  // namespace distarray::cuda

@@ -3,6 +3,7 @@
 #ifndef DISTARRAY_SERVER_CUDA_CUDA_RESOURCES_H_
 #define DISTARRAY_SERVER_CUDA_CUDA_RESOURCES_H_
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -103,6 +104,47 @@ class PinnedPool {
   std::mutex mu_;
   std::vector<std::unique_ptr<Block>> all_;
   std::vector<Block*> free_[kClasses];
+};
+
+// Device memory from cudaMalloc, outside the stream-ordered pool: fixed per-device scratch that
+// lives as long as the backend (reduction partials, the cuBLAS workspace).
+class DeviceBlock {
+ public:
+  static absl::StatusOr<DeviceBlock> Allocate(int device, size_t bytes);
+  DeviceBlock(DeviceBlock&& other) noexcept
+      : data_(other.data_), bytes_(other.bytes_), device_(other.device_) {
+    other.data_ = nullptr;
+  }
+  DeviceBlock& operator=(DeviceBlock&&) = delete;
+  DeviceBlock(const DeviceBlock&) = delete;
+  ~DeviceBlock();
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  DeviceBlock(void* data, size_t bytes, int device) : data_(data), bytes_(bytes), device_(device) {}
+  void* data_;
+  size_t bytes_;
+  int device_;
+};
+
+// A cuBLAS handle bound to one device, with a fixed workspace (cublasSetWorkspace), so no GEMM
+// allocates: what graph capture will need.
+class CublasHandle {
+ public:
+  static absl::StatusOr<CublasHandle> Create(int device, void* workspace, size_t workspace_bytes);
+  CublasHandle(CublasHandle&& other) noexcept : handle_(other.handle_), device_(other.device_) {
+    other.handle_ = nullptr;
+  }
+  CublasHandle& operator=(CublasHandle&&) = delete;
+  CublasHandle(const CublasHandle&) = delete;
+  ~CublasHandle();
+  cublasHandle_t get() const { return handle_; }
+
+ private:
+  CublasHandle(cublasHandle_t handle, int device) : handle_(handle), device_(device) {}
+  cublasHandle_t handle_;
+  int device_;
 };
 
 }  // namespace distarray::cuda

@@ -40,15 +40,6 @@ __global__ void CopyBoxKernel(const T* src, StridedBox src_box, T* dst, StridedB
   }
 }
 
-template <typename T>
-__global__ void BinaryKernel(BinaryOp op, T* out, const T* a, T a_scalar, const T* b, T b_scalar,
-                             int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    out[i] = ApplyBinary(op, a ? a[i] : a_scalar, b ? b[i] : b_scalar);
-  }
-}
-
 }  // namespace
 
 cudaError_t LaunchFillBox(DType dtype, void* dst, const StridedBox& box, const Scalar& value,
@@ -80,19 +71,6 @@ cudaError_t LaunchCopyBox(DType dtype, const void* src, const StridedBox& src_bo
     using T = decltype(tag);
     CopyBoxKernel<T><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const T*>(src), src_box,
                                                          static_cast<T*>(dst), dst_box, combine, n);
-  });
-  return cudaGetLastError();
-}
-
-cudaError_t LaunchBinary(DType dtype, BinaryOp op, void* out, const void* a, const Scalar& a_scalar,
-                         const void* b, const Scalar& b_scalar, int64_t n, cudaStream_t stream) {
-  DispatchDType(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (!std::is_same_v<T, bool>) {  // the engine rejects arithmetic on bool
-      BinaryKernel<T><<<Blocks(n), kThreads, 0, stream>>>(
-          op, static_cast<T*>(out), static_cast<const T*>(a), a_scalar.As<T>(),
-          static_cast<const T*>(b), b_scalar.As<T>(), n);
-    }
   });
   return cudaGetLastError();
 }

@@ -20,10 +20,6 @@ cudaError_t LaunchFillGenerated(DType dtype, void* dst, const StridedBox& global
                                 const Generator& generator, cudaStream_t stream);
 cudaError_t LaunchCopyBox(DType dtype, const void* src, const StridedBox& src_box, void* dst,
                           const StridedBox& dst_box, Combine combine, cudaStream_t stream);
-// out[i] = op(a ? a[i] : a_scalar, b ? b[i] : b_scalar).
-cudaError_t LaunchBinary(DType dtype, BinaryOp op, void* out, const void* a, const Scalar& a_scalar,
-                         const void* b, const Scalar& b_scalar, int64_t n, cudaStream_t stream);
-
 }  // namespace distarray::cuda
 
 #endif  // DISTARRAY_SERVER_CUDA_KERNELS_H_

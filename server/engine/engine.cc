@@ -15,6 +15,7 @@
 #include "common/status_macros.h"
 #include "server/backend/memory_ledger.h"
 #include "server/engine/layout.h"
+#include "server/engine/op_table.h"
 #include "server/engine/upload_session.h"
 
 #ifndef DISTARRAY_VERSION
@@ -189,11 +190,10 @@ v1::GetServerInfoResponse Engine::ServerInfo() const {
     if (IsImplemented(static_cast<DType>(t)))
       info.add_implemented_dtypes(static_cast<v1::DType>(t));
   }
-  for (const char* feature :
-       {"create", "upload", "download", "reshard", "change_mode", "elementwise.add",
-        "elementwise.subtract", "elementwise.multiply", "elementwise.divide"}) {
+  for (const char* feature : {"create", "upload", "download", "reshard", "change_mode"}) {
     info.add_features(feature);
   }
+  for (const std::string& feature : ComputeFeatures()) info.add_features(feature);
   info.set_array_count(static_cast<int64_t>(registry_.size()));
   info.set_live_sessions(sessions_.Live());
   info.set_session_lease_seconds(absl::ToInt64Seconds(options_.session_lease));

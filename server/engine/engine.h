@@ -81,6 +81,8 @@ class Engine {
                                       const CallContext& call = {});
   absl::StatusOr<ArrayPtr> Elementwise(const v1::ElementwiseRequest& request,
                                        const CallContext& call = {});
+  absl::StatusOr<ArrayPtr> Reduce(const v1::ReduceRequest& request, const CallContext& call = {});
+  absl::StatusOr<ArrayPtr> Matmul(const v1::MatmulRequest& request, const CallContext& call = {});
   // Waits for all enqueued work on every device; the handles are only validated (NOT_FOUND for
   // unknown ones). Waiting for everything is a superset of waiting for the named arrays.
   absl::Status Synchronize(const v1::SynchronizeRequest& request);
@@ -103,6 +105,8 @@ class Engine {
   // Index map normalization with this daemon's chunk limit and the ArrayInfo size bound.
   absl::StatusOr<IndexMap> NormalizeMap(const v1::IndexMap& map, const Shape& shape,
                                         absl::string_view field) const;
+  // A new result's metadata: unnamed results belong to the calling session.
+  absl::StatusOr<Array> NewResult(const std::string& result_name, const CallContext& call) const;
   absl::StatusOr<Array> ArrayFromSpec(const v1::ArraySpec& spec, absl::string_view field,
                                       const CallContext& call) const;
 

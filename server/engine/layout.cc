@@ -134,4 +134,26 @@ absl::StatusOr<std::vector<Chunk>> Relayout(Backend& backend, const Array& array
   return current;
 }
 
+absl::StatusOr<std::vector<Chunk>> ReadOnlyChunksIn(Backend& backend, const Array& array,
+                                                    const IndexMap& map, const StopCheck& stop) {
+  std::vector<Chunk> out(map.size());
+  IndexMap missing;
+  std::vector<size_t> missing_at;
+  for (size_t j = 0; j < map.size(); ++j) {
+    // Compared at the same position only (layouts derived from one another keep chunk order),
+    // so this stays linear in the chunk count.
+    const bool shared = array.mode == Mode::kReplica && j < array.chunks.size() &&
+                        array.chunks[j].spec == map[j];
+    if (shared) out[j] = array.chunks[j];
+    if (!shared) {
+      missing.push_back(map[j]);
+      missing_at.push_back(j);
+    }
+  }
+  if (missing.empty()) return out;
+  ASSIGN_OR_RETURN(std::vector<Chunk> moved, Relayout(backend, array, missing, Mode::kReplica, stop));
+  for (size_t i = 0; i < moved.size(); ++i) out[missing_at[i]] = std::move(moved[i]);
+  return out;
+}
+
 }  // namespace distarray

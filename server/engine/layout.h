@@ -30,6 +30,14 @@ absl::StatusOr<std::vector<Chunk>> Relayout(Backend& backend, const Array& array
                                             const IndexMap& map, Mode mode,
                                             const StopCheck& stop = {});
 
+// Chunks holding `array`'s logical values in layout `map` (REPLICA), for reading only: a target
+// chunk identical to the REPLICA array's chunk at the same position (same device and box) shares
+// its buffer
+// instead of copying it; the rest are resharded together. Nothing may write into the result.
+absl::StatusOr<std::vector<Chunk>> ReadOnlyChunksIn(Backend& backend, const Array& array,
+                                                    const IndexMap& map,
+                                                    const StopCheck& stop = {});
+
 }  // namespace distarray
 
 #endif  // DISTARRAY_SERVER_ENGINE_LAYOUT_H_

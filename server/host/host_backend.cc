@@ -4,41 +4,12 @@
 #include <new>
 
 #include "absl/strings/str_cat.h"
-#include "server/backend/buffer_hazards.h"
+#include "server/host/host_buffer.h"
 #include "server/kernels/host_kernels.h"
 
 namespace distarray {
 
-class HostBuffer final : public DeviceBuffer {
- public:
-  HostBuffer(int device, int64_t bytes, std::byte* data, MemoryLedger* ledger)
-      : device_(device), bytes_(bytes), data_(data), ledger_(ledger) {}
-  ~HostBuffer() override {
-    ::operator delete[](data_, std::align_val_t{64});
-    ledger_->Release(bytes_);
-  }
-  int device() const override { return device_; }
-  int64_t bytes() const override { return bytes_; }
-  std::byte* data() const { return data_; }
-  template <typename T>
-  T* as() const {
-    return reinterpret_cast<T*>(data_);
-  }
-  BufferHazards<HostEventPtr>& hazards() { return hazards_; }
-
- private:
-  const int device_;
-  const int64_t bytes_;
-  std::byte* const data_;
-  MemoryLedger* const ledger_;
-  BufferHazards<HostEventPtr> hazards_;
-};
-
 namespace {
-
-std::shared_ptr<HostBuffer> AsHost(const BufferPtr& buffer) {
-  return std::static_pointer_cast<HostBuffer>(buffer);
-}
 
 // The copy writes into the caller's memory from a device thread, so a read dropped without
 // Wait (a cancelled download, an error part-way through a slab) must still wait: otherwise the
@@ -164,27 +135,6 @@ absl::Status HostBackend::Copy(DType dtype, absl::Span<const BoxCopy> copies) {
       });
     });
   }
-  return absl::OkStatus();
-}
-
-absl::Status HostBackend::Binary(BinaryOp op, DType dtype, const BufferPtr& out,
-                                 const KernelOperand& a, const KernelOperand& b, int64_t n) {
-  auto out_buffer = AsHost(out);
-  auto a_buffer = AsHost(a.buffer);
-  auto b_buffer = AsHost(b.buffer);
-  std::vector<HostBuffer*> reads;
-  if (a_buffer) reads.push_back(a_buffer.get());
-  if (b_buffer) reads.push_back(b_buffer.get());
-  const Scalar a_scalar = a.scalar, b_scalar = b.scalar;
-  Launch(out_buffer->device(), reads, {out_buffer.get()}, [=] {
-    DispatchDType(dtype, [&](auto tag) {
-      using T = decltype(tag);
-      if constexpr (!std::is_same_v<T, bool>) {  // the engine rejects arithmetic on bool
-        BinaryOnHost(op, out_buffer->as<T>(), a_buffer ? a_buffer->as<T>() : nullptr,
-                     a_scalar.As<T>(), b_buffer ? b_buffer->as<T>() : nullptr, b_scalar.As<T>(), n);
-      }
-    });
-  });
   return absl::OkStatus();
 }
 

@@ -71,13 +71,6 @@ void FillGeneratedOnHost(T* dst, const Shape& global_shape, const Box& chunk_box
                  [&](int64_t g, int64_t d) { dst[d] = GeneratedValue<T>(generator, g); });
 }
 
-template <typename T>
-void BinaryOnHost(BinaryOp op, T* out, const T* a, T a_scalar, const T* b, T b_scalar, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    out[i] = ApplyBinary(op, a ? a[i] : a_scalar, b ? b[i] : b_scalar);
-  }
-}
-
 }  // namespace distarray
 
 #endif  // DISTARRAY_SERVER_KERNELS_HOST_KERNELS_H_

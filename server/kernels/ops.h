@@ -19,7 +19,6 @@
 namespace distarray {
 
 enum class Combine { kAssign, kAdd, kMultiply, kMax, kMin };
-enum class BinaryOp { kAdd, kSubtract, kMultiply, kDivide };
 
 // How copies of an element combine in `mode`; REPLICA copies are equal, so one just overwrites.
 constexpr Combine CombineFor(Mode mode) {
@@ -99,20 +98,6 @@ DA_HD T ApplyCombine(Combine c, T old_value, T value) {
       return (value < old_value || value != value) ? value : old_value;
     default:
       return value;
-  }
-}
-
-template <typename T>
-DA_HD T ApplyBinary(BinaryOp op, T a, T b) {
-  switch (op) {
-    case BinaryOp::kAdd:
-      return WrappingAdd(a, b);
-    case BinaryOp::kSubtract:
-      return WrappingSubtract(a, b);
-    case BinaryOp::kMultiply:
-      return WrappingMultiply(a, b);
-    default:
-      return static_cast<T>(a / b);  // engine allows divide on floating dtypes only
   }
 }
 

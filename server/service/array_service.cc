@@ -257,17 +257,23 @@ grpc::Status ArrayServiceImpl::Elementwise(grpc::ServerContext* context,
   });
 }
 
-grpc::Status ArrayServiceImpl::Reduce(grpc::ServerContext* context, const v1::ReduceRequest*,
-                                      v1::ReduceResponse*) {
-  return Handle("Reduce", context, [](const CallContext&) {
-    return absl::UnimplementedError("Reduce is not implemented yet");
+grpc::Status ArrayServiceImpl::Reduce(grpc::ServerContext* context,
+                                      const v1::ReduceRequest* request,
+                                      v1::ReduceResponse* response) {
+  return Handle("Reduce", context, [&](const CallContext& call) -> absl::Status {
+    ASSIGN_OR_RETURN(ArrayPtr array, engine_.Reduce(*request, call));
+    *response->mutable_array() = ToArrayInfo(*array);
+    return absl::OkStatus();
   });
 }
 
-grpc::Status ArrayServiceImpl::Matmul(grpc::ServerContext* context, const v1::MatmulRequest*,
-                                      v1::MatmulResponse*) {
-  return Handle("Matmul", context, [](const CallContext&) {
-    return absl::UnimplementedError("Matmul is not implemented yet");
+grpc::Status ArrayServiceImpl::Matmul(grpc::ServerContext* context,
+                                      const v1::MatmulRequest* request,
+                                      v1::MatmulResponse* response) {
+  return Handle("Matmul", context, [&](const CallContext& call) -> absl::Status {
+    ASSIGN_OR_RETURN(ArrayPtr array, engine_.Matmul(*request, call));
+    *response->mutable_array() = ToArrayInfo(*array);
+    return absl::OkStatus();
   });
 }
 

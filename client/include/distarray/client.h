@@ -65,6 +65,12 @@ class Client {
   absl::StatusOr<std::vector<v1::ArrayInfo>> List() const;
   absl::Status Synchronize() const;
 
+  // Compute with a full request (every option of the API); the result is a new owned Array, or
+  // with `spec.out` the updated `out` array (not owned: the caller's Array for it still owns it).
+  absl::StatusOr<Array> Elementwise(const v1::ElementwiseRequest& request) const;
+  absl::StatusOr<Array> Reduce(const v1::ReduceRequest& request) const;
+  absl::StatusOr<Array> Matmul(const v1::MatmulRequest& request) const;
+
   v1::ArrayService::Stub& stub() const { return *stub_; }
   const std::string& session_id() const;
   // Adds this client's session to a context for a call made through stub() directly.
@@ -151,12 +157,39 @@ class Array {
   absl::Status Delete();
 
   v1::Operand AsOperand() const;
+  const Client& client() const { return client_; }
 
  private:
   Client client_;
   v1::ArrayInfo info_;
   bool owned_;
 };
+
+// An operand for the calls below: an array or a scalar (weak, as a Python scalar in NumPy 2).
+class Operand {
+ public:
+  Operand(const Array& array);  // NOLINT: implicit, so arrays and scalars mix in one call
+  template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>>
+  Operand(T scalar) {  // NOLINT
+    *proto_.mutable_scalar() = MakeScalar(scalar);
+  }
+  const v1::Operand& proto() const { return proto_; }
+  const Client* client() const { return client_; }  // null for a scalar
+
+ private:
+  v1::Operand proto_;
+  const Client* client_ = nullptr;
+};
+
+// NumPy-style calls: Ufunc(v1::ELEMENTWISE_OP_SIN, a), Ufunc(v1::ELEMENTWISE_OP_WHERE, c, x, 0.0).
+// Operands broadcast and promote as in NumPy; the client of the first array operand sends it.
+absl::StatusOr<Array> Ufunc(v1::ElementwiseOp op, std::initializer_list<Operand> operands);
+absl::StatusOr<Array> AsType(const Array& a, v1::DType dtype);
+// A reduction over `axes` (empty: all). The result is a partial (SUM/PROD/MAX/MIN-mode) array
+// unless `combine`; see ReduceOpSpec.
+absl::StatusOr<Array> Reduce(const Array& a, v1::ReduceOp op, std::vector<int32_t> axes = {},
+                             bool keepdims = false, bool combine = false);
+absl::StatusOr<Array> Matmul(const Array& a, const Array& b);
 
 // Elementwise arithmetic; the result takes the left array's layout.
 absl::StatusOr<Array> operator+(const Array& a, const Array& b);

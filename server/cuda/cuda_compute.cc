@@ -1,0 +1,124 @@
+// The CUDA backend's compute: elementwise kernels, casts, reductions and cuBLAS GEMMs, each
+// enqueued on the output's device stream after the hazards of the buffers it touches.
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/cuda/compute_kernels.h"
+#include "server/cuda/cuda_buffer.h"
+#include "server/cuda/cuda_status.h"
+
+namespace distarray {
+namespace {
+
+absl::Status CublasStatus(cublasStatus_t status, absl::string_view what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
+  if (status == CUBLAS_STATUS_ALLOC_FAILED) {
+    return absl::ResourceExhaustedError(absl::StrCat(what, ": ", cublasGetStatusName(status)));
+  }
+  return absl::InternalError(absl::StrCat(what, ": ", cublasGetStatusName(status)));
+}
+
+}  // namespace
+
+absl::Status CudaBackend::Elementwise(ElementwiseOpId op, DType compute, const BufferPtr& out,
+                                      int64_t n, absl::Span<const ElementwiseArg> args) {
+  CudaBuffer* out_buffer = AsCuda(out);
+  std::vector<CudaBuffer*> reads;
+  std::vector<cuda::DeviceArg> device_args;
+  for (const ElementwiseArg& arg : args) {
+    cuda::DeviceArg d;
+    if (arg.buffer) {
+      reads.push_back(AsCuda(arg.buffer));
+      d.data = AsCuda(arg.buffer)->data();
+      d.view = arg.view;
+      d.contiguous = arg.contiguous;
+    } else {
+      d.scalar = arg.scalar;
+    }
+    device_args.push_back(d);
+  }
+  return Launch(out_buffer->device(), reads, {out_buffer},
+                [&](cudaStream_t s) {
+                  return cuda::CudaStatus(
+                      cuda::LaunchElementwise(op, compute, out_buffer->data(), n,
+                                              device_args.data(),
+                                              static_cast<int>(device_args.size()), s),
+                      "elementwise kernel");
+                })
+      .status();
+}
+
+absl::Status CudaBackend::Cast(DType from, DType to, const BufferPtr& src, const BufferPtr& dst,
+                               int64_t n) {
+  CudaBuffer* s = AsCuda(src);
+  CudaBuffer* d = AsCuda(dst);
+  return Launch(d->device(), {s}, {d},
+                [&](cudaStream_t stream) {
+                  return cuda::CudaStatus(cuda::LaunchCast(from, to, s->data(), d->data(), n,
+                                                           stream),
+                                          "astype kernel");
+                })
+      .status();
+}
+
+absl::Status CudaBackend::Reduce(ReduceKind kind, DType in, const BufferPtr& src,
+                                 const ReduceGeometry& geometry, const BufferPtr& dst,
+                                 double scale, const BufferPtr& extreme) {
+  CudaBuffer* s = AsCuda(src);
+  CudaBuffer* d = AsCuda(dst);
+  std::vector<CudaBuffer*> reads = {s};
+  if (extreme) reads.push_back(AsCuda(extreme));
+  const DeviceState& state = devices_[d->device()];
+  return Launch(d->device(), reads, {d},
+                [&](cudaStream_t stream) {
+                  return cuda::CudaStatus(
+                      cuda::LaunchReduce(kind, in, s->data(), geometry, d->data(), scale,
+                                         extreme ? AsCuda(extreme)->data() : nullptr,
+                                         state.reduce_scratch->data(),
+                                         static_cast<int64_t>(state.reduce_scratch->bytes()),
+                                         state.sm_count, stream),
+                      "reduction kernel");
+                })
+      .status();
+}
+
+absl::Status CudaBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b,
+                               const BufferPtr& c, int64_t m, int64_t n, int64_t k,
+                               bool allow_tf32) {
+  if (dtype != DType::kFloat32 && dtype != DType::kFloat64) {
+    return absl::InternalError(absl::StrCat("gemm: no cuBLAS path for ", DTypeName(dtype)));
+  }
+  CudaBuffer* ca = AsCuda(a);
+  CudaBuffer* cb = AsCuda(b);
+  CudaBuffer* cc = AsCuda(c);
+  const int device = cc->device();
+  cublasHandle_t handle = devices_[device].cublas->get();
+  return Launch(device, {ca, cb}, {cc},
+                [&](cudaStream_t stream) -> absl::Status {
+                  if (m == 0 || n == 0) return absl::OkStatus();
+                  RETURN_IF_ERROR(CublasStatus(cublasSetStream(handle, stream), "cublasSetStream"));
+                  // Row-major C = A B is column-major C^T = B^T A^T: pass b first, n and m swapped.
+                  const bool f32 = dtype == DType::kFloat32;
+                  const float alpha32 = 1, beta32 = 0;
+                  const double alpha64 = 1, beta64 = 0;
+                  const cudaDataType_t type = f32 ? CUDA_R_32F : CUDA_R_64F;
+                  const cublasComputeType_t compute =
+                      f32 ? (allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F)
+                          : CUBLAS_COMPUTE_64F;
+                  if (k == 0) {
+                    // No products: C is zero (cuBLAS with k = 0 leaves C as beta * C).
+                    return cuda::CudaStatus(
+                        cudaMemsetAsync(cc->data(), 0, cc->bytes(), stream), "gemm k=0 zero fill");
+                  }
+                  return CublasStatus(
+                      cublasGemmEx_64(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k,
+                                      f32 ? static_cast<const void*>(&alpha32) : &alpha64,
+                                      cb->data(), type, n, ca->data(), type, k,
+                                      f32 ? static_cast<const void*>(&beta32) : &beta64,
+                                      cc->data(), type, n, compute, CUBLAS_GEMM_DEFAULT),
+                      "cublasGemmEx");
+                })
+      .status();
+}
+
+}  // namespace distarray

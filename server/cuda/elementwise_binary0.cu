@@ -1,0 +1,11 @@
+// Binary elementwise ops with an even id (see elementwise_kernels.cuh).
+#include "server/cuda/elementwise_kernels.cuh"
+
+namespace distarray::cuda {
+
+cudaError_t LaunchBinary0(ElementwiseOpId op, DType compute, void* out, int64_t n,
+                          const DeviceArg* args, cudaStream_t stream) {
+  return LaunchGroup<2, 0, 2>(op, compute, out, n, args, stream);
+}
+
+}  // namespace distarray::cuda

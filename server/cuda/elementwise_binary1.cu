@@ -1,0 +1,11 @@
+// Binary elementwise ops with an odd id (see elementwise_kernels.cuh).
+#include "server/cuda/elementwise_kernels.cuh"
+
+namespace distarray::cuda {
+
+cudaError_t LaunchBinary1(ElementwiseOpId op, DType compute, void* out, int64_t n,
+                          const DeviceArg* args, cudaStream_t stream) {
+  return LaunchGroup<2, 1, 2>(op, compute, out, n, args, stream);
+}
+
+}  // namespace distarray::cuda

@@ -1,0 +1,52 @@
+// Ternary elementwise ops, astype, and the dispatch to each group's launcher.
+#include "server/cuda/elementwise_kernels.cuh"
+
+namespace distarray::cuda {
+namespace {
+
+template <typename From, typename To>
+__global__ void CastKernel(const From* src, To* dst, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    dst[i] = ufunc::Cast<To>(src[i]);
+  }
+}
+
+}  // namespace
+
+cudaError_t LaunchTernary(ElementwiseOpId op, DType compute, void* out, int64_t n,
+                          const DeviceArg* args, cudaStream_t stream) {
+  return LaunchGroup<3, 0, 1>(op, compute, out, n, args, stream);
+}
+
+cudaError_t LaunchElementwise(ElementwiseOpId op, DType compute, void* out, int64_t n,
+                              const DeviceArg* args, int arg_count, cudaStream_t stream) {
+  if (arg_count != ArityOf(op)) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  switch (ArityOf(op)) {
+    case 1:
+      return LaunchUnary(op, compute, out, n, args, stream);
+    case 2:
+      return static_cast<int>(op) % 2 == 0 ? LaunchBinary0(op, compute, out, n, args, stream)
+                                           : LaunchBinary1(op, compute, out, n, args, stream);
+    case 3:
+      return LaunchTernary(op, compute, out, n, args, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+cudaError_t LaunchCast(DType from, DType to, const void* src, void* dst, int64_t n,
+                       cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (!IsImplemented(from) || !IsImplemented(to)) return cudaErrorInvalidValue;
+  DispatchCast(from, to, [&](auto from_tag, auto to_tag) {
+    using From = decltype(from_tag);
+    using To = decltype(to_tag);
+    CastKernel<From, To><<<ElementwiseBlocks(n), kElementwiseThreads, 0, stream>>>(
+        static_cast<const From*>(src), static_cast<To*>(dst), n);
+  });
+  return cudaGetLastError();
+}
+
+}  // namespace distarray::cuda

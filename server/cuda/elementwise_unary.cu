@@ -1,0 +1,11 @@
+// Unary elementwise ops (see elementwise_kernels.cuh).
+#include "server/cuda/elementwise_kernels.cuh"
+
+namespace distarray::cuda {
+
+cudaError_t LaunchUnary(ElementwiseOpId op, DType compute, void* out, int64_t n,
+                        const DeviceArg* args, cudaStream_t stream) {
+  return LaunchGroup<1, 0, 1>(op, compute, out, n, args, stream);
+}
+
+}  // namespace distarray::cuda

@@ -1,0 +1,64 @@
+#include "server/engine/op_table.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/kernels/elementwise_loop.h"
+
+namespace distarray {
+namespace {
+
+constexpr ElementwiseOpInfo kOps[] = {
+#define DA_OP_INFO(suffix, F, name, arity, rule) \
+  {ElementwiseOpId::k##F, v1::ELEMENTWISE_OP_##suffix, name, arity, ufunc::TypeRule::rule},
+    DISTARRAY_ELEMENTWISE_OPS(DA_OP_INFO)
+#undef DA_OP_INFO
+};
+static_assert(sizeof(kOps) / sizeof(kOps[0]) == static_cast<size_t>(ElementwiseOpId::kCount));
+
+}  // namespace
+
+const ElementwiseOpInfo* FindElementwiseOp(v1::ElementwiseOp op) {
+  for (const ElementwiseOpInfo& info : kOps) {
+    if (info.proto == op) return &info;
+  }
+  return nullptr;
+}
+
+const ElementwiseOpInfo& OpInfo(ElementwiseOpId id) { return kOps[static_cast<int>(id)]; }
+
+std::optional<DType> ElementwiseResultDType(ElementwiseOpId id, DType compute) {
+  std::optional<DType> result;
+  auto record = [&](auto functor, auto tag, auto arity_tag) {
+    using Op = decltype(functor);
+    using T = decltype(tag);
+    result = DTypeFor<ElementwiseOut<Op, T, decltype(arity_tag)::value>>();
+  };
+  switch (ArityOf(id)) {
+    case 1:
+      DispatchElementwise<1>(id, compute, record);
+      break;
+    case 2:
+      DispatchElementwise<2>(id, compute, record);
+      break;
+    case 3:
+      DispatchElementwise<3>(id, compute, record);
+      break;
+    default:
+      break;
+  }
+  return result;
+}
+
+std::vector<std::string> ComputeFeatures() {
+  std::vector<std::string> features;
+  for (const ElementwiseOpInfo& info : kOps) features.push_back(absl::StrCat("elementwise.", info.name));
+  features.push_back("elementwise.astype");
+  features.push_back("elementwise.broadcasting");
+  features.push_back("elementwise.out");
+  for (const char* op : {"sum", "prod", "max", "min", "all", "any", "mean", "argmax", "argmin"}) {
+    features.push_back(absl::StrCat("reduce.", op));
+  }
+  features.push_back("matmul");
+  return features;
+}
+
+}  // namespace distarray

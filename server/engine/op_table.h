@@ -1,0 +1,37 @@
+// The elementwise op table (server/kernels/ufuncs.h) as the engine uses it: proto mapping, names,
+// arity and type rule of each op, which compute dtypes it takes and what it returns, and the
+// feature list GetServerInfo reports. Every fact here comes from the one table and the functors.
+#ifndef DISTARRAY_SERVER_ENGINE_OP_TABLE_H_
+#define DISTARRAY_SERVER_ENGINE_OP_TABLE_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/dtype.h"
+#include "distarray/v1/distarray.pb.h"
+#include "server/kernels/ufuncs.h"
+
+namespace distarray {
+
+struct ElementwiseOpInfo {
+  ElementwiseOpId id;
+  v1::ElementwiseOp proto;
+  const char* name;  // NumPy's
+  int arity;
+  ufunc::TypeRule rule;
+};
+
+// The op a proto value names; nullptr for UNSPECIFIED, ASTYPE (not a table op) or unknown values.
+const ElementwiseOpInfo* FindElementwiseOp(v1::ElementwiseOp op);
+const ElementwiseOpInfo& OpInfo(ElementwiseOpId id);
+
+// The result dtype of op `id` computing in `compute`; nullopt when the op does not take it.
+std::optional<DType> ElementwiseResultDType(ElementwiseOpId id, DType compute);
+
+// "elementwise.<name>" for every op, "elementwise.astype", the reductions and "matmul".
+std::vector<std::string> ComputeFeatures();
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_SERVER_ENGINE_OP_TABLE_H_

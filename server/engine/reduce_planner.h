@@ -1,0 +1,54 @@
+// Planning a distributed reduction: validation, NumPy's result dtypes, what the operand must
+// become first (replicated elements masked so they count once, op-mode values gathered, gaps
+// filled where the op is not blind to zeros), and per chunk where its partial result lands and
+// how the kernel walks it. The partials form an op-mode array (cupyx's design); argmax/argmin
+// take two passes (the combined extreme, then the first index holding it). Pure.
+#ifndef DISTARRAY_SERVER_ENGINE_REDUCE_PLANNER_H_
+#define DISTARRAY_SERVER_ENGINE_REDUCE_PLANNER_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "distarray/v1/distarray.pb.h"
+#include "server/engine/chunk_index.h"
+#include "server/engine/operand.h"
+#include "server/kernels/reduce_ops.h"
+
+namespace distarray {
+
+struct ReduceInput {
+  v1::ReduceOp op = v1::REDUCE_OP_UNSPECIFIED;
+  const ArrayMeta* array = nullptr;
+  std::vector<int32_t> axes;  // as sent: empty means all, negative counts from the end
+  bool keepdims = false;
+};
+
+struct ReducePlan {
+  ReduceKind kind = ReduceKind::kSum;  // the (first) pass
+  bool arg = false;                    // argmax/argmin: a kArgMatch pass follows
+  DType in_dtype = DType::kUnspecified;
+  DType result_dtype = DType::kUnspecified;
+  Shape result_shape;
+  Mode result_mode = Mode::kReplica;
+  double scale = 1;  // mean: 1 / reduced element count
+
+  // The operand as the kernels read it: as it is, or Relayout(array, prepare_map, prepare_mode).
+  bool prepare = false;
+  IndexMap prepare_map;
+  Mode prepare_mode = Mode::kReplica;
+
+  // One result chunk and one kernel call per prepared chunk.
+  IndexMap result_map;
+  std::vector<ReduceGeometry> geometry;
+  // Where `combine` puts the REPLICA result: result_map, or a covering layout when the partials
+  // leave outputs uncovered (their value is the partial mode's identity).
+  IndexMap combine_map;
+  // argmax/argmin: the first pass's dtype and mode (the extreme, in result_map's layout).
+  Mode extreme_mode = Mode::kMax;
+};
+
+absl::StatusOr<ReducePlan> PlanReduce(const ReduceInput& input, const StopCheck& stop = {});
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_SERVER_ENGINE_REDUCE_PLANNER_H_

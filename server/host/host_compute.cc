@@ -1,0 +1,176 @@
+// The host backend's compute: elementwise ops, casts, reductions and GEMM as plain loops over the
+// same element rules the CUDA kernels use (server/kernels/), on the simulated devices' threads.
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/host/host_backend.h"
+#include "server/host/host_buffer.h"
+#include "server/kernels/elementwise_loop.h"
+#include "server/kernels/reduce_ops.h"
+
+namespace distarray {
+namespace {
+
+template <typename T>
+KernelArg<T> ToKernelArg(const ElementwiseArg& arg, const std::shared_ptr<HostBuffer>& buffer) {
+  KernelArg<T> k;
+  if (buffer) {
+    k.data = buffer->as<T>();
+    k.view = arg.view;
+    k.contiguous = arg.contiguous;
+  } else {
+    k.scalar = arg.scalar.As<T>();
+  }
+  return k;
+}
+
+template <ReduceKind K, typename T>
+void ReduceOnHost(const T* src, const ReduceGeometry& g, typename Reducer<K, T>::Out* dst,
+                  double scale, const T* extreme) {
+  using R = Reducer<K, T>;
+  const int64_t outputs = g.outputs(), n = g.reduced_size();
+  for (int64_t o = 0; o < outputs; ++o) {
+    const T* base = src + g.base + BoxOffset(g.kept, o);
+    const T e = extreme != nullptr ? extreme[o] : T{};
+    typename R::Acc acc = R::Identity();
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t offset = g.reduced_contiguous ? r : BoxOffset(g.reduced, r);
+      const int64_t index = K == ReduceKind::kArgMatch ? BoxOffset(g.index, r) : 0;
+      acc = R::Combine(acc, R::Load(base[offset], e, index));
+    }
+    dst[o] = R::Finish(acc, scale);
+  }
+}
+
+template <typename Fn>
+void DispatchReduceKind(ReduceKind kind, Fn&& fn) {
+  switch (kind) {
+    case ReduceKind::kSum:
+      return fn(std::integral_constant<ReduceKind, ReduceKind::kSum>{});
+    case ReduceKind::kProd:
+      return fn(std::integral_constant<ReduceKind, ReduceKind::kProd>{});
+    case ReduceKind::kMax:
+      return fn(std::integral_constant<ReduceKind, ReduceKind::kMax>{});
+    case ReduceKind::kMin:
+      return fn(std::integral_constant<ReduceKind, ReduceKind::kMin>{});
+    case ReduceKind::kAll:
+      return fn(std::integral_constant<ReduceKind, ReduceKind::kAll>{});
+    case ReduceKind::kAny:
+      return fn(std::integral_constant<ReduceKind, ReduceKind::kAny>{});
+    case ReduceKind::kMean:
+      return fn(std::integral_constant<ReduceKind, ReduceKind::kMean>{});
+    case ReduceKind::kArgMatch:
+      return fn(std::integral_constant<ReduceKind, ReduceKind::kArgMatch>{});
+  }
+}
+
+// i-k-j order keeps the innermost loop streaming over rows of b and c.
+template <typename T>
+void GemmOnHost(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k) {
+  std::fill(c, c + m * n, T(0));
+  for (int64_t i = 0; i < m; ++i) {
+    T* c_row = c + i * n;
+    for (int64_t p = 0; p < k; ++p) {
+      const T a_ip = a[i * k + p];
+      const T* b_row = b + p * n;
+      for (int64_t j = 0; j < n; ++j) c_row[j] += a_ip * b_row[j];
+    }
+  }
+}
+
+}  // namespace
+
+absl::Status HostBackend::Elementwise(ElementwiseOpId op, DType compute, const BufferPtr& out,
+                                      int64_t n, absl::Span<const ElementwiseArg> args) {
+  auto out_buffer = AsHost(out);
+  std::vector<std::shared_ptr<HostBuffer>> buffers;
+  std::vector<HostBuffer*> reads;
+  for (const ElementwiseArg& arg : args) {
+    buffers.push_back(AsHost(arg.buffer));
+    if (buffers.back()) reads.push_back(buffers.back().get());
+  }
+  std::vector<ElementwiseArg> copied(args.begin(), args.end());
+  copied.resize(3);
+  buffers.resize(3);
+  // Dispatch now, so an op the planner should not have passed fails here and not on a thread.
+  std::function<void()> work;
+  const int arity = ArityOf(op);
+  auto make = [&](auto functor, auto tag, auto arity_tag) {
+    using Op = decltype(functor);
+    using T = decltype(tag);
+    constexpr int kArity = decltype(arity_tag)::value;
+    using Out = ElementwiseOut<Op, T, kArity>;
+    const auto a = ToKernelArg<FirstArgType<Op, T>>(copied[0], buffers[0]);
+    const auto b = ToKernelArg<T>(copied[1], buffers[1]);
+    const auto c = ToKernelArg<T>(copied[2], buffers[2]);
+    work = [out_buffer, buffers, a, b, c, n] {
+      Out* o = out_buffer->as<Out>();
+      for (int64_t i = 0; i < n; ++i) o[i] = ElementwiseAt<Op, T, kArity>(a, b, c, i);
+    };
+  };
+  bool dispatched = false;
+  if (arity == 1) dispatched = DispatchElementwise<1>(op, compute, make);
+  if (arity == 2) dispatched = DispatchElementwise<2>(op, compute, make);
+  if (arity == 3) dispatched = DispatchElementwise<3>(op, compute, make);
+  if (!dispatched) {
+    return absl::InternalError(absl::StrCat("elementwise op ", static_cast<int>(op),
+                                            " has no loop for ", DTypeName(compute)));
+  }
+  Launch(out_buffer->device(), reads, {out_buffer.get()}, std::move(work));
+  return absl::OkStatus();
+}
+
+absl::Status HostBackend::Cast(DType from, DType to, const BufferPtr& src, const BufferPtr& dst,
+                               int64_t n) {
+  auto s = AsHost(src), d = AsHost(dst);
+  Launch(d->device(), {s.get()}, {d.get()}, [s, d, from, to, n] {
+    DispatchCast(from, to, [&](auto from_tag, auto to_tag) {
+      using From = decltype(from_tag);
+      using To = decltype(to_tag);
+      const From* in = s->as<From>();
+      To* out = d->as<To>();
+      for (int64_t i = 0; i < n; ++i) out[i] = ufunc::Cast<To>(in[i]);
+    });
+  });
+  return absl::OkStatus();
+}
+
+absl::Status HostBackend::Reduce(ReduceKind kind, DType in, const BufferPtr& src,
+                                 const ReduceGeometry& geometry, const BufferPtr& dst,
+                                 double scale, const BufferPtr& extreme) {
+  auto s = AsHost(src), d = AsHost(dst), e = AsHost(extreme);
+  std::vector<HostBuffer*> reads = {s.get()};
+  if (e) reads.push_back(e.get());
+  Launch(d->device(), reads, {d.get()}, [=] {
+    DispatchReduceKind(kind, [&](auto kind_tag) {
+      constexpr ReduceKind K = decltype(kind_tag)::value;
+      DispatchDType(in, [&](auto tag) {
+        using T = decltype(tag);
+        ReduceOnHost<K, T>(s->as<T>(), geometry, d->as<typename Reducer<K, T>::Out>(), scale,
+                           e ? e->as<T>() : nullptr);
+      });
+    });
+  });
+  return absl::OkStatus();
+}
+
+absl::Status HostBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b,
+                               const BufferPtr& c, int64_t m, int64_t n, int64_t k,
+                               bool /*allow_tf32*/) {
+  if (dtype != DType::kFloat32 && dtype != DType::kFloat64) {
+    return absl::InternalError(absl::StrCat("gemm: no loop for ", DTypeName(dtype)));
+  }
+  auto ha = AsHost(a), hb = AsHost(b), hc = AsHost(c);
+  Launch(hc->device(), {ha.get(), hb.get()}, {hc.get()}, [=] {
+    if (dtype == DType::kFloat32) {
+      GemmOnHost(ha->as<float>(), hb->as<float>(), hc->as<float>(), m, n, k);
+    } else {
+      GemmOnHost(ha->as<double>(), hb->as<double>(), hc->as<double>(), m, n, k);
+    }
+  });
+  return absl::OkStatus();
+}
+
+}  // namespace distarray

@@ -1,0 +1,106 @@
+// The elementwise loop body shared by the host loops and the CUDA kernels, and the dispatch from
+// a runtime (op, compute dtype) to the templated functor: the op table (ufuncs.h) is the only
+// list of ops, so nothing here names one. CUDA-safe header.
+#ifndef DISTARRAY_SERVER_KERNELS_ELEMENTWISE_LOOP_H_
+#define DISTARRAY_SERVER_KERNELS_ELEMENTWISE_LOOP_H_
+
+#include <cstdint>
+#include <type_traits>
+
+#include "common/dtype.h"
+#include "common/strided_box.h"
+#include "server/kernels/ufuncs.h"
+
+namespace distarray {
+
+// An operand as a kernel reads it (see ElementwiseArg in backend.h).
+template <typename T>
+struct KernelArg {
+  const T* data = nullptr;  // null: `scalar`
+  StridedBox view;
+  bool contiguous = true;
+  T scalar{};
+};
+
+template <typename T>
+DA_HD T LoadArg(const KernelArg<T>& arg, int64_t i) {
+  if (arg.data == nullptr) return arg.scalar;
+  if (arg.contiguous) return arg.data[i];
+  return arg.data[BoxOffset(arg.view, i)];
+}
+
+// The type each operand position of `Op` reads for compute type T.
+template <typename Op, typename T>
+using FirstArgType = std::conditional_t<std::is_same_v<Op, ufunc::Where>, bool, T>;
+template <typename Op, typename T, int kArity>
+using ElementwiseOut = typename ufunc::ResultOf<Op, T, kArity>::type;
+
+template <typename Op, typename T, int kArity>
+DA_HD ElementwiseOut<Op, T, kArity> ElementwiseAt(const KernelArg<FirstArgType<Op, T>>& a,
+                                                  const KernelArg<T>& b, const KernelArg<T>& c,
+                                                  int64_t i) {
+  if constexpr (kArity == 1) return Op{}(LoadArg(a, i));
+  else if constexpr (kArity == 2) return Op{}(LoadArg(a, i), LoadArg(b, i));
+  else return Op{}(LoadArg(a, i), LoadArg(b, i), LoadArg(c, i));
+}
+
+// Whether op `id` belongs to dispatch group (kArity, kGroup of kGroups): the CUDA kernels are
+// compiled in several files, each instantiating one group, so a build spreads over cores.
+constexpr bool InGroup(int id, int arity, int kArity, int kGroup, int kGroups) {
+  return arity == kArity && id % kGroups == kGroup;
+}
+
+// Calls fn(Op{}, T{}, std::integral_constant<int, arity>{}) for op `op` computing in `compute`,
+// and returns true; false when the op does not take `compute` or is outside the group. Callers
+// validate first (the planner), so false means a bug or a wrong group.
+template <int kArity, int kGroup = 0, int kGroups = 1, typename Fn>
+bool DispatchElementwise(ElementwiseOpId op, DType compute, Fn&& fn) {
+  switch (op) {
+#define DA_DISPATCH_CASE(suffix, F, name, arity, rule)                                          \
+  case ElementwiseOpId::k##F:                                                                   \
+    if constexpr (InGroup(static_cast<int>(ElementwiseOpId::k##F), arity, kArity, kGroup,      \
+                          kGroups)) {                                                           \
+      if (!IsImplemented(compute)) return false;                                                \
+      return DispatchDType(compute, [&](auto tag) {                                             \
+        using T = decltype(tag);                                                                \
+        if constexpr (ufunc::Accepts<ufunc::F, T, arity>()) {                                   \
+          fn(ufunc::F{}, tag, std::integral_constant<int, arity>{});                            \
+          return true;                                                                          \
+        } else {                                                                                \
+          return false;                                                                         \
+        }                                                                                       \
+      });                                                                                       \
+    } else {                                                                                    \
+      return false;                                                                             \
+    }
+    DISTARRAY_ELEMENTWISE_OPS(DA_DISPATCH_CASE)
+#undef DA_DISPATCH_CASE
+    default:
+      return false;
+  }
+}
+
+// The arity of an op, from the table.
+constexpr int ArityOf(ElementwiseOpId op) {
+  switch (op) {
+#define DA_ARITY_CASE(suffix, F, name, arity, rule) \
+  case ElementwiseOpId::k##F:                       \
+    return arity;
+    DISTARRAY_ELEMENTWISE_OPS(DA_ARITY_CASE)
+#undef DA_ARITY_CASE
+    default:
+      return 0;
+  }
+}
+
+// Calls fn(From{}, To{}) for a pair of implemented dtypes.
+template <typename Fn>
+void DispatchCast(DType from, DType to, Fn&& fn) {
+  DispatchDType(from, [&](auto from_tag) {
+    DispatchDType(to, [&](auto to_tag) { fn(from_tag, to_tag); });
+  });
+}
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_SERVER_KERNELS_ELEMENTWISE_LOOP_H_

@@ -1,0 +1,97 @@
+// The reductions as element-level rules shared by the host loops and the CUDA kernels: what a
+// reduction accumulates in, its identity, how two partial values combine and what it writes.
+// CUDA-safe header.
+#ifndef DISTARRAY_SERVER_KERNELS_REDUCE_OPS_H_
+#define DISTARRAY_SERVER_KERNELS_REDUCE_OPS_H_
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "common/strided_box.h"
+#include "server/kernels/ops.h"
+
+namespace distarray {
+
+DA_HD int64_t BoxSize(const StridedBox& box) {
+  int64_t n = 1;
+  for (int d = 0; d < box.rank; ++d) n *= box.count[d];
+  return n;
+}
+
+// kArgMatch is argmax/argmin's second pass: the smallest global index whose value equals the
+// already combined extreme of its output element (NaN matches NaN).
+enum class ReduceKind { kSum, kProd, kMax, kMin, kAll, kAny, kMean, kArgMatch };
+
+// Where a reduction reads within one chunk's dense buffer: output element o (C order over the
+// kept axes) reduces the elements at base + BoxOffset(kept, o) + BoxOffset(reduced, r) for every
+// r. kArgMatch's global index of element r is BoxOffset(index, r).
+struct ReduceGeometry {
+  StridedBox kept;
+  StridedBox reduced;
+  int64_t base = 0;
+  // The reduced elements of one output are consecutive (BoxOffset(reduced, r) == r).
+  bool reduced_contiguous = false;
+  StridedBox index;
+  DA_HD int64_t outputs() const { return BoxSize(kept); }
+  DA_HD int64_t reduced_size() const { return BoxSize(reduced); }
+};
+
+template <ReduceKind K, typename T>
+struct Reducer {
+  static constexpr bool kFloat = std::is_floating_point_v<T>;
+  static constexpr bool kBool = std::is_same_v<T, bool>;
+  // Sums and products accumulate floats in double and integers in 64 bits, wrapping (NumPy's
+  // int64/uint64 results); max/min in T; all/any in bool; arg passes in int64 indices.
+  using Wide = std::conditional_t<kFloat, double,
+                                  std::conditional_t<std::is_unsigned_v<T> && !kBool, uint64_t,
+                                                     int64_t>>;
+  // The mean accumulates in double for every dtype, as NumPy's does (an int64 sum may wrap).
+  using Acc = std::conditional_t<
+      K == ReduceKind::kMean, double,
+      std::conditional_t<K == ReduceKind::kSum || K == ReduceKind::kProd, Wide,
+      std::conditional_t<K == ReduceKind::kAll || K == ReduceKind::kAny, bool,
+                         std::conditional_t<K == ReduceKind::kArgMatch, int64_t, T>>>>;
+  using Out = std::conditional_t<
+      K == ReduceKind::kSum || K == ReduceKind::kProd,
+      std::conditional_t<kFloat, T, Wide>,
+      std::conditional_t<K == ReduceKind::kMean, std::conditional_t<kFloat, T, double>, Acc>>;
+
+  static DA_HD Acc Identity() {
+    if constexpr (K == ReduceKind::kSum || K == ReduceKind::kMean) return Acc(0);
+    else if constexpr (K == ReduceKind::kProd) return Acc(1);
+    else if constexpr (K == ReduceKind::kAll) return true;
+    else if constexpr (K == ReduceKind::kAny) return false;
+    else if constexpr (K == ReduceKind::kArgMatch) return std::numeric_limits<int64_t>::max();
+    else if constexpr (K == ReduceKind::kMax) return ModeIdentity<T>(Mode::kMax);
+    else return ModeIdentity<T>(Mode::kMin);
+  }
+  // The accumulator value of one element (kArgMatch: its index if it matches `extreme`).
+  static DA_HD Acc Load(T v, T extreme, int64_t index) {
+    if constexpr (K == ReduceKind::kAll || K == ReduceKind::kAny) {
+      return v != T(0);
+    } else if constexpr (K == ReduceKind::kArgMatch) {
+      const bool match = v == extreme || (extreme != extreme && v != v);
+      return match ? index : std::numeric_limits<int64_t>::max();
+    } else {
+      return static_cast<Acc>(v);
+    }
+  }
+  static DA_HD Acc Combine(Acc a, Acc b) {
+    if constexpr (K == ReduceKind::kSum || K == ReduceKind::kMean) return WrappingAdd(a, b);
+    else if constexpr (K == ReduceKind::kProd) return WrappingMultiply(a, b);
+    else if constexpr (K == ReduceKind::kAll) return a && b;
+    else if constexpr (K == ReduceKind::kAny) return a || b;
+    else if constexpr (K == ReduceKind::kArgMatch) return a < b ? a : b;
+    else if constexpr (K == ReduceKind::kMax) return (a > b || a != a) ? a : b;
+    else return (a < b || a != a) ? a : b;
+  }
+  static DA_HD Out Finish(Acc a, double scale) {
+    if constexpr (K == ReduceKind::kMean) return static_cast<Out>(static_cast<double>(a) * scale);
+    else return static_cast<Out>(a);
+  }
+};
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_SERVER_KERNELS_REDUCE_OPS_H_

@@ -1,0 +1,547 @@
+// The elementwise ops ("ufuncs"), each a compile-time functor over its compute type, and the one
+// table that lists them. The table drives everything else: the proto mapping, the type rules the
+// planner applies, the `features` of GetServerInfo, and which kernels the host loops and the CUDA
+// kernels instantiate. Adding an op is one functor and one table row. CUDA-safe header.
+//
+// Functors take their operands in the op's compute type T (the planner casts operands there
+// first) and return the result type; an op that is not defined for T has no matching
+// `operator()` and is never instantiated for it (`kAccepts` below mirrors that for the planner).
+#ifndef DISTARRAY_SERVER_KERNELS_UFUNCS_H_
+#define DISTARRAY_SERVER_KERNELS_UFUNCS_H_
+
+#include <math.h>
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "server/kernels/ops.h"
+
+namespace distarray {
+namespace ufunc {
+
+template <typename T>
+inline constexpr bool kIsInt = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+template <typename T>
+inline constexpr bool kIsFloat = std::is_floating_point_v<T>;
+template <typename T>
+inline constexpr bool kIsBool = std::is_same_v<T, bool>;
+
+// C math functions by their float/double names, which exist both in host libm and in CUDA's
+// device library (std:: overloads are host-only under some toolchains).
+#define DA_MATH1(name)                                          \
+  template <typename T>                                         \
+  DA_HD T name(T x) {                                           \
+    if constexpr (std::is_same_v<T, float>) return ::name##f(x); \
+    else return ::name(x);                                      \
+  }
+#define DA_MATH2(name)                                                \
+  template <typename T>                                               \
+  DA_HD T name(T x, T y) {                                            \
+    if constexpr (std::is_same_v<T, float>) return ::name##f(x, y);    \
+    else return ::name(x, y);                                         \
+  }
+namespace math {
+DA_MATH1(sqrt)
+DA_MATH1(exp)
+DA_MATH1(expm1)
+DA_MATH1(log)
+DA_MATH1(log1p)
+DA_MATH1(log2)
+DA_MATH1(log10)
+DA_MATH1(sin)
+DA_MATH1(cos)
+DA_MATH1(tan)
+DA_MATH1(asin)
+DA_MATH1(acos)
+DA_MATH1(atan)
+DA_MATH1(sinh)
+DA_MATH1(cosh)
+DA_MATH1(tanh)
+DA_MATH1(floor)
+DA_MATH1(ceil)
+DA_MATH1(trunc)
+DA_MATH1(rint)
+DA_MATH2(atan2)
+DA_MATH2(hypot)
+DA_MATH2(pow)
+DA_MATH2(fmod)
+DA_MATH2(fmax)
+DA_MATH2(fmin)
+DA_MATH2(copysign)
+}  // namespace math
+#undef DA_MATH1
+#undef DA_MATH2
+
+// `v < 0` without the always-false comparison of an unsigned value (a -Wtype-limits warning).
+template <typename T>
+DA_HD bool IsNegative(T v) {
+  if constexpr (std::is_unsigned_v<T>) return false;
+  else return v < T(0);
+}
+
+// ---- Arithmetic: integers wrap as in NumPy; bool where NumPy defines it (add = or, mul = and).
+
+struct Add {
+  template <typename T>
+  DA_HD T operator()(T a, T b) const {
+    if constexpr (kIsBool<T>) return a || b;
+    else return WrappingAdd(a, b);
+  }
+};
+struct Subtract {
+  template <typename T, typename = std::enable_if_t<!kIsBool<T>>>
+  DA_HD T operator()(T a, T b) const {
+    return WrappingSubtract(a, b);
+  }
+};
+struct Multiply {
+  template <typename T>
+  DA_HD T operator()(T a, T b) const {
+    if constexpr (kIsBool<T>) return a && b;
+    else return WrappingMultiply(a, b);
+  }
+};
+// True division; the planner computes integer inputs in float64, as NumPy does.
+struct TrueDivide {
+  template <typename T, typename = std::enable_if_t<kIsFloat<T>>>
+  DA_HD T operator()(T a, T b) const {
+    return a / b;
+  }
+};
+// Python's floor division. Integers: x // 0 is 0 and MIN // -1 wraps to MIN (NumPy's results,
+// without its warnings); floats follow NumPy's npy_floor_divide.
+struct FloorDivide {
+  template <typename T, typename = std::enable_if_t<!kIsBool<T>>>
+  DA_HD T operator()(T a, T b) const {
+    if constexpr (kIsInt<T>) {
+      if (b == 0) return 0;
+      if constexpr (std::is_signed_v<T>) {
+        if (b == T(-1)) return WrappingSubtract(T(0), a);
+      }
+      T q = static_cast<T>(a / b);
+      if constexpr (std::is_signed_v<T>) {
+        if (a % b != 0 && ((a < 0) != (b < 0))) --q;
+      }
+      return q;
+    } else {
+      if (b == 0) return a / b;
+      T mod = math::fmod(a, b);
+      T div = (a - mod) / b;
+      if (mod != 0) {
+        if ((b < 0) != (mod < 0)) div -= T(1);
+      }
+      if (div != 0) {
+        T floordiv = math::floor(div);
+        if (div - floordiv > T(0.5)) floordiv += T(1);
+        return floordiv;
+      }
+      return math::copysign(T(0), a / b);
+    }
+  }
+};
+// Python's modulo: the result takes the divisor's sign; x % 0 is 0 for integers.
+struct Remainder {
+  template <typename T, typename = std::enable_if_t<!kIsBool<T>>>
+  DA_HD T operator()(T a, T b) const {
+    if constexpr (kIsInt<T>) {
+      if (b == 0) return 0;
+      if constexpr (std::is_signed_v<T>) {
+        if (b == T(-1)) return 0;
+        T r = static_cast<T>(a % b);
+        if (r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
+        return r;
+      } else {
+        return static_cast<T>(a % b);
+      }
+    } else {
+      T mod = math::fmod(a, b);
+      if (b == 0) return mod;
+      if (mod != 0) {
+        if ((b < 0) != (mod < 0)) mod += b;
+        return mod;
+      }
+      return math::copysign(T(0), b);
+    }
+  }
+};
+// Integers: exponentiation by squaring, wrapping; a negative exponent gives 0 except for bases 1
+// and -1 (NumPy raises for the whole array; an elementwise kernel cannot).
+struct Power {
+  template <typename T, typename = std::enable_if_t<!kIsBool<T>>>
+  DA_HD T operator()(T a, T b) const {
+    if constexpr (kIsInt<T>) {
+      if constexpr (std::is_signed_v<T>) {
+        if (b < 0) {
+          if (a == 1) return 1;
+          if (a == -1) return (b & 1) ? T(-1) : T(1);
+          return 0;
+        }
+      }
+      T result = 1;
+      T base = a;
+      for (auto e = static_cast<std::make_unsigned_t<T>>(b); e != 0; e >>= 1) {
+        if (e & 1) result = WrappingMultiply(result, base);
+        base = WrappingMultiply(base, base);
+      }
+      return result;
+    } else {
+      return math::pow(a, b);
+    }
+  }
+};
+// NaN propagates (NumPy's maximum/minimum); fmax/fmin prefer the number.
+struct Maximum {
+  template <typename T>
+  DA_HD T operator()(T a, T b) const {
+    return (a > b || a != a) ? a : b;
+  }
+};
+struct Minimum {
+  template <typename T>
+  DA_HD T operator()(T a, T b) const {
+    return (a < b || a != a) ? a : b;
+  }
+};
+struct Fmax {
+  template <typename T>
+  DA_HD T operator()(T a, T b) const {
+    if constexpr (kIsFloat<T>) return math::fmax(a, b);
+    else return a > b ? a : b;
+  }
+};
+struct Fmin {
+  template <typename T>
+  DA_HD T operator()(T a, T b) const {
+    if constexpr (kIsFloat<T>) return math::fmin(a, b);
+    else return a < b ? a : b;
+  }
+};
+struct Arctan2 {
+  template <typename T, typename = std::enable_if_t<kIsFloat<T>>>
+  DA_HD T operator()(T a, T b) const {
+    return math::atan2(a, b);
+  }
+};
+struct Hypot {
+  template <typename T, typename = std::enable_if_t<kIsFloat<T>>>
+  DA_HD T operator()(T a, T b) const {
+    return math::hypot(a, b);
+  }
+};
+
+// ---- Comparisons and logic: bool results.
+
+#define DA_COMPARE(Name, expr)                \
+  struct Name {                               \
+    template <typename T>                     \
+    DA_HD bool operator()(T a, T b) const {   \
+      return expr;                            \
+    }                                         \
+  };
+DA_COMPARE(Less, a < b)
+DA_COMPARE(LessEqual, a <= b)
+DA_COMPARE(Greater, a > b)
+DA_COMPARE(GreaterEqual, a >= b)
+DA_COMPARE(Equal, a == b)
+DA_COMPARE(NotEqual, a != b)
+DA_COMPARE(LogicalAnd, (a != T(0)) && (b != T(0)))
+DA_COMPARE(LogicalOr, (a != T(0)) || (b != T(0)))
+DA_COMPARE(LogicalXor, (a != T(0)) != (b != T(0)))
+#undef DA_COMPARE
+
+// ---- Bitwise: integers and bool.
+
+struct BitwiseAnd {
+  template <typename T, typename = std::enable_if_t<!kIsFloat<T>>>
+  DA_HD T operator()(T a, T b) const {
+    return static_cast<T>(a & b);
+  }
+};
+struct BitwiseOr {
+  template <typename T, typename = std::enable_if_t<!kIsFloat<T>>>
+  DA_HD T operator()(T a, T b) const {
+    return static_cast<T>(a | b);
+  }
+};
+struct BitwiseXor {
+  template <typename T, typename = std::enable_if_t<!kIsFloat<T>>>
+  DA_HD T operator()(T a, T b) const {
+    return static_cast<T>(a ^ b);
+  }
+};
+// Shifts by a negative count or by the type's width or more give what shifting one bit at a
+// time would (0, or -1 for a negative signed value shifted right), never undefined behaviour.
+struct LeftShift {
+  template <typename T, typename = std::enable_if_t<kIsInt<T>>>
+  DA_HD T operator()(T a, T b) const {
+    if (IsNegative(b) || b >= T(sizeof(T) * 8)) return 0;
+    return static_cast<T>(static_cast<WrapType<T>>(a) << b);
+  }
+};
+struct RightShift {
+  template <typename T, typename = std::enable_if_t<kIsInt<T>>>
+  DA_HD T operator()(T a, T b) const {
+    if (IsNegative(b) || b >= T(sizeof(T) * 8)) return IsNegative(a) ? T(-1) : T(0);
+    return static_cast<T>(a >> b);
+  }
+};
+
+// ---- Unary.
+
+struct Negative {
+  template <typename T, typename = std::enable_if_t<!kIsBool<T>>>
+  DA_HD T operator()(T a) const {
+    return WrappingSubtract(T(0), a);
+  }
+};
+struct Positive {
+  template <typename T, typename = std::enable_if_t<!kIsBool<T>>>
+  DA_HD T operator()(T a) const {
+    return a;
+  }
+};
+struct Absolute {
+  template <typename T>
+  DA_HD T operator()(T a) const {
+    if constexpr (kIsFloat<T>) return a < 0 ? -a : (a == 0 ? T(0) : a);  // -0.0 -> 0.0
+    else if constexpr (std::is_signed_v<T> && !kIsBool<T>) return a < 0 ? WrappingSubtract(T(0), a) : a;
+    else return a;
+  }
+};
+struct Sign {
+  template <typename T, typename = std::enable_if_t<!kIsBool<T>>>
+  DA_HD T operator()(T a) const {
+    if (a != a) return a;  // NaN
+    return static_cast<T>(int{T(0) < a} - int{IsNegative(a)});
+  }
+};
+struct Square {
+  template <typename T, typename = std::enable_if_t<!kIsBool<T>>>
+  DA_HD T operator()(T a) const {
+    return WrappingMultiply(a, a);
+  }
+};
+struct Invert {
+  template <typename T, typename = std::enable_if_t<!kIsFloat<T>>>
+  DA_HD T operator()(T a) const {
+    if constexpr (kIsBool<T>) return !a;
+    else return static_cast<T>(~a);
+  }
+};
+struct LogicalNot {
+  template <typename T>
+  DA_HD bool operator()(T a) const {
+    return !(a != T(0));
+  }
+};
+struct IsNan {
+  template <typename T>
+  DA_HD bool operator()(T a) const {
+    return a != a;
+  }
+};
+struct IsInf {
+  template <typename T>
+  DA_HD bool operator()(T a) const {
+    if constexpr (kIsFloat<T>) return a == std::numeric_limits<T>::infinity() ||
+                                      a == -std::numeric_limits<T>::infinity();
+    else return false;
+  }
+};
+struct IsFinite {
+  template <typename T>
+  DA_HD bool operator()(T a) const {
+    if constexpr (kIsFloat<T>) return a - a == T(0);  // false for inf and NaN
+    else return true;
+  }
+};
+// floor/ceil/trunc leave integers as they are, in their own dtype (NumPy 2).
+#define DA_ROUNDING(Name, fn)                     \
+  struct Name {                                   \
+    template <typename T>                         \
+    DA_HD T operator()(T a) const {               \
+      if constexpr (kIsFloat<T>) return math::fn(a); \
+      else return a;                              \
+    }                                             \
+  };
+DA_ROUNDING(Floor, floor)
+DA_ROUNDING(Ceil, ceil)
+DA_ROUNDING(Trunc, trunc)
+#undef DA_ROUNDING
+// Floating-point functions; integer inputs are computed in a float type the planner picks.
+#define DA_FLOAT_FN(Name, fn)                                \
+  struct Name {                                              \
+    template <typename T, typename = std::enable_if_t<kIsFloat<T>>> \
+    DA_HD T operator()(T a) const {                          \
+      return math::fn(a);                                    \
+    }                                                        \
+  };
+DA_FLOAT_FN(Sqrt, sqrt)
+DA_FLOAT_FN(Exp, exp)
+DA_FLOAT_FN(Expm1, expm1)
+DA_FLOAT_FN(Log, log)
+DA_FLOAT_FN(Log1p, log1p)
+DA_FLOAT_FN(Log2, log2)
+DA_FLOAT_FN(Log10, log10)
+DA_FLOAT_FN(Sin, sin)
+DA_FLOAT_FN(Cos, cos)
+DA_FLOAT_FN(Tan, tan)
+DA_FLOAT_FN(Arcsin, asin)
+DA_FLOAT_FN(Arccos, acos)
+DA_FLOAT_FN(Arctan, atan)
+DA_FLOAT_FN(Sinh, sinh)
+DA_FLOAT_FN(Cosh, cosh)
+DA_FLOAT_FN(Tanh, tanh)
+DA_FLOAT_FN(Rint, rint)
+#undef DA_FLOAT_FN
+
+// ---- Ternary. `where`'s condition arrives as bool; clip is minimum(maximum(a, lo), hi).
+
+struct Where {
+  template <typename T>
+  DA_HD T operator()(bool condition, T x, T y) const {
+    return condition ? x : y;
+  }
+};
+struct Clip {
+  template <typename T>
+  DA_HD T operator()(T a, T lo, T hi) const {
+    return Minimum{}(Maximum{}(a, lo), hi);
+  }
+};
+
+// How the planner turns the operands' promoted dtype into the compute dtype (see
+// elementwise_planner.cc; NumPy's loop selection for each class).
+enum class TypeRule {
+  kSame,          // compute in the promoted dtype; bool where the functor takes it
+  kBoolAsInt8,    // like kSame, but bool computes in int8 (NumPy's square, power, // and %)
+  kTrueDivide,    // integers and bool in float64
+  kFloatMath,     // bool/int8/uint8 in float16, int16/uint16 in float32, wider in float64
+  kNoFloat,       // integers and bool only
+  kShift,         // integers only; bool computes in int8
+  kWhere,         // operand 0 is a condition (cast to bool); operands 1 and 2 promote
+};
+
+}  // namespace ufunc
+
+// The table: X(ProtoSuffix, Functor, numpy_name, arity, rule). ProtoSuffix names
+// distarray.v1.ElementwiseOp's ELEMENTWISE_OP_<ProtoSuffix>, and the op's id below.
+#define DISTARRAY_ELEMENTWISE_OPS(X)                                        \
+  X(ADD, Add, "add", 2, kSame)                                              \
+  X(SUBTRACT, Subtract, "subtract", 2, kSame)                               \
+  X(MULTIPLY, Multiply, "multiply", 2, kSame)                               \
+  X(DIVIDE, TrueDivide, "true_divide", 2, kTrueDivide)                      \
+  X(FLOOR_DIVIDE, FloorDivide, "floor_divide", 2, kBoolAsInt8)              \
+  X(REMAINDER, Remainder, "remainder", 2, kBoolAsInt8)                      \
+  X(POWER, Power, "power", 2, kBoolAsInt8)                                  \
+  X(MAXIMUM, Maximum, "maximum", 2, kSame)                                  \
+  X(MINIMUM, Minimum, "minimum", 2, kSame)                                  \
+  X(FMAX, Fmax, "fmax", 2, kSame)                                           \
+  X(FMIN, Fmin, "fmin", 2, kSame)                                           \
+  X(ARCTAN2, Arctan2, "arctan2", 2, kFloatMath)                             \
+  X(HYPOT, Hypot, "hypot", 2, kFloatMath)                                   \
+  X(LESS, Less, "less", 2, kSame)                                           \
+  X(LESS_EQUAL, LessEqual, "less_equal", 2, kSame)                          \
+  X(GREATER, Greater, "greater", 2, kSame)                                  \
+  X(GREATER_EQUAL, GreaterEqual, "greater_equal", 2, kSame)                 \
+  X(EQUAL, Equal, "equal", 2, kSame)                                        \
+  X(NOT_EQUAL, NotEqual, "not_equal", 2, kSame)                             \
+  X(LOGICAL_AND, LogicalAnd, "logical_and", 2, kSame)                       \
+  X(LOGICAL_OR, LogicalOr, "logical_or", 2, kSame)                          \
+  X(LOGICAL_XOR, LogicalXor, "logical_xor", 2, kSame)                       \
+  X(BITWISE_AND, BitwiseAnd, "bitwise_and", 2, kNoFloat)                    \
+  X(BITWISE_OR, BitwiseOr, "bitwise_or", 2, kNoFloat)                       \
+  X(BITWISE_XOR, BitwiseXor, "bitwise_xor", 2, kNoFloat)                    \
+  X(LEFT_SHIFT, LeftShift, "left_shift", 2, kShift)                         \
+  X(RIGHT_SHIFT, RightShift, "right_shift", 2, kShift)                      \
+  X(NEGATIVE, Negative, "negative", 1, kSame)                               \
+  X(POSITIVE, Positive, "positive", 1, kSame)                               \
+  X(ABS, Absolute, "absolute", 1, kSame)                                    \
+  X(SIGN, Sign, "sign", 1, kSame)                                           \
+  X(SQUARE, Square, "square", 1, kBoolAsInt8)                               \
+  X(SQRT, Sqrt, "sqrt", 1, kFloatMath)                                      \
+  X(EXP, Exp, "exp", 1, kFloatMath)                                         \
+  X(EXPM1, Expm1, "expm1", 1, kFloatMath)                                   \
+  X(LOG, Log, "log", 1, kFloatMath)                                         \
+  X(LOG1P, Log1p, "log1p", 1, kFloatMath)                                   \
+  X(LOG2, Log2, "log2", 1, kFloatMath)                                      \
+  X(LOG10, Log10, "log10", 1, kFloatMath)                                   \
+  X(SIN, Sin, "sin", 1, kFloatMath)                                         \
+  X(COS, Cos, "cos", 1, kFloatMath)                                         \
+  X(TAN, Tan, "tan", 1, kFloatMath)                                         \
+  X(ARCSIN, Arcsin, "arcsin", 1, kFloatMath)                                \
+  X(ARCCOS, Arccos, "arccos", 1, kFloatMath)                                \
+  X(ARCTAN, Arctan, "arctan", 1, kFloatMath)                                \
+  X(SINH, Sinh, "sinh", 1, kFloatMath)                                      \
+  X(COSH, Cosh, "cosh", 1, kFloatMath)                                      \
+  X(TANH, Tanh, "tanh", 1, kFloatMath)                                      \
+  X(FLOOR, Floor, "floor", 1, kSame)                                        \
+  X(CEIL, Ceil, "ceil", 1, kSame)                                           \
+  X(TRUNC, Trunc, "trunc", 1, kSame)                                        \
+  X(RINT, Rint, "rint", 1, kFloatMath)                                      \
+  X(LOGICAL_NOT, LogicalNot, "logical_not", 1, kSame)                       \
+  X(INVERT, Invert, "invert", 1, kNoFloat)                                  \
+  X(ISNAN, IsNan, "isnan", 1, kSame)                                        \
+  X(ISINF, IsInf, "isinf", 1, kSame)                                        \
+  X(ISFINITE, IsFinite, "isfinite", 1, kSame)                               \
+  X(WHERE, Where, "where", 3, kWhere)                                       \
+  X(CLIP, Clip, "clip", 3, kSame)
+
+// An op's id; the numeric values are internal (the proto enum has its own numbers).
+enum class ElementwiseOpId : int {
+#define DA_OP_ID(suffix, functor, name, arity, rule) k##functor,
+  DISTARRAY_ELEMENTWISE_OPS(DA_OP_ID)
+#undef DA_OP_ID
+      kCount
+};
+
+namespace ufunc {
+// Whether the functor is defined for compute type T (with its operand arity).
+template <typename Op, typename T, int kArity>
+constexpr bool Accepts() {
+  if constexpr (kArity == 1) return std::is_invocable_v<Op, T>;
+  else if constexpr (kArity == 2) return std::is_invocable_v<Op, T, T>;
+  else if constexpr (std::is_same_v<Op, Where>) return std::is_invocable_v<Op, bool, T, T>;
+  else return std::is_invocable_v<Op, T, T, T>;
+}
+// The result type of the functor on compute type T.
+template <typename Op, typename T, int kArity>
+struct ResultOf;
+template <typename Op, typename T>
+struct ResultOf<Op, T, 1> {
+  using type = std::invoke_result_t<Op, T>;
+};
+template <typename Op, typename T>
+struct ResultOf<Op, T, 2> {
+  using type = std::invoke_result_t<Op, T, T>;
+};
+template <typename Op, typename T>
+struct ResultOf<Op, T, 3> {
+  using type = std::conditional_t<std::is_same_v<Op, Where>, T, std::invoke_result_t<Op, T, T, T>>;
+};
+
+// astype: C++ conversion made total. Float to integer saturates and NaN becomes 0 (what CUDA's
+// conversion instructions do; in C++ the out-of-range conversion is undefined); anything to bool
+// is `!= 0`.
+template <typename To, typename From>
+DA_HD To Cast(From v) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return v != From(0);
+  } else if constexpr (kIsFloat<From> && kIsInt<To>) {
+    if (v != v) return 0;
+    // Bounds as powers of two, exact in From: lowest() and max() + 1.
+    const From lo = static_cast<From>(std::numeric_limits<To>::lowest());
+    const From hi = static_cast<From>(std::numeric_limits<To>::max() / 2 + 1) * From(2);
+    if (v <= lo) return std::numeric_limits<To>::lowest();
+    if (v >= hi) return std::numeric_limits<To>::max();
+    return static_cast<To>(v);
+  } else {
+    return static_cast<To>(v);
+  }
+}
+}  // namespace ufunc
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_SERVER_KERNELS_UFUNCS_H_

@@ -1,0 +1,288 @@
+// 2-D matmul (float32 and float64) against a long-double host reference, over the layouts the
+// block planner has to handle: one device, row-split times replicated, replicated times
+// column-split, block grids splitting the shared axis (a SUM-mode result), k blocks on different
+// devices (the daemon moves them), random layouts with gaps, op-mode operands and a requested
+// result layout; and the errors.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <optional>
+#include <random>
+
+#include "tests/support/backend_fixture.h"
+#include "tests/support/compute_reference.h"
+#include "tests/support/reference.h"
+
+namespace distarray::testing {
+namespace {
+
+struct MatmulReference {
+  HostArray c;
+  std::vector<long double> abs_tol;
+};
+
+// a @ b in long double. Element (i, j) may differ from the exact value by (k + 4) * unit *
+// sum_k |a_ik b_kj| (unit: the roundoff of the dtype, or of TF32 when allowed).
+MatmulReference ReferenceMatmul(const HostArray& a, const HostArray& b, bool tf32 = false) {
+  const int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
+  const long double unit =
+      tf32 ? std::ldexp(1.0L, -10) : (a.dtype == v1::DTYPE_FLOAT32 ? FLT_EPSILON : DBL_EPSILON);
+  MatmulReference ref{HostArray{a.dtype, {m, n}, {}}, {}};
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      long double sum = 0, magnitude = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        const long double term = a.values[i * k + p] * b.values[p * n + j];
+        sum += term;
+        magnitude += std::fabs(term);
+      }
+      ref.c.values.push_back(sum);
+      ref.abs_tol.push_back((k + 4) * unit * magnitude);
+    }
+  }
+  return ref;
+}
+
+std::string Describe(const HostArray& a, const v1::IndexMap& a_map, const HostArray& b,
+                     const v1::IndexMap& b_map) {
+  return absl::StrCat(Describe(a), " in ", a_map.ShortDebugString(), " @ ", Describe(b), " in ",
+                      b_map.ShortDebugString());
+}
+
+class MatmulTest : public BackendTest {
+ protected:
+  std::vector<int> AllDevices() const { return {dev(0), dev(1), dev(2), dev(3)}; }
+
+  // Uploads a (m x k) and b (k x n) of `dtype` in the given layouts and modes, runs a @ b (with
+  // `result_index_map` when given) and checks the result's dtype, shape, mode (`modes`: the
+  // acceptable ones; empty: any) and values against the reference on the operands' logical
+  // values. The result goes to `result_out` when given.
+  void Run(v1::DType dtype, int64_t m, int64_t k, int64_t n, const v1::IndexMap& a_map,
+           const v1::IndexMap& b_map, std::vector<v1::Mode> modes,
+           std::optional<v1::IndexMap> result_index_map = std::nullopt,
+           v1::Mode a_mode = v1::MODE_REPLICA, v1::Mode b_mode = v1::MODE_REPLICA,
+           bool tf32 = false, std::optional<Array>* result_out = nullptr) {
+    const HostArray a = RandomHost(dtype, {m, k}, rng_, {.float_lo = -1, .float_hi = 1});
+    const HostArray b = RandomHost(dtype, {k, n}, rng_, {.float_lo = -1, .float_hi = 1});
+    const std::string what = Describe(a, a_map, b, b_map);
+    ASSERT_OK_AND_ASSIGN(Array A, UploadHost(client(), a, a_map, a_mode));
+    ASSERT_OK_AND_ASSIGN(Array B, UploadHost(client(), b, b_map, b_mode));
+    const HostArray a_logical = Logical(a, FromProto(A.info().index_map(), a.shape), a_mode);
+    const HostArray b_logical = Logical(b, FromProto(B.info().index_map(), b.shape), b_mode);
+    v1::MatmulRequest request;
+    *request.mutable_spec()->mutable_a() = A.AsOperand();
+    *request.mutable_spec()->mutable_b() = B.AsOperand();
+    request.mutable_spec()->set_allow_tf32(tf32);
+    if (result_index_map) *request.mutable_spec()->mutable_result_index_map() = *result_index_map;
+    absl::StatusOr<Array> C = result_index_map || tf32 ? client().Matmul(request) : Matmul(A, B);
+    ASSERT_TRUE(C.ok()) << what << ": " << C.status();
+    EXPECT_EQ(C->info().dtype(), dtype) << what;
+    EXPECT_EQ(C->shape(), (Shape{m, n})) << what;
+    if (!modes.empty()) {
+      EXPECT_TRUE(std::find(modes.begin(), modes.end(), C->info().mode()) != modes.end())
+          << what << ": mode " << v1::Mode_Name(C->info().mode());
+    }
+    if (result_index_map) {
+      ASSERT_OK_AND_ASSIGN(v1::IndexMap normalized,
+                           NormalizedIndexMap(client(), {m, n}, *result_index_map));
+      EXPECT_TRUE(SameIndexMap(C->info().index_map(), normalized))
+          << C->info().index_map().ShortDebugString() << " vs " << normalized.ShortDebugString();
+    }
+    const MatmulReference ref = ReferenceMatmul(a_logical, b_logical, tf32);
+    HostArray want = ref.c;
+    if (result_index_map) {  // elements outside a requested layout read as 0
+      const std::vector<bool> covered = Covered(C->info().index_map(), want.shape);
+      for (size_t i = 0; i < covered.size(); ++i) {
+        if (!covered[i]) want.values[i] = 0;
+      }
+    }
+    ASSERT_OK_AND_ASSIGN(HostArray got, DownloadHost(*C));
+    EXPECT_TRUE(ValuesMatch(got, want, 0, &ref.abs_tol)) << what;
+    // Combining a SUM-mode result with change_mode gives the same values.
+    if (C->info().mode() != v1::MODE_REPLICA) {
+      ASSERT_OK_AND_ASSIGN(Array replica, C->ChangeMode(v1::MODE_REPLICA));
+      ASSERT_OK_AND_ASSIGN(HostArray combined, DownloadHost(replica));
+      EXPECT_TRUE(ValuesMatch(combined, want, 0, &ref.abs_tol)) << what << " after change_mode";
+    }
+    if (result_out != nullptr) result_out->emplace(*std::move(C));
+  }
+
+  // SUM where the shared axis is split over several devices; on one device a daemon may as well
+  // multiply whole (REPLICA).
+  std::vector<v1::Mode> SplitK() const {
+    if (devices() == 1) return {v1::MODE_SUM, v1::MODE_REPLICA};
+    return {v1::MODE_SUM};
+  }
+
+  std::mt19937_64 rng_{301};
+};
+
+const v1::DType kFloatDTypes[] = {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT64};
+
+TEST_P(MatmulTest, BothOnOneDevice) {
+  for (v1::DType dtype : kFloatDTypes) {
+    Run(dtype, 37, 53, 29, OnDevice(2, dev(1)), OnDevice(2, dev(1)), {v1::MODE_REPLICA});
+    Run(dtype, 37, 53, 29, OnDevice(2, dev(0)), OnDevice(2, dev(3)), {v1::MODE_REPLICA});
+    // Degenerate extents: a row times a column, an outer product (k = 1).
+    Run(dtype, 1, 53, 1, OnDevice(2, dev(2)), OnDevice(2, dev(2)), {v1::MODE_REPLICA});
+    Run(dtype, 5, 1, 7, OnDevice(2, dev(0)), OnDevice(2, dev(1)), {v1::MODE_REPLICA});
+  }
+}
+
+TEST_P(MatmulTest, RowSplitTimesReplicated) {
+  for (v1::DType dtype : kFloatDTypes) {
+    Run(dtype, 37, 53, 29, Split(2, 0, 37, AllDevices()), Replicated(2, AllDevices()),
+        {v1::MODE_REPLICA});
+    Run(dtype, 37, 53, 29, Split(2, 0, 37, {dev(1), dev(2), dev(3)}),
+        Replicated(2, {dev(1), dev(2), dev(3)}), {v1::MODE_REPLICA});
+  }
+}
+
+TEST_P(MatmulTest, ReplicatedTimesColumnSplit) {
+  for (v1::DType dtype : kFloatDTypes) {
+    Run(dtype, 37, 53, 29, Replicated(2, AllDevices()), Split(2, 1, 29, AllDevices()),
+        {v1::MODE_REPLICA});
+    // B's column blocks on devices A is not replicated to.
+    Run(dtype, 37, 53, 29, Replicated(2, {dev(0), dev(1)}), Split(2, 1, 29, {dev(2), dev(3)}),
+        {v1::MODE_REPLICA});
+  }
+}
+
+TEST_P(MatmulTest, BlockGridsSplitTheSharedAxisIntoASumResult) {
+  for (v1::DType dtype : kFloatDTypes) {
+    Run(dtype, 37, 53, 29, BlockGrid2D(37, 53, 2, 2, AllDevices()),
+        BlockGrid2D(53, 29, 2, 2, AllDevices()), SplitK());
+    // Transposed device assignment for B: its k blocks sit where A's are not.
+    Run(dtype, 37, 53, 29, BlockGrid2D(37, 53, 2, 2, AllDevices()),
+        BlockGrid2D(53, 29, 2, 2, {dev(3), dev(2), dev(1), dev(0)}), SplitK());
+  }
+}
+
+TEST_P(MatmulTest, KBlocksOnDifferentDevicesAreMoved) {
+  for (v1::DType dtype : kFloatDTypes) {
+    // A's k blocks on devices 0 and 1, B's on 2 and 3.
+    Run(dtype, 37, 53, 29, Split(2, 1, 53, {dev(0), dev(1)}), Split(2, 0, 53, {dev(2), dev(3)}),
+        SplitK());
+    // k split at different points on the two sides (3 blocks against 2).
+    Run(dtype, 37, 53, 29, Split(2, 1, 53, {dev(0), dev(1), dev(2)}),
+        Split(2, 0, 53, {dev(3), dev(1)}), SplitK());
+    // Only A's k is split; B whole on another device.
+    Run(dtype, 37, 53, 29, Split(2, 1, 53, {dev(1), dev(2)}), OnDevice(2, dev(3)), {});
+  }
+}
+
+TEST_P(MatmulTest, ResultIndexMapIsHonoured) {
+  for (v1::DType dtype : kFloatDTypes) {
+    Run(dtype, 37, 53, 29, BlockGrid2D(37, 53, 2, 2, AllDevices()),
+        BlockGrid2D(53, 29, 2, 2, AllDevices()), {v1::MODE_REPLICA},
+        BlockGrid2D(37, 29, 3, 2, AllDevices()));
+    Run(dtype, 37, 53, 29, Split(2, 0, 37, AllDevices()), Replicated(2, AllDevices()),
+        {v1::MODE_REPLICA}, Split(2, 1, 29, {dev(2), dev(0)}));
+    // A raw random layout (reversed and from-the-end slices, overlaps, maybe gaps).
+    const v1::IndexMap random = ToProto(RandomMap({37, 29}, devices(), rng_), {37, 29});
+    Run(dtype, 37, 53, 29, OnDevice(2, dev(0)), Split(2, 1, 29, AllDevices()), {v1::MODE_REPLICA},
+        random);
+  }
+}
+
+TEST_P(MatmulTest, RandomLayoutsWithOverlapsAndGaps) {
+  for (int trial = 0; trial < 6; ++trial) {
+    const v1::DType dtype = kFloatDTypes[trial % 2];
+    const int64_t m = 5 + rng_() % 30, k = 3 + rng_() % 30, n = 4 + rng_() % 20;
+    // Uncovered elements of a REPLICA operand read as 0.
+    const v1::IndexMap a_map = ToProto(RandomMap({m, k}, devices(), rng_), {m, k});
+    const v1::IndexMap b_map = ToProto(RandomMap({k, n}, devices(), rng_), {k, n});
+    Run(dtype, m, k, n, a_map, b_map, {v1::MODE_REPLICA, v1::MODE_SUM});
+  }
+}
+
+TEST_P(MatmulTest, OperandsInOpModesUseTheirLogicalValues) {
+  for (v1::DType dtype : kFloatDTypes) {
+    // A: SUM over two full copies (each value stored once). B: PROD with a gap (reads as 1).
+    const v1::IndexMap b_map =
+        MakeIndexMap({MakeChunk(dev(2), {SliceSpec{0, 20, std::nullopt}, SliceSpec{}}),
+                      MakeChunk(dev(3), {SliceSpec{30, 53, std::nullopt}, SliceSpec{}})});
+    Run(dtype, 37, 53, 29, Replicated(2, {dev(0), dev(1)}), b_map, {}, std::nullopt, v1::MODE_SUM,
+        v1::MODE_PROD);
+    Run(dtype, 37, 53, 29, Split(2, 1, 53, AllDevices()), Replicated(2, {dev(1), dev(3)}), {},
+        std::nullopt, v1::MODE_MIN, v1::MODE_SUM);
+  }
+}
+
+TEST_P(MatmulTest, AllowTf32StaysWithinTf32Precision) {
+  Run(v1::DTYPE_FLOAT32, 37, 53, 29, BlockGrid2D(37, 53, 2, 2, AllDevices()),
+      BlockGrid2D(53, 29, 2, 2, AllDevices()), SplitK(), std::nullopt, v1::MODE_REPLICA,
+      v1::MODE_REPLICA, /*tf32=*/true);
+}
+
+TEST_P(MatmulTest, ErrorsHaveExactCodes) {
+  std::mt19937_64 rng(302);
+  auto make = [&](v1::DType dtype, const Shape& shape) {
+    return UploadHost(client(), RandomHost(dtype, shape, rng),
+                      Replicated(static_cast<int>(shape.size()), {dev(0), dev(1)}));
+  };
+  const auto kInvalid = absl::StatusCode::kInvalidArgument;
+  const auto kUnimplemented = absl::StatusCode::kUnimplemented;
+  ASSERT_OK_AND_ASSIGN(Array a, make(v1::DTYPE_FLOAT64, {37, 53}));
+  ASSERT_OK_AND_ASSIGN(Array b_wrong, make(v1::DTYPE_FLOAT64, {52, 29}));
+  absl::StatusOr<Array> r = Matmul(a, b_wrong);
+  EXPECT_TRUE(StatusIs(r.status(), kInvalid));
+  EXPECT_TRUE(MentionsShape(r.status().message(), {37, 53}) &&
+              MentionsShape(r.status().message(), {52, 29}))
+      << r.status();
+
+  // Not 2-D: refused (or not implemented yet, for batched operands), naming the shape.
+  ASSERT_OK_AND_ASSIGN(Array v, make(v1::DTYPE_FLOAT64, {53}));
+  ASSERT_OK_AND_ASSIGN(Array b, make(v1::DTYPE_FLOAT64, {53, 29}));
+  r = Matmul(v, b);
+  EXPECT_TRUE(StatusIs(r.status(), {kInvalid, kUnimplemented})) << "1-D @ 2-D";
+  EXPECT_TRUE(MentionsShape(r.status().message(), {53})) << r.status();
+  r = Matmul(a, v);
+  EXPECT_TRUE(StatusIs(r.status(), {kInvalid, kUnimplemented})) << "2-D @ 1-D";
+  EXPECT_TRUE(MentionsShape(r.status().message(), {53})) << r.status();
+  ASSERT_OK_AND_ASSIGN(Array t1, make(v1::DTYPE_FLOAT64, {2, 3, 4}));
+  ASSERT_OK_AND_ASSIGN(Array t2, make(v1::DTYPE_FLOAT64, {2, 4, 5}));
+  r = Matmul(t1, t2);
+  EXPECT_TRUE(StatusIs(r.status(), {kInvalid, kUnimplemented})) << "3-D @ 3-D";
+  EXPECT_TRUE(MentionsShape(r.status().message(), {2, 3, 4})) << r.status();
+
+  // Mixed float dtypes.
+  ASSERT_OK_AND_ASSIGN(Array b32, make(v1::DTYPE_FLOAT32, {53, 29}));
+  EXPECT_TRUE(StatusIs(Matmul(a, b32).status(), kInvalid, {"dtype"}));
+  // Integer and bool operands.
+  for (v1::DType dtype : {v1::DTYPE_INT32, v1::DTYPE_INT64, v1::DTYPE_UINT8, v1::DTYPE_BOOL}) {
+    ASSERT_OK_AND_ASSIGN(Array ia, make(dtype, {4, 5}));
+    ASSERT_OK_AND_ASSIGN(Array ib, make(dtype, {5, 3}));
+    EXPECT_TRUE(StatusIs(Matmul(ia, ib).status(), {kInvalid, kUnimplemented}, {DTypeStr(dtype)}))
+        << DTypeStr(dtype);
+  }
+
+  // Operands that are not arrays, unknown handles.
+  auto call = [&](v1::MatmulRequest request) { return client().Matmul(request).status(); };
+  v1::MatmulRequest scalar;
+  *scalar.mutable_spec()->mutable_a() = a.AsOperand();
+  *scalar.mutable_spec()->mutable_b()->mutable_scalar() = MakeScalar(2.0);
+  EXPECT_TRUE(StatusIs(call(scalar), kInvalid));
+  v1::MatmulRequest unset;
+  *unset.mutable_spec()->mutable_b() = b.AsOperand();
+  EXPECT_TRUE(StatusIs(call(unset), kInvalid));
+  v1::MatmulRequest unknown;
+  unknown.mutable_spec()->mutable_a()->set_handle("arr-00000000deadbeef");
+  *unknown.mutable_spec()->mutable_b() = b.AsOperand();
+  EXPECT_TRUE(StatusIs(call(unknown), absl::StatusCode::kNotFound));
+  // A result layout of the wrong rank.
+  v1::MatmulRequest bad_map;
+  *bad_map.mutable_spec()->mutable_a() = a.AsOperand();
+  *bad_map.mutable_spec()->mutable_b() = b.AsOperand();
+  *bad_map.mutable_spec()->mutable_result_index_map() = OnDevice(1, dev(0));
+  EXPECT_TRUE(StatusIs(call(bad_map), kInvalid, {"result_index_map"}));
+
+  // The operands are intact and still multiply.
+  ASSERT_OK_AND_ASSIGN(Array c, Matmul(a, b));
+  EXPECT_EQ(c.shape(), (Shape{37, 29}));
+}
+
+DISTARRAY_INSTANTIATE_BACKENDS(MatmulTest);
+
+}  // namespace
+}  // namespace distarray::testing
