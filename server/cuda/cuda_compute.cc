@@ -10,12 +10,13 @@
 namespace distarray {
 namespace {
 
-absl::Status CublasStatus(cublasStatus_t status, absl::string_view what) {
+absl::Status CublasStatus(const cuda::CublasApi& api, cublasStatus_t status,
+                          absl::string_view what) {
   if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
   if (status == CUBLAS_STATUS_ALLOC_FAILED) {
-    return absl::ResourceExhaustedError(absl::StrCat(what, ": ", cublasGetStatusName(status)));
+    return absl::ResourceExhaustedError(absl::StrCat(what, ": ", api.status_name(status)));
   }
-  return absl::InternalError(absl::StrCat(what, ": ", cublasGetStatusName(status)));
+  return absl::InternalError(absl::StrCat(what, ": ", api.status_name(status)));
 }
 
 }  // namespace
@@ -93,10 +94,12 @@ absl::Status CudaBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr&
   CudaBuffer* cc = AsCuda(c);
   const int device = cc->device();
   cublasHandle_t handle = devices_[device].cublas->get();
+  const cuda::CublasApi& api = devices_[device].cublas->api();
   return Launch(device, {ca, cb}, {cc},
                 [&](cudaStream_t stream) -> absl::Status {
                   if (m == 0 || n == 0) return absl::OkStatus();
-                  RETURN_IF_ERROR(CublasStatus(cublasSetStream(handle, stream), "cublasSetStream"));
+                  RETURN_IF_ERROR(
+                      CublasStatus(api, api.set_stream(handle, stream), "cublasSetStream"));
                   // Row-major C = A B is column-major C^T = B^T A^T: pass b first, n and m swapped.
                   const bool f32 = dtype == DType::kFloat32;
                   const float alpha32 = 1, beta32 = 0;
@@ -111,7 +114,7 @@ absl::Status CudaBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr&
                         cudaMemsetAsync(cc->data(), 0, cc->bytes(), stream), "gemm k=0 zero fill");
                   }
                   return CublasStatus(
-                      cublasGemmEx_64(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k,
+                      api, api.gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k,
                                       f32 ? static_cast<const void*>(&alpha32) : &alpha64,
                                       cb->data(), type, n, ca->data(), type, k,
                                       f32 ? static_cast<const void*>(&beta32) : &beta64,

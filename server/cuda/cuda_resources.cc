@@ -116,15 +116,16 @@ DeviceBlock::~DeviceBlock() {
 
 absl::StatusOr<CublasHandle> CublasHandle::Create(int device, void* workspace,
                                                   size_t workspace_bytes) {
+  ASSIGN_OR_RETURN(const CublasApi* api, LoadCublas());
   ScopedDevice scope(device);
   cublasHandle_t handle = nullptr;
-  if (cublasStatus_t s = cublasCreate(&handle); s != CUBLAS_STATUS_SUCCESS) {
-    return absl::InternalError(absl::StrCat("cublasCreate: ", cublasGetStatusName(s)));
+  if (cublasStatus_t s = api->create(&handle); s != CUBLAS_STATUS_SUCCESS) {
+    return absl::InternalError(absl::StrCat("cublasCreate: ", api->status_name(s)));
   }
-  CublasHandle owner(handle, device);
-  if (cublasStatus_t s = cublasSetWorkspace(handle, workspace, workspace_bytes);
+  CublasHandle owner(handle, device, api);
+  if (cublasStatus_t s = api->set_workspace(handle, workspace, workspace_bytes);
       s != CUBLAS_STATUS_SUCCESS) {
-    return absl::InternalError(absl::StrCat("cublasSetWorkspace: ", cublasGetStatusName(s)));
+    return absl::InternalError(absl::StrCat("cublasSetWorkspace: ", api->status_name(s)));
   }
   return owner;
 }
@@ -132,8 +133,8 @@ absl::StatusOr<CublasHandle> CublasHandle::Create(int device, void* workspace,
 CublasHandle::~CublasHandle() {
   if (handle_ == nullptr) return;
   ScopedDevice scope(device_);
-  if (cublasStatus_t s = cublasDestroy(handle_); s != CUBLAS_STATUS_SUCCESS) {
-    spdlog::error("cublasDestroy: {}", cublasGetStatusName(s));
+  if (cublasStatus_t s = api_->destroy(handle_); s != CUBLAS_STATUS_SUCCESS) {
+    spdlog::error("cublasDestroy: {}", api_->status_name(s));
   }
 }
 

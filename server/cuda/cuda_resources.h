@@ -3,7 +3,6 @@
 #ifndef DISTARRAY_SERVER_CUDA_CUDA_RESOURCES_H_
 #define DISTARRAY_SERVER_CUDA_CUDA_RESOURCES_H_
 
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/cuda/cublas_api.h"
 
 namespace distarray::cuda {
 
@@ -133,18 +133,22 @@ class DeviceBlock {
 class CublasHandle {
  public:
   static absl::StatusOr<CublasHandle> Create(int device, void* workspace, size_t workspace_bytes);
-  CublasHandle(CublasHandle&& other) noexcept : handle_(other.handle_), device_(other.device_) {
+  CublasHandle(CublasHandle&& other) noexcept
+      : handle_(other.handle_), device_(other.device_), api_(other.api_) {
     other.handle_ = nullptr;
   }
   CublasHandle& operator=(CublasHandle&&) = delete;
   CublasHandle(const CublasHandle&) = delete;
   ~CublasHandle();
   cublasHandle_t get() const { return handle_; }
+  const CublasApi& api() const { return *api_; }
 
  private:
-  CublasHandle(cublasHandle_t handle, int device) : handle_(handle), device_(device) {}
+  CublasHandle(cublasHandle_t handle, int device, const CublasApi* api)
+      : handle_(handle), device_(device), api_(api) {}
   cublasHandle_t handle_;
   int device_;
+  const CublasApi* api_;
 };
 
 }  // namespace distarray::cuda
