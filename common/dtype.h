@@ -78,18 +78,30 @@ decltype(auto) DispatchDType(DType dtype, Fn&& fn) {
 // The dtype of a C++ element type (the implemented dtypes' types).
 template <typename T>
 constexpr DType DTypeFor() {
-  if constexpr (std::is_same_v<T, bool>) return DType::kBool;
-  else if constexpr (std::is_same_v<T, int8_t>) return DType::kInt8;
-  else if constexpr (std::is_same_v<T, int16_t>) return DType::kInt16;
-  else if constexpr (std::is_same_v<T, int32_t>) return DType::kInt32;
-  else if constexpr (std::is_same_v<T, int64_t>) return DType::kInt64;
-  else if constexpr (std::is_same_v<T, uint8_t>) return DType::kUInt8;
-  else if constexpr (std::is_same_v<T, uint16_t>) return DType::kUInt16;
-  else if constexpr (std::is_same_v<T, uint32_t>) return DType::kUInt32;
-  else if constexpr (std::is_same_v<T, uint64_t>) return DType::kUInt64;
-  else if constexpr (std::is_same_v<T, float>) return DType::kFloat32;
-  else if constexpr (std::is_same_v<T, double>) return DType::kFloat64;
-  else return DType::kUnspecified;
+  if constexpr (std::is_same_v<T, bool>)
+    return DType::kBool;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return DType::kInt8;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return DType::kInt16;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DType::kInt32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DType::kInt64;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return DType::kUInt8;
+  else if constexpr (std::is_same_v<T, uint16_t>)
+    return DType::kUInt16;
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    return DType::kUInt32;
+  else if constexpr (std::is_same_v<T, uint64_t>)
+    return DType::kUInt64;
+  else if constexpr (std::is_same_v<T, float>)
+    return DType::kFloat32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DType::kFloat64;
+  else
+    return DType::kUnspecified;
 }
 
 }  // namespace distarray

@@ -95,9 +95,8 @@ absl::Status ValidateWeakScalar(const Scalar& scalar, DType dtype, absl::string_
   DispatchDType(dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-      fits = scalar.kind == Scalar::Kind::kInt
-                 ? std::in_range<T>(scalar.i)
-                 : std::in_range<T>(scalar.u);
+      fits = scalar.kind == Scalar::Kind::kInt ? std::in_range<T>(scalar.i)
+                                               : std::in_range<T>(scalar.u);
     }
   });
   if (fits) return absl::OkStatus();

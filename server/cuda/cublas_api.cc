@@ -28,8 +28,8 @@ absl::StatusOr<const CublasApi*> LoadCublas() {
       if (library != nullptr) break;
     }
     if (library == nullptr) {
-      status = absl::UnavailableError(absl::StrCat("cuBLAS: cannot load libcublas.so.13: ",
-                                                   dlerror()));
+      status =
+          absl::UnavailableError(absl::StrCat("cuBLAS: cannot load libcublas.so.13: ", dlerror()));
       return;
     }
     // Never dlclose'd: handles live until the process ends.

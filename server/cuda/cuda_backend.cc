@@ -93,8 +93,8 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
     auto workspace = cuda::DeviceBlock::Allocate(d, kCublasWorkspaceBytes);
     if (!workspace.ok()) return workspace.status();
     state.cublas_workspace.emplace(*std::move(workspace));
-    auto cublas = cuda::CublasHandle::Create(d, state.cublas_workspace->data(),
-                                             kCublasWorkspaceBytes);
+    auto cublas =
+        cuda::CublasHandle::Create(d, state.cublas_workspace->data(), kCublasWorkspaceBytes);
     if (!cublas.ok()) return cublas.status();
     state.cublas.emplace(*std::move(cublas));
   }
@@ -153,7 +153,6 @@ absl::Status CudaBackend::WaitOn(cudaStream_t s, const std::vector<CudaEventPtr>
   }
   return absl::OkStatus();
 }
-
 
 absl::StatusOr<BufferPtr> CudaBackend::Allocate(int device, int64_t bytes) {
   bytes = std::max<int64_t>(bytes, 1);

@@ -38,14 +38,14 @@ absl::Status CudaBackend::Elementwise(ElementwiseOpId op, DType compute, const B
     }
     device_args.push_back(d);
   }
-  return Launch(out_buffer->device(), reads, {out_buffer},
-                [&](cudaStream_t s) {
-                  return cuda::CudaStatus(
-                      cuda::LaunchElementwise(op, compute, out_buffer->data(), n,
-                                              device_args.data(),
-                                              static_cast<int>(device_args.size()), s),
-                      "elementwise kernel");
-                })
+  return Launch(
+             out_buffer->device(), reads, {out_buffer},
+             [&](cudaStream_t s) {
+               return cuda::CudaStatus(
+                   cuda::LaunchElementwise(op, compute, out_buffer->data(), n, device_args.data(),
+                                           static_cast<int>(device_args.size()), s),
+                   "elementwise kernel");
+             })
       .status();
 }
 
@@ -55,16 +55,15 @@ absl::Status CudaBackend::Cast(DType from, DType to, const BufferPtr& src, const
   CudaBuffer* d = AsCuda(dst);
   return Launch(d->device(), {s}, {d},
                 [&](cudaStream_t stream) {
-                  return cuda::CudaStatus(cuda::LaunchCast(from, to, s->data(), d->data(), n,
-                                                           stream),
-                                          "astype kernel");
+                  return cuda::CudaStatus(
+                      cuda::LaunchCast(from, to, s->data(), d->data(), n, stream), "astype kernel");
                 })
       .status();
 }
 
 absl::Status CudaBackend::Reduce(ReduceKind kind, DType in, const BufferPtr& src,
-                                 const ReduceGeometry& geometry, const BufferPtr& dst,
-                                 double scale, const BufferPtr& extreme) {
+                                 const ReduceGeometry& geometry, const BufferPtr& dst, double scale,
+                                 const BufferPtr& extreme) {
   CudaBuffer* s = AsCuda(src);
   CudaBuffer* d = AsCuda(dst);
   std::vector<CudaBuffer*> reads = {s};
@@ -110,15 +109,16 @@ absl::Status CudaBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr&
                           : CUBLAS_COMPUTE_64F;
                   if (k == 0) {
                     // No products: C is zero (cuBLAS with k = 0 leaves C as beta * C).
-                    return cuda::CudaStatus(
-                        cudaMemsetAsync(cc->data(), 0, cc->bytes(), stream), "gemm k=0 zero fill");
+                    return cuda::CudaStatus(cudaMemsetAsync(cc->data(), 0, cc->bytes(), stream),
+                                            "gemm k=0 zero fill");
                   }
                   return CublasStatus(
-                      api, api.gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k,
-                                      f32 ? static_cast<const void*>(&alpha32) : &alpha64,
-                                      cb->data(), type, n, ca->data(), type, k,
-                                      f32 ? static_cast<const void*>(&beta32) : &beta64,
-                                      cc->data(), type, n, compute, CUBLAS_GEMM_DEFAULT),
+                      api,
+                      api.gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k,
+                                  f32 ? static_cast<const void*>(&alpha32) : &alpha64, cb->data(),
+                                  type, n, ca->data(), type, k,
+                                  f32 ? static_cast<const void*>(&beta32) : &beta64, cc->data(),
+                                  type, n, compute, CUBLAS_GEMM_DEFAULT),
                       "cublasGemmEx");
                 })
       .status();

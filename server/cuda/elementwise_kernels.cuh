@@ -44,15 +44,16 @@ KernelArg<T> ToKernelArg(const DeviceArg& arg) {
 template <int kArity, int kGroup, int kGroups>
 cudaError_t LaunchGroup(ElementwiseOpId op, DType compute, void* out, int64_t n,
                         const DeviceArg* args, cudaStream_t stream) {
-  const bool launched = DispatchElementwise<kArity, kGroup, kGroups>(
-      op, compute, [&](auto functor, auto tag, auto) {
+  const bool launched =
+      DispatchElementwise<kArity, kGroup, kGroups>(op, compute, [&](auto functor, auto tag, auto) {
         using Op = decltype(functor);
         using T = decltype(tag);
         using Out = ElementwiseOut<Op, T, kArity>;
         const DeviceArg none;
         ElementwiseKernel<Op, T, kArity><<<ElementwiseBlocks(n), kElementwiseThreads, 0, stream>>>(
             static_cast<Out*>(out), n, ToKernelArg<FirstArgType<Op, T>>(args[0]),
-            ToKernelArg<T>(kArity > 1 ? args[1] : none), ToKernelArg<T>(kArity > 2 ? args[2] : none));
+            ToKernelArg<T>(kArity > 1 ? args[1] : none),
+            ToKernelArg<T>(kArity > 2 ? args[2] : none));
       });
   return launched ? cudaGetLastError() : cudaErrorInvalidValue;
 }

@@ -28,11 +28,10 @@ __device__ __forceinline__ Acc<K, T> LoadAt(const T* base, const ReduceGeometry&
 
 // Reduces r in [begin, end) with stride `step`, four loads in flight per thread.
 template <ReduceKind K, typename T>
-__device__ Acc<K, T> ReduceRange(const T* base, const ReduceGeometry& g, int64_t begin,
-                                 int64_t end, int64_t step, T extreme) {
+__device__ Acc<K, T> ReduceRange(const T* base, const ReduceGeometry& g, int64_t begin, int64_t end,
+                                 int64_t step, T extreme) {
   using R = Reducer<K, T>;
-  Acc<K, T> acc0 = R::Identity(), acc1 = R::Identity(), acc2 = R::Identity(),
-            acc3 = R::Identity();
+  Acc<K, T> acc0 = R::Identity(), acc1 = R::Identity(), acc2 = R::Identity(), acc3 = R::Identity();
   int64_t r = begin;
   for (; r + 3 * step < end; r += 4 * step) {
     acc0 = R::Combine(acc0, LoadAt<K, T>(base, g, r, extreme));
@@ -69,8 +68,8 @@ __global__ void ReducePerBlock(const T* src, ReduceGeometry g, Out<K, T>* dst, d
     const int64_t o = b / splits, s = b % splits;
     const T e = extreme != nullptr ? extreme[o] : T{};
     const int64_t begin = s * per_split, end = min(n, begin + per_split);
-    Acc<K, T> acc = ReduceRange<K, T>(src + g.base + BoxOffset(g.kept, o), g,
-                                      begin + threadIdx.x, end, blockDim.x, e);
+    Acc<K, T> acc = ReduceRange<K, T>(src + g.base + BoxOffset(g.kept, o), g, begin + threadIdx.x,
+                                      end, blockDim.x, e);
     shared[threadIdx.x] = acc;
     __syncthreads();
     for (int width = kThreads / 2; width > 0; width /= 2) {
@@ -80,8 +79,10 @@ __global__ void ReducePerBlock(const T* src, ReduceGeometry g, Out<K, T>* dst, d
       __syncthreads();
     }
     if (threadIdx.x == 0) {
-      if (splits == 1) dst[o] = R::Finish(shared[0], scale);
-      else scratch[o * splits + s] = shared[0];
+      if (splits == 1)
+        dst[o] = R::Finish(shared[0], scale);
+      else
+        scratch[o * splits + s] = shared[0];
     }
     __syncthreads();  // `shared` is reused by the block's next output
   }
@@ -167,9 +168,9 @@ cudaError_t LaunchReduce(ReduceKind kind, DType in, const void* src, const Reduc
     constexpr ReduceKind K = decltype(kind_tag)::value;
     DispatchDType(in, [&](auto tag) {
       using T = decltype(tag);
-      result = Launch<K, T>(static_cast<const T*>(src), g, static_cast<Out<K, T>*>(dst), scale,
-                            static_cast<const T*>(extreme), scratch, scratch_bytes, sm_count,
-                            stream);
+      result =
+          Launch<K, T>(static_cast<const T*>(src), g, static_cast<Out<K, T>*>(dst), scale,
+                       static_cast<const T*>(extreme), scratch, scratch_bytes, sm_count, stream);
     });
   });
   return result;

@@ -6,8 +6,8 @@
 #include "common/proto_convert.h"
 #include "common/scalar_check.h"
 #include "common/status_macros.h"
-#include "server/engine/engine.h"
 #include "server/engine/elementwise_planner.h"
+#include "server/engine/engine.h"
 #include "server/engine/layout.h"
 #include "server/engine/op_table.h"
 
@@ -81,7 +81,8 @@ absl::StatusOr<ArrayPtr> Engine::Elementwise(const v1::ElementwiseRequest& reque
   } else {
     const ElementwiseOpInfo* info = FindElementwiseOp(spec.op());
     if (info == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("spec.op: unknown elementwise op ", spec.op()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.op: unknown elementwise op ", spec.op()));
     }
     input.op = info->id;
     if (spec.dtype() != v1::DTYPE_UNSPECIFIED) input.astype = static_cast<DType>(spec.dtype());
@@ -100,8 +101,8 @@ absl::StatusOr<ArrayPtr> Engine::Elementwise(const v1::ElementwiseRequest& reque
       ASSIGN_OR_RETURN(meta.scalar, ScalarFromProto(operand.scalar(), field + ".scalar"));
     } else if (operand.kind_case() == v1::Operand::kHandle) {
       ASSIGN_OR_RETURN(arrays[i], registry_.Find(operand.handle(), field + ".handle"));
-      metas[i] = ArrayMeta{arrays[i]->shape, arrays[i]->dtype, arrays[i]->mode,
-                           arrays[i]->index_map()};
+      metas[i] =
+          ArrayMeta{arrays[i]->shape, arrays[i]->dtype, arrays[i]->mode, arrays[i]->index_map()};
       meta.array = &metas[i];
     } else {
       return absl::InvalidArgumentError(absl::StrCat(field, ": give a handle or a scalar"));
@@ -112,8 +113,8 @@ absl::StatusOr<ArrayPtr> Engine::Elementwise(const v1::ElementwiseRequest& reque
   ArrayMeta out_meta;
   if (!spec.out().empty()) {
     ASSIGN_OR_RETURN(out_array, registry_.Find(spec.out(), "spec.out"));
-    out_meta = ArrayMeta{out_array->shape, out_array->dtype, out_array->mode,
-                         out_array->index_map()};
+    out_meta =
+        ArrayMeta{out_array->shape, out_array->dtype, out_array->mode, out_array->index_map()};
     input.out = &out_meta;
     if (!request.result_name().empty()) {
       return absl::InvalidArgumentError(

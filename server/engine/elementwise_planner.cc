@@ -14,8 +14,8 @@ std::string OperandField(int i) { return absl::StrCat("spec.operands[", i, "]");
 bool IsBuilt(DType dtype) { return IsImplemented(dtype); }
 
 absl::Status NotBuilt(absl::string_view what, DType dtype, absl::string_view detail = "") {
-  return absl::UnimplementedError(absl::StrCat("spec.op: ", what, " on ", DTypeName(dtype),
-                                               detail, " is not implemented yet"));
+  return absl::UnimplementedError(
+      absl::StrCat("spec.op: ", what, " on ", DTypeName(dtype), detail, " is not implemented yet"));
 }
 
 // The compute dtype of an op from its operands' promoted dtype, by the op's rule (NumPy's loop
@@ -96,21 +96,22 @@ absl::StatusOr<Shape> BroadcastShape(const std::vector<OperandMeta>& operands) {
     const Shape& s = a->shape;
     Shape merged(std::max(result.size(), s.size()));
     for (size_t d = 0; d < merged.size(); ++d) {
-      const int64_t x = d + result.size() >= merged.size() ? result[d + result.size() - merged.size()] : 1;
+      const int64_t x =
+          d + result.size() >= merged.size() ? result[d + result.size() - merged.size()] : 1;
       const int64_t y = d + s.size() >= merged.size() ? s[d + s.size() - merged.size()] : 1;
       if (x != y && x != 1 && y != 1) {
         return absl::InvalidArgumentError(
-            absl::StrCat(OperandField(i), ": shape ", ShapeString(s),
-                         " does not broadcast with ", ShapeString(result), " (of the operands before it)"));
+            absl::StrCat(OperandField(i), ": shape ", ShapeString(s), " does not broadcast with ",
+                         ShapeString(result), " (of the operands before it)"));
       }
       merged[d] = x == 1 ? y : x;
     }
     result = std::move(merged);
   }
   if (static_cast<int>(result.size()) > kMaxRank) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("spec.operands: the result would have ", result.size(), " axes; at most ",
-                     kMaxRank, " are supported"));
+    return absl::InvalidArgumentError(absl::StrCat("spec.operands: the result would have ",
+                                                   result.size(), " axes; at most ", kMaxRank,
+                                                   " are supported"));
   }
   return result;
 }
@@ -203,8 +204,8 @@ absl::StatusOr<ElementwisePlan> PlanElementwise(const ElementwiseInput& input) {
     }
     std::optional<DType> result = ElementwiseResultDType(*input.op, plan.compute);
     if (!result) {
-      const char* takes = info->rule == ufunc::TypeRule::kShift      ? "integers"
-                          : info->rule == ufunc::TypeRule::kNoFloat  ? "integers and bool"
+      const char* takes = info->rule == ufunc::TypeRule::kShift       ? "integers"
+                          : info->rule == ufunc::TypeRule::kNoFloat   ? "integers and bool"
                           : info->rule == ufunc::TypeRule::kFloatMath ? "floats"
                                                                       : "numbers (not bool)";
       return absl::InvalidArgumentError(absl::StrCat("spec.op: ", name, " is not defined for ",
@@ -224,8 +225,8 @@ absl::StatusOr<ElementwisePlan> PlanElementwise(const ElementwiseInput& input) {
       op.is_scalar = true;
       op.scalar = input.operands[i].scalar;
       if (!condition) {
-        RETURN_IF_ERROR(ValidateWeakScalar(op.scalar, plan.compute,
-                                           absl::StrCat(OperandField(i), ".scalar")));
+        RETURN_IF_ERROR(
+            ValidateWeakScalar(op.scalar, plan.compute, absl::StrCat(OperandField(i), ".scalar")));
       }
     }
   }
@@ -238,15 +239,14 @@ absl::StatusOr<ElementwisePlan> PlanElementwise(const ElementwiseInput& input) {
           "spec.result_index_map: give either out or result_index_map, not both");
     }
     if (input.out->shape != plan.result_shape) {
-      return absl::InvalidArgumentError(absl::StrCat("spec.out: shape ",
-                                                     ShapeString(input.out->shape),
-                                                     " is not the result's ",
-                                                     ShapeString(plan.result_shape)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.out: shape ", ShapeString(input.out->shape), " is not the result's ",
+                       ShapeString(plan.result_shape)));
     }
     if (input.out->dtype != plan.result_dtype) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "spec.out: dtype ", DTypeName(input.out->dtype), " is not the result's ",
-          DTypeName(plan.result_dtype), " (cast the result with astype)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.out: dtype ", DTypeName(input.out->dtype), " is not the result's ",
+                       DTypeName(plan.result_dtype), " (cast the result with astype)"));
     }
     plan.result_map = input.out->map;
   } else if (input.result_map) {

@@ -24,7 +24,7 @@ struct ElementwiseInput {
 };
 
 struct ElementwisePlan {
-  std::optional<ElementwiseOpId> op;  // nullopt: astype
+  std::optional<ElementwiseOpId> op;    // nullopt: astype
   DType compute = DType::kUnspecified;  // what the kernel reads (astype: the source dtype)
   DType result_dtype = DType::kUnspecified;
   Shape result_shape;

@@ -142,8 +142,8 @@ absl::StatusOr<std::vector<Chunk>> ReadOnlyChunksIn(Backend& backend, const Arra
   for (size_t j = 0; j < map.size(); ++j) {
     // Compared at the same position only (layouts derived from one another keep chunk order),
     // so this stays linear in the chunk count.
-    const bool shared = array.mode == Mode::kReplica && j < array.chunks.size() &&
-                        array.chunks[j].spec == map[j];
+    const bool shared =
+        array.mode == Mode::kReplica && j < array.chunks.size() && array.chunks[j].spec == map[j];
     if (shared) out[j] = array.chunks[j];
     if (!shared) {
       missing.push_back(map[j]);
@@ -151,7 +151,8 @@ absl::StatusOr<std::vector<Chunk>> ReadOnlyChunksIn(Backend& backend, const Arra
     }
   }
   if (missing.empty()) return out;
-  ASSIGN_OR_RETURN(std::vector<Chunk> moved, Relayout(backend, array, missing, Mode::kReplica, stop));
+  ASSIGN_OR_RETURN(std::vector<Chunk> moved,
+                   Relayout(backend, array, missing, Mode::kReplica, stop));
   for (size_t i = 0; i < moved.size(); ++i) out[missing_at[i]] = std::move(moved[i]);
   return out;
 }

@@ -21,8 +21,7 @@ ArrayMeta MetaOf(const Array& a) { return ArrayMeta{a.shape, a.dtype, a.mode, a.
 
 }  // namespace
 
-absl::StatusOr<ArrayPtr> Engine::Matmul(const v1::MatmulRequest& request,
-                                        const CallContext& call) {
+absl::StatusOr<ArrayPtr> Engine::Matmul(const v1::MatmulRequest& request, const CallContext& call) {
   const v1::MatmulOpSpec& spec = request.spec();
   ASSIGN_OR_RETURN(ArrayPtr a, FindOperand(registry_, spec.a(), "spec.a"));
   ASSIGN_OR_RETURN(ArrayPtr b, FindOperand(registry_, spec.b(), "spec.b"));
@@ -46,8 +45,7 @@ absl::StatusOr<ArrayPtr> Engine::Matmul(const v1::MatmulRequest& request,
                        const IndexMap& blocks) -> absl::StatusOr<std::vector<Chunk>> {
     if (!prepare) return ReadOnlyChunksIn(*backend_, *array, blocks, call.alive);
     Array plain = *array;
-    ASSIGN_OR_RETURN(plain.chunks,
-                     Relayout(*backend_, *array, layout, Mode::kReplica, call.alive));
+    ASSIGN_OR_RETURN(plain.chunks, Relayout(*backend_, *array, layout, Mode::kReplica, call.alive));
     plain.mode = Mode::kReplica;
     return ReadOnlyChunksIn(*backend_, plain, blocks, call.alive);
   };

@@ -34,7 +34,8 @@ IndexMap RowSplit(const ArrayMeta& array) {
   for (int64_t p = 0; p < parts; ++p) {
     const int64_t begin = rows * p / parts, end = rows * (p + 1) / parts;
     if (begin == end) continue;
-    map.push_back(ChunkSpec{devices[p], {Range{begin, 1, end - begin}, Range{0, 1, array.shape[1]}}});
+    map.push_back(
+        ChunkSpec{devices[p], {Range{begin, 1, end - begin}, Range{0, 1, array.shape[1]}}});
   }
   return map;
 }
@@ -74,12 +75,11 @@ absl::StatusOr<MatmulPlan> PlanMatmul(const ArrayMeta& a, const ArrayMeta& b,
                                                    "implemented yet"));
     }
     if (array->shape.size() != 2) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ": matmul takes 2-D arrays, got shape ", ShapeString(array->shape)));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": matmul takes 2-D arrays, got shape ", ShapeString(array->shape)));
     }
     if (array->dtype != DType::kFloat32 && array->dtype != DType::kFloat64) {
-      return absl::UnimplementedError(absl::StrCat(field, ": matmul on ",
-                                                   DTypeName(array->dtype),
+      return absl::UnimplementedError(absl::StrCat(field, ": matmul on ", DTypeName(array->dtype),
                                                    " is not implemented yet (float32, float64)"));
     }
   }
@@ -111,8 +111,8 @@ absl::StatusOr<MatmulPlan> PlanMatmul(const ArrayMeta& a, const ArrayMeta& b,
                         static_cast<int64_t>(cols.size() - 1);
   if (cells > kMaxMatmulProducts) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "spec: the operands' chunk boundaries cut the product into ", cells,
-        " blocks; at most ", kMaxMatmulProducts, " are planned (use coarser layouts)"));
+        "spec: the operands' chunk boundaries cut the product into ", cells, " blocks; at most ",
+        kMaxMatmulProducts, " are planned (use coarser layouts)"));
   }
   PlanBudget budget(kDefaultPlanWorkLimit, stop);
 
@@ -137,7 +137,8 @@ absl::StatusOr<MatmulPlan> PlanMatmul(const ArrayMeta& a, const ArrayMeta& b,
         if (a_holders.empty() || b_holders.empty()) continue;  // uncovered blocks are zeros
         std::vector<int> both;
         for (int d : a_holders) {
-          if (std::find(b_holders.begin(), b_holders.end(), d) != b_holders.end()) both.push_back(d);
+          if (std::find(b_holders.begin(), b_holders.end(), d) != b_holders.end())
+            both.push_back(d);
         }
         const int64_t a_size = (rows[i + 1] - rows[i]) * (shared[k + 1] - shared[k]);
         const int64_t b_size = (shared[k + 1] - shared[k]) * (cols[j + 1] - cols[j]);

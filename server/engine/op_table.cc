@@ -50,7 +50,8 @@ std::optional<DType> ElementwiseResultDType(ElementwiseOpId id, DType compute) {
 
 std::vector<std::string> ComputeFeatures() {
   std::vector<std::string> features;
-  for (const ElementwiseOpInfo& info : kOps) features.push_back(absl::StrCat("elementwise.", info.name));
+  for (const ElementwiseOpInfo& info : kOps)
+    features.push_back(absl::StrCat("elementwise.", info.name));
   features.push_back("elementwise.astype");
   features.push_back("elementwise.broadcasting");
   features.push_back("elementwise.out");

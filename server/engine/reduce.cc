@@ -8,8 +8,7 @@
 
 namespace distarray {
 
-absl::StatusOr<ArrayPtr> Engine::Reduce(const v1::ReduceRequest& request,
-                                        const CallContext& call) {
+absl::StatusOr<ArrayPtr> Engine::Reduce(const v1::ReduceRequest& request, const CallContext& call) {
   const v1::ReduceOpSpec& spec = request.spec();
   ArrayPtr array;
   ArrayMeta meta;
@@ -47,14 +46,14 @@ absl::StatusOr<ArrayPtr> Engine::Reduce(const v1::ReduceRequest& request,
     partial.mode = plan.result_mode == Mode::kReplica ? Mode::kReplica : plan.extreme_mode;
     ASSIGN_OR_RETURN(partial.chunks, AllocateChunks(*backend_, plan.in_dtype, plan.result_map));
     for (size_t c = 0; c < source.size(); ++c) {
-      RETURN_IF_ERROR(backend_->Reduce(plan.kind, plan.in_dtype, source[c].buffer,
-                                       plan.geometry[c], partial.chunks[c].buffer, 1, nullptr));
+      RETURN_IF_ERROR(backend_->Reduce(plan.kind, plan.in_dtype, source[c].buffer, plan.geometry[c],
+                                       partial.chunks[c].buffer, 1, nullptr));
     }
     if (partial.mode == Mode::kReplica) {
       extremes = std::move(partial.chunks);
     } else {
-      ASSIGN_OR_RETURN(extremes, Relayout(*backend_, partial, plan.result_map, Mode::kReplica,
-                                          call.alive));
+      ASSIGN_OR_RETURN(extremes,
+                       Relayout(*backend_, partial, plan.result_map, Mode::kReplica, call.alive));
     }
   }
   for (size_t c = 0; c < source.size(); ++c) {
@@ -64,9 +63,8 @@ absl::StatusOr<ArrayPtr> Engine::Reduce(const v1::ReduceRequest& request,
                                        plan.geometry[c], out.chunks[c].buffer, 1,
                                        extremes[c].buffer));
     } else {
-      RETURN_IF_ERROR(backend_->Reduce(plan.kind, plan.in_dtype, source[c].buffer,
-                                       plan.geometry[c], out.chunks[c].buffer, plan.scale,
-                                       nullptr));
+      RETURN_IF_ERROR(backend_->Reduce(plan.kind, plan.in_dtype, source[c].buffer, plan.geometry[c],
+                                       out.chunks[c].buffer, plan.scale, nullptr));
     }
   }
   if (spec.combine() && out.mode != Mode::kReplica) {

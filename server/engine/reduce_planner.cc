@@ -99,9 +99,8 @@ absl::StatusOr<ReducePlan> PlanReduce(const ReduceInput& input, const StopCheck&
   }
   const ArrayMeta& array = *input.array;
   if (!IsImplemented(array.dtype)) {
-    return absl::UnimplementedError(absl::StrCat("spec.op: ", rule.name, " on ",
-                                                 DTypeName(array.dtype),
-                                                 " is not implemented yet"));
+    return absl::UnimplementedError(absl::StrCat(
+        "spec.op: ", rule.name, " on ", DTypeName(array.dtype), " is not implemented yet"));
   }
   const int rank = static_cast<int>(array.shape.size());
   std::vector<bool> reduced(rank, input.axes.empty());
@@ -109,9 +108,8 @@ absl::StatusOr<ReducePlan> PlanReduce(const ReduceInput& input, const StopCheck&
     const int32_t axis = input.axes[i];
     const std::string field = absl::StrCat("spec.axes[", i, "]");
     if (axis < -rank || axis >= rank) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ": axis ", axis,
-                                                     " is out of range for an array of ", rank,
-                                                     " axes"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": axis ", axis, " is out of range for an array of ", rank, " axes"));
     }
     const int a = axis < 0 ? axis + rank : axis;
     if (reduced[a]) {
@@ -121,9 +119,9 @@ absl::StatusOr<ReducePlan> PlanReduce(const ReduceInput& input, const StopCheck&
   }
   const bool arg = input.op == v1::REDUCE_OP_ARGMAX || input.op == v1::REDUCE_OP_ARGMIN;
   if (arg && input.axes.size() > 1 && static_cast<int>(input.axes.size()) != rank) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "spec.axes: ", rule.name, " takes one axis or none (the flattened array), got ",
-        input.axes.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.axes: ", rule.name,
+                     " takes one axis or none (the flattened array), got ", input.axes.size()));
   }
   int64_t reduced_count = 1;
   for (int d = 0; d < rank; ++d) {
@@ -144,24 +142,26 @@ absl::StatusOr<ReducePlan> PlanReduce(const ReduceInput& input, const StopCheck&
   plan.scale = reduced_count == 0 ? std::numeric_limits<double>::quiet_NaN()
                                   : 1.0 / static_cast<double>(reduced_count);
   for (int d = 0; d < rank; ++d) {
-    if (!reduced[d]) plan.result_shape.push_back(array.shape[d]);
-    else if (input.keepdims) plan.result_shape.push_back(1);
+    if (!reduced[d])
+      plan.result_shape.push_back(array.shape[d]);
+    else if (input.keepdims)
+      plan.result_shape.push_back(1);
   }
 
   // What the kernels read. Partials combine by `rule.mode`, so an operand already in that mode
   // is read as it is (its uncovered elements are the identity); all/any only for bool, where the
   // mode's min/max is the logical and/or.
-  const bool mode_passes =
-      array.mode == rule.mode && !(rule.kind == ReduceKind::kAll && array.dtype != DType::kBool) &&
-      !(rule.kind == ReduceKind::kAny && array.dtype != DType::kBool);
+  const bool mode_passes = array.mode == rule.mode &&
+                           !(rule.kind == ReduceKind::kAll && array.dtype != DType::kBool) &&
+                           !(rule.kind == ReduceKind::kAny && array.dtype != DType::kBool);
   PlanBudget budget(kDefaultPlanWorkLimit, stop);
   const ChunkIndex index(array.map);
   ASSIGN_OR_RETURN(const SourceSelection cover,
                    SelectSources(array.map, index, FullBox(array.shape), 0, budget, "reduce"));
   // argmax/argmin need every element in some chunk: an output with no chunk would have no index.
   if (!mode_passes || (arg && !cover.covers_target)) {
-    const bool gaps_matter = !cover.covers_target &&
-                             (arg || !(array.mode == Mode::kReplica && rule.blind_to_zeros));
+    const bool gaps_matter =
+        !cover.covers_target && (arg || !(array.mode == Mode::kReplica && rule.blind_to_zeros));
     ASSIGN_OR_RETURN(const std::vector<PlannedFill> overlaps,
                      PlanOwnershipMask(array.map, kDefaultPlanWorkLimit, stop));
     if (gaps_matter) {
@@ -232,8 +232,8 @@ absl::StatusOr<ReducePlan> PlanReduce(const ReduceInput& input, const StopCheck&
                    SelectSources(plan.result_map, result_index, FullBox(plan.result_shape), 0,
                                  result_budget, "reduce"));
   const bool covered = result_cover.covers_target && !plan.result_map.empty();
-  const bool replica = result_overlaps.empty() && !plan.result_map.empty() &&
-                       (covered || rule.blind_to_zeros);
+  const bool replica =
+      result_overlaps.empty() && !plan.result_map.empty() && (covered || rule.blind_to_zeros);
   plan.result_mode = replica ? Mode::kReplica : partial_mode;
   // Combining in the partials' own layout would lose what uncovered outputs read as.
   ArrayMeta result_meta{plan.result_shape, plan.result_dtype, plan.result_mode, plan.result_map};

@@ -138,8 +138,8 @@ absl::Status HostBackend::Cast(DType from, DType to, const BufferPtr& src, const
 }
 
 absl::Status HostBackend::Reduce(ReduceKind kind, DType in, const BufferPtr& src,
-                                 const ReduceGeometry& geometry, const BufferPtr& dst,
-                                 double scale, const BufferPtr& extreme) {
+                                 const ReduceGeometry& geometry, const BufferPtr& dst, double scale,
+                                 const BufferPtr& extreme) {
   auto s = AsHost(src), d = AsHost(dst), e = AsHost(extreme);
   std::vector<HostBuffer*> reads = {s.get()};
   if (e) reads.push_back(e.get());

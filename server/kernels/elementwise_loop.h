@@ -39,9 +39,12 @@ template <typename Op, typename T, int kArity>
 DA_HD ElementwiseOut<Op, T, kArity> ElementwiseAt(const KernelArg<FirstArgType<Op, T>>& a,
                                                   const KernelArg<T>& b, const KernelArg<T>& c,
                                                   int64_t i) {
-  if constexpr (kArity == 1) return Op{}(LoadArg(a, i));
-  else if constexpr (kArity == 2) return Op{}(LoadArg(a, i), LoadArg(b, i));
-  else return Op{}(LoadArg(a, i), LoadArg(b, i), LoadArg(c, i));
+  if constexpr (kArity == 1)
+    return Op{}(LoadArg(a, i));
+  else if constexpr (kArity == 2)
+    return Op{}(LoadArg(a, i), LoadArg(b, i));
+  else
+    return Op{}(LoadArg(a, i), LoadArg(b, i), LoadArg(c, i));
 }
 
 // Whether op `id` belongs to dispatch group (kArity, kGroup of kGroups): the CUDA kernels are
@@ -56,22 +59,22 @@ constexpr bool InGroup(int id, int arity, int kArity, int kGroup, int kGroups) {
 template <int kArity, int kGroup = 0, int kGroups = 1, typename Fn>
 bool DispatchElementwise(ElementwiseOpId op, DType compute, Fn&& fn) {
   switch (op) {
-#define DA_DISPATCH_CASE(suffix, F, name, arity, rule)                                          \
-  case ElementwiseOpId::k##F:                                                                   \
-    if constexpr (InGroup(static_cast<int>(ElementwiseOpId::k##F), arity, kArity, kGroup,      \
-                          kGroups)) {                                                           \
-      if (!IsImplemented(compute)) return false;                                                \
-      return DispatchDType(compute, [&](auto tag) {                                             \
-        using T = decltype(tag);                                                                \
-        if constexpr (ufunc::Accepts<ufunc::F, T, arity>()) {                                   \
-          fn(ufunc::F{}, tag, std::integral_constant<int, arity>{});                            \
-          return true;                                                                          \
-        } else {                                                                                \
-          return false;                                                                         \
-        }                                                                                       \
-      });                                                                                       \
-    } else {                                                                                    \
-      return false;                                                                             \
+#define DA_DISPATCH_CASE(suffix, F, name, arity, rule)                                    \
+  case ElementwiseOpId::k##F:                                                             \
+    if constexpr (InGroup(static_cast<int>(ElementwiseOpId::k##F), arity, kArity, kGroup, \
+                          kGroups)) {                                                     \
+      if (!IsImplemented(compute)) return false;                                          \
+      return DispatchDType(compute, [&](auto tag) {                                       \
+        using T = decltype(tag);                                                          \
+        if constexpr (ufunc::Accepts<ufunc::F, T, arity>()) {                             \
+          fn(ufunc::F{}, tag, std::integral_constant<int, arity>{});                      \
+          return true;                                                                    \
+        } else {                                                                          \
+          return false;                                                                   \
+        }                                                                                 \
+      });                                                                                 \
+    } else {                                                                              \
+      return false;                                                                       \
     }
     DISTARRAY_ELEMENTWISE_OPS(DA_DISPATCH_CASE)
 #undef DA_DISPATCH_CASE
@@ -96,9 +99,8 @@ constexpr int ArityOf(ElementwiseOpId op) {
 // Calls fn(From{}, To{}) for a pair of implemented dtypes.
 template <typename Fn>
 void DispatchCast(DType from, DType to, Fn&& fn) {
-  DispatchDType(from, [&](auto from_tag) {
-    DispatchDType(to, [&](auto to_tag) { fn(from_tag, to_tag); });
-  });
+  DispatchDType(
+      from, [&](auto from_tag) { DispatchDType(to, [&](auto to_tag) { fn(from_tag, to_tag); }); });
 }
 
 }  // namespace distarray

@@ -43,28 +43,35 @@ struct Reducer {
   static constexpr bool kBool = std::is_same_v<T, bool>;
   // Sums and products accumulate floats in double and integers in 64 bits, wrapping (NumPy's
   // int64/uint64 results); max/min in T; all/any in bool; arg passes in int64 indices.
-  using Wide = std::conditional_t<kFloat, double,
-                                  std::conditional_t<std::is_unsigned_v<T> && !kBool, uint64_t,
-                                                     int64_t>>;
+  using Wide =
+      std::conditional_t<kFloat, double,
+                         std::conditional_t<std::is_unsigned_v<T> && !kBool, uint64_t, int64_t>>;
   // The mean accumulates in double for every dtype, as NumPy's does (an int64 sum may wrap).
   using Acc = std::conditional_t<
       K == ReduceKind::kMean, double,
-      std::conditional_t<K == ReduceKind::kSum || K == ReduceKind::kProd, Wide,
-      std::conditional_t<K == ReduceKind::kAll || K == ReduceKind::kAny, bool,
-                         std::conditional_t<K == ReduceKind::kArgMatch, int64_t, T>>>>;
+      std::conditional_t<
+          K == ReduceKind::kSum || K == ReduceKind::kProd, Wide,
+          std::conditional_t<K == ReduceKind::kAll || K == ReduceKind::kAny, bool,
+                             std::conditional_t<K == ReduceKind::kArgMatch, int64_t, T>>>>;
   using Out = std::conditional_t<
-      K == ReduceKind::kSum || K == ReduceKind::kProd,
-      std::conditional_t<kFloat, T, Wide>,
+      K == ReduceKind::kSum || K == ReduceKind::kProd, std::conditional_t<kFloat, T, Wide>,
       std::conditional_t<K == ReduceKind::kMean, std::conditional_t<kFloat, T, double>, Acc>>;
 
   static DA_HD Acc Identity() {
-    if constexpr (K == ReduceKind::kSum || K == ReduceKind::kMean) return Acc(0);
-    else if constexpr (K == ReduceKind::kProd) return Acc(1);
-    else if constexpr (K == ReduceKind::kAll) return true;
-    else if constexpr (K == ReduceKind::kAny) return false;
-    else if constexpr (K == ReduceKind::kArgMatch) return std::numeric_limits<int64_t>::max();
-    else if constexpr (K == ReduceKind::kMax) return ModeIdentity<T>(Mode::kMax);
-    else return ModeIdentity<T>(Mode::kMin);
+    if constexpr (K == ReduceKind::kSum || K == ReduceKind::kMean)
+      return Acc(0);
+    else if constexpr (K == ReduceKind::kProd)
+      return Acc(1);
+    else if constexpr (K == ReduceKind::kAll)
+      return true;
+    else if constexpr (K == ReduceKind::kAny)
+      return false;
+    else if constexpr (K == ReduceKind::kArgMatch)
+      return std::numeric_limits<int64_t>::max();
+    else if constexpr (K == ReduceKind::kMax)
+      return ModeIdentity<T>(Mode::kMax);
+    else
+      return ModeIdentity<T>(Mode::kMin);
   }
   // The accumulator value of one element (kArgMatch: its index if it matches `extreme`).
   static DA_HD Acc Load(T v, T extreme, int64_t index) {
@@ -78,17 +85,26 @@ struct Reducer {
     }
   }
   static DA_HD Acc Combine(Acc a, Acc b) {
-    if constexpr (K == ReduceKind::kSum || K == ReduceKind::kMean) return WrappingAdd(a, b);
-    else if constexpr (K == ReduceKind::kProd) return WrappingMultiply(a, b);
-    else if constexpr (K == ReduceKind::kAll) return a && b;
-    else if constexpr (K == ReduceKind::kAny) return a || b;
-    else if constexpr (K == ReduceKind::kArgMatch) return a < b ? a : b;
-    else if constexpr (K == ReduceKind::kMax) return (a > b || a != a) ? a : b;
-    else return (a < b || a != a) ? a : b;
+    if constexpr (K == ReduceKind::kSum || K == ReduceKind::kMean)
+      return WrappingAdd(a, b);
+    else if constexpr (K == ReduceKind::kProd)
+      return WrappingMultiply(a, b);
+    else if constexpr (K == ReduceKind::kAll)
+      return a && b;
+    else if constexpr (K == ReduceKind::kAny)
+      return a || b;
+    else if constexpr (K == ReduceKind::kArgMatch)
+      return a < b ? a : b;
+    else if constexpr (K == ReduceKind::kMax)
+      return (a > b || a != a) ? a : b;
+    else
+      return (a < b || a != a) ? a : b;
   }
   static DA_HD Out Finish(Acc a, double scale) {
-    if constexpr (K == ReduceKind::kMean) return static_cast<Out>(static_cast<double>(a) * scale);
-    else return static_cast<Out>(a);
+    if constexpr (K == ReduceKind::kMean)
+      return static_cast<Out>(static_cast<double>(a) * scale);
+    else
+      return static_cast<Out>(a);
   }
 };
 

@@ -29,17 +29,21 @@ inline constexpr bool kIsBool = std::is_same_v<T, bool>;
 
 // C math functions by their float/double names, which exist both in host libm and in CUDA's
 // device library (std:: overloads are host-only under some toolchains).
-#define DA_MATH1(name)                                          \
-  template <typename T>                                         \
-  DA_HD T name(T x) {                                           \
-    if constexpr (std::is_same_v<T, float>) return ::name##f(x); \
-    else return ::name(x);                                      \
+#define DA_MATH1(name)                      \
+  template <typename T>                     \
+  DA_HD T name(T x) {                       \
+    if constexpr (std::is_same_v<T, float>) \
+      return ::name##f(x);                  \
+    else                                    \
+      return ::name(x);                     \
   }
-#define DA_MATH2(name)                                                \
-  template <typename T>                                               \
-  DA_HD T name(T x, T y) {                                            \
-    if constexpr (std::is_same_v<T, float>) return ::name##f(x, y);    \
-    else return ::name(x, y);                                         \
+#define DA_MATH2(name)                      \
+  template <typename T>                     \
+  DA_HD T name(T x, T y) {                  \
+    if constexpr (std::is_same_v<T, float>) \
+      return ::name##f(x, y);               \
+    else                                    \
+      return ::name(x, y);                  \
   }
 namespace math {
 DA_MATH1(sqrt)
@@ -76,8 +80,10 @@ DA_MATH2(copysign)
 // `v < 0` without the always-false comparison of an unsigned value (a -Wtype-limits warning).
 template <typename T>
 DA_HD bool IsNegative(T v) {
-  if constexpr (std::is_unsigned_v<T>) return false;
-  else return v < T(0);
+  if constexpr (std::is_unsigned_v<T>)
+    return false;
+  else
+    return v < T(0);
 }
 
 // ---- Arithmetic: integers wrap as in NumPy; bool where NumPy defines it (add = or, mul = and).
@@ -85,8 +91,10 @@ DA_HD bool IsNegative(T v) {
 struct Add {
   template <typename T>
   DA_HD T operator()(T a, T b) const {
-    if constexpr (kIsBool<T>) return a || b;
-    else return WrappingAdd(a, b);
+    if constexpr (kIsBool<T>)
+      return a || b;
+    else
+      return WrappingAdd(a, b);
   }
 };
 struct Subtract {
@@ -98,8 +106,10 @@ struct Subtract {
 struct Multiply {
   template <typename T>
   DA_HD T operator()(T a, T b) const {
-    if constexpr (kIsBool<T>) return a && b;
-    else return WrappingMultiply(a, b);
+    if constexpr (kIsBool<T>)
+      return a && b;
+    else
+      return WrappingMultiply(a, b);
   }
 };
 // True division; the planner computes integer inputs in float64, as NumPy does.
@@ -206,15 +216,19 @@ struct Minimum {
 struct Fmax {
   template <typename T>
   DA_HD T operator()(T a, T b) const {
-    if constexpr (kIsFloat<T>) return math::fmax(a, b);
-    else return a > b ? a : b;
+    if constexpr (kIsFloat<T>)
+      return math::fmax(a, b);
+    else
+      return a > b ? a : b;
   }
 };
 struct Fmin {
   template <typename T>
   DA_HD T operator()(T a, T b) const {
-    if constexpr (kIsFloat<T>) return math::fmin(a, b);
-    else return a < b ? a : b;
+    if constexpr (kIsFloat<T>)
+      return math::fmin(a, b);
+    else
+      return a < b ? a : b;
   }
 };
 struct Arctan2 {
@@ -232,12 +246,12 @@ struct Hypot {
 
 // ---- Comparisons and logic: bool results.
 
-#define DA_COMPARE(Name, expr)                \
-  struct Name {                               \
-    template <typename T>                     \
-    DA_HD bool operator()(T a, T b) const {   \
-      return expr;                            \
-    }                                         \
+#define DA_COMPARE(Name, expr)              \
+  struct Name {                             \
+    template <typename T>                   \
+    DA_HD bool operator()(T a, T b) const { \
+      return expr;                          \
+    }                                       \
   };
 DA_COMPARE(Less, a < b)
 DA_COMPARE(LessEqual, a <= b)
@@ -304,9 +318,12 @@ struct Positive {
 struct Absolute {
   template <typename T>
   DA_HD T operator()(T a) const {
-    if constexpr (kIsFloat<T>) return a < 0 ? -a : (a == 0 ? T(0) : a);  // -0.0 -> 0.0
-    else if constexpr (std::is_signed_v<T> && !kIsBool<T>) return a < 0 ? WrappingSubtract(T(0), a) : a;
-    else return a;
+    if constexpr (kIsFloat<T>)
+      return a < 0 ? -a : (a == 0 ? T(0) : a);  // -0.0 -> 0.0
+    else if constexpr (std::is_signed_v<T> && !kIsBool<T>)
+      return a < 0 ? WrappingSubtract(T(0), a) : a;
+    else
+      return a;
   }
 };
 struct Sign {
@@ -325,8 +342,10 @@ struct Square {
 struct Invert {
   template <typename T, typename = std::enable_if_t<!kIsFloat<T>>>
   DA_HD T operator()(T a) const {
-    if constexpr (kIsBool<T>) return !a;
-    else return static_cast<T>(~a);
+    if constexpr (kIsBool<T>)
+      return !a;
+    else
+      return static_cast<T>(~a);
   }
 };
 struct LogicalNot {
@@ -344,38 +363,43 @@ struct IsNan {
 struct IsInf {
   template <typename T>
   DA_HD bool operator()(T a) const {
-    if constexpr (kIsFloat<T>) return a == std::numeric_limits<T>::infinity() ||
-                                      a == -std::numeric_limits<T>::infinity();
-    else return false;
+    if constexpr (kIsFloat<T>)
+      return a == std::numeric_limits<T>::infinity() || a == -std::numeric_limits<T>::infinity();
+    else
+      return false;
   }
 };
 struct IsFinite {
   template <typename T>
   DA_HD bool operator()(T a) const {
-    if constexpr (kIsFloat<T>) return a - a == T(0);  // false for inf and NaN
-    else return true;
+    if constexpr (kIsFloat<T>)
+      return a - a == T(0);  // false for inf and NaN
+    else
+      return true;
   }
 };
 // floor/ceil/trunc leave integers as they are, in their own dtype (NumPy 2).
-#define DA_ROUNDING(Name, fn)                     \
-  struct Name {                                   \
-    template <typename T>                         \
-    DA_HD T operator()(T a) const {               \
-      if constexpr (kIsFloat<T>) return math::fn(a); \
-      else return a;                              \
-    }                                             \
+#define DA_ROUNDING(Name, fn)       \
+  struct Name {                     \
+    template <typename T>           \
+    DA_HD T operator()(T a) const { \
+      if constexpr (kIsFloat<T>)    \
+        return math::fn(a);         \
+      else                          \
+        return a;                   \
+    }                               \
   };
 DA_ROUNDING(Floor, floor)
 DA_ROUNDING(Ceil, ceil)
 DA_ROUNDING(Trunc, trunc)
 #undef DA_ROUNDING
 // Floating-point functions; integer inputs are computed in a float type the planner picks.
-#define DA_FLOAT_FN(Name, fn)                                \
-  struct Name {                                              \
+#define DA_FLOAT_FN(Name, fn)                                       \
+  struct Name {                                                     \
     template <typename T, typename = std::enable_if_t<kIsFloat<T>>> \
-    DA_HD T operator()(T a) const {                          \
-      return math::fn(a);                                    \
-    }                                                        \
+    DA_HD T operator()(T a) const {                                 \
+      return math::fn(a);                                           \
+    }                                                               \
   };
 DA_FLOAT_FN(Sqrt, sqrt)
 DA_FLOAT_FN(Exp, exp)
@@ -414,78 +438,78 @@ struct Clip {
 // How the planner turns the operands' promoted dtype into the compute dtype (see
 // elementwise_planner.cc; NumPy's loop selection for each class).
 enum class TypeRule {
-  kSame,          // compute in the promoted dtype; bool where the functor takes it
-  kBoolAsInt8,    // like kSame, but bool computes in int8 (NumPy's square, power, // and %)
-  kTrueDivide,    // integers and bool in float64
-  kFloatMath,     // bool/int8/uint8 in float16, int16/uint16 in float32, wider in float64
-  kNoFloat,       // integers and bool only
-  kShift,         // integers only; bool computes in int8
-  kWhere,         // operand 0 is a condition (cast to bool); operands 1 and 2 promote
+  kSame,        // compute in the promoted dtype; bool where the functor takes it
+  kBoolAsInt8,  // like kSame, but bool computes in int8 (NumPy's square, power, // and %)
+  kTrueDivide,  // integers and bool in float64
+  kFloatMath,   // bool/int8/uint8 in float16, int16/uint16 in float32, wider in float64
+  kNoFloat,     // integers and bool only
+  kShift,       // integers only; bool computes in int8
+  kWhere,       // operand 0 is a condition (cast to bool); operands 1 and 2 promote
 };
 
 }  // namespace ufunc
 
 // The table: X(ProtoSuffix, Functor, numpy_name, arity, rule). ProtoSuffix names
 // distarray.v1.ElementwiseOp's ELEMENTWISE_OP_<ProtoSuffix>, and the op's id below.
-#define DISTARRAY_ELEMENTWISE_OPS(X)                                        \
-  X(ADD, Add, "add", 2, kSame)                                              \
-  X(SUBTRACT, Subtract, "subtract", 2, kSame)                               \
-  X(MULTIPLY, Multiply, "multiply", 2, kSame)                               \
-  X(DIVIDE, TrueDivide, "true_divide", 2, kTrueDivide)                      \
-  X(FLOOR_DIVIDE, FloorDivide, "floor_divide", 2, kBoolAsInt8)              \
-  X(REMAINDER, Remainder, "remainder", 2, kBoolAsInt8)                      \
-  X(POWER, Power, "power", 2, kBoolAsInt8)                                  \
-  X(MAXIMUM, Maximum, "maximum", 2, kSame)                                  \
-  X(MINIMUM, Minimum, "minimum", 2, kSame)                                  \
-  X(FMAX, Fmax, "fmax", 2, kSame)                                           \
-  X(FMIN, Fmin, "fmin", 2, kSame)                                           \
-  X(ARCTAN2, Arctan2, "arctan2", 2, kFloatMath)                             \
-  X(HYPOT, Hypot, "hypot", 2, kFloatMath)                                   \
-  X(LESS, Less, "less", 2, kSame)                                           \
-  X(LESS_EQUAL, LessEqual, "less_equal", 2, kSame)                          \
-  X(GREATER, Greater, "greater", 2, kSame)                                  \
-  X(GREATER_EQUAL, GreaterEqual, "greater_equal", 2, kSame)                 \
-  X(EQUAL, Equal, "equal", 2, kSame)                                        \
-  X(NOT_EQUAL, NotEqual, "not_equal", 2, kSame)                             \
-  X(LOGICAL_AND, LogicalAnd, "logical_and", 2, kSame)                       \
-  X(LOGICAL_OR, LogicalOr, "logical_or", 2, kSame)                          \
-  X(LOGICAL_XOR, LogicalXor, "logical_xor", 2, kSame)                       \
-  X(BITWISE_AND, BitwiseAnd, "bitwise_and", 2, kNoFloat)                    \
-  X(BITWISE_OR, BitwiseOr, "bitwise_or", 2, kNoFloat)                       \
-  X(BITWISE_XOR, BitwiseXor, "bitwise_xor", 2, kNoFloat)                    \
-  X(LEFT_SHIFT, LeftShift, "left_shift", 2, kShift)                         \
-  X(RIGHT_SHIFT, RightShift, "right_shift", 2, kShift)                      \
-  X(NEGATIVE, Negative, "negative", 1, kSame)                               \
-  X(POSITIVE, Positive, "positive", 1, kSame)                               \
-  X(ABS, Absolute, "absolute", 1, kSame)                                    \
-  X(SIGN, Sign, "sign", 1, kSame)                                           \
-  X(SQUARE, Square, "square", 1, kBoolAsInt8)                               \
-  X(SQRT, Sqrt, "sqrt", 1, kFloatMath)                                      \
-  X(EXP, Exp, "exp", 1, kFloatMath)                                         \
-  X(EXPM1, Expm1, "expm1", 1, kFloatMath)                                   \
-  X(LOG, Log, "log", 1, kFloatMath)                                         \
-  X(LOG1P, Log1p, "log1p", 1, kFloatMath)                                   \
-  X(LOG2, Log2, "log2", 1, kFloatMath)                                      \
-  X(LOG10, Log10, "log10", 1, kFloatMath)                                   \
-  X(SIN, Sin, "sin", 1, kFloatMath)                                         \
-  X(COS, Cos, "cos", 1, kFloatMath)                                         \
-  X(TAN, Tan, "tan", 1, kFloatMath)                                         \
-  X(ARCSIN, Arcsin, "arcsin", 1, kFloatMath)                                \
-  X(ARCCOS, Arccos, "arccos", 1, kFloatMath)                                \
-  X(ARCTAN, Arctan, "arctan", 1, kFloatMath)                                \
-  X(SINH, Sinh, "sinh", 1, kFloatMath)                                      \
-  X(COSH, Cosh, "cosh", 1, kFloatMath)                                      \
-  X(TANH, Tanh, "tanh", 1, kFloatMath)                                      \
-  X(FLOOR, Floor, "floor", 1, kSame)                                        \
-  X(CEIL, Ceil, "ceil", 1, kSame)                                           \
-  X(TRUNC, Trunc, "trunc", 1, kSame)                                        \
-  X(RINT, Rint, "rint", 1, kFloatMath)                                      \
-  X(LOGICAL_NOT, LogicalNot, "logical_not", 1, kSame)                       \
-  X(INVERT, Invert, "invert", 1, kNoFloat)                                  \
-  X(ISNAN, IsNan, "isnan", 1, kSame)                                        \
-  X(ISINF, IsInf, "isinf", 1, kSame)                                        \
-  X(ISFINITE, IsFinite, "isfinite", 1, kSame)                               \
-  X(WHERE, Where, "where", 3, kWhere)                                       \
+#define DISTARRAY_ELEMENTWISE_OPS(X)                           \
+  X(ADD, Add, "add", 2, kSame)                                 \
+  X(SUBTRACT, Subtract, "subtract", 2, kSame)                  \
+  X(MULTIPLY, Multiply, "multiply", 2, kSame)                  \
+  X(DIVIDE, TrueDivide, "true_divide", 2, kTrueDivide)         \
+  X(FLOOR_DIVIDE, FloorDivide, "floor_divide", 2, kBoolAsInt8) \
+  X(REMAINDER, Remainder, "remainder", 2, kBoolAsInt8)         \
+  X(POWER, Power, "power", 2, kBoolAsInt8)                     \
+  X(MAXIMUM, Maximum, "maximum", 2, kSame)                     \
+  X(MINIMUM, Minimum, "minimum", 2, kSame)                     \
+  X(FMAX, Fmax, "fmax", 2, kSame)                              \
+  X(FMIN, Fmin, "fmin", 2, kSame)                              \
+  X(ARCTAN2, Arctan2, "arctan2", 2, kFloatMath)                \
+  X(HYPOT, Hypot, "hypot", 2, kFloatMath)                      \
+  X(LESS, Less, "less", 2, kSame)                              \
+  X(LESS_EQUAL, LessEqual, "less_equal", 2, kSame)             \
+  X(GREATER, Greater, "greater", 2, kSame)                     \
+  X(GREATER_EQUAL, GreaterEqual, "greater_equal", 2, kSame)    \
+  X(EQUAL, Equal, "equal", 2, kSame)                           \
+  X(NOT_EQUAL, NotEqual, "not_equal", 2, kSame)                \
+  X(LOGICAL_AND, LogicalAnd, "logical_and", 2, kSame)          \
+  X(LOGICAL_OR, LogicalOr, "logical_or", 2, kSame)             \
+  X(LOGICAL_XOR, LogicalXor, "logical_xor", 2, kSame)          \
+  X(BITWISE_AND, BitwiseAnd, "bitwise_and", 2, kNoFloat)       \
+  X(BITWISE_OR, BitwiseOr, "bitwise_or", 2, kNoFloat)          \
+  X(BITWISE_XOR, BitwiseXor, "bitwise_xor", 2, kNoFloat)       \
+  X(LEFT_SHIFT, LeftShift, "left_shift", 2, kShift)            \
+  X(RIGHT_SHIFT, RightShift, "right_shift", 2, kShift)         \
+  X(NEGATIVE, Negative, "negative", 1, kSame)                  \
+  X(POSITIVE, Positive, "positive", 1, kSame)                  \
+  X(ABS, Absolute, "absolute", 1, kSame)                       \
+  X(SIGN, Sign, "sign", 1, kSame)                              \
+  X(SQUARE, Square, "square", 1, kBoolAsInt8)                  \
+  X(SQRT, Sqrt, "sqrt", 1, kFloatMath)                         \
+  X(EXP, Exp, "exp", 1, kFloatMath)                            \
+  X(EXPM1, Expm1, "expm1", 1, kFloatMath)                      \
+  X(LOG, Log, "log", 1, kFloatMath)                            \
+  X(LOG1P, Log1p, "log1p", 1, kFloatMath)                      \
+  X(LOG2, Log2, "log2", 1, kFloatMath)                         \
+  X(LOG10, Log10, "log10", 1, kFloatMath)                      \
+  X(SIN, Sin, "sin", 1, kFloatMath)                            \
+  X(COS, Cos, "cos", 1, kFloatMath)                            \
+  X(TAN, Tan, "tan", 1, kFloatMath)                            \
+  X(ARCSIN, Arcsin, "arcsin", 1, kFloatMath)                   \
+  X(ARCCOS, Arccos, "arccos", 1, kFloatMath)                   \
+  X(ARCTAN, Arctan, "arctan", 1, kFloatMath)                   \
+  X(SINH, Sinh, "sinh", 1, kFloatMath)                         \
+  X(COSH, Cosh, "cosh", 1, kFloatMath)                         \
+  X(TANH, Tanh, "tanh", 1, kFloatMath)                         \
+  X(FLOOR, Floor, "floor", 1, kSame)                           \
+  X(CEIL, Ceil, "ceil", 1, kSame)                              \
+  X(TRUNC, Trunc, "trunc", 1, kSame)                           \
+  X(RINT, Rint, "rint", 1, kFloatMath)                         \
+  X(LOGICAL_NOT, LogicalNot, "logical_not", 1, kSame)          \
+  X(INVERT, Invert, "invert", 1, kNoFloat)                     \
+  X(ISNAN, IsNan, "isnan", 1, kSame)                           \
+  X(ISINF, IsInf, "isinf", 1, kSame)                           \
+  X(ISFINITE, IsFinite, "isfinite", 1, kSame)                  \
+  X(WHERE, Where, "where", 3, kWhere)                          \
   X(CLIP, Clip, "clip", 3, kSame)
 
 // An op's id; the numeric values are internal (the proto enum has its own numbers).
@@ -500,10 +524,14 @@ namespace ufunc {
 // Whether the functor is defined for compute type T (with its operand arity).
 template <typename Op, typename T, int kArity>
 constexpr bool Accepts() {
-  if constexpr (kArity == 1) return std::is_invocable_v<Op, T>;
-  else if constexpr (kArity == 2) return std::is_invocable_v<Op, T, T>;
-  else if constexpr (std::is_same_v<Op, Where>) return std::is_invocable_v<Op, bool, T, T>;
-  else return std::is_invocable_v<Op, T, T, T>;
+  if constexpr (kArity == 1)
+    return std::is_invocable_v<Op, T>;
+  else if constexpr (kArity == 2)
+    return std::is_invocable_v<Op, T, T>;
+  else if constexpr (std::is_same_v<Op, Where>)
+    return std::is_invocable_v<Op, bool, T, T>;
+  else
+    return std::is_invocable_v<Op, T, T, T>;
 }
 // The result type of the functor on compute type T.
 template <typename Op, typename T, int kArity>
