@@ -15,7 +15,11 @@ struct StridedBox {
   int64_t stride[kMaxRank] = {};  // elements between neighbours along each axis of the box
   int64_t offset = 0;             // element offset of the box's first element
 
-  int64_t size() const {
+#ifdef __CUDACC__
+  __host__ __device__
+#endif
+      int64_t
+      size() const {
     int64_t n = 1;
     for (int d = 0; d < rank; ++d) n *= count[d];
     return n;

@@ -116,9 +116,8 @@ class Backend {
                               const BufferPtr& extreme) = 0;
   // c = a @ b for dense row-major a (m x k) and b (k x n) of float32 or float64. TF32 tensor
   // cores only with `allow_tf32`.
-  virtual absl::Status Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b,
-                            const BufferPtr& c, int64_t m, int64_t n, int64_t k,
-                            bool allow_tf32) = 0;
+  virtual absl::Status Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b, const BufferPtr& c,
+                            int64_t m, int64_t n, int64_t k, bool allow_tf32) = 0;
 
   // Copies host bytes into `dst` at byte `offset`. `src` may be reused once this returns (the
   // bytes are staged); the device copy itself runs asynchronously.

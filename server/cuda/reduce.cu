@@ -135,28 +135,6 @@ cudaError_t Launch(const T* src, const ReduceGeometry& g, Out<K, T>* dst, double
   return cudaGetLastError();
 }
 
-template <typename Fn>
-void DispatchReduceKind(ReduceKind kind, Fn&& fn) {
-  switch (kind) {
-    case ReduceKind::kSum:
-      return fn(std::integral_constant<ReduceKind, ReduceKind::kSum>{});
-    case ReduceKind::kProd:
-      return fn(std::integral_constant<ReduceKind, ReduceKind::kProd>{});
-    case ReduceKind::kMax:
-      return fn(std::integral_constant<ReduceKind, ReduceKind::kMax>{});
-    case ReduceKind::kMin:
-      return fn(std::integral_constant<ReduceKind, ReduceKind::kMin>{});
-    case ReduceKind::kAll:
-      return fn(std::integral_constant<ReduceKind, ReduceKind::kAll>{});
-    case ReduceKind::kAny:
-      return fn(std::integral_constant<ReduceKind, ReduceKind::kAny>{});
-    case ReduceKind::kMean:
-      return fn(std::integral_constant<ReduceKind, ReduceKind::kMean>{});
-    case ReduceKind::kArgMatch:
-      return fn(std::integral_constant<ReduceKind, ReduceKind::kArgMatch>{});
-  }
-}
-
 }  // namespace
 
 cudaError_t LaunchReduce(ReduceKind kind, DType in, const void* src, const ReduceGeometry& g,

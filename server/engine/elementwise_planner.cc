@@ -11,8 +11,6 @@ namespace {
 
 std::string OperandField(int i) { return absl::StrCat("spec.operands[", i, "]"); }
 
-bool IsBuilt(DType dtype) { return IsImplemented(dtype); }
-
 absl::Status NotBuilt(absl::string_view what, DType dtype, absl::string_view detail = "") {
   return absl::UnimplementedError(
       absl::StrCat("spec.op: ", what, " on ", DTypeName(dtype), detail, " is not implemented yet"));
@@ -137,7 +135,7 @@ absl::StatusOr<ElementwisePlan> PlanElementwise(const ElementwiseInput& input) {
   }
   for (int i = 0; i < count; ++i) {
     const ArrayMeta* a = input.operands[i].array;
-    if (a != nullptr && !IsBuilt(a->dtype)) return NotBuilt(name, a->dtype);
+    if (a != nullptr && !IsImplemented(a->dtype)) return NotBuilt(name, a->dtype);
   }
 
   // Dtypes: the promoted dtype of the operands that promote (where's condition does not), the
@@ -146,7 +144,7 @@ absl::StatusOr<ElementwisePlan> PlanElementwise(const ElementwiseInput& input) {
     if (input.astype == DType::kUnspecified) {
       return absl::InvalidArgumentError("spec.dtype: astype needs the target dtype");
     }
-    if (!IsBuilt(input.astype)) return NotBuilt("astype", input.astype, " (target)");
+    if (!IsImplemented(input.astype)) return NotBuilt("astype", input.astype, " (target)");
     plan.compute = input.operands[0].array->dtype;
     plan.result_dtype = input.astype;
   } else {
@@ -195,7 +193,7 @@ absl::StatusOr<ElementwisePlan> PlanElementwise(const ElementwiseInput& input) {
       }
       if (loop) plan.compute = *loop;
     }
-    if (!IsBuilt(plan.compute)) {
+    if (!IsImplemented(plan.compute)) {
       return NotBuilt(name, *promoted,
                       plan.compute == *promoted
                           ? ""

@@ -154,14 +154,19 @@ absl::StatusOr<ReducePlan> PlanReduce(const ReduceInput& input, const StopCheck&
   const bool mode_passes = array.mode == rule.mode &&
                            !(rule.kind == ReduceKind::kAll && array.dtype != DType::kBool) &&
                            !(rule.kind == ReduceKind::kAny && array.dtype != DType::kBool);
-  PlanBudget budget(kDefaultPlanWorkLimit, stop);
-  const ChunkIndex index(array.map);
-  ASSIGN_OR_RETURN(const SourceSelection cover,
-                   SelectSources(array.map, index, FullBox(array.shape), 0, budget, "reduce"));
-  // argmax/argmin need every element in some chunk: an output with no chunk would have no index.
-  if (!mode_passes || (arg && !cover.covers_target)) {
+  // Coverage matters unless the operand is read as it is; argmax/argmin need every element in
+  // some chunk (an output with no chunk would have no index).
+  bool operand_covered = true;
+  if (!mode_passes || arg) {
+    PlanBudget budget(kDefaultPlanWorkLimit, stop);
+    const ChunkIndex index(array.map);
+    ASSIGN_OR_RETURN(const SourceSelection cover,
+                     SelectSources(array.map, index, FullBox(array.shape), 0, budget, "reduce"));
+    operand_covered = cover.covers_target;
+  }
+  if (!mode_passes || (arg && !operand_covered)) {
     const bool gaps_matter =
-        !cover.covers_target && (arg || !(array.mode == Mode::kReplica && rule.blind_to_zeros));
+        !operand_covered && (arg || !(array.mode == Mode::kReplica && rule.blind_to_zeros));
     ASSIGN_OR_RETURN(const std::vector<PlannedFill> overlaps,
                      PlanOwnershipMask(array.map, kDefaultPlanWorkLimit, stop));
     if (gaps_matter) {

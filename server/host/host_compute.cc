@@ -44,28 +44,6 @@ void ReduceOnHost(const T* src, const ReduceGeometry& g, typename Reducer<K, T>:
   }
 }
 
-template <typename Fn>
-void DispatchReduceKind(ReduceKind kind, Fn&& fn) {
-  switch (kind) {
-    case ReduceKind::kSum:
-      return fn(std::integral_constant<ReduceKind, ReduceKind::kSum>{});
-    case ReduceKind::kProd:
-      return fn(std::integral_constant<ReduceKind, ReduceKind::kProd>{});
-    case ReduceKind::kMax:
-      return fn(std::integral_constant<ReduceKind, ReduceKind::kMax>{});
-    case ReduceKind::kMin:
-      return fn(std::integral_constant<ReduceKind, ReduceKind::kMin>{});
-    case ReduceKind::kAll:
-      return fn(std::integral_constant<ReduceKind, ReduceKind::kAll>{});
-    case ReduceKind::kAny:
-      return fn(std::integral_constant<ReduceKind, ReduceKind::kAny>{});
-    case ReduceKind::kMean:
-      return fn(std::integral_constant<ReduceKind, ReduceKind::kMean>{});
-    case ReduceKind::kArgMatch:
-      return fn(std::integral_constant<ReduceKind, ReduceKind::kArgMatch>{});
-  }
-}
-
 // i-k-j order keeps the innermost loop streaming over rows of b and c.
 template <typename T>
 void GemmOnHost(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k) {

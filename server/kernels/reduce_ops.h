@@ -13,12 +13,6 @@
 
 namespace distarray {
 
-DA_HD int64_t BoxSize(const StridedBox& box) {
-  int64_t n = 1;
-  for (int d = 0; d < box.rank; ++d) n *= box.count[d];
-  return n;
-}
-
 // kArgMatch is argmax/argmin's second pass: the smallest global index whose value equals the
 // already combined extreme of its output element (NaN matches NaN).
 enum class ReduceKind { kSum, kProd, kMax, kMin, kAll, kAny, kMean, kArgMatch };
@@ -33,8 +27,8 @@ struct ReduceGeometry {
   // The reduced elements of one output are consecutive (BoxOffset(reduced, r) == r).
   bool reduced_contiguous = false;
   StridedBox index;
-  DA_HD int64_t outputs() const { return BoxSize(kept); }
-  DA_HD int64_t reduced_size() const { return BoxSize(reduced); }
+  DA_HD int64_t outputs() const { return kept.size(); }
+  DA_HD int64_t reduced_size() const { return reduced.size(); }
 };
 
 template <ReduceKind K, typename T>
@@ -107,6 +101,25 @@ struct Reducer {
       return static_cast<Out>(a);
   }
 };
+
+// Calls fn(std::integral_constant<ReduceKind, kind>{}): the runtime kind as a template argument.
+template <typename Fn>
+void DispatchReduceKind(ReduceKind kind, Fn&& fn) {
+  switch (kind) {
+#define DA_REDUCE_KIND_CASE(k) \
+  case ReduceKind::k:          \
+    return fn(std::integral_constant<ReduceKind, ReduceKind::k>{});
+    DA_REDUCE_KIND_CASE(kSum)
+    DA_REDUCE_KIND_CASE(kProd)
+    DA_REDUCE_KIND_CASE(kMax)
+    DA_REDUCE_KIND_CASE(kMin)
+    DA_REDUCE_KIND_CASE(kAll)
+    DA_REDUCE_KIND_CASE(kAny)
+    DA_REDUCE_KIND_CASE(kMean)
+    DA_REDUCE_KIND_CASE(kArgMatch)
+#undef DA_REDUCE_KIND_CASE
+  }
+}
 
 }  // namespace distarray
 

@@ -266,24 +266,17 @@ DA_COMPARE(LogicalXor, (a != T(0)) != (b != T(0)))
 
 // ---- Bitwise: integers and bool.
 
-struct BitwiseAnd {
-  template <typename T, typename = std::enable_if_t<!kIsFloat<T>>>
-  DA_HD T operator()(T a, T b) const {
-    return static_cast<T>(a & b);
-  }
-};
-struct BitwiseOr {
-  template <typename T, typename = std::enable_if_t<!kIsFloat<T>>>
-  DA_HD T operator()(T a, T b) const {
-    return static_cast<T>(a | b);
-  }
-};
-struct BitwiseXor {
-  template <typename T, typename = std::enable_if_t<!kIsFloat<T>>>
-  DA_HD T operator()(T a, T b) const {
-    return static_cast<T>(a ^ b);
-  }
-};
+#define DA_BITWISE(Name, op)                                         \
+  struct Name {                                                      \
+    template <typename T, typename = std::enable_if_t<!kIsFloat<T>>> \
+    DA_HD T operator()(T a, T b) const {                             \
+      return static_cast<T>(a op b);                                 \
+    }                                                                \
+  };
+DA_BITWISE(BitwiseAnd, &)
+DA_BITWISE(BitwiseOr, |)
+DA_BITWISE(BitwiseXor, ^)
+#undef DA_BITWISE
 // Shifts by a negative count or by the type's width or more give what shifting one bit at a
 // time would (0, or -1 for a negative signed value shifted right), never undefined behaviour.
 struct LeftShift {

@@ -135,7 +135,26 @@ class Runner {
             operands->at(i).set_handle(handles_[action.operands_from(i) % handles_.size()]);
           }
         }
+        if (action.has_handle_from()) SetHandle(action, request.mutable_spec()->mutable_out());
         Keep(engine_.Elementwise(request, call), action);
+        break;
+      }
+      case Action::kReduce: {
+        v1::ReduceRequest request = action.reduce();
+        SetHandle(action, request.mutable_spec()->mutable_operand()->mutable_handle());
+        Keep(engine_.Reduce(request, call), action);
+        break;
+      }
+      case Action::kMatmul: {
+        v1::MatmulRequest request = action.matmul();
+        if (!handles_.empty()) {
+          v1::Operand* sides[] = {request.mutable_spec()->mutable_a(),
+                                  request.mutable_spec()->mutable_b()};
+          for (int i = 0; i < action.operands_from_size() && i < 2; ++i) {
+            sides[i]->set_handle(handles_[action.operands_from(i) % handles_.size()]);
+          }
+        }
+        Keep(engine_.Matmul(request, call), action);
         break;
       }
       case Action::kSynchronize: {

@@ -151,6 +151,24 @@ class Case {
     request->mutable_spec()->add_operands()->set_handle("a");
     return *request;
   }
+  v1::ReduceRequest& Reduce(v1::ReduceOp op, uint32_t from, const std::vector<int32_t>& axes) {
+    Action& action = Add();
+    action.set_handle_from(from);
+    auto* request = action.mutable_reduce();
+    request->mutable_spec()->set_op(op);
+    request->mutable_spec()->mutable_operand()->set_handle("a");
+    for (int32_t axis : axes) request->mutable_spec()->add_axes(axis);
+    return *request;
+  }
+  v1::MatmulRequest& Matmul(uint32_t a, uint32_t b) {
+    Action& action = Add();
+    action.add_operands_from(a);
+    action.add_operands_from(b);
+    auto* request = action.mutable_matmul();
+    request->mutable_spec()->mutable_a()->set_handle("a");
+    request->mutable_spec()->mutable_b()->set_handle("b");
+    return *request;
+  }
   void Synchronize(const std::vector<uint32_t>& from, const std::vector<std::string>& handles) {
     Action& action = Add();
     for (uint32_t f : from) action.add_operands_from(f);
@@ -163,6 +181,7 @@ class Case {
   // Sets the session, or the cancellation point, of the last action.
   void SetSession(uint32_t session) { Last().set_session(session); }
   void SetCancelAt(uint32_t check) { Last().set_cancel_at_check(check); }
+  void SetHandleFrom(uint32_t from) { Last().set_handle_from(from); }
 
   const FuzzCase& proto() const { return case_; }
 
@@ -433,6 +452,38 @@ std::vector<std::pair<std::string, Case>> Seeds() {
     c.Sweep();
     c.List();
     c.Describe(0);
+  }
+  {
+    // The ufunc table's other fields: broadcasting, mixed dtypes, where, astype, out=.
+    Case& c = add("ufuncs_broadcast_out");
+    c.Create(Spec({6, 4}, kF32, RowBlocks({6, 4}, 3)))
+        .mutable_fill()
+        ->mutable_arange()
+        ->set_step(1);
+    c.Create(Spec({4}, v1::DTYPE_INT32, Replicated({4}, 2))).mutable_fill()->mutable_ones();
+    c.Binary(v1::ELEMENTWISE_OP_HYPOT, 0, 1);
+    c.Binary(v1::ELEMENTWISE_OP_FLOOR_DIVIDE, 1, 1);
+    c.Unary(v1::ELEMENTWISE_OP_ASTYPE, 0).mutable_spec()->set_dtype(v1::DTYPE_UINT8);
+    c.Binary(v1::ELEMENTWISE_OP_ADD, 0, 0);
+    c.SetHandleFrom(0);  // out = array 0
+    c.Binary(v1::ELEMENTWISE_OP_WHERE, 1, 0)
+        .mutable_spec()
+        ->add_operands()
+        ->mutable_scalar()
+        ->set_float_value(-1);
+    c.DownloadFrom(2);
+  }
+  {
+    Case& c = add("reduce_matmul");
+    c.Create(Spec({6, 4}, kF32, RowBlocks({6, 4}, 3))).mutable_fill()->mutable_uniform();
+    c.Create(Spec({4, 5}, kF32, Replicated({4, 5}, 2))).mutable_fill()->mutable_ones();
+    c.Reduce(v1::REDUCE_OP_SUM, 0, {1});
+    c.Reduce(v1::REDUCE_OP_ARGMAX, 0, {}).mutable_spec()->set_keepdims(true);
+    c.Reduce(v1::REDUCE_OP_MEAN, 0, {0, -1}).mutable_spec()->set_combine(true);
+    c.Reduce(v1::REDUCE_OP_MAX, 0, {7});
+    c.Matmul(0, 1);
+    c.Matmul(1, 0);
+    c.DownloadFrom(2);
   }
   {
     Case& c = add("cancelled_calls");

@@ -167,9 +167,7 @@ void AddHardeningCases(std::vector<BadCase>& cases) {
       "spec.operands[1].scalar: the integer 9223372036854775808 is out of bounds for int64");
   add(
       "uint64 max into int32",
-      [](auto& stub, auto&) {
-        return ScalarInto(stub, v1::DTYPE_INT32, MakeScalar(~uint64_t{0}));
-      },
+      [](auto& stub, auto&) { return ScalarInto(stub, v1::DTYPE_INT32, MakeScalar(~uint64_t{0})); },
       StatusCode::INVALID_ARGUMENT, "the integer 18446744073709551615 is out of bounds for int32");
   add(
       "-1 into uint32",
@@ -436,8 +434,7 @@ std::vector<BadCase> Cases() {
   add(
       "bitwise op on floats",
       [=](auto& stub, auto& bystander) {
-        return Binary(stub, v1::ELEMENTWISE_OP_BITWISE_AND, Handle(bystander),
-                      Handle(bystander));
+        return Binary(stub, v1::ELEMENTWISE_OP_BITWISE_AND, Handle(bystander), Handle(bystander));
       },
       StatusCode::INVALID_ARGUMENT,
       "spec.op: bitwise_and is not defined for float32; it takes integers and bool");
@@ -615,6 +612,87 @@ std::vector<BadCase> Cases() {
         return stub.Reduce(&c, r, &out);
       },
       StatusCode::INVALID_ARGUMENT, "spec.axes[1]: axis 1 is repeated");
+  add(
+      "out of another shape",
+      [=](auto& stub, auto& bystander) {
+        grpc::ClientContext c;
+        v1::CreateArrayResponse out;
+        auto st = stub.CreateArray(&c, CreateRequest({4}, v1::DTYPE_FLOAT32, one), &out);
+        if (!st.ok()) return st;
+        grpc::ClientContext c2;
+        v1::ElementwiseRequest r;
+        r.mutable_spec()->set_op(v1::ELEMENTWISE_OP_ADD);
+        *r.mutable_spec()->add_operands() = Handle(bystander);
+        *r.mutable_spec()->add_operands() = Handle(bystander);
+        r.mutable_spec()->set_out(out.array().handle());
+        v1::ElementwiseResponse response;
+        return stub.Elementwise(&c2, r, &response);
+      },
+      StatusCode::INVALID_ARGUMENT, "spec.out: shape (4,) is not the result's (10, 10)");
+  add(
+      "out and result_index_map together",
+      [=](auto& stub, auto& bystander) {
+        grpc::ClientContext c;
+        v1::ElementwiseRequest r;
+        r.mutable_spec()->set_op(v1::ELEMENTWISE_OP_NEGATIVE);
+        *r.mutable_spec()->add_operands() = Handle(bystander);
+        r.mutable_spec()->set_out(bystander);
+        *r.mutable_spec()->mutable_result_index_map() = two_d;
+        v1::ElementwiseResponse response;
+        return stub.Elementwise(&c, r, &response);
+      },
+      StatusCode::INVALID_ARGUMENT, "spec.result_index_map: give either out or result_index_map");
+  add(
+      "astype without a dtype",
+      [](auto& stub, auto& bystander) {
+        grpc::ClientContext c;
+        v1::ElementwiseRequest r;
+        r.mutable_spec()->set_op(v1::ELEMENTWISE_OP_ASTYPE);
+        *r.mutable_spec()->add_operands() = Handle(bystander);
+        v1::ElementwiseResponse response;
+        return stub.Elementwise(&c, r, &response);
+      },
+      StatusCode::INVALID_ARGUMENT, "spec.dtype: a dtype is required");
+  add(
+      "reduce over an axis out of range",
+      [](auto& stub, auto& bystander) {
+        grpc::ClientContext c;
+        v1::ReduceRequest r;
+        r.mutable_spec()->set_op(v1::REDUCE_OP_MAX);
+        *r.mutable_spec()->mutable_operand() = Handle(bystander);
+        r.mutable_spec()->add_axes(INT32_MIN);
+        v1::ReduceResponse out;
+        return stub.Reduce(&c, r, &out);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "spec.axes[0]: axis -2147483648 is out of range for an array of 2 axes");
+  add(
+      "unknown reduce op",
+      [](auto& stub, auto& bystander) {
+        grpc::ClientContext c;
+        v1::ReduceRequest r;
+        r.mutable_spec()->set_op(static_cast<v1::ReduceOp>(99));
+        *r.mutable_spec()->mutable_operand() = Handle(bystander);
+        v1::ReduceResponse out;
+        return stub.Reduce(&c, r, &out);
+      },
+      StatusCode::INVALID_ARGUMENT, "spec.op: unknown reduce op 99");
+  add(
+      "TF32 on float64",
+      [=](auto& stub, auto&) {
+        grpc::ClientContext c;
+        v1::CreateArrayResponse out;
+        auto st = stub.CreateArray(&c, CreateRequest({10, 10}, v1::DTYPE_FLOAT64, two_d), &out);
+        if (!st.ok()) return st;
+        grpc::ClientContext c2;
+        v1::MatmulRequest r;
+        *r.mutable_spec()->mutable_a() = Handle(out.array().handle());
+        *r.mutable_spec()->mutable_b() = Handle(out.array().handle());
+        r.mutable_spec()->set_allow_tf32(true);
+        v1::MatmulResponse response;
+        return stub.Matmul(&c2, r, &response);
+      },
+      StatusCode::INVALID_ARGUMENT, "spec.allow_tf32: TF32 applies to float32 only");
   add(
       "empty Matmul request",
       [](auto& stub, auto&) {
