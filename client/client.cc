@@ -465,6 +465,74 @@ absl::StatusOr<Array> Client::Matmul(const v1::MatmulRequest& request) const {
                                                             &v1::ArrayService::Stub::Matmul, true);
 }
 
+absl::StatusOr<GraphRun> Client::RunGraph(const v1::RunGraphRequest& request,
+                                          int64_t timeout_ms) const {
+  grpc::ClientContext context;
+  AttachSession(context);
+  if (timeout_ms > 0) {
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
+  }
+  v1::RunGraphResponse response;
+  absl::Status s = FromGrpc(stub_->RunGraph(&context, request, &response));
+  if (!s.ok()) return s;
+  GraphRun run;
+  for (const auto& [variable, info] : response.outputs()) {
+    run.outputs.emplace(variable, Array(*this, info, /*owned=*/true));
+  }
+  run.values.insert(response.values().begin(), response.values().end());
+  run.iterations = response.iterations();
+  run.hit_iteration_cap = response.hit_iteration_cap();
+  run.graph_cache_hit = response.graph_cache_hit();
+  run.execution = response.execution();
+  return run;
+}
+
+namespace {
+v1::RunGraphRequest GraphRequest(const std::map<std::string, const Array*>& arguments) {
+  v1::RunGraphRequest request;
+  for (const auto& [variable, array] : arguments) {
+    (*request.mutable_arguments())[variable] = array->handle();
+  }
+  return request;
+}
+}  // namespace
+
+absl::StatusOr<GraphRun> Client::RunGraph(const v1::Program& program,
+                                          const std::map<std::string, const Array*>& arguments,
+                                          int64_t timeout_ms) const {
+  v1::RunGraphRequest request = GraphRequest(arguments);
+  *request.mutable_program() = program;
+  return RunGraph(request, timeout_ms);
+}
+
+absl::StatusOr<GraphRun> Client::RunGraph(const std::string& program_id,
+                                          const std::map<std::string, const Array*>& arguments,
+                                          int64_t timeout_ms) const {
+  v1::RunGraphRequest request = GraphRequest(arguments);
+  request.set_program_id(program_id);
+  return RunGraph(request, timeout_ms);
+}
+
+absl::StatusOr<std::string> Client::RegisterProgram(const v1::Program& program) const {
+  grpc::ClientContext context;
+  AttachSession(context);
+  v1::RegisterProgramRequest request;
+  *request.mutable_program() = program;
+  v1::RegisterProgramResponse response;
+  absl::Status s = FromGrpc(stub_->RegisterProgram(&context, request, &response));
+  if (!s.ok()) return s;
+  return response.program_id();
+}
+
+absl::Status Client::DeleteProgram(const std::string& program_id) const {
+  grpc::ClientContext context;
+  AttachSession(context);
+  v1::DeleteProgramRequest request;
+  request.set_program_id(program_id);
+  v1::DeleteProgramResponse response;
+  return FromGrpc(stub_->DeleteProgram(&context, request, &response));
+}
+
 Operand::Operand(const Array& array) : client_(&array.client()) {
   proto_.set_handle(array.handle());
 }

@@ -60,6 +60,16 @@ ABSL_FLAG(int, max_list_page_size, 1000, "Most arrays in one ListArrays page");
 ABSL_FLAG(int, max_concurrent_calls, 128,
           "Most calls served at once (each holds at most two transfer slabs, 32 MiB); a call "
           "beyond it is answered RESOURCE_EXHAUSTED at once");
+ABSL_FLAG(std::string, graphs, "on",
+          "RunGraph: 'on' runs single-device programs as recorded CUDA graphs with conditional "
+          "nodes (CUDA backend); 'off' runs every program eagerly from the host");
+ABSL_FLAG(int64_t, max_loop_iterations, int64_t{1} << 30,
+          "RunGraph: the largest max_iterations a program's loop may ask for");
+ABSL_FLAG(int, max_program_statements, 4096,
+          "RunGraph: most statements in a program, counted over every body");
+ABSL_FLAG(int, max_registered_programs, 1024, "Most programs kept by RegisterProgram");
+ABSL_FLAG(int, max_cached_graphs, 64,
+          "Most executable graphs RunGraph keeps (least recently used goes first)");
 
 #if defined(__SANITIZE_ADDRESS__)
 #define DISTARRAY_LEAK_CHECK_AT_EXIT 1
@@ -165,6 +175,25 @@ int main(int argc, char** argv) {
   }
   if (engine_options.max_list_page_size < 1) {
     spdlog::critical("--max_list_page_size: must be at least 1");
+    return kExitBadFlags;
+  }
+  const std::string graphs = absl::GetFlag(FLAGS_graphs);
+  if (graphs != "on" && graphs != "off") {
+    spdlog::critical("--graphs: 'on' or 'off', got '{}'", graphs);
+    return kExitBadFlags;
+  }
+  engine_options.use_graphs = graphs == "on";
+  engine_options.programs.max_loop_iterations = absl::GetFlag(FLAGS_max_loop_iterations);
+  engine_options.programs.max_statements = absl::GetFlag(FLAGS_max_program_statements);
+  engine_options.programs.max_registered_programs = absl::GetFlag(FLAGS_max_registered_programs);
+  engine_options.programs.max_cached_graphs = absl::GetFlag(FLAGS_max_cached_graphs);
+  if (engine_options.programs.max_loop_iterations < 1 ||
+      engine_options.programs.max_statements < 1 ||
+      engine_options.programs.max_registered_programs < 0 ||
+      engine_options.programs.max_cached_graphs < 0) {
+    spdlog::critical(
+        "--max_loop_iterations and --max_program_statements must be at least 1; "
+        "--max_registered_programs and --max_cached_graphs at least 0");
     return kExitBadFlags;
   }
   distarray::Engine engine(std::move(*backend), engine_options);

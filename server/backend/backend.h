@@ -78,6 +78,8 @@ class PendingRead {
   virtual absl::Status Wait() = 0;
 };
 
+class GraphRecorder;  // graph_recorder.h
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -134,6 +136,10 @@ class Backend {
   // Blocks until all work enqueued so far on every device has finished. Returns the first
   // asynchronous error a device met (UNAVAILABLE for a device in a sticky error state).
   virtual absl::Status Synchronize() = 0;
+
+  // Recording work into replayable graphs with device-side loops (graph_recorder.h); nullptr
+  // where the backend cannot (the host backend: programs run eagerly there).
+  virtual GraphRecorder* graph_recorder() { return nullptr; }
 };
 
 }  // namespace distarray

@@ -1,15 +1,15 @@
-// Engine operations that compute new arrays: Reshard, ChangeMode and Elementwise
-// (resolve -> plan -> allocate -> execute -> register).
+// Engine operations that compute new arrays: Reshard, ChangeMode, Elementwise, Reduce and Matmul
+// (resolve -> plan -> allocate -> execute -> register; op_executors.h holds the middle steps,
+// which RunGraph's interpreter shares).
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/names.h"
 #include "common/proto_convert.h"
 #include "common/scalar_check.h"
 #include "common/status_macros.h"
-#include "server/engine/elementwise_planner.h"
 #include "server/engine/engine.h"
 #include "server/engine/layout.h"
-#include "server/engine/op_table.h"
+#include "server/engine/op_executors.h"
 
 namespace distarray {
 namespace {
@@ -29,6 +29,14 @@ Array Derived(const Array& source, bool in_place, const CallContext& call) {
   out.dtype = source.dtype;
   out.mode = source.mode;
   return out;
+}
+
+// Moves an executed op's data into the result's metadata.
+void Adopt(OpResult result, Array& array) {
+  array.shape = std::move(result.shape);
+  array.dtype = result.dtype;
+  array.mode = result.mode;
+  array.chunks = std::move(result.chunks);
 }
 
 }  // namespace
@@ -72,121 +80,64 @@ absl::StatusOr<Array> Engine::NewResult(const std::string& result_name,
   return out;
 }
 
-absl::StatusOr<ArrayPtr> Engine::Elementwise(const v1::ElementwiseRequest& request,
-                                             const CallContext& call) {
-  const v1::ElementwiseOpSpec& spec = request.spec();
-  ElementwiseInput input;
-  if (spec.op() == v1::ELEMENTWISE_OP_ASTYPE) {
-    ASSIGN_OR_RETURN(input.astype, DTypeFromProto(spec.dtype(), "spec.dtype"));
-  } else {
-    const ElementwiseOpInfo* info = FindElementwiseOp(spec.op());
-    if (info == nullptr) {
+OpContext Engine::RequestContext(const CallContext& call) const {
+  OpContext context;
+  context.backend = backend_.get();
+  context.resolve = [this](const v1::Operand& operand,
+                           const std::string& field) -> absl::StatusOr<ArrayPtr> {
+    if (operand.kind_case() == v1::Operand::kVariable) {
       return absl::InvalidArgumentError(
-          absl::StrCat("spec.op: unknown elementwise op ", spec.op()));
+          absl::StrCat(field, ".variable: variables exist only inside programs (RunGraph)"));
     }
-    input.op = info->id;
-    if (spec.dtype() != v1::DTYPE_UNSPECIFIED) input.astype = static_cast<DType>(spec.dtype());
-  }
-  if (spec.operands_size() > 3) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("spec.operands: at most 3, got ", spec.operands_size()));
-  }
-  std::vector<ArrayPtr> arrays(spec.operands_size());
-  std::vector<ArrayMeta> metas(spec.operands_size());
-  for (int i = 0; i < spec.operands_size(); ++i) {
-    const v1::Operand& operand = spec.operands(i);
-    const std::string field = absl::StrCat("spec.operands[", i, "]");
-    OperandMeta meta;
-    if (operand.has_scalar()) {
-      ASSIGN_OR_RETURN(meta.scalar, ScalarFromProto(operand.scalar(), field + ".scalar"));
-    } else if (operand.kind_case() == v1::Operand::kHandle) {
-      ASSIGN_OR_RETURN(arrays[i], registry_.Find(operand.handle(), field + ".handle"));
-      metas[i] =
-          ArrayMeta{arrays[i]->shape, arrays[i]->dtype, arrays[i]->mode, arrays[i]->index_map()};
-      meta.array = &metas[i];
-    } else {
+    if (operand.kind_case() != v1::Operand::kHandle) {
       return absl::InvalidArgumentError(absl::StrCat(field, ": give a handle or a scalar"));
     }
-    input.operands.push_back(meta);
-  }
-  ArrayPtr out_array;
-  ArrayMeta out_meta;
-  if (!spec.out().empty()) {
-    ASSIGN_OR_RETURN(out_array, registry_.Find(spec.out(), "spec.out"));
-    out_meta =
-        ArrayMeta{out_array->shape, out_array->dtype, out_array->mode, out_array->index_map()};
-    input.out = &out_meta;
+    return registry_.Find(operand.handle(), absl::StrCat(field, ".handle"));
+  };
+  context.normalize_map = [this](const v1::IndexMap& map, const Shape& shape,
+                                 absl::string_view field) {
+    return NormalizeMap(map, shape, field);
+  };
+  context.alive = call.alive;
+  return context;
+}
+
+absl::StatusOr<ArrayPtr> Engine::Elementwise(const v1::ElementwiseRequest& request,
+                                             const CallContext& call) {
+  const OpContext context = RequestContext(call);
+  ASSIGN_OR_RETURN(const PlannedElementwise planned,
+                   PlanElementwiseOp(context, request.spec(), "spec"));
+  Array out;
+  if (planned.out) {
     if (!request.result_name().empty()) {
       return absl::InvalidArgumentError(
           "result_name: a result written into spec.out keeps out's name");
     }
-  }
-  if (spec.has_result_index_map()) {
-    ASSIGN_OR_RETURN(const Shape shape, BroadcastShape(input.operands));
-    ASSIGN_OR_RETURN(input.result_map,
-                     NormalizeMap(spec.result_index_map(), shape, "spec.result_index_map"));
-  }
-  ASSIGN_OR_RETURN(const ElementwisePlan plan, PlanElementwise(input));
-
-  Array out;
-  if (out_array) {
-    out = Derived(*out_array, /*in_place=*/true, call);
+    out = Derived(*planned.out, /*in_place=*/true, call);
   } else {
     ASSIGN_OR_RETURN(out, NewResult(request.result_name(), call));
   }
-  out.shape = plan.result_shape;
-  out.dtype = plan.result_dtype;
-  out.mode = Mode::kReplica;
-  RETURN_IF_ERROR(call.CheckAlive());
-  ASSIGN_OR_RETURN(out.chunks, AllocateChunks(*backend_, out.dtype, plan.result_map));
+  ASSIGN_OR_RETURN(OpResult result, ExecuteElementwise(context, planned));
+  Adopt(std::move(result), out);
+  return Register(std::move(out), /*in_place=*/planned.out != nullptr, call);
+}
 
-  // Each array operand in its aligned layout and read dtype. Result chunks wait only on their
-  // own inputs, so chunks already in place compute while others are in transfer.
-  std::vector<std::vector<Chunk>> inputs(plan.operands.size());
-  for (size_t i = 0; i < plan.operands.size(); ++i) {
-    const ElementwisePlan::Operand& op = plan.operands[i];
-    if (op.is_scalar) continue;
-    RETURN_IF_ERROR(call.CheckAlive());
-    if (op.in_place) {
-      inputs[i] = arrays[i]->chunks;
-    } else {
-      ASSIGN_OR_RETURN(inputs[i],
-                       ReadOnlyChunksIn(*backend_, *arrays[i], op.aligned_map, call.alive));
-    }
-    if (op.cast) {
-      ASSIGN_OR_RETURN(std::vector<Chunk> cast,
-                       AllocateChunks(*backend_, op.read_dtype, op.aligned_map));
-      for (size_t c = 0; c < cast.size(); ++c) {
-        RETURN_IF_ERROR(backend_->Cast(arrays[i]->dtype, op.read_dtype, inputs[i][c].buffer,
-                                       cast[c].buffer, NumElements(cast[c].spec.box)));
-      }
-      inputs[i] = std::move(cast);
-    }
-  }
-  for (size_t c = 0; c < out.chunks.size(); ++c) {
-    RETURN_IF_ERROR(call.CheckAlive());
-    const int64_t n = NumElements(out.chunks[c].spec.box);
-    if (!plan.op) {  // astype: one operand, never broadcast
-      RETURN_IF_ERROR(backend_->Cast(plan.compute, plan.result_dtype, inputs[0][c].buffer,
-                                     out.chunks[c].buffer, n));
-      continue;
-    }
-    std::vector<ElementwiseArg> args;
-    for (size_t i = 0; i < plan.operands.size(); ++i) {
-      const ElementwisePlan::Operand& op = plan.operands[i];
-      ElementwiseArg arg;
-      if (op.is_scalar) {
-        arg.scalar = op.scalar;
-      } else {
-        arg.buffer = inputs[i][c].buffer;
-        arg.view = op.views[c];
-        arg.contiguous = op.contiguous[c];
-      }
-      args.push_back(std::move(arg));
-    }
-    RETURN_IF_ERROR(backend_->Elementwise(*plan.op, plan.compute, out.chunks[c].buffer, n, args));
-  }
-  return Register(std::move(out), /*in_place=*/out_array != nullptr, call);
+absl::StatusOr<ArrayPtr> Engine::Reduce(const v1::ReduceRequest& request, const CallContext& call) {
+  const OpContext context = RequestContext(call);
+  ASSIGN_OR_RETURN(const PlannedReduce planned, PlanReduceOp(context, request.spec(), "spec"));
+  ASSIGN_OR_RETURN(Array out, NewResult(request.result_name(), call));
+  ASSIGN_OR_RETURN(OpResult result, ExecuteReduce(context, planned));
+  Adopt(std::move(result), out);
+  return Register(std::move(out), /*in_place=*/false, call);
+}
+
+absl::StatusOr<ArrayPtr> Engine::Matmul(const v1::MatmulRequest& request, const CallContext& call) {
+  const OpContext context = RequestContext(call);
+  ASSIGN_OR_RETURN(const PlannedMatmul planned, PlanMatmulOp(context, request.spec(), "spec"));
+  ASSIGN_OR_RETURN(Array out, NewResult(request.result_name(), call));
+  ASSIGN_OR_RETURN(OpResult result, ExecuteMatmul(context, planned));
+  Adopt(std::move(result), out);
+  return Register(std::move(out), /*in_place=*/false, call);
 }
 
 }  // namespace distarray

@@ -133,7 +133,11 @@ constexpr int64_t kMaxArrayInfoBytes = int64_t{3} << 20;
 }  // namespace
 
 Engine::Engine(std::unique_ptr<Backend> backend, EngineOptions options)
-    : backend_(std::move(backend)), options_(options), sessions_(options.session_lease) {}
+    : backend_(std::move(backend)),
+      options_(options),
+      sessions_(options.session_lease),
+      programs_(options.programs.max_registered_programs),
+      runner_(std::make_unique<ProgramRunner>(*backend_, options.programs, options.use_graphs)) {}
 
 absl::StatusOr<IndexMap> Engine::NormalizeMap(const v1::IndexMap& map, const Shape& shape,
                                               absl::string_view field) const {
@@ -190,7 +194,8 @@ v1::GetServerInfoResponse Engine::ServerInfo() const {
     if (IsImplemented(static_cast<DType>(t)))
       info.add_implemented_dtypes(static_cast<v1::DType>(t));
   }
-  for (const char* feature : {"create", "upload", "download", "reshard", "change_mode"}) {
+  for (const char* feature :
+       {"create", "upload", "download", "reshard", "change_mode", "run_graph", "register_program"}) {
     info.add_features(feature);
   }
   for (const std::string& feature : ComputeFeatures()) info.add_features(feature);
@@ -203,6 +208,17 @@ v1::GetServerInfoResponse Engine::ServerInfo() const {
   limits->set_max_list_page_size(options_.max_list_page_size);
   limits->set_upload_idle_timeout_ms(options_.upload_idle_timeout_ms);
   limits->set_allocation_overhead_bytes(kAllocationOverheadBytes);
+  limits->set_max_program_statements(options_.programs.max_statements);
+  limits->set_max_program_depth(options_.programs.max_depth);
+  limits->set_max_loop_iterations(options_.programs.max_loop_iterations);
+  limits->set_max_registered_programs(options_.programs.max_registered_programs);
+  limits->set_max_value_output_bytes(options_.programs.max_value_output_bytes);
+  const GraphCacheCounters cache = runner_->counters();
+  v1::GraphCacheStats* graphs = info.mutable_graph_cache();
+  graphs->set_entries(cache.entries);
+  graphs->set_hits(cache.hits);
+  graphs->set_misses(cache.misses);
+  graphs->set_registered_programs(programs_.size());
   return info;
 }
 

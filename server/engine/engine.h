@@ -6,6 +6,7 @@
 #define DISTARRAY_SERVER_ENGINE_ENGINE_H_
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string_view>
 
@@ -16,6 +17,9 @@
 #include "server/engine/array.h"
 #include "server/engine/registry.h"
 #include "server/engine/sessions.h"
+#include "server/graph/program_limits.h"
+#include "server/graph/program_runner.h"
+#include "server/graph/program_store.h"
 
 namespace distarray {
 
@@ -28,6 +32,18 @@ struct EngineOptions {
   int default_list_page_size = 100;
   int max_list_page_size = 1000;
   int64_t upload_idle_timeout_ms = 30000;
+  ProgramLimits programs;
+  // Run single-device programs as recorded graphs where the backend can (CUDA); off: eagerly.
+  bool use_graphs = true;
+};
+
+// What RunGraph produced: registered output arrays, returned values, and how it ran.
+struct GraphRunOutcome {
+  std::vector<std::pair<std::string, ArrayPtr>> outputs;  // by variable, in Program.outputs order
+  std::map<std::string, v1::Value> values;
+  GraphRunStats stats;
+  bool cache_hit = false;
+  v1::GraphExecution execution = v1::GRAPH_EXECUTION_EAGER;
 };
 
 // What the engine knows of the call it serves.
@@ -83,6 +99,12 @@ class Engine {
                                        const CallContext& call = {});
   absl::StatusOr<ArrayPtr> Reduce(const v1::ReduceRequest& request, const CallContext& call = {});
   absl::StatusOr<ArrayPtr> Matmul(const v1::MatmulRequest& request, const CallContext& call = {});
+  // Runs a program (inline or registered) on arrays bound to its inputs. docs/graphs.md.
+  absl::StatusOr<GraphRunOutcome> RunGraph(const v1::RunGraphRequest& request,
+                                           const CallContext& call = {});
+  absl::StatusOr<std::string> RegisterProgram(const v1::RegisterProgramRequest& request);
+  absl::Status DeleteProgram(const v1::DeleteProgramRequest& request);
+
   // Waits for all enqueued work on every device; the handles are only validated (NOT_FOUND for
   // unknown ones). Waiting for everything is a superset of waiting for the named arrays.
   absl::Status Synchronize(const v1::SynchronizeRequest& request);
@@ -107,6 +129,8 @@ class Engine {
                                         absl::string_view field) const;
   // A new result's metadata: unnamed results belong to the calling session.
   absl::StatusOr<Array> NewResult(const std::string& result_name, const CallContext& call) const;
+  // The op executors' context for a request: operands come from the registry.
+  OpContext RequestContext(const CallContext& call) const;
   absl::StatusOr<Array> ArrayFromSpec(const v1::ArraySpec& spec, absl::string_view field,
                                       const CallContext& call) const;
 
@@ -114,6 +138,8 @@ class Engine {
   const EngineOptions options_;
   Registry registry_;
   SessionTable sessions_;
+  ProgramStore programs_;
+  std::unique_ptr<ProgramRunner> runner_;
 };
 
 }  // namespace distarray

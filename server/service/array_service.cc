@@ -277,11 +277,39 @@ grpc::Status ArrayServiceImpl::Matmul(grpc::ServerContext* context,
   });
 }
 
-grpc::Status ArrayServiceImpl::RunGraph(grpc::ServerContext* context, const v1::RunGraphRequest*,
-                                        v1::RunGraphResponse*) {
-  return Handle("RunGraph", context, [](const CallContext&) {
-    return absl::UnimplementedError("RunGraph is not implemented yet");
+grpc::Status ArrayServiceImpl::RunGraph(grpc::ServerContext* context,
+                                        const v1::RunGraphRequest* request,
+                                        v1::RunGraphResponse* response) {
+  return Handle("RunGraph", context, [&](const CallContext& call) -> absl::Status {
+    ASSIGN_OR_RETURN(GraphRunOutcome outcome, engine_.RunGraph(*request, call));
+    for (const auto& [variable, array] : outcome.outputs) {
+      (*response->mutable_outputs())[variable] = ToArrayInfo(*array);
+    }
+    for (auto& [variable, value] : outcome.values) {
+      (*response->mutable_values())[variable] = std::move(value);
+    }
+    response->set_iterations(outcome.stats.iterations);
+    response->set_hit_iteration_cap(outcome.stats.hit_iteration_cap);
+    response->set_graph_cache_hit(outcome.cache_hit);
+    response->set_execution(outcome.execution);
+    return absl::OkStatus();
   });
+}
+
+grpc::Status ArrayServiceImpl::RegisterProgram(grpc::ServerContext* context,
+                                               const v1::RegisterProgramRequest* request,
+                                               v1::RegisterProgramResponse* response) {
+  return Handle("RegisterProgram", context, [&](const CallContext&) -> absl::Status {
+    ASSIGN_OR_RETURN(*response->mutable_program_id(), engine_.RegisterProgram(*request));
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status ArrayServiceImpl::DeleteProgram(grpc::ServerContext* context,
+                                             const v1::DeleteProgramRequest* request,
+                                             v1::DeleteProgramResponse*) {
+  return Handle("DeleteProgram", context,
+                [&](const CallContext&) { return engine_.DeleteProgram(*request); });
 }
 
 grpc::Status ArrayServiceImpl::Synchronize(grpc::ServerContext* context,

@@ -50,6 +50,11 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
                       v1::MatmulResponse* response) override;
   grpc::Status RunGraph(grpc::ServerContext* context, const v1::RunGraphRequest* request,
                         v1::RunGraphResponse* response) override;
+  grpc::Status RegisterProgram(grpc::ServerContext* context,
+                               const v1::RegisterProgramRequest* request,
+                               v1::RegisterProgramResponse* response) override;
+  grpc::Status DeleteProgram(grpc::ServerContext* context, const v1::DeleteProgramRequest* request,
+                             v1::DeleteProgramResponse* response) override;
   grpc::Status Synchronize(grpc::ServerContext* context, const v1::SynchronizeRequest* request,
                            v1::SynchronizeResponse* response) override;
   grpc::Status KeepAlive(grpc::ServerContext* context, const v1::KeepAliveRequest* request,

@@ -718,14 +718,14 @@ std::vector<BadCase> Cases() {
       },
       StatusCode::INVALID_ARGUMENT, "spec.b: matmul takes 2-D arrays, got shape (4,)");
   add(
-      "RunGraph is declared, not built",
+      "RunGraph without a program",
       [](auto& stub, auto&) {
         grpc::ClientContext c;
         v1::RunGraphRequest r;
         v1::RunGraphResponse out;
         return stub.RunGraph(&c, r, &out);
       },
-      StatusCode::UNIMPLEMENTED, "RunGraph is not implemented yet");
+      StatusCode::INVALID_ARGUMENT, "program: give a program or a program_id");
   AddHardeningCases(cases);
   return cases;
 }

@@ -5,6 +5,7 @@
 #define DISTARRAY_CLIENT_CLIENT_H_
 
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -20,6 +21,7 @@
 namespace distarray {
 
 class Array;
+struct GraphRun;
 
 struct ConnectOptions {
   int64_t upload_message_bytes = 1 << 20;  // size of each data message of an upload
@@ -70,6 +72,21 @@ class Client {
   absl::StatusOr<Array> Elementwise(const v1::ElementwiseRequest& request) const;
   absl::StatusOr<Array> Reduce(const v1::ReduceRequest& request) const;
   absl::StatusOr<Array> Matmul(const v1::MatmulRequest& request) const;
+
+  // Runs a program (distarray/graph.h builds one) on arrays bound to its inputs by name. A
+  // `timeout_ms` > 0 is the call's deadline: a loop still running then is stopped on the GPUs
+  // and the call fails with DEADLINE_EXCEEDED, leaving no output behind.
+  absl::StatusOr<GraphRun> RunGraph(const v1::Program& program,
+                                    const std::map<std::string, const Array*>& arguments,
+                                    int64_t timeout_ms = 0) const;
+  absl::StatusOr<GraphRun> RunGraph(const std::string& program_id,
+                                    const std::map<std::string, const Array*>& arguments,
+                                    int64_t timeout_ms = 0) const;
+  absl::StatusOr<GraphRun> RunGraph(const v1::RunGraphRequest& request,
+                                    int64_t timeout_ms = 0) const;
+  // Keeps a program on the server to run many times by id.
+  absl::StatusOr<std::string> RegisterProgram(const v1::Program& program) const;
+  absl::Status DeleteProgram(const std::string& program_id) const;
 
   v1::ArrayService::Stub& stub() const { return *stub_; }
   const std::string& session_id() const;
@@ -163,6 +180,16 @@ class Array {
   Client client_;
   v1::ArrayInfo info_;
   bool owned_;
+};
+
+// What a RunGraph call returned (see RunGraphResponse).
+struct GraphRun {
+  std::map<std::string, Array> outputs;     // Program.outputs, owned new arrays
+  std::map<std::string, v1::Value> values;  // Program.value_outputs
+  int64_t iterations = 0;
+  bool hit_iteration_cap = false;
+  bool graph_cache_hit = false;
+  v1::GraphExecution execution = v1::GRAPH_EXECUTION_UNSPECIFIED;
 };
 
 // An operand for the calls below: an array or a scalar (weak, as a Python scalar in NumPy 2).

@@ -1,0 +1,276 @@
+#include "distarray/graph.h"
+
+#include <cstdlib>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+
+namespace distarray::graph {
+namespace {
+
+using Block = google::protobuf::RepeatedPtrField<v1::Statement>;
+
+bool ReadsOperand(const v1::Operand& operand, const std::string& name) {
+  return operand.kind_case() == v1::Operand::kVariable && operand.variable() == name;
+}
+
+bool BlockReads(const Block& block, int from, const std::string& name);
+
+// Whether a statement reads variable `name` (nested bodies included).
+bool Reads(const v1::Statement& s, const std::string& name) {
+  switch (s.op_case()) {
+    case v1::Statement::kElementwise:
+      for (const v1::Operand& o : s.elementwise().operands()) {
+        if (ReadsOperand(o, name)) return true;
+      }
+      return false;
+    case v1::Statement::kReduce:
+      return ReadsOperand(s.reduce().operand(), name);
+    case v1::Statement::kMatmul:
+      return ReadsOperand(s.matmul().a(), name) || ReadsOperand(s.matmul().b(), name);
+    case v1::Statement::kReshard:
+      return s.reshard().source() == name;
+    case v1::Statement::kChangeMode:
+      return s.change_mode().source() == name;
+    case v1::Statement::kCopy:
+      return s.copy() == name;
+    case v1::Statement::kWhileLoop:
+      return s.while_loop().condition() == name || BlockReads(s.while_loop().body(), 0, name);
+    case v1::Statement::kIfElse:
+      return s.if_else().condition() == name || BlockReads(s.if_else().then_body(), 0, name) ||
+             BlockReads(s.if_else().else_body(), 0, name);
+    case v1::Statement::OP_NOT_SET:
+      return false;
+  }
+  return false;
+}
+
+bool BlockReads(const Block& block, int from, const std::string& name) {
+  for (int i = from; i < block.size(); ++i) {
+    if (Reads(block[i], name)) return true;
+  }
+  return false;
+}
+
+ProgramBuilder& BuilderOf(std::initializer_list<const VarOperand*> operands) {
+  for (const VarOperand* o : operands) {
+    if (o->var() != nullptr) return o->var()->builder();
+  }
+  // Only scalars: there is no program to record into. A programming error, like indexing out
+  // of range; say so instead of crashing later.
+  std::fprintf(stderr, "distarray::graph: an op needs at least one Var operand\n");
+  std::abort();
+}
+
+Var Binary(v1::ElementwiseOp op, const VarOperand& a, const VarOperand& b) {
+  return BuilderOf({&a, &b}).Ufunc(op, {a, b});
+}
+
+}  // namespace
+
+std::string ProgramBuilder::Fresh(const std::string& hint) {
+  return absl::StrCat("_", hint, next_id_++);
+}
+
+Var ProgramBuilder::Emit(v1::Statement statement, const std::string& hint) {
+  statement.set_target(Fresh(hint));
+  Var var(this, statement.target());
+  *blocks_.back()->Add() = std::move(statement);
+  return var;
+}
+
+Var ProgramBuilder::Input(const std::string& name) {
+  program_.add_inputs(name);
+  return Var(this, name);
+}
+
+void ProgramBuilder::Output(const std::string& name, const Var& var) {
+  AssignTo(name, var);
+  program_.add_outputs(name);
+}
+
+void ProgramBuilder::ValueOutput(const std::string& name, const Var& var) {
+  AssignTo(name, var);
+  program_.add_value_outputs(name);
+}
+
+Var ProgramBuilder::Ufunc(v1::ElementwiseOp op, std::initializer_list<VarOperand> operands) {
+  v1::Statement s;
+  for (const VarOperand& o : operands) *s.mutable_elementwise()->add_operands() = o.proto();
+  s.mutable_elementwise()->set_op(op);
+  return Emit(std::move(s), "t");
+}
+
+Var ProgramBuilder::AsType(const Var& a, v1::DType dtype) {
+  v1::Statement s;
+  s.mutable_elementwise()->set_op(v1::ELEMENTWISE_OP_ASTYPE);
+  s.mutable_elementwise()->add_operands()->set_variable(a.name());
+  s.mutable_elementwise()->set_dtype(dtype);
+  return Emit(std::move(s), "t");
+}
+
+Var ProgramBuilder::Reduce(const Var& a, v1::ReduceOp op, std::vector<int32_t> axes, bool keepdims,
+                           bool combine) {
+  v1::Statement s;
+  v1::ReduceOpSpec* spec = s.mutable_reduce();
+  spec->set_op(op);
+  spec->mutable_operand()->set_variable(a.name());
+  for (int32_t axis : axes) spec->add_axes(axis);
+  spec->set_keepdims(keepdims);
+  spec->set_combine(combine);
+  return Emit(std::move(s), "r");
+}
+
+Var ProgramBuilder::Matmul(const Var& a, const Var& b, bool allow_tf32) {
+  v1::Statement s;
+  s.mutable_matmul()->mutable_a()->set_variable(a.name());
+  s.mutable_matmul()->mutable_b()->set_variable(b.name());
+  s.mutable_matmul()->set_allow_tf32(allow_tf32);
+  return Emit(std::move(s), "m");
+}
+
+Var ProgramBuilder::Reshard(const Var& a, const v1::IndexMap& index_map,
+                            std::optional<v1::Mode> mode) {
+  v1::Statement s;
+  s.mutable_reshard()->set_source(a.name());
+  *s.mutable_reshard()->mutable_index_map() = index_map;
+  if (mode) s.mutable_reshard()->set_mode(*mode);
+  return Emit(std::move(s), "s");
+}
+
+Var ProgramBuilder::ChangeMode(const Var& a, v1::Mode mode) {
+  v1::Statement s;
+  s.mutable_change_mode()->set_source(a.name());
+  s.mutable_change_mode()->set_mode(mode);
+  return Emit(std::move(s), "s");
+}
+
+void ProgramBuilder::AssignTo(const std::string& target, const Var& value) {
+  if (value.name() == target) return;
+  Block& block = *blocks_.back();
+  for (int i = block.size() - 1; i >= 0; --i) {
+    if (block[i].target() != value.name()) continue;
+    // The statement that made `value` in this block: give its result the target's name when
+    // nothing after it reads `value` by its old name.
+    // and nothing after it reads the target's current value.
+    if (value.name()[0] == '_' && !BlockReads(block, i + 1, value.name()) &&
+        !BlockReads(block, i + 1, target)) {
+      block[i].set_target(target);
+      return;
+    }
+    break;
+  }
+  v1::Statement copy;
+  copy.set_target(target);
+  copy.set_copy(value.name());
+  *block.Add() = std::move(copy);
+}
+
+void ProgramBuilder::AssignAll(const Vars& targets, const Vars& values) {
+  // Simultaneous assignment: a value that is itself one of the targets (body returning
+  // {v[1], v[0]}) is copied aside first, so no assignment reads another's new value.
+  Vars staged = values;
+  for (size_t i = 0; i < staged.size(); ++i) {
+    Var& value = staged[i];
+    for (size_t j = 0; j < targets.size(); ++j) {
+      if (j != i && value.name() == targets[j].name()) {
+        value = CopiesOf({value}, "t").front();
+        break;
+      }
+    }
+  }
+  for (size_t i = 0; i < targets.size() && i < staged.size(); ++i) {
+    AssignTo(targets[i].name(), staged[i]);
+  }
+}
+
+Vars ProgramBuilder::CopiesOf(const Vars& vars, const std::string& hint) {
+  Vars copies;
+  for (const Var& v : vars) {
+    v1::Statement s;
+    s.set_copy(v.name());
+    copies.push_back(Emit(std::move(s), hint));
+  }
+  return copies;
+}
+
+Vars ProgramBuilder::WhileLoop(const CondFn& cond, const BodyFn& body, const Vars& carried,
+                               int64_t max_iterations) {
+  // The loop updates its own variables, so the Vars passed in keep their values.
+  const Vars loop_vars = CopiesOf(carried, "loop");
+  const std::string condition = Fresh("cond");
+  AssignTo(condition, cond(loop_vars));
+
+  v1::Statement s;
+  v1::WhileLoop* loop = s.mutable_while_loop();
+  loop->set_condition(condition);
+  loop->set_max_iterations(max_iterations);
+  blocks_.push_back(loop->mutable_body());
+  AssignAll(loop_vars, body(loop_vars));
+  AssignTo(condition, cond(loop_vars));
+  blocks_.pop_back();
+  *blocks_.back()->Add() = std::move(s);
+  return loop_vars;
+}
+
+Vars ProgramBuilder::Cond(const Var& pred, const BodyFn& then_fn, const BodyFn& else_fn,
+                          const Vars& operands) {
+  const Vars results = CopiesOf(operands, "if");
+  v1::Statement s;
+  v1::IfElse* branch = s.mutable_if_else();
+  branch->set_condition(pred.name());
+  for (auto [fn, block] : {std::pair{&then_fn, branch->mutable_then_body()},
+                           std::pair{&else_fn, branch->mutable_else_body()}}) {
+    blocks_.push_back(block);
+    AssignAll(results, (*fn)(results));
+    blocks_.pop_back();
+  }
+  *blocks_.back()->Add() = std::move(s);
+  return results;
+}
+
+Var operator+(const VarOperand& a, const VarOperand& b) {
+  return Binary(v1::ELEMENTWISE_OP_ADD, a, b);
+}
+Var operator-(const VarOperand& a, const VarOperand& b) {
+  return Binary(v1::ELEMENTWISE_OP_SUBTRACT, a, b);
+}
+Var operator*(const VarOperand& a, const VarOperand& b) {
+  return Binary(v1::ELEMENTWISE_OP_MULTIPLY, a, b);
+}
+Var operator/(const VarOperand& a, const VarOperand& b) {
+  return Binary(v1::ELEMENTWISE_OP_DIVIDE, a, b);
+}
+Var operator<(const VarOperand& a, const VarOperand& b) {
+  return Binary(v1::ELEMENTWISE_OP_LESS, a, b);
+}
+Var operator<=(const VarOperand& a, const VarOperand& b) {
+  return Binary(v1::ELEMENTWISE_OP_LESS_EQUAL, a, b);
+}
+Var operator>(const VarOperand& a, const VarOperand& b) {
+  return Binary(v1::ELEMENTWISE_OP_GREATER, a, b);
+}
+Var operator>=(const VarOperand& a, const VarOperand& b) {
+  return Binary(v1::ELEMENTWISE_OP_GREATER_EQUAL, a, b);
+}
+Var operator==(const VarOperand& a, const VarOperand& b) {
+  return Binary(v1::ELEMENTWISE_OP_EQUAL, a, b);
+}
+Var operator!=(const VarOperand& a, const VarOperand& b) {
+  return Binary(v1::ELEMENTWISE_OP_NOT_EQUAL, a, b);
+}
+Var Where(const VarOperand& condition, const VarOperand& x, const VarOperand& y) {
+  return BuilderOf({&condition, &x, &y}).Ufunc(v1::ELEMENTWISE_OP_WHERE, {condition, x, y});
+}
+Var Sqrt(const Var& a) { return a.builder().Ufunc(v1::ELEMENTWISE_OP_SQRT, {a}); }
+Var All(const Var& a) { return a.builder().Reduce(a, v1::REDUCE_OP_ALL); }
+Var Any(const Var& a) { return a.builder().Reduce(a, v1::REDUCE_OP_ANY); }
+Var Sum(const Var& a, std::vector<int32_t> axes) {
+  return a.builder().Reduce(a, v1::REDUCE_OP_SUM, std::move(axes));
+}
+Var Max(const Var& a, std::vector<int32_t> axes) {
+  return a.builder().Reduce(a, v1::REDUCE_OP_MAX, std::move(axes));
+}
+Var Matmul(const Var& a, const Var& b) { return a.builder().Matmul(a, b); }
+
+}  // namespace distarray::graph

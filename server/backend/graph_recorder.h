@@ -1,0 +1,89 @@
+// Recording device work into a replayable graph with device-side control flow: how RunGraph puts a
+// whole `while` loop on a GPU. The CUDA backend implements it with stream capture and CUDA 13
+// conditional WHILE/IF nodes; the host backend has no recorder (its programs run eagerly, through
+// the same op executors).
+//
+// A recording covers one device (a conditional node's body may only hold work of one device).
+// While it is open, every call the recording thread makes on the backend for that device
+// (Allocate, FillConstant, Copy between buffers of that device, Elementwise, Cast, Reduce, Gemm) is
+// recorded instead of run:
+//   - allocations are made at once and owned by the recorded graph for its whole life (they are
+//     the graph's fixed slots, at the same address on every replay);
+//   - nothing waits on or records per-buffer events: the recording is one stream, in program order;
+//   - a buffer released while recording is kept alive by the graph, not freed;
+//   - work for another device, cross-device copies and host transfers fail with
+//     FAILED_PRECONDITION naming the call.
+// Other threads keep using the backend normally meanwhile; their work is not recorded.
+#ifndef DISTARRAY_SERVER_BACKEND_GRAPH_RECORDER_H_
+#define DISTARRAY_SERVER_BACKEND_GRAPH_RECORDER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "server/backend/backend.h"
+
+namespace distarray {
+
+// What one replay did, read back after it finished.
+struct GraphRunStats {
+  int64_t iterations = 0;     // loop bodies run, summed over every loop (nested ones included)
+  bool hit_iteration_cap = false;  // some loop stopped at its max_iterations with its flag true
+  bool cancelled = false;          // the cancel word stopped a loop
+};
+
+// An instantiated recording, replayable any number of times (one replay at a time: callers
+// serialize replays of one graph).
+class RecordedGraph {
+ public:
+  virtual ~RecordedGraph() = default;
+  virtual int device() const = 0;
+  // Enqueues one replay on the device's stream after the last writers of `reads` and the last
+  // writers and readers of `writes` (buffers outside the graph that it reads or writes: its input
+  // and output slots), and records the replay as their newest reader/writer. Returns at once.
+  virtual absl::Status Launch(absl::Span<const BufferPtr> reads,
+                              absl::Span<const BufferPtr> writes) = 0;
+  // Waits for the replay started by the last Launch. Every ~millisecond it calls `alive`; once
+  // that returns an error, it sets the cancel word the device reads every loop iteration, so a
+  // running loop stops within about an iteration, waits for the graph to drain, and returns that
+  // error. Otherwise returns the replay's statistics (or the device's error).
+  virtual absl::StatusOr<GraphRunStats> Wait(const std::function<absl::Status()>& alive) = 0;
+};
+
+// One recording in progress on the calling thread. Destroying it without Finish abandons it (the
+// capture ends, everything allocated for it is freed).
+class GraphRecording {
+ public:
+  virtual ~GraphRecording() = default;
+  // Opens a WHILE loop. Its condition is evaluated on the device now (while semantics: a false
+  // flag runs the body zero times) and again at EndWhile: the body runs while the 0-d bool in
+  // `flag` (element 0 of a buffer of this device) is true, the loop has run fewer than
+  // `max_iterations` (>= 1) times, and the cancel word is clear. Loops nest.
+  virtual absl::Status BeginWhile(const BufferPtr& flag, int64_t max_iterations) = 0;
+  // Closes the innermost loop; `flag` holds the condition as the body computed it (it may be
+  // another buffer than BeginWhile's).
+  virtual absl::Status EndWhile(const BufferPtr& flag) = 0;
+  // Opens an IF on the 0-d bool in `flag`: work recorded until Else/EndIf runs only when it is
+  // true; after Else, only when it is false.
+  virtual absl::Status BeginIf(const BufferPtr& flag) = 0;
+  virtual absl::Status Else() = 0;
+  virtual absl::Status EndIf() = 0;
+  // Ends the recording and instantiates it. FAILED_PRECONDITION when a loop or IF is still open.
+  virtual absl::StatusOr<std::unique_ptr<RecordedGraph>> Finish() = 0;
+};
+
+// The backend capability. Backends without it return nullptr from Backend::graph_recorder().
+class GraphRecorder {
+ public:
+  virtual ~GraphRecorder() = default;
+  // Starts recording this thread's work on `device`. FAILED_PRECONDITION when this thread is
+  // already recording.
+  virtual absl::StatusOr<std::unique_ptr<GraphRecording>> Begin(int device) = 0;
+};
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_SERVER_BACKEND_GRAPH_RECORDER_H_

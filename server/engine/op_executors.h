@@ -1,0 +1,88 @@
+// The compute ops of the API as the engine's request handlers and the program interpreter share
+// them. Each op is two steps:
+//   Plan*:    resolve the operands and plan (no buffer is touched), so RunGraph's validator runs
+//             it on metadata-only arrays to type-check a program before anything executes;
+//   Execute*: allocate the result's chunks and enqueue the work; the result is unregistered.
+// Where operands come from is the caller's: the registry for a request, a program's variables for
+// RunGraph.
+#ifndef DISTARRAY_SERVER_ENGINE_OP_EXECUTORS_H_
+#define DISTARRAY_SERVER_ENGINE_OP_EXECUTORS_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "distarray/v1/distarray.pb.h"
+#include "server/backend/backend.h"
+#include "server/engine/array.h"
+#include "server/engine/chunk_index.h"
+#include "server/engine/elementwise_planner.h"
+#include "server/engine/matmul_planner.h"
+#include "server/engine/operand.h"
+#include "server/engine/reduce_planner.h"
+
+namespace distarray {
+
+struct OpContext {
+  Backend* backend = nullptr;
+  // The array an operand names (`field` names it in errors); scalars never reach it.
+  std::function<absl::StatusOr<ArrayPtr>(const v1::Operand& operand, const std::string& field)>
+      resolve;
+  // Index map normalization with the daemon's limits.
+  std::function<absl::StatusOr<IndexMap>(const v1::IndexMap& map, const Shape& shape,
+                                         absl::string_view field)>
+      normalize_map;
+  StopCheck alive;
+  absl::Status CheckAlive() const { return alive ? alive() : absl::OkStatus(); }
+};
+
+ArrayMeta MetaOf(const Array& array);
+
+// The result of an op before it is registered: data fields only.
+struct OpResult {
+  Shape shape;
+  DType dtype = DType::kFloat32;
+  Mode mode = Mode::kReplica;
+  std::vector<Chunk> chunks;
+};
+
+struct PlannedElementwise {
+  std::vector<ArrayPtr> arrays;  // per operand; null for scalars
+  ElementwisePlan plan;
+  ArrayPtr out;  // spec.out, resolved
+};
+// `field` prefixes error fields ("spec" for a request).
+absl::StatusOr<PlannedElementwise> PlanElementwiseOp(const OpContext& context,
+                                                     const v1::ElementwiseOpSpec& spec,
+                                                     absl::string_view field);
+absl::StatusOr<OpResult> ExecuteElementwise(const OpContext& context,
+                                            const PlannedElementwise& planned);
+
+struct PlannedReduce {
+  ArrayPtr array;
+  ReducePlan plan;
+  bool combine = false;
+};
+absl::StatusOr<PlannedReduce> PlanReduceOp(const OpContext& context, const v1::ReduceOpSpec& spec,
+                                           absl::string_view field);
+absl::StatusOr<OpResult> ExecuteReduce(const OpContext& context, const PlannedReduce& planned);
+// The metadata ExecuteReduce will produce (combine applied).
+ArrayMeta ReduceResultMeta(const PlannedReduce& planned);
+
+struct PlannedMatmul {
+  ArrayPtr a, b;
+  MatmulPlan plan;
+  std::optional<IndexMap> result_map;
+  bool allow_tf32 = false;
+};
+absl::StatusOr<PlannedMatmul> PlanMatmulOp(const OpContext& context, const v1::MatmulOpSpec& spec,
+                                           absl::string_view field);
+absl::StatusOr<OpResult> ExecuteMatmul(const OpContext& context, const PlannedMatmul& planned);
+ArrayMeta MatmulResultMeta(const PlannedMatmul& planned);
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_SERVER_ENGINE_OP_EXECUTORS_H_

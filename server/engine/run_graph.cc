@@ -1,0 +1,105 @@
+// Engine::RunGraph, RegisterProgram and DeleteProgram: resolve the program and its arguments,
+// hand them to the ProgramRunner (server/graph/), register the outputs.
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "common/names.h"
+#include "common/status_macros.h"
+#include "server/engine/engine.h"
+#include "server/graph/program_check.h"
+
+namespace distarray {
+
+absl::StatusOr<std::string> Engine::RegisterProgram(const v1::RegisterProgramRequest& request) {
+  RETURN_IF_ERROR(CheckProgramStructure(request.program(), options_.programs, "program"));
+  return programs_.Add(request.program());
+}
+
+absl::Status Engine::DeleteProgram(const v1::DeleteProgramRequest& request) {
+  return programs_.Erase(request.program_id(), "program_id");
+}
+
+absl::StatusOr<GraphRunOutcome> Engine::RunGraph(const v1::RunGraphRequest& request,
+                                                 const CallContext& call) {
+  ProgramPtr program;
+  std::string program_key;
+  switch (request.source_case()) {
+    case v1::RunGraphRequest::kProgram:
+      RETURN_IF_ERROR(CheckProgramStructure(request.program(), options_.programs, "program"));
+      // Aliasing constructor: the request outlives the call, so no copy of the program.
+      program = ProgramPtr(ProgramPtr(), &request.program());
+      program_key = "inline:" + request.program().SerializeAsString();
+      break;
+    case v1::RunGraphRequest::kProgramId: {
+      ASSIGN_OR_RETURN(program, programs_.Find(request.program_id(), "program_id"));
+      program_key = "id:" + request.program_id();
+      break;
+    }
+    case v1::RunGraphRequest::SOURCE_NOT_SET:
+      return absl::InvalidArgumentError("program: give a program or a program_id");
+  }
+
+  // Every input bound, nothing else.
+  const absl::flat_hash_set<std::string> inputs(program->inputs().begin(),
+                                                program->inputs().end());
+  for (const auto& [variable, handle] : request.arguments()) {
+    if (!inputs.contains(variable)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "arguments: ", QuoteClientString(variable), " is not an input of the program"));
+    }
+  }
+  std::vector<ArrayPtr> arguments;
+  for (const std::string& input : program->inputs()) {
+    auto it = request.arguments().find(input);
+    if (it == request.arguments().end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("arguments: input ", QuoteClientString(input), " is not bound"));
+    }
+    ASSIGN_OR_RETURN(ArrayPtr array,
+                     registry_.Find(it->second, absl::StrCat("arguments[", input, "]")));
+    arguments.push_back(std::move(array));
+  }
+  const absl::flat_hash_set<std::string> outputs(program->outputs().begin(),
+                                                 program->outputs().end());
+  for (const auto& [variable, name] : request.output_names()) {
+    const std::string field = absl::StrCat("output_names[", QuoteClientString(variable), "]");
+    if (!outputs.contains(variable)) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ": not an output of the program"));
+    }
+    RETURN_IF_ERROR(ValidateName(name, field));
+    RETURN_IF_ERROR(registry_.CheckNameFree(name, field));
+  }
+
+  ASSIGN_OR_RETURN(ProgramRunResult result,
+                   runner_->Run(*program, program_key, arguments, RequestContext(call)));
+
+  GraphRunOutcome outcome;
+  outcome.values = std::move(result.values);
+  outcome.stats = result.stats;
+  outcome.cache_hit = result.cache_hit;
+  outcome.execution = result.execution;
+  if (result.stats.cancelled) RETURN_IF_ERROR(call.CheckAlive());
+  for (auto& [variable, data] : result.outputs) {
+    auto name = request.output_names().find(variable);
+    absl::StatusOr<Array> out =
+        NewResult(name == request.output_names().end() ? "" : name->second, call);
+    absl::StatusOr<ArrayPtr> stored;
+    if (out.ok()) {
+      out->shape = std::move(data.shape);
+      out->dtype = data.dtype;
+      out->mode = data.mode;
+      out->chunks = std::move(data.chunks);
+      stored = Register(*std::move(out), /*in_place=*/false, call);
+    } else {
+      stored = out.status();
+    }
+    if (!stored.ok()) {
+      // All outputs or none: take back the ones already registered.
+      for (const auto& [unused, array] : outcome.outputs) registry_.Erase(array->handle, "").IgnoreError();
+      return stored.status();
+    }
+    outcome.outputs.emplace_back(variable, *std::move(stored));
+  }
+  return outcome;
+}
+
+}  // namespace distarray

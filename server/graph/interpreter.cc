@@ -1,0 +1,382 @@
+#include "server/graph/interpreter.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "common/names.h"
+#include "common/proto_convert.h"
+#include "common/status_macros.h"
+#include "server/engine/layout.h"
+
+namespace distarray {
+namespace {
+
+using Block = google::protobuf::RepeatedPtrField<v1::Statement>;
+
+// Every variable a block assigns, nested bodies included.
+void CollectTargets(const Block& block, absl::flat_hash_set<std::string>& targets) {
+  for (const v1::Statement& s : block) {
+    if (!s.target().empty()) targets.insert(s.target());
+    if (s.has_while_loop()) CollectTargets(s.while_loop().body(), targets);
+    if (s.has_if_else()) {
+      CollectTargets(s.if_else().then_body(), targets);
+      CollectTargets(s.if_else().else_body(), targets);
+    }
+  }
+}
+
+std::string Describe(const Array& a) {
+  return absl::StrCat(DTypeName(a.dtype), " ", ShapeString(a.shape), " ", ModeName(a.mode), " in ",
+                      a.chunks.size(), " chunk(s)");
+}
+
+}  // namespace
+
+Interpreter::Interpreter(RunMode mode, OpContext context, GraphRecording* recording)
+    : mode_(mode), context_(std::move(context)), recording_(recording) {
+  context_.resolve = [this](const v1::Operand& operand,
+                            const std::string& field) -> absl::StatusOr<ArrayPtr> {
+    if (operand.kind_case() != v1::Operand::kVariable) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": a program's operands are variables or scalars"));
+    }
+    return Lookup(operand.variable(), field + ".variable");
+  };
+}
+
+ArrayPtr Interpreter::Value(const std::string& name) const {
+  auto it = env_.find(name);
+  return it == env_.end() ? nullptr : it->second;
+}
+
+absl::StatusOr<ArrayPtr> Interpreter::Lookup(const std::string& name,
+                                             const std::string& field) const {
+  auto it = env_.find(name);
+  if (it == env_.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": variable ", QuoteClientString(name),
+        " is not assigned here (not an input, nor assigned earlier in this or an enclosing "
+        "block)"));
+  }
+  return it->second;
+}
+
+Array Interpreter::Phantom(const ArrayMeta& meta) const {
+  Array array;
+  array.shape = meta.shape;
+  array.dtype = meta.dtype;
+  array.mode = meta.mode;
+  for (const ChunkSpec& spec : meta.map) array.chunks.push_back(Chunk{spec, nullptr});
+  return array;
+}
+
+void Interpreter::Assign(const std::string& name, Array value) {
+  for (const Chunk& c : value.chunks) devices_.insert(c.spec.device);
+  env_[name] = std::make_shared<const Array>(std::move(value));
+}
+
+absl::Status Interpreter::Run(const v1::Program& program, absl::string_view field) {
+  const std::string prefix(field);
+  for (const auto& [name, value] : env_) {
+    for (const Chunk& c : value->chunks) devices_.insert(c.spec.device);
+  }
+  RETURN_IF_ERROR(RunBlock(program.statements(), prefix + ".statements"));
+  if (mode_ == RunMode::kCheck) {
+    for (const auto& [list, name] : {std::pair{&program.outputs(), "outputs"},
+                                     std::pair{&program.value_outputs(), "value_outputs"}}) {
+      for (int i = 0; i < list->size(); ++i) {
+        RETURN_IF_ERROR(
+            Lookup((*list)[i], absl::StrCat(prefix, ".", name, "[", i, "]")).status());
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Interpreter::RunBlock(const Block& block, const std::string& field) {
+  for (int i = 0; i < block.size(); ++i) {
+    if (mode_ == RunMode::kEager) RETURN_IF_ERROR(context_.CheckAlive());
+    RETURN_IF_ERROR(RunStatement(block[i], absl::StrCat(field, "[", i, "]")));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string& field) {
+  const bool check = mode_ == RunMode::kCheck;
+  switch (s.op_case()) {
+    case v1::Statement::kElementwise: {
+      ASSIGN_OR_RETURN(const PlannedElementwise planned,
+                       PlanElementwiseOp(context_, s.elementwise(), field + ".elementwise"));
+      if (check) {
+        const ElementwisePlan& p = planned.plan;
+        Assign(s.target(), Phantom({p.result_shape, p.result_dtype, Mode::kReplica, p.result_map}));
+        return absl::OkStatus();
+      }
+      ASSIGN_OR_RETURN(OpResult r, ExecuteElementwise(context_, planned));
+      Assign(s.target(), Array{{}, {}, {}, r.shape, r.dtype, r.mode, std::move(r.chunks)});
+      return absl::OkStatus();
+    }
+    case v1::Statement::kReduce: {
+      ASSIGN_OR_RETURN(const PlannedReduce planned,
+                       PlanReduceOp(context_, s.reduce(), field + ".reduce"));
+      if (check) {
+        Assign(s.target(), Phantom(ReduceResultMeta(planned)));
+        return absl::OkStatus();
+      }
+      ASSIGN_OR_RETURN(OpResult r, ExecuteReduce(context_, planned));
+      Assign(s.target(), Array{{}, {}, {}, r.shape, r.dtype, r.mode, std::move(r.chunks)});
+      return absl::OkStatus();
+    }
+    case v1::Statement::kMatmul: {
+      ASSIGN_OR_RETURN(const PlannedMatmul planned,
+                       PlanMatmulOp(context_, s.matmul(), field + ".matmul"));
+      if (check) {
+        Assign(s.target(), Phantom(MatmulResultMeta(planned)));
+        return absl::OkStatus();
+      }
+      ASSIGN_OR_RETURN(OpResult r, ExecuteMatmul(context_, planned));
+      Assign(s.target(), Array{{}, {}, {}, r.shape, r.dtype, r.mode, std::move(r.chunks)});
+      return absl::OkStatus();
+    }
+    case v1::Statement::kReshard:
+    case v1::Statement::kChangeMode:
+    case v1::Statement::kCopy: {
+      // All three are a relayout of one variable: to a new map and/or mode, or to its own.
+      std::string source_name, source_field = field;
+      if (s.has_reshard()) {
+        source_name = s.reshard().source();
+        source_field += ".reshard.source";
+      } else if (s.has_change_mode()) {
+        source_name = s.change_mode().source();
+        source_field += ".change_mode.source";
+      } else {
+        source_name = s.copy();
+        source_field += ".copy";
+      }
+      ASSIGN_OR_RETURN(const ArrayPtr source, Lookup(source_name, source_field));
+      IndexMap map = source->index_map();
+      Mode mode = source->mode;
+      if (s.has_reshard() && s.reshard().has_index_map()) {
+        ASSIGN_OR_RETURN(map, context_.normalize_map(s.reshard().index_map(), source->shape,
+                                                     field + ".reshard.index_map"));
+      }
+      if (s.has_reshard() && s.reshard().has_mode()) {
+        ASSIGN_OR_RETURN(mode, ModeFromProto(s.reshard().mode(), field + ".reshard.mode"));
+      }
+      if (s.has_change_mode()) {
+        ASSIGN_OR_RETURN(mode, ModeFromProto(s.change_mode().mode(), field + ".change_mode.mode"));
+      }
+      if (check) {
+        Assign(s.target(), Phantom({source->shape, source->dtype, mode, map}));
+        return absl::OkStatus();
+      }
+      Array out{{}, {}, {}, source->shape, source->dtype, mode, {}};
+      ASSIGN_OR_RETURN(out.chunks, Relayout(*context_.backend, *source, map, mode, context_.alive));
+      Assign(s.target(), std::move(out));
+      return absl::OkStatus();
+    }
+    case v1::Statement::kWhileLoop:
+      return RunWhile(s.while_loop(), field + ".while_loop");
+    case v1::Statement::kIfElse:
+      return RunIf(s.if_else(), field + ".if_else");
+    case v1::Statement::OP_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(field, ": a statement needs an op"));
+}
+
+absl::StatusOr<ArrayPtr> Interpreter::CheckCondition(const std::string& name,
+                                                     const std::string& field) {
+  ASSIGN_OR_RETURN(ArrayPtr condition, Lookup(name, field));
+  if (condition->dtype != DType::kBool || !condition->shape.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": the condition must be a 0-d bool; ", QuoteClientString(name),
+                     " is ", Describe(*condition)));
+  }
+  return condition;
+}
+
+absl::Status Interpreter::CheckKeptType(const std::string& name, const ArrayPtr& before,
+                                        const ArrayPtr& after, const std::string& field) const {
+  if (before->shape == after->shape && before->dtype == after->dtype &&
+      before->mode == after->mode && before->index_map() == after->index_map()) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, ": variable ", QuoteClientString(name), " is ", Describe(*before),
+      " before the body and ", Describe(*after),
+      " after it; a variable assigned in a loop or branch keeps its shape, dtype, mode and index "
+      "map (reshard or astype into a new variable instead)"));
+}
+
+absl::StatusOr<BufferPtr> Interpreter::FlagBuffer(const ArrayPtr& condition) {
+  if (condition->mode == Mode::kReplica) return condition->chunks.front().buffer;
+  // Op-mode partials (all() leaves MIN partials): combine onto the first chunk's device.
+  const int device = condition->chunks.front().spec.device;
+  ASSIGN_OR_RETURN(std::vector<Chunk> combined,
+                   Relayout(*context_.backend, *condition, {ChunkSpec{device, FullBox({})}},
+                            Mode::kReplica, context_.alive));
+  return combined.front().buffer;
+}
+
+absl::StatusOr<bool> Interpreter::ReadFlag(const ArrayPtr& condition) {
+  ASSIGN_OR_RETURN(const BufferPtr buffer, FlagBuffer(condition));
+  bool value = false;
+  ASSIGN_OR_RETURN(std::unique_ptr<PendingRead> read,
+                   context_.backend->ReadToHost(buffer, 0, 1, &value));
+  RETURN_IF_ERROR(read->Wait());
+  return value;
+}
+
+absl::StatusOr<ArrayPtr> Interpreter::NewSlot(const ArrayPtr& value) {
+  Array slot = *value;
+  ASSIGN_OR_RETURN(slot.chunks, AllocateChunks(*context_.backend, value->dtype, value->index_map()));
+  auto shared = std::make_shared<const Array>(std::move(slot));
+  RETURN_IF_ERROR(CopyInto(value, shared));
+  return shared;
+}
+
+absl::Status Interpreter::CopyInto(const ArrayPtr& value, const ArrayPtr& slot) {
+  std::vector<BoxCopy> copies;
+  for (size_t c = 0; c < slot->chunks.size(); ++c) {
+    const Chunk& from = value->chunks[c];
+    const Chunk& to = slot->chunks[c];
+    if (from.buffer == to.buffer) continue;  // unchanged on this path
+    const Shape shape = BoxShape(to.spec.box);
+    copies.push_back(BoxCopy{BufferBox{from.buffer, shape, FullBox(shape)},
+                             BufferBox{to.buffer, shape, FullBox(shape)}});
+  }
+  if (copies.empty()) return absl::OkStatus();
+  return context_.backend->Copy(slot->dtype, copies);
+}
+
+absl::Status Interpreter::RunWhile(const v1::WhileLoop& loop, const std::string& field) {
+  ASSIGN_OR_RETURN(const ArrayPtr initial_condition,
+                   CheckCondition(loop.condition(), field + ".condition"));
+  absl::flat_hash_set<std::string> assigned;
+  CollectTargets(loop.body(), assigned);
+  const absl::flat_hash_map<std::string, ArrayPtr> before = env_;
+  // Loop-carried: assigned in the body, alive before it. The rest is local to the body.
+  std::vector<std::string> carried;
+  for (const std::string& name : assigned) {
+    if (before.contains(name)) carried.push_back(name);
+  }
+  auto drop_locals = [&] {
+    absl::erase_if(env_, [&](const auto& entry) { return !before.contains(entry.first); });
+  };
+  const std::string body_field = field + ".body";
+
+  switch (mode_) {
+    case RunMode::kCheck: {
+      RETURN_IF_ERROR(RunBlock(loop.body(), body_field));
+      for (const std::string& name : carried) {
+        RETURN_IF_ERROR(CheckKeptType(name, before.at(name), env_.at(name), body_field));
+      }
+      RETURN_IF_ERROR(CheckCondition(loop.condition(), field + ".condition").status());
+      env_ = before;
+      return absl::OkStatus();
+    }
+    case RunMode::kEager: {
+      int64_t count = 0;
+      while (true) {
+        RETURN_IF_ERROR(context_.CheckAlive());
+        ASSIGN_OR_RETURN(const bool go, ReadFlag(env_.at(loop.condition())));
+        if (!go) break;
+        if (count == loop.max_iterations()) {
+          stats_.hit_iteration_cap = true;
+          break;
+        }
+        RETURN_IF_ERROR(RunBlock(loop.body(), body_field));
+        drop_locals();
+        ++count;
+        ++stats_.iterations;
+      }
+      return absl::OkStatus();
+    }
+    case RunMode::kRecord: {
+      // Fixed slots: the body reads the carried values from them and copies its new values back,
+      // so every iteration of the recorded body sees the previous one's results.
+      absl::flat_hash_map<std::string, ArrayPtr> slots;
+      for (const std::string& name : carried) {
+        ASSIGN_OR_RETURN(slots[name], NewSlot(env_.at(name)));
+        env_[name] = slots[name];
+      }
+      ASSIGN_OR_RETURN(const BufferPtr entry_flag, FlagBuffer(env_.at(loop.condition())));
+      RETURN_IF_ERROR(recording_->BeginWhile(entry_flag, loop.max_iterations()));
+      RETURN_IF_ERROR(RunBlock(loop.body(), body_field));
+      for (const std::string& name : carried) {
+        RETURN_IF_ERROR(CopyInto(env_.at(name), slots[name]));
+        env_[name] = slots[name];
+      }
+      drop_locals();
+      ASSIGN_OR_RETURN(const BufferPtr body_flag, FlagBuffer(env_.at(loop.condition())));
+      return recording_->EndWhile(body_flag);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Interpreter::RunIf(const v1::IfElse& branch, const std::string& field) {
+  ASSIGN_OR_RETURN(const ArrayPtr condition,
+                   CheckCondition(branch.condition(), field + ".condition"));
+  absl::flat_hash_set<std::string> assigned;
+  CollectTargets(branch.then_body(), assigned);
+  CollectTargets(branch.else_body(), assigned);
+  const absl::flat_hash_map<std::string, ArrayPtr> before = env_;
+  std::vector<std::string> kept;
+  for (const std::string& name : assigned) {
+    if (before.contains(name)) kept.push_back(name);
+  }
+  auto drop_locals = [&] {
+    absl::erase_if(env_, [&](const auto& entry) { return !before.contains(entry.first); });
+  };
+
+  switch (mode_) {
+    case RunMode::kCheck: {
+      for (const auto& [body, name] : {std::pair{&branch.then_body(), ".then_body"},
+                                       std::pair{&branch.else_body(), ".else_body"}}) {
+        env_ = before;
+        RETURN_IF_ERROR(RunBlock(*body, field + name));
+        for (const std::string& var : kept) {
+          RETURN_IF_ERROR(CheckKeptType(var, before.at(var), env_.at(var), field + name));
+        }
+      }
+      env_ = before;
+      return absl::OkStatus();
+    }
+    case RunMode::kEager: {
+      ASSIGN_OR_RETURN(const bool take_then, ReadFlag(condition));
+      RETURN_IF_ERROR(RunBlock(take_then ? branch.then_body() : branch.else_body(),
+                               field + (take_then ? ".then_body" : ".else_body")));
+      drop_locals();
+      return absl::OkStatus();
+    }
+    case RunMode::kRecord: {
+      // Both branches write the variables they change into the same slots, so whichever ran,
+      // the code after the IF reads its values there.
+      absl::flat_hash_map<std::string, ArrayPtr> slots;
+      for (const std::string& name : kept) {
+        ASSIGN_OR_RETURN(slots[name], NewSlot(env_.at(name)));
+      }
+      ASSIGN_OR_RETURN(const BufferPtr flag, FlagBuffer(condition));
+      RETURN_IF_ERROR(recording_->BeginIf(flag));
+      for (const auto& [body, name] : {std::pair{&branch.then_body(), ".then_body"},
+                                       std::pair{&branch.else_body(), ".else_body"}}) {
+        for (const std::string& var : kept) env_[var] = slots[var];
+        RETURN_IF_ERROR(RunBlock(*body, field + name));
+        for (const std::string& var : kept) {
+          RETURN_IF_ERROR(CopyInto(env_.at(var), slots[var]));
+        }
+        drop_locals();
+        if (body == &branch.then_body()) RETURN_IF_ERROR(recording_->Else());
+      }
+      for (const std::string& var : kept) env_[var] = slots[var];
+      return recording_->EndIf();
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace distarray

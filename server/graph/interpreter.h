@@ -1,0 +1,80 @@
+// Walks a program's statements through the engine's op executors, in one of three modes:
+//   kCheck:  types, shapes and layouts inferred statically: every op is planned on metadata-only
+//            arrays and nothing touches a device. Exact errors before anything runs.
+//   kEager:  runs the program step by step; the host reads each loop condition (the host
+//            backend, and programs the CUDA lowering does not take).
+//   kRecord: records the program into a GraphRecording (one device): loops and branches become
+//            conditional nodes, loop-carried variables live in fixed slots the body copies its
+//            new values into, and every temporary is allocated while recording.
+// One walker for all three keeps what is checked and what runs the same program.
+#ifndef DISTARRAY_SERVER_GRAPH_INTERPRETER_H_
+#define DISTARRAY_SERVER_GRAPH_INTERPRETER_H_
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "distarray/v1/distarray.pb.h"
+#include "server/backend/graph_recorder.h"
+#include "server/engine/op_executors.h"
+
+namespace distarray {
+
+enum class RunMode { kCheck, kEager, kRecord };
+
+class Interpreter {
+ public:
+  // `context.resolve` is replaced by variable lookup; its backend, normalize_map and alive are
+  // used. kRecord needs `recording`.
+  Interpreter(RunMode mode, OpContext context, GraphRecording* recording = nullptr);
+
+  // Binds an input variable (a metadata-only array in kCheck).
+  void Bind(const std::string& name, ArrayPtr value) { env_[name] = std::move(value); }
+
+  // Runs (or checks, or records) the program's statements; `field` names the program in errors.
+  // kCheck also verifies that every output is assigned at the top level.
+  absl::Status Run(const v1::Program& program, absl::string_view field);
+
+  // A variable's value after Run (nullptr when unassigned).
+  ArrayPtr Value(const std::string& name) const;
+  // Eager runs: what ran. (Recorded runs report theirs from the replay.)
+  const GraphRunStats& stats() const { return stats_; }
+  // kCheck: every device any value of the program lives on.
+  const std::set<int>& devices() const { return devices_; }
+
+ private:
+  using Block = google::protobuf::RepeatedPtrField<v1::Statement>;
+  absl::Status RunBlock(const Block& block, const std::string& field);
+  absl::Status RunStatement(const v1::Statement& statement, const std::string& field);
+  absl::Status RunWhile(const v1::WhileLoop& loop, const std::string& field);
+  absl::Status RunIf(const v1::IfElse& branch, const std::string& field);
+
+  absl::StatusOr<ArrayPtr> Lookup(const std::string& name, const std::string& field) const;
+  // Stores an op's result (kCheck: a metadata-only array of `meta`).
+  void Assign(const std::string& name, Array value);
+  Array Phantom(const ArrayMeta& meta) const;
+  absl::StatusOr<ArrayPtr> CheckCondition(const std::string& name, const std::string& field);
+  // The buffer holding a 0-d bool's value (op-mode partials are combined first).
+  absl::StatusOr<BufferPtr> FlagBuffer(const ArrayPtr& condition);
+  absl::StatusOr<bool> ReadFlag(const ArrayPtr& condition);
+  // kRecord: a fresh slot holding `value`'s current contents; and copying a new value into one.
+  absl::StatusOr<ArrayPtr> NewSlot(const ArrayPtr& value);
+  absl::Status CopyInto(const ArrayPtr& value, const ArrayPtr& slot);
+  // kCheck: a variable assigned in a body that existed before keeps its type.
+  absl::Status CheckKeptType(const std::string& name, const ArrayPtr& before,
+                             const ArrayPtr& after, const std::string& field) const;
+
+  const RunMode mode_;
+  OpContext context_;
+  GraphRecording* const recording_;
+  absl::flat_hash_map<std::string, ArrayPtr> env_;
+  GraphRunStats stats_;
+  std::set<int> devices_;
+};
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_SERVER_GRAPH_INTERPRETER_H_

@@ -1,0 +1,161 @@
+#include "server/graph/program_check.h"
+
+#include <string>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "common/names.h"
+#include "common/status_macros.h"
+
+namespace distarray {
+namespace {
+
+class StructureChecker {
+ public:
+  explicit StructureChecker(const ProgramLimits& limits) : limits_(limits) {}
+
+  absl::Status CheckBlock(const google::protobuf::RepeatedPtrField<v1::Statement>& block,
+                          const std::string& field, int depth) {
+    if (depth > limits_.max_depth) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ": loops and branches nest at most ", limits_.max_depth, " deep"));
+    }
+    for (int i = 0; i < block.size(); ++i) {
+      if (++statements_ > limits_.max_statements) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            field, ": a program has at most ", limits_.max_statements,
+            " statements, counted over every body"));
+      }
+      RETURN_IF_ERROR(CheckStatement(block[i], absl::StrCat(field, "[", i, "]"), depth));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status CheckStatement(const v1::Statement& s, const std::string& field, int depth) {
+    const bool control = s.op_case() == v1::Statement::kWhileLoop ||
+                         s.op_case() == v1::Statement::kIfElse;
+    if (control && !s.target().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".target: while_loop and if_else assign nothing; leave it empty"));
+    }
+    if (!control && s.op_case() != v1::Statement::OP_NOT_SET) {
+      RETURN_IF_ERROR(ValidateVariableName(s.target(), field + ".target"));
+    }
+    switch (s.op_case()) {
+      case v1::Statement::OP_NOT_SET:
+        return absl::InvalidArgumentError(absl::StrCat(
+            field, ": a statement needs an op (elementwise, reduce, matmul, reshard, change_mode, "
+                   "copy, while_loop or if_else)"));
+      case v1::Statement::kElementwise:
+        if (!s.elementwise().out().empty()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              field, ".elementwise.out: not used in programs; the result is assigned to target"));
+        }
+        for (int i = 0; i < s.elementwise().operands_size(); ++i) {
+          RETURN_IF_ERROR(CheckOperand(s.elementwise().operands(i),
+                                       absl::StrCat(field, ".elementwise.operands[", i, "]")));
+        }
+        return absl::OkStatus();
+      case v1::Statement::kReduce:
+        return CheckOperand(s.reduce().operand(), field + ".reduce.operand");
+      case v1::Statement::kMatmul:
+        RETURN_IF_ERROR(CheckOperand(s.matmul().a(), field + ".matmul.a"));
+        return CheckOperand(s.matmul().b(), field + ".matmul.b");
+      case v1::Statement::kReshard:
+        return ValidateVariableName(s.reshard().source(), field + ".reshard.source");
+      case v1::Statement::kChangeMode:
+        return ValidateVariableName(s.change_mode().source(), field + ".change_mode.source");
+      case v1::Statement::kCopy:
+        return ValidateVariableName(s.copy(), field + ".copy");
+      case v1::Statement::kWhileLoop: {
+        const v1::WhileLoop& loop = s.while_loop();
+        RETURN_IF_ERROR(ValidateVariableName(loop.condition(), field + ".while_loop.condition"));
+        if (loop.max_iterations() < 1 || loop.max_iterations() > limits_.max_loop_iterations) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              field, ".while_loop.max_iterations: required, 1 to ", limits_.max_loop_iterations,
+              "; got ", loop.max_iterations()));
+        }
+        return CheckBlock(loop.body(), field + ".while_loop.body", depth + 1);
+      }
+      case v1::Statement::kIfElse: {
+        const v1::IfElse& branch = s.if_else();
+        RETURN_IF_ERROR(ValidateVariableName(branch.condition(), field + ".if_else.condition"));
+        RETURN_IF_ERROR(CheckBlock(branch.then_body(), field + ".if_else.then_body", depth + 1));
+        return CheckBlock(branch.else_body(), field + ".if_else.else_body", depth + 1);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  static absl::Status CheckOperand(const v1::Operand& operand, const std::string& field) {
+    switch (operand.kind_case()) {
+      case v1::Operand::kVariable:
+        return ValidateVariableName(operand.variable(), field + ".variable");
+      case v1::Operand::kHandle:
+        return absl::InvalidArgumentError(absl::StrCat(
+            field, ".handle: a program names variables (Operand.variable); bind arrays to its "
+                   "inputs with RunGraphRequest.arguments"));
+      default:
+        return absl::OkStatus();  // scalars; an unset operand is reported by the op's planner
+    }
+  }
+
+  const ProgramLimits& limits_;
+  int statements_ = 0;
+};
+
+}  // namespace
+
+absl::Status ValidateVariableName(absl::string_view name, absl::string_view field) {
+  if (name.empty() || name.size() > static_cast<size_t>(kMaxVariableBytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": a variable name has 1 to ",
+                                                   kMaxVariableBytes, " bytes, got ",
+                                                   name.size()));
+  }
+  const bool first_ok = absl::ascii_isalpha(name[0]) || name[0] == '_';
+  for (const char c : name) {
+    if (!first_ok || !(absl::ascii_isalnum(c) || c == '_' || c == '.')) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ": variable ", QuoteClientString(name),
+          " is not of [A-Za-z_][A-Za-z0-9_.]*"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckProgramStructure(const v1::Program& program, const ProgramLimits& limits,
+                                   absl::string_view field) {
+  const std::string prefix(field);
+  absl::flat_hash_set<std::string> inputs;
+  for (int i = 0; i < program.inputs_size(); ++i) {
+    const std::string input_field = absl::StrCat(prefix, ".inputs[", i, "]");
+    RETURN_IF_ERROR(ValidateVariableName(program.inputs(i), input_field));
+    if (!inputs.insert(program.inputs(i)).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(input_field, ": input ", QuoteClientString(program.inputs(i)),
+                       " is listed twice"));
+    }
+  }
+  if (program.outputs_size() + program.value_outputs_size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        prefix, ".outputs: a program returns at least one variable (outputs or value_outputs)"));
+  }
+  absl::flat_hash_set<std::string> returned;
+  for (const auto& [list, name] : {std::pair{&program.outputs(), "outputs"},
+                                   std::pair{&program.value_outputs(), "value_outputs"}}) {
+    for (int i = 0; i < list->size(); ++i) {
+      const std::string output_field = absl::StrCat(prefix, ".", name, "[", i, "]");
+      RETURN_IF_ERROR(ValidateVariableName((*list)[i], output_field));
+      if (!returned.insert((*list)[i]).second) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            output_field, ": ", QuoteClientString((*list)[i]), " is returned twice"));
+      }
+    }
+  }
+  StructureChecker checker(limits);
+  return checker.CheckBlock(program.statements(), prefix + ".statements", 0);
+}
+
+}  // namespace distarray

@@ -1,0 +1,242 @@
+#include "server/graph/program_runner.h"
+
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/proto_convert.h"
+#include "common/status_macros.h"
+#include "server/engine/layout.h"
+#include "server/graph/interpreter.h"
+
+namespace distarray {
+namespace {
+
+std::shared_ptr<const Array> Phantom(const Array& array) {
+  auto phantom = std::make_shared<Array>();
+  phantom->shape = array.shape;
+  phantom->dtype = array.dtype;
+  phantom->mode = array.mode;
+  for (const Chunk& c : array.chunks) phantom->chunks.push_back(Chunk{c.spec, nullptr});
+  return phantom;
+}
+
+// What a recorded graph depends on besides the program: each argument's type and layout.
+std::string Signature(const std::vector<ArrayPtr>& arguments) {
+  std::string signature;
+  for (const ArrayPtr& a : arguments) {
+    v1::ArrayInfo info;
+    info.set_dtype(static_cast<v1::DType>(a->dtype));
+    *info.mutable_shape() = ToProto(a->shape);
+    info.set_mode(static_cast<v1::Mode>(a->mode));
+    *info.mutable_index_map() = ToProto(a->index_map());
+    absl::StrAppend(&signature, info.ByteSizeLong(), ":", info.SerializeAsString());
+  }
+  return signature;
+}
+
+OpResult CopyOf(const Array& array, std::vector<Chunk> chunks) {
+  return OpResult{array.shape, array.dtype, array.mode, std::move(chunks)};
+}
+
+}  // namespace
+
+struct ProgramRunner::CachedGraph {
+  absl::Mutex mu;  // one replay at a time: the slots are shared
+  std::unique_ptr<RecordedGraph> graph;
+  std::vector<ArrayPtr> input_slots;            // per program input
+  std::map<std::string, ArrayPtr> result_slots;  // outputs and value_outputs, by variable
+};
+
+absl::StatusOr<v1::Value> ReadValue(Backend& backend, const Array& array, const StopCheck& alive) {
+  const int device = array.chunks.front().spec.device;
+  const IndexMap whole{ChunkSpec{device, FullBox(array.shape)}};
+  std::vector<Chunk> chunks = array.chunks;
+  if (array.mode != Mode::kReplica || array.index_map() != whole) {
+    ASSIGN_OR_RETURN(chunks, Relayout(backend, array, whole, Mode::kReplica, alive));
+  }
+  v1::Value value;
+  *value.mutable_shape() = ToProto(array.shape);
+  value.set_dtype(static_cast<v1::DType>(array.dtype));
+  const int64_t bytes = NumElements(array.shape) * DTypeSize(array.dtype);
+  std::string data(static_cast<size_t>(bytes), '\0');
+  if (bytes > 0) {
+    ASSIGN_OR_RETURN(std::unique_ptr<PendingRead> read,
+                     backend.ReadToHost(chunks.front().buffer, 0, bytes, data.data()));
+    RETURN_IF_ERROR(read->Wait());
+  }
+  value.set_data(std::move(data));
+  return value;
+}
+
+ProgramRunner::ProgramRunner(Backend& backend, ProgramLimits limits, bool use_graphs)
+    : backend_(backend), limits_(limits), use_graphs_(use_graphs) {}
+
+ProgramRunner::~ProgramRunner() = default;
+
+GraphCacheCounters ProgramRunner::counters() const {
+  absl::MutexLock lock(&mu_);
+  return GraphCacheCounters{static_cast<int64_t>(lru_.size()), hits_, misses_};
+}
+
+absl::StatusOr<ProgramRunResult> ProgramRunner::Run(const v1::Program& program,
+                                                    const std::string& program_key,
+                                                    const std::vector<ArrayPtr>& arguments,
+                                                    const OpContext& context) {
+  // Types, shapes and layouts first, on metadata only: exact errors before anything runs.
+  Interpreter check(RunMode::kCheck, context);
+  for (int i = 0; i < program.inputs_size(); ++i) check.Bind(program.inputs(i), Phantom(*arguments[i]));
+  RETURN_IF_ERROR(check.Run(program, "program"));
+  int64_t value_bytes = 0;
+  for (int i = 0; i < program.value_outputs_size(); ++i) {
+    const ArrayPtr v = check.Value(program.value_outputs(i));
+    value_bytes += NumElements(v->shape) * DTypeSize(v->dtype);  // each is below 2^62
+    if (value_bytes > limits_.max_value_output_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "program.value_outputs[", i, "]: the values returned take more than ",
+          limits_.max_value_output_bytes, " bytes; return large results in outputs (as arrays)"));
+    }
+  }
+
+  GraphRecorder* recorder = backend_.graph_recorder();
+  if (!use_graphs_ || recorder == nullptr || check.devices().size() != 1) {
+    return RunEager(program, arguments, context);
+  }
+  const int device = *check.devices().begin();
+  const std::string key = absl::StrCat(program_key.size(), ":", program_key, Signature(arguments));
+  std::shared_ptr<CachedGraph> graph;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = by_key_.find(key);
+    if (it != by_key_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+      graph = it->second->second;
+      ++hits_;
+    } else {
+      ++misses_;
+    }
+  }
+  const bool hit = graph != nullptr;
+  if (!hit) {
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<std::shared_ptr<CachedGraph>> recorded =
+        Record(program, arguments, device, context);
+    if (!recorded.ok()) {
+      // A program the lowering cannot take still runs, eagerly; the log says why.
+      const absl::StatusCode code = recorded.status().code();
+      if (code != absl::StatusCode::kFailedPrecondition &&
+          code != absl::StatusCode::kUnimplemented && code != absl::StatusCode::kInternal) {
+        return recorded.status();
+      }
+      spdlog::warn("RunGraph: recording failed, running eagerly: {}", recorded.status().ToString());
+      return RunEager(program, arguments, context);
+    }
+    graph = *std::move(recorded);
+    spdlog::info("RunGraph: recorded and instantiated a graph on device {} in {:.1f} ms", device,
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count());
+    absl::MutexLock lock(&mu_);
+    if (!by_key_.contains(key)) {
+      lru_.emplace_front(key, graph);
+      by_key_[key] = lru_.begin();
+      while (static_cast<int>(lru_.size()) > limits_.max_cached_graphs) {
+        by_key_.erase(lru_.back().first);
+        lru_.pop_back();  // a replay in flight keeps its graph alive through its shared_ptr
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(ProgramRunResult result, Replay(*graph, program, arguments, context));
+  result.cache_hit = hit;
+  return result;
+}
+
+absl::StatusOr<ProgramRunResult> ProgramRunner::RunEager(const v1::Program& program,
+                                                         const std::vector<ArrayPtr>& arguments,
+                                                         const OpContext& context) {
+  Interpreter interpreter(RunMode::kEager, context);
+  for (int i = 0; i < program.inputs_size(); ++i) interpreter.Bind(program.inputs(i), arguments[i]);
+  RETURN_IF_ERROR(interpreter.Run(program, "program"));
+  ProgramRunResult result;
+  result.stats = interpreter.stats();
+  result.execution = v1::GRAPH_EXECUTION_EAGER;
+  for (const std::string& name : program.outputs()) {
+    const ArrayPtr value = interpreter.Value(name);
+    // Shares the buffers: arrays are immutable snapshots, so an output equal to an input (or to
+    // another output) may hold the same memory.
+    result.outputs.emplace_back(name, CopyOf(*value, value->chunks));
+  }
+  for (const std::string& name : program.value_outputs()) {
+    ASSIGN_OR_RETURN(result.values[name],
+                     ReadValue(backend_, *interpreter.Value(name), context.alive));
+  }
+  return result;
+}
+
+absl::StatusOr<std::shared_ptr<ProgramRunner::CachedGraph>> ProgramRunner::Record(
+    const v1::Program& program, const std::vector<ArrayPtr>& arguments, int device,
+    const OpContext& context) {
+  auto cached = std::make_shared<CachedGraph>();
+  ASSIGN_OR_RETURN(std::unique_ptr<GraphRecording> recording,
+                   backend_.graph_recorder()->Begin(device));
+  Interpreter interpreter(RunMode::kRecord, context, recording.get());
+  for (int i = 0; i < program.inputs_size(); ++i) {
+    // Input slots: allocated while recording, so they belong to the graph; each replay copies
+    // its arguments in.
+    Array slot = *Phantom(*arguments[i]);
+    ASSIGN_OR_RETURN(std::vector<Chunk> chunks,
+                     AllocateChunks(backend_, slot.dtype, slot.index_map()));
+    slot.chunks = std::move(chunks);
+    auto shared = std::make_shared<const Array>(std::move(slot));
+    cached->input_slots.push_back(shared);
+    interpreter.Bind(program.inputs(i), shared);
+  }
+  RETURN_IF_ERROR(interpreter.Run(program, "program"));
+  for (const auto* list : {&program.outputs(), &program.value_outputs()}) {
+    for (const std::string& name : *list) cached->result_slots[name] = interpreter.Value(name);
+  }
+  ASSIGN_OR_RETURN(cached->graph, recording->Finish());
+  return cached;
+}
+
+absl::StatusOr<ProgramRunResult> ProgramRunner::Replay(CachedGraph& cached,
+                                                       const v1::Program& program,
+                                                       const std::vector<ArrayPtr>& arguments,
+                                                       const OpContext& context) {
+  absl::MutexLock lock(&cached.mu);
+  std::vector<BufferPtr> reads, writes;
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const Array& slot = *cached.input_slots[i];
+    std::vector<BoxCopy> copies;
+    for (size_t c = 0; c < slot.chunks.size(); ++c) {
+      const Shape shape = BoxShape(slot.chunks[c].spec.box);
+      copies.push_back(BoxCopy{BufferBox{arguments[i]->chunks[c].buffer, shape, FullBox(shape)},
+                               BufferBox{slot.chunks[c].buffer, shape, FullBox(shape)}});
+      reads.push_back(slot.chunks[c].buffer);
+    }
+    if (!copies.empty()) RETURN_IF_ERROR(backend_.Copy(slot.dtype, copies));
+  }
+  for (const auto& [name, slot] : cached.result_slots) {
+    for (const Chunk& c : slot->chunks) writes.push_back(c.buffer);
+  }
+  RETURN_IF_ERROR(cached.graph->Launch(reads, writes));
+  ASSIGN_OR_RETURN(const GraphRunStats stats, cached.graph->Wait(context.alive));
+
+  ProgramRunResult result;
+  result.stats = stats;
+  result.execution = v1::GRAPH_EXECUTION_CUDA_GRAPH;
+  for (const std::string& name : program.outputs()) {
+    // Copied out: the slots are overwritten by the next replay.
+    const Array& slot = *cached.result_slots.at(name);
+    ASSIGN_OR_RETURN(std::vector<Chunk> chunks,
+                     Relayout(backend_, slot, slot.index_map(), slot.mode, context.alive));
+    result.outputs.emplace_back(name, CopyOf(slot, std::move(chunks)));
+  }
+  for (const std::string& name : program.value_outputs()) {
+    ASSIGN_OR_RETURN(result.values[name],
+                     ReadValue(backend_, *cached.result_slots.at(name), context.alive));
+  }
+  return result;
+}
+
+}  // namespace distarray

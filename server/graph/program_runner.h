@@ -1,0 +1,83 @@
+// Runs a program: checks it against its arguments (interpreter kCheck), then either replays a
+// recorded graph (one device, on a backend with a GraphRecorder) or runs it eagerly. Recorded
+// graphs are cached by (program, argument signature): a hit copies the arguments into the graph's
+// input slots, launches it, and copies the outputs out of its slots.
+#ifndef DISTARRAY_SERVER_GRAPH_PROGRAM_RUNNER_H_
+#define DISTARRAY_SERVER_GRAPH_PROGRAM_RUNNER_H_
+
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "distarray/v1/distarray.pb.h"
+#include "server/backend/graph_recorder.h"
+#include "server/engine/op_executors.h"
+#include "server/graph/program_limits.h"
+
+namespace distarray {
+
+struct ProgramRunResult {
+  std::vector<std::pair<std::string, OpResult>> outputs;  // Program.outputs, in order
+  std::map<std::string, v1::Value> values;                // Program.value_outputs
+  GraphRunStats stats;
+  bool cache_hit = false;
+  v1::GraphExecution execution = v1::GRAPH_EXECUTION_EAGER;
+};
+
+struct GraphCacheCounters {
+  int64_t entries = 0, hits = 0, misses = 0;
+};
+
+class ProgramRunner {
+ public:
+  // `use_graphs`: record single-device programs where the backend can (the daemon's --graphs).
+  ProgramRunner(Backend& backend, ProgramLimits limits, bool use_graphs);
+  ~ProgramRunner();
+
+  // `program_key` identifies the program for the cache (a registered id, or the inline program's
+  // bytes). `arguments` are in program.inputs order. `context` gives the map normalization and
+  // the call's liveness; its resolver is not used.
+  absl::StatusOr<ProgramRunResult> Run(const v1::Program& program, const std::string& program_key,
+                                       const std::vector<ArrayPtr>& arguments,
+                                       const OpContext& context);
+
+  GraphCacheCounters counters() const;
+
+ private:
+  struct CachedGraph;
+  absl::StatusOr<std::shared_ptr<CachedGraph>> Record(const v1::Program& program,
+                                                      const std::vector<ArrayPtr>& arguments,
+                                                      int device, const OpContext& context);
+  absl::StatusOr<ProgramRunResult> Replay(CachedGraph& graph, const v1::Program& program,
+                                          const std::vector<ArrayPtr>& arguments,
+                                          const OpContext& context);
+  absl::StatusOr<ProgramRunResult> RunEager(const v1::Program& program,
+                                            const std::vector<ArrayPtr>& arguments,
+                                            const OpContext& context);
+
+  Backend& backend_;
+  const ProgramLimits limits_;
+  const bool use_graphs_;
+
+  mutable absl::Mutex mu_;
+  // Least recently used at the back.
+  std::list<std::pair<std::string, std::shared_ptr<CachedGraph>>> lru_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, decltype(lru_)::iterator> by_key_ ABSL_GUARDED_BY(mu_);
+  int64_t hits_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t misses_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// The logical values of `array` as a response value (combined to one chunk first when needed).
+absl::StatusOr<v1::Value> ReadValue(Backend& backend, const Array& array, const StopCheck& alive);
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_SERVER_GRAPH_PROGRAM_RUNNER_H_

@@ -1,0 +1,404 @@
+// RunGraph: programs with while/if against host references on fresh random inputs: loops that
+// run 0, 1 and many times, nested loops, if inside while, loop-carried values whose op yields a
+// new buffer, programs on one device (a CUDA graph on the CUDA backend) and split across devices,
+// registered programs re-run with new arguments and cache hits, value outputs, the iteration cap,
+// deadlines with a loop running, and the errors with their exact codes.
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "distarray/graph.h"
+#include "tests/support/backend_fixture.h"
+#include "tests/support/compute_reference.h"
+
+namespace distarray::testing {
+namespace {
+
+namespace g = graph;
+
+// The seed's loop: while all(a < limit): a += 1.
+v1::Program SeedLoop(float limit, int64_t max_iterations) {
+  g::ProgramBuilder p;
+  g::Var a = p.Input("a");
+  g::Vars out = p.WhileLoop([limit](auto v) { return g::All(v[0] < limit); },
+                            [](auto v) { return g::Vars{v[0] + 1.0f}; }, {a}, max_iterations);
+  p.Output("a", out[0]);
+  return p.program();
+}
+
+// Host model of the seed loop; returns the iteration count.
+int64_t SeedLoopOnHost(std::vector<float>& a, float limit, int64_t max_iterations) {
+  int64_t iterations = 0;
+  auto all_below = [&] {
+    for (float x : a) {
+      if (!(x < limit)) return false;
+    }
+    return true;
+  };
+  while (all_below() && iterations < max_iterations) {
+    for (float& x : a) x += 1.0f;
+    ++iterations;
+  }
+  return iterations;
+}
+
+std::vector<float> RandomSmallIntegers(int64_t n, std::mt19937_64& rng) {
+  std::uniform_int_distribution<int> digit(0, 6);
+  std::vector<float> a(n);
+  for (float& x : a) x = static_cast<float>(digit(rng));
+  return a;
+}
+
+class GraphTest : public BackendTest {
+ protected:
+  // The layouts every program runs on: one device (a recorded graph where the backend can), and
+  // split across devices (driven step by step).
+  std::vector<std::pair<std::string, v1::IndexMap>> Layouts(int64_t n) const {
+    return {{"one device", Split(1, 0, n, {dev(0)})},
+            {"split", Split(1, 0, n, {dev(0), dev(1), dev(2)})}};
+  }
+  absl::StatusOr<Array> UploadFloats(const std::vector<float>& values, const v1::IndexMap& map) {
+    return client().Upload<float>(values, {static_cast<int64_t>(values.size())}, ArrayOpts(map));
+  }
+  bool GraphsExpected(const v1::IndexMap& map) const {
+    return GetParam() != "host" && map.chunks_size() == 1;
+  }
+};
+
+TEST_P(GraphTest, SeedLoopRunsZeroOneAndManyTimes) {
+  std::mt19937_64 rng(1);
+  const int64_t n = 3000;
+  for (const auto& [label, map] : Layouts(n)) {
+    // start offsets give 0 iterations, 1 iteration, and many.
+    for (const float offset : {1000.0f, 993.0f, 0.0f}) {
+      SCOPED_TRACE(absl::StrCat(label, ", start offset ", offset));
+      std::vector<float> a = RandomSmallIntegers(n, rng);
+      for (float& x : a) x += offset;
+      a[0] = 6 + offset;  // the maximum is known, so the iteration count is too
+      auto input = UploadFloats(a, map);
+      ASSERT_TRUE(input.ok()) << input.status();
+      auto run = client().RunGraph(SeedLoop(1000, 100000), {{"a", &*input}});
+      ASSERT_TRUE(run.ok()) << run.status();
+      std::vector<float> expected = a;
+      const int64_t iterations = SeedLoopOnHost(expected, 1000, 100000);
+      EXPECT_EQ(run->iterations, iterations);
+      EXPECT_FALSE(run->hit_iteration_cap);
+      EXPECT_EQ(run->execution, GraphsExpected(map) ? v1::GRAPH_EXECUTION_CUDA_GRAPH
+                                                    : v1::GRAPH_EXECUTION_EAGER);
+      auto got = run->outputs.at("a").Download<float>();
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(*got, expected);
+      EXPECT_EQ(run->outputs.at("a").info().index_map().chunks_size(), map.chunks_size());
+      // The input is untouched.
+      auto before = input->Download<float>();
+      ASSERT_TRUE(before.ok());
+      EXPECT_EQ(*before, a);
+    }
+  }
+}
+
+TEST_P(GraphTest, IterationCapStopsTheLoopAndSaysSo) {
+  std::mt19937_64 rng(2);
+  for (const auto& [label, map] : Layouts(500)) {
+    SCOPED_TRACE(label);
+    std::vector<float> a = RandomSmallIntegers(500, rng);
+    auto input = UploadFloats(a, map);
+    ASSERT_TRUE(input.ok()) << input.status();
+    auto run = client().RunGraph(SeedLoop(1000, 5), {{"a", &*input}});
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_TRUE(run->hit_iteration_cap);
+    EXPECT_EQ(run->iterations, 5);
+    auto got = run->outputs.at("a").Download<float>();
+    ASSERT_TRUE(got.ok());
+    for (float& x : a) x += 5;
+    EXPECT_EQ(*got, a);
+  }
+}
+
+// Nested loops with a broadcast operand, and an if inside a while, in float64 against the host.
+TEST_P(GraphTest, NestedLoopsAndIfInsideWhile) {
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> uniform(0, 4);
+  const int64_t n = 700;
+  for (const auto& [label, map] : Layouts(n)) {
+    SCOPED_TRACE(label);
+    std::vector<double> a(n);
+    for (double& x : a) x = uniform(rng);
+    auto input = client().Upload<double>(a, {n}, ArrayOpts(map));
+    auto counter = client().Upload<double>(std::vector<double>{0.0}, {1},
+                                           ArrayOpts(Split(1, 0, 1, {dev(0)})));
+    ASSERT_TRUE(input.ok() && counter.ok());
+
+    // while all(k < 3): k += 1; while any(a < 10 * k): a += 1.5;
+    //                           if all(k > 1): a *= 0.5 else: a += 0.25
+    g::ProgramBuilder p;
+    g::Var va = p.Input("a"), vk = p.Input("k");
+    g::Vars out = p.WhileLoop(
+        [](auto v) { return g::All(v[1] < 3.0); },
+        [](auto v) {
+          g::Var k = v[1] + 1.0;
+          // The inner loop compares with the (1,)-shaped k, broadcast, so k must live where a
+          // does: on one device it does; split, the daemon brings it.
+          g::Vars inner = k.builder().WhileLoop(
+              [k](auto w) { return g::Any(w[0] < k * 10.0); },
+              [](auto w) { return g::Vars{w[0] + 1.5}; }, {v[0]}, 1000);
+          g::Vars branched = k.builder().Cond(
+              g::All(k > 1.0), [](auto w) { return g::Vars{w[0] * 0.5}; },
+              [](auto w) { return g::Vars{w[0] + 0.25}; }, {inner[0]});
+          return g::Vars{branched[0], k};
+        },
+        {va, vk}, 100);
+    p.Output("a", out[0]);
+    p.ValueOutput("k", out[1]);
+
+    // The host model.
+    std::vector<double> expected = a;
+    double k = 0;
+    int64_t iterations = 0;
+    while (k < 3) {
+      k += 1;
+      ++iterations;
+      auto any_below = [&] {
+        for (double x : expected) {
+          if (x < 10 * k) return true;
+        }
+        return false;
+      };
+      while (any_below()) {
+        for (double& x : expected) x += 1.5;
+        ++iterations;
+      }
+      for (double& x : expected) x = k > 1 ? x * 0.5 : x + 0.25;
+    }
+    auto run = client().RunGraph(p.program(), {{"a", &*input}, {"k", &*counter}});
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_EQ(run->iterations, iterations);
+    auto got = run->outputs.at("a").Download<double>();
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(*got, expected);  // exact: every step is exact in float64 here
+    const v1::Value& value = run->values.at("k");
+    ASSERT_EQ(value.dtype(), v1::DTYPE_FLOAT64);
+    ASSERT_EQ(value.data().size(), sizeof(double));
+    double k_value;
+    std::memcpy(&k_value, value.data().data(), sizeof k_value);
+    EXPECT_EQ(k_value, 3.0);
+  }
+}
+
+TEST_P(GraphTest, RegisteredProgramRerunsWithNewArgumentsAndHitsTheCache) {
+  auto id = client().RegisterProgram(SeedLoop(200, 10000));
+  ASSERT_TRUE(id.ok()) << id.status();
+  std::mt19937_64 rng(4);
+  const v1::IndexMap map = Split(1, 0, 1000, {dev(0)});
+  auto info_before = client().ServerInfo();
+  ASSERT_TRUE(info_before.ok());
+  for (int run_index = 0; run_index < 3; ++run_index) {
+    SCOPED_TRACE(absl::StrCat("run ", run_index));
+    std::vector<float> a = RandomSmallIntegers(1000, rng);
+    a[0] = 6;
+    auto input = UploadFloats(a, map);
+    ASSERT_TRUE(input.ok());
+    auto run = client().RunGraph(*id, {{"a", &*input}});
+    ASSERT_TRUE(run.ok()) << run.status();
+    std::vector<float> expected = a;
+    EXPECT_EQ(run->iterations, SeedLoopOnHost(expected, 200, 10000));
+    auto got = run->outputs.at("a").Download<float>();
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(*got, expected);
+    if (GraphsExpected(map)) EXPECT_EQ(run->graph_cache_hit, run_index > 0);
+  }
+  auto info_after = client().ServerInfo();
+  ASSERT_TRUE(info_after.ok());
+  if (GraphsExpected(map)) {
+    EXPECT_GE(info_after->graph_cache().hits() - info_before->graph_cache().hits(), 2);
+    EXPECT_GE(info_after->graph_cache().misses() - info_before->graph_cache().misses(), 1);
+  }
+  EXPECT_GE(info_after->graph_cache().registered_programs(), 1);
+  ASSERT_TRUE(client().DeleteProgram(*id).ok());
+  EXPECT_TRUE(StatusIs(client().DeleteProgram(*id), absl::StatusCode::kNotFound, {"program_id"}));
+  std::vector<float> a(10, 1.0f);
+  auto input = UploadFloats(a, Split(1, 0, 10, {dev(0)}));
+  ASSERT_TRUE(input.ok());
+  EXPECT_TRUE(StatusIs(client().RunGraph(*id, {{"a", &*input}}).status(),
+                       absl::StatusCode::kNotFound, {"program_id"}));
+}
+
+// A loop that never ends on its own stops at the call's deadline: DEADLINE_EXCEEDED soon after,
+// the daemon healthy, the input intact, no output left behind.
+TEST_P(GraphTest, DeadlineStopsARunningLoop) {
+  for (const auto& [label, map] : Layouts(256)) {
+    SCOPED_TRACE(label);
+    std::vector<float> a(256);
+    for (int i = 0; i < 256; ++i) a[i] = static_cast<float>(i);
+    auto input = UploadFloats(a, map);
+    ASSERT_TRUE(input.ok());
+    auto arrays_before = client().List();
+    ASSERT_TRUE(arrays_before.ok());
+    // while all(a > -1): a = a + 1 -- forever (float32 stops growing at 2^24, stays > -1).
+    g::ProgramBuilder p;
+    g::Var va = p.Input("a");
+    g::Vars out = p.WhileLoop([](auto v) { return g::All(v[0] > -1.0f); },
+                              [](auto v) { return g::Vars{v[0] + 1.0f}; }, {va}, int64_t{1} << 30);
+    p.Output("a", out[0]);
+    const auto start = std::chrono::steady_clock::now();
+    auto run = client().RunGraph(p.program(), {{"a", &*input}}, /*timeout_ms=*/400);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_TRUE(StatusIs(run.status(), absl::StatusCode::kDeadlineExceeded));
+    EXPECT_LT(seconds, 5.0) << "the loop did not stop promptly";
+    // The daemon finished the call's work and stays healthy; nothing was registered.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto arrays_after = client().List();
+    ASSERT_TRUE(arrays_after.ok()) << arrays_after.status();
+    EXPECT_EQ(arrays_after->size(), arrays_before->size());
+    auto intact = input->Download<float>();
+    ASSERT_TRUE(intact.ok()) << intact.status();
+    EXPECT_EQ(*intact, a);
+  }
+}
+
+// ---- errors ----
+
+v1::Statement Op(const std::string& target, v1::ElementwiseOp op,
+                 std::initializer_list<v1::Operand> operands) {
+  v1::Statement s;
+  s.set_target(target);
+  s.mutable_elementwise()->set_op(op);
+  for (const v1::Operand& o : operands) *s.mutable_elementwise()->add_operands() = o;
+  return s;
+}
+v1::Operand Var(const std::string& name) {
+  v1::Operand o;
+  o.set_variable(name);
+  return o;
+}
+v1::Operand Num(double x) {
+  v1::Operand o;
+  o.mutable_scalar()->set_float_value(x);
+  return o;
+}
+v1::Statement AllOf(const std::string& target, const std::string& source) {
+  v1::Statement s;
+  s.set_target(target);
+  s.mutable_reduce()->set_op(v1::REDUCE_OP_ALL);
+  s.mutable_reduce()->mutable_operand()->set_variable(source);
+  s.mutable_reduce()->set_combine(true);
+  return s;
+}
+// inputs {a}; c = all(a < 10); while c (cap 10): body; outputs {a}
+v1::Program LoopWith(std::initializer_list<v1::Statement> body, int64_t cap = 10,
+                     const std::string& condition = "c") {
+  v1::Program p;
+  p.add_inputs("a");
+  *p.add_statements() = Op("lt", v1::ELEMENTWISE_OP_LESS, {Var("a"), Num(10)});
+  *p.add_statements() = AllOf("c", "lt");
+  v1::WhileLoop* loop = p.add_statements()->mutable_while_loop();
+  loop->set_condition(condition);
+  loop->set_max_iterations(cap);
+  for (const v1::Statement& s : body) *loop->add_body() = s;
+  p.add_outputs("a");
+  return p;
+}
+
+TEST_P(GraphTest, BadProgramsGetExactErrors) {
+  auto a = client().Upload<float>(std::vector<float>{1, 2, 3, 4}, {4},
+                                  ArrayOpts(Split(1, 0, 4, {dev(0)})));
+  ASSERT_TRUE(a.ok());
+  const std::map<std::string, const Array*> args{{"a", &*a}};
+  struct Case {
+    std::string name;
+    v1::Program program;
+    absl::StatusCode code;
+    std::vector<std::string> needles;
+  };
+  std::vector<Case> cases;
+  const v1::Statement step = Op("a", v1::ELEMENTWISE_OP_ADD, {Var("a"), Num(1)});
+  cases.push_back({"condition not 0-d bool", LoopWith({step}, 10, "lt"),
+                   absl::StatusCode::kInvalidArgument,
+                   {"statements[2].while_loop.condition", "0-d bool"}});
+  cases.push_back({"unknown variable",
+                   LoopWith({Op("a", v1::ELEMENTWISE_OP_ADD, {Var("zz"), Num(1)})}),
+                   absl::StatusCode::kInvalidArgument,
+                   {"while_loop.body[0].elementwise.operands[0].variable", "'zz'"}});
+  cases.push_back({"missing cap", LoopWith({step}, 0), absl::StatusCode::kInvalidArgument,
+                   {"while_loop.max_iterations", "required"}});
+  cases.push_back({"type error in a body",
+                   LoopWith({Op("b", v1::ELEMENTWISE_OP_BITWISE_AND, {Var("a"), Var("a")})}),
+                   absl::StatusCode::kInvalidArgument, {"body[0]", "bitwise_and"}});
+  {
+    v1::Statement cast = Op("a", v1::ELEMENTWISE_OP_ASTYPE, {Var("a")});
+    cast.mutable_elementwise()->set_dtype(v1::DTYPE_FLOAT64);
+    cases.push_back({"loop-carried type change", LoopWith({cast}),
+                     absl::StatusCode::kInvalidArgument, {"'a'", "keeps its shape, dtype"}});
+  }
+  {
+    v1::Program p = LoopWith({step});
+    v1::Operand handle;
+    handle.set_handle(a->handle());
+    *p.mutable_statements(0)->mutable_elementwise()->mutable_operands(0) = handle;
+    cases.push_back({"a handle inside a program", p, absl::StatusCode::kInvalidArgument,
+                     {"statements[0].elementwise.operands[0].handle", "variables"}});
+  }
+  {
+    v1::Program p = LoopWith({step});
+    v1::Statement* s = p.mutable_statements(2);
+    for (int depth = 0; depth < 9; ++depth) {
+      v1::WhileLoop* inner = s->mutable_while_loop()->add_body()->mutable_while_loop();
+      inner->set_condition("c");
+      inner->set_max_iterations(1);
+      s = s->mutable_while_loop()->mutable_body(s->while_loop().body_size() - 1);
+    }
+    cases.push_back({"nested too deep", p, absl::StatusCode::kInvalidArgument, {"nest at most"}});
+  }
+  {
+    v1::Program p = LoopWith({step});
+    for (int i = 0; i < 5000; ++i) *p.add_statements() = Op("b", v1::ELEMENTWISE_OP_NEGATIVE, {Var("a")});
+    cases.push_back({"too many statements", p, absl::StatusCode::kInvalidArgument,
+                     {"at most", "statements"}});
+  }
+  {
+    v1::Program p = LoopWith({step});
+    p.add_value_outputs("a");
+    cases.push_back({"returned twice", p, absl::StatusCode::kInvalidArgument, {"returned twice"}});
+  }
+  {
+    v1::Program p = LoopWith({step});
+    p.set_outputs(0, "nope");
+    cases.push_back({"output never assigned", p, absl::StatusCode::kInvalidArgument,
+                     {"program.outputs[0]", "'nope'"}});
+  }
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_TRUE(StatusIs(client().RunGraph(c.program, args).status(), c.code, c.needles));
+  }
+
+  // Arguments: unbound input, an argument that is not an input, an unknown handle.
+  EXPECT_TRUE(StatusIs(client().RunGraph(LoopWith({step}), {}).status(),
+                       absl::StatusCode::kInvalidArgument, {"arguments", "'a'", "not bound"}));
+  EXPECT_TRUE(StatusIs(client().RunGraph(LoopWith({step}), {{"a", &*a}, {"b", &*a}}).status(),
+                       absl::StatusCode::kInvalidArgument, {"arguments", "'b'"}));
+  v1::RunGraphRequest request;
+  *request.mutable_program() = LoopWith({step});
+  (*request.mutable_arguments())["a"] = "arr-00000000deadbeef";
+  EXPECT_TRUE(StatusIs(client().RunGraph(request).status(), absl::StatusCode::kNotFound,
+                       {"arguments[a]"}));
+  // Value outputs are bounded.
+  auto big = client().Create({1 << 19}, v1::DTYPE_FLOAT32, ArrayOpts(Split(1, 0, 1 << 19, {dev(0)})));
+  ASSERT_TRUE(big.ok());
+  v1::Program value_program;
+  value_program.add_inputs("a");
+  *value_program.add_statements() = Op("b", v1::ELEMENTWISE_OP_NEGATIVE, {Var("a")});
+  value_program.add_value_outputs("b");
+  EXPECT_TRUE(StatusIs(client().RunGraph(value_program, {{"a", &*big}}).status(),
+                       absl::StatusCode::kInvalidArgument, {"value_outputs[0]", "bytes"}));
+  // Registering checks the structure at once.
+  EXPECT_TRUE(StatusIs(client().RegisterProgram(LoopWith({step}, 0)).status(),
+                       absl::StatusCode::kInvalidArgument, {"max_iterations"}));
+}
+
+DISTARRAY_INSTANTIATE_BACKENDS(GraphTest);
+
+}  // namespace
+}  // namespace distarray::testing
