@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs every benchmark on a GPU machine as one command and prints one table:
 #   bench/run.sh BIN_DIR [OUT_DIR]
-# BIN_DIR holds distarrayd, distarray_bench and peer_limit. Needs python3 with cupy for the
+# BIN_DIR holds distarrayd, distarray_bench, loop_bench and peer_limit. Needs python3 with cupy for the
 # CuPy and cupyx peers (skipped with a note when absent).
 # BENCH_ONLY=compute,latency bench/run.sh BIN_DIR runs only those sections of distarray_bench
-# (reshard, transfer, latency, compute; default: all) and only the peers they need.
+# (reshard, transfer, latency, compute; default: all) and only the peers they need; the section
+# "loop" runs loop_bench (the seed's loop through RunGraph) against loop_peers.py.
 set -euo pipefail
 bin=$(cd "${1:?usage: bench/run.sh BIN_DIR [OUT_DIR]}" && pwd)
 out=${2:-$(mktemp -d)}
@@ -13,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 export NCCL_NVLS_ENABLE=0  # never NVLink multicast on shared hosts
 only=${BENCH_ONLY:-}
 want() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
-rm -f "$out/cupyx.txt" "$out/cupy_compute.txt"  # no stale peer figures from an earlier run
+rm -f "$out/cupyx.txt" "$out/cupy_compute.txt" "$out/loop_peers.txt"  # no stale peer figures
 
 echo "== limits: peer and device copies (peer_limit)"
 "$bin/peer_limit" | tee "$out/peer.txt"
@@ -27,6 +28,10 @@ if want compute; then
   python3 "$here/cupy_compute.py" | tee "$out/cupy_compute.txt" \
     || echo "cupy_compute.py failed: the CuPy figures are missing" >&2
 fi
+if want loop; then
+  echo "== peers: the seed's loop in NumPy, CuPy and JAX (loop_peers.py)"
+  python3 "$here/loop_peers.py" | tee "$out/loop_peers.txt" || echo "loop_peers.py failed" >&2
+fi
 
 echo "== distarrayd"
 rm -f "$out/port"
@@ -36,8 +41,15 @@ daemon=$!
 trap 'kill $daemon 2>/dev/null; wait $daemon 2>/dev/null || true' EXIT
 for _ in $(seq 200); do [ -s "$out/port" ] && break; sleep 0.1; done
 [ -s "$out/port" ] || { cat "$out/daemon.log"; exit 1; }
+if want loop; then
+  "$bin/loop_bench" --server="127.0.0.1:$(cat "$out/port")" --peers_file="$out/loop_peers.txt" \
+    | tee "$out/loop.txt"
+fi
+# distarray_bench's sections: what --only names besides "loop".
+bench_only=$(echo "$only" | tr ',' '\n' | grep -v '^loop$' | paste -sd, || true)
+[ -n "$only" ] && [ -z "$bench_only" ] && exit 0
 "$bin/distarray_bench" --server="127.0.0.1:$(cat "$out/port")" --peer_file="$out/peer.txt" \
-  --cupyx_file="$out/cupyx.txt" --compute_file="$out/cupy_compute.txt" ${only:+--only="$only"} \
+  --cupyx_file="$out/cupyx.txt" --compute_file="$out/cupy_compute.txt" ${bench_only:+--only="$bench_only"} \
   | tee "$out/bench.txt"
 # Server-side time per RPC (from the daemon's own histogram), to split RPC latency into transport
 # and work.

@@ -145,8 +145,10 @@ int main(int argc, char** argv) {
     for (int64_t i = 0; ok && i < n; ++i) ok = result[i] == static_cast<float>(i % 7 + 994);
     std::printf("graph loop %s: %lld iterations, %s, %.2f ms\n", label,
                 static_cast<long long>(run.iterations),
-                run.execution == distarray::v1::GRAPH_EXECUTION_CUDA_GRAPH ? "one CUDA graph"
-                                                                            : "eager",
+                run.execution == distarray::v1::GRAPH_EXECUTION_DEVICE_GRAPH
+                    ? (info.backend() == "cuda" ? "one CUDA graph with a conditional WHILE node"
+                                                : "one recorded graph")
+                    : "eager, step by step",
                 ms);
     Expect(ok, "while all(a < 1000): a += 1 equals the host");
   }

@@ -89,13 +89,63 @@ absl::StatusOr<PlannedElementwise> PlanElementwiseOp(const OpContext& context,
   return planned;
 }
 
+namespace {
+
+bool SharesBuffers(const Array& a, const Array& b) {
+  for (const Chunk& x : a.chunks) {
+    for (const Chunk& y : b.chunks) {
+      if (x.buffer != nullptr && x.buffer == y.buffer) return true;
+    }
+  }
+  return false;
+}
+
+bool SameTypeAndLayout(const Array& target, const Shape& shape, DType dtype, Mode mode,
+                       const IndexMap& map) {
+  return target.shape == shape && target.dtype == dtype && target.mode == mode &&
+         target.index_map() == map;
+}
+
+}  // namespace
+
+bool CanWriteElementwiseInto(const PlannedElementwise& planned, const Array& target) {
+  const ElementwisePlan& plan = planned.plan;
+  if (!SameTypeAndLayout(target, plan.result_shape, plan.result_dtype, Mode::kReplica,
+                         plan.result_map)) {
+    return false;
+  }
+  for (size_t i = 0; i < plan.operands.size(); ++i) {
+    const ElementwisePlan::Operand& op = plan.operands[i];
+    if (op.is_scalar || !SharesBuffers(*planned.arrays[i], target)) continue;
+    if (op.cast) continue;  // read into a temporary first, in stream order
+    if (!op.in_place) return false;
+    for (bool contiguous : op.contiguous) {
+      if (!contiguous) return false;
+    }
+  }
+  return true;
+}
+
+bool CanWriteReduceInto(const PlannedReduce& planned, const Array& target) {
+  const ReducePlan& plan = planned.plan;
+  return !plan.arg && plan.result_mode == Mode::kReplica &&
+         SameTypeAndLayout(target, plan.result_shape, plan.result_dtype, Mode::kReplica,
+                           plan.result_map) &&
+         !SharesBuffers(*planned.array, target);
+}
+
 absl::StatusOr<OpResult> ExecuteElementwise(const OpContext& context,
-                                            const PlannedElementwise& planned) {
+                                            const PlannedElementwise& planned,
+                                            const std::vector<Chunk>* into) {
   Backend& backend = *context.backend;
   const ElementwisePlan& plan = planned.plan;
   OpResult out{plan.result_shape, plan.result_dtype, Mode::kReplica, {}};
   RETURN_IF_ERROR(context.CheckAlive());
-  ASSIGN_OR_RETURN(out.chunks, AllocateChunks(backend, out.dtype, plan.result_map));
+  if (into != nullptr) {
+    out.chunks = *into;
+  } else {
+    ASSIGN_OR_RETURN(out.chunks, AllocateChunks(backend, out.dtype, plan.result_map));
+  }
 
   // Each array operand in its aligned layout and read dtype. Result chunks wait only on their
   // own inputs, so chunks already in place compute while others are in transfer.
@@ -184,7 +234,8 @@ ArrayMeta ReduceResultMeta(const PlannedReduce& planned) {
   return ArrayMeta{plan.result_shape, plan.result_dtype, plan.result_mode, plan.result_map};
 }
 
-absl::StatusOr<OpResult> ExecuteReduce(const OpContext& context, const PlannedReduce& planned) {
+absl::StatusOr<OpResult> ExecuteReduce(const OpContext& context, const PlannedReduce& planned,
+                                       const std::vector<Chunk>* into) {
   Backend& backend = *context.backend;
   const ReducePlan& plan = planned.plan;
   const Array& array = *planned.array;
@@ -196,7 +247,11 @@ absl::StatusOr<OpResult> ExecuteReduce(const OpContext& context, const PlannedRe
     ASSIGN_OR_RETURN(source,
                      Relayout(backend, array, plan.prepare_map, plan.prepare_mode, context.alive));
   }
-  ASSIGN_OR_RETURN(out.chunks, AllocateChunks(backend, out.dtype, plan.result_map));
+  if (into != nullptr) {
+    out.chunks = *into;
+  } else {
+    ASSIGN_OR_RETURN(out.chunks, AllocateChunks(backend, out.dtype, plan.result_map));
+  }
 
   std::vector<Chunk> extremes;
   if (plan.arg) {

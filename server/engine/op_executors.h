@@ -58,8 +58,15 @@ struct PlannedElementwise {
 absl::StatusOr<PlannedElementwise> PlanElementwiseOp(const OpContext& context,
                                                      const v1::ElementwiseOpSpec& spec,
                                                      absl::string_view field);
+// `into`: write the result into these chunks (the result's layout, dtype) instead of new ones;
+// the caller ensures no operand reads them other than element for element (see
+// CanWriteElementwiseInto).
 absl::StatusOr<OpResult> ExecuteElementwise(const OpContext& context,
-                                            const PlannedElementwise& planned);
+                                            const PlannedElementwise& planned,
+                                            const std::vector<Chunk>* into = nullptr);
+// Whether the result may be written over `target`'s buffers: `target` has the result's type and
+// layout, and every operand that reads those buffers reads them in place, element i for element i.
+bool CanWriteElementwiseInto(const PlannedElementwise& planned, const Array& target);
 
 struct PlannedReduce {
   ArrayPtr array;
@@ -68,7 +75,11 @@ struct PlannedReduce {
 };
 absl::StatusOr<PlannedReduce> PlanReduceOp(const OpContext& context, const v1::ReduceOpSpec& spec,
                                            absl::string_view field);
-absl::StatusOr<OpResult> ExecuteReduce(const OpContext& context, const PlannedReduce& planned);
+absl::StatusOr<OpResult> ExecuteReduce(const OpContext& context, const PlannedReduce& planned,
+                                       const std::vector<Chunk>* into = nullptr);
+// Whether the result may be written over `target`'s buffers: one pass straight into the result's
+// layout (no combine step), and the operand does not read them.
+bool CanWriteReduceInto(const PlannedReduce& planned, const Array& target);
 // The metadata ExecuteReduce will produce (combine applied).
 ArrayMeta ReduceResultMeta(const PlannedReduce& planned);
 

@@ -46,6 +46,15 @@ Interpreter::Interpreter(RunMode mode, OpContext context, GraphRecording* record
   };
 }
 
+ArrayPtr Interpreter::SlotFor(const std::string& name) const {
+  if (mode_ != RunMode::kRecord) return nullptr;
+  for (auto scope = slot_scopes_.rbegin(); scope != slot_scopes_.rend(); ++scope) {
+    auto it = scope->find(name);
+    if (it != scope->end()) return it->second;
+  }
+  return nullptr;
+}
+
 ArrayPtr Interpreter::Value(const std::string& name) const {
   auto it = env_.find(name);
   return it == env_.end() ? nullptr : it->second;
@@ -114,7 +123,16 @@ absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string
         Assign(s.target(), Phantom({p.result_shape, p.result_dtype, Mode::kReplica, p.result_map}));
         return absl::OkStatus();
       }
-      ASSIGN_OR_RETURN(OpResult r, ExecuteElementwise(context_, planned));
+      // A loop-carried result goes straight into its slot where that is safe, which saves the
+      // copy back at the end of the body.
+      const ArrayPtr slot = SlotFor(s.target());
+      const bool into_slot = slot != nullptr && CanWriteElementwiseInto(planned, *slot);
+      ASSIGN_OR_RETURN(OpResult r, ExecuteElementwise(context_, planned,
+                                                      into_slot ? &slot->chunks : nullptr));
+      if (into_slot) {
+        env_[s.target()] = slot;
+        return absl::OkStatus();
+      }
       Assign(s.target(), Array{{}, {}, {}, r.shape, r.dtype, r.mode, std::move(r.chunks)});
       return absl::OkStatus();
     }
@@ -125,7 +143,14 @@ absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string
         Assign(s.target(), Phantom(ReduceResultMeta(planned)));
         return absl::OkStatus();
       }
-      ASSIGN_OR_RETURN(OpResult r, ExecuteReduce(context_, planned));
+      const ArrayPtr slot = SlotFor(s.target());
+      const bool into_slot = slot != nullptr && CanWriteReduceInto(planned, *slot);
+      ASSIGN_OR_RETURN(OpResult r,
+                       ExecuteReduce(context_, planned, into_slot ? &slot->chunks : nullptr));
+      if (into_slot) {
+        env_[s.target()] = slot;
+        return absl::OkStatus();
+      }
       Assign(s.target(), Array{{}, {}, {}, r.shape, r.dtype, r.mode, std::move(r.chunks)});
       return absl::OkStatus();
     }
@@ -305,7 +330,10 @@ absl::Status Interpreter::RunWhile(const v1::WhileLoop& loop, const std::string&
       }
       ASSIGN_OR_RETURN(const BufferPtr entry_flag, FlagBuffer(env_.at(loop.condition())));
       RETURN_IF_ERROR(recording_->BeginWhile(entry_flag, loop.max_iterations()));
-      RETURN_IF_ERROR(RunBlock(loop.body(), body_field));
+      slot_scopes_.push_back(slots);
+      absl::Status body = RunBlock(loop.body(), body_field);
+      slot_scopes_.pop_back();
+      RETURN_IF_ERROR(body);
       for (const std::string& name : carried) {
         RETURN_IF_ERROR(CopyInto(env_.at(name), slots[name]));
         env_[name] = slots[name];
@@ -365,7 +393,10 @@ absl::Status Interpreter::RunIf(const v1::IfElse& branch, const std::string& fie
       for (const auto& [body, name] : {std::pair{&branch.then_body(), ".then_body"},
                                        std::pair{&branch.else_body(), ".else_body"}}) {
         for (const std::string& var : kept) env_[var] = slots[var];
-        RETURN_IF_ERROR(RunBlock(*body, field + name));
+        slot_scopes_.push_back(slots);
+        absl::Status status = RunBlock(*body, field + name);
+        slot_scopes_.pop_back();
+        RETURN_IF_ERROR(status);
         for (const std::string& var : kept) {
           RETURN_IF_ERROR(CopyInto(env_.at(var), slots[var]));
         }

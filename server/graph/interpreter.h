@@ -70,7 +70,13 @@ class Interpreter {
   const RunMode mode_;
   OpContext context_;
   GraphRecording* const recording_;
+  // kRecord: a slot the statement assigning `name` may write straight into (the innermost open
+  // loop's or branch's), or nullptr.
+  ArrayPtr SlotFor(const std::string& name) const;
+
   absl::flat_hash_map<std::string, ArrayPtr> env_;
+  // kRecord: per open loop or branch, its variables' fixed slots.
+  std::vector<absl::flat_hash_map<std::string, ArrayPtr>> slot_scopes_;
   GraphRunStats stats_;
   std::set<int> devices_;
 };

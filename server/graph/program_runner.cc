@@ -224,7 +224,7 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Replay(CachedGraph& cached,
 
   ProgramRunResult result;
   result.stats = stats;
-  result.execution = v1::GRAPH_EXECUTION_CUDA_GRAPH;
+  result.execution = v1::GRAPH_EXECUTION_DEVICE_GRAPH;
   for (const std::string& name : program.outputs()) {
     // Copied out: the slots are overwritten by the next replay.
     const Array& slot = *cached.result_slots.at(name);

@@ -85,7 +85,7 @@ TEST_P(GraphTest, SeedLoopRunsZeroOneAndManyTimes) {
       const int64_t iterations = SeedLoopOnHost(expected, 1000, 100000);
       EXPECT_EQ(run->iterations, iterations);
       EXPECT_FALSE(run->hit_iteration_cap);
-      EXPECT_EQ(run->execution, GraphsExpected(map) ? v1::GRAPH_EXECUTION_CUDA_GRAPH
+      EXPECT_EQ(run->execution, GraphsExpected(map) ? v1::GRAPH_EXECUTION_DEVICE_GRAPH
                                                     : v1::GRAPH_EXECUTION_EAGER);
       auto got = run->outputs.at("a").Download<float>();
       ASSERT_TRUE(got.ok()) << got.status();

@@ -1,0 +1,189 @@
+// The seed's loop, `while all(a < 1000): a += 1` (float32, a[i] = i % 7, 994 iterations), through
+// one RunGraph RPC at 1e5, 1e6 and 1e7 elements, on one GPU (a recorded CUDA graph) and split over
+// two (driven step by step), against the same loop driven by the client one RPC per op and the
+// peers loop_peers.py measured just before in the same run (NumPy, plain CuPy, JAX by default and
+// with its loop in a CUDA graph). Prints per size: the first run (record + instantiate + run),
+// the median of 5 later runs end to end, microseconds per iteration, and ratios. Every result is
+// checked; a wrong one makes the exit status 1.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "distarray/client.h"
+#include "distarray/graph.h"
+
+ABSL_FLAG(std::string, server, "127.0.0.1:50051", "distarrayd address");
+ABSL_FLAG(std::string, peers_file, "", "key value lines from loop_peers.py");
+ABSL_FLAG(std::string, sizes, "100000,1000000,10000000", "element counts");
+ABSL_FLAG(int64_t, rpc_loop_max_elements, 1000000,
+          "largest size at which the client-driven loop (one RPC per op) is timed");
+
+namespace {
+
+namespace v1 = distarray::v1;
+namespace g = distarray::graph;
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kIterations = 994;
+
+double Ms(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+template <typename T>
+T Must(absl::StatusOr<T> v, const char* what) {
+  if (!v.ok()) {
+    std::fprintf(stderr, "loop_bench: %s: %s\n", what, v.status().ToString().c_str());
+    std::exit(2);
+  }
+  return *std::move(v);
+}
+
+std::map<std::string, double> ReadFigures(const std::string& path) {
+  std::map<std::string, double> figures;
+  if (path.empty()) return figures;
+  std::ifstream in(path);
+  std::string key;
+  double value;
+  while (in >> key >> value) figures[key] = value;
+  return figures;
+}
+
+std::string Tag(int64_t n) { return absl::StrCat("1e", std::to_string(n).size() - 1); }
+
+v1::Program SeedLoop() {
+  g::ProgramBuilder p;
+  g::Var a = p.Input("a");
+  g::Vars out = p.WhileLoop([](auto v) { return g::All(v[0] < 1000.0f); },
+                            [](auto v) { return g::Vars{v[0] + 1.0f}; }, {a}, 1 << 20);
+  p.Output("a", out[0]);
+  return p.program();
+}
+
+bool Correct(const distarray::Array& result, int64_t n) {
+  auto values = Must(result.Download<float>(), "download");
+  for (int64_t i = 0; i < n; ++i) {
+    if (values[i] != static_cast<float>(i % 7 + kIterations)) return false;
+  }
+  return true;
+}
+
+void Row(const std::string& what, double ms, const std::string& against,
+         std::optional<double> theirs) {
+  if (theirs) {
+    std::printf("| %-40s | %9.2f ms | %7.2f us/it | %-28s | %9.2f ms | %6.2fx |\n", what.c_str(),
+                ms, ms * 1e3 / kIterations, against.c_str(), *theirs, *theirs / ms);
+  } else {
+    std::printf("| %-40s | %9.2f ms | %7.2f us/it | %-28s | %12s | %7s |\n", what.c_str(), ms,
+                ms * 1e3 / kIterations, against.c_str(), "n/a", "-");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  auto client = Must(distarray::Client::Connect(absl::GetFlag(FLAGS_server)), "connect");
+  const auto info = Must(client.ServerInfo(), "server info");
+  const auto peers = ReadFigures(absl::GetFlag(FLAGS_peers_file));
+  auto peer = [&](const std::string& key) -> std::optional<double> {
+    auto it = peers.find(key);
+    if (it == peers.end()) return std::nullopt;
+    return it->second;
+  };
+  const int devices = info.devices_size();
+  std::printf("loop_bench: backend %s, %d device(s); seed loop, %lld iterations\n",
+              info.backend().c_str(), devices, static_cast<long long>(kIterations));
+
+  // An (almost) empty call in this run, for the end-to-end comparison.
+  std::vector<double> empty;
+  for (int i = 0; i < 300; ++i) {
+    grpc::ClientContext context;
+    v1::KeepAliveResponse response;
+    const auto t0 = Clock::now();
+    if (!client.stub().KeepAlive(&context, v1::KeepAliveRequest(), &response).ok()) return 2;
+    empty.push_back(Ms(t0, Clock::now()));
+  }
+  std::sort(empty.begin(), empty.end());
+  const double empty_ms = empty[empty.size() / 2];
+  std::printf("| near-empty RPC (KeepAlive) p50: %.3f ms |\n", empty_ms);
+
+  const v1::Program program = SeedLoop();
+  bool ok = true;
+  std::vector<int64_t> sizes;
+  for (absl::string_view s : absl::StrSplit(absl::GetFlag(FLAGS_sizes), ',')) {
+    sizes.push_back(std::stoll(std::string(s)));
+  }
+  for (const int64_t n : sizes) {
+    std::vector<float> start(n);
+    for (int64_t i = 0; i < n; ++i) start[i] = static_cast<float>(i % 7);
+    std::vector<int> layout_devices = {0};
+    for (int gpus : {1, 2}) {
+      if (gpus > devices) break;
+      if (gpus == 2) layout_devices = {0, 1};
+      const auto map = distarray::Split(1, 0, n, layout_devices);
+      auto a = Must(client.Upload<float>(start, {n}, {map}), "upload");
+      const auto t0 = Clock::now();
+      auto first = Must(client.RunGraph(program, {{"a", &a}}), "RunGraph");
+      const double first_ms = Ms(t0, Clock::now());
+      ok &= first.iterations == kIterations && Correct(first.outputs.at("a"), n);
+      std::vector<double> times;
+      bool hit = true;
+      for (int rep = 0; rep < 5; ++rep) {
+        const auto t1 = Clock::now();
+        auto run = Must(client.RunGraph(program, {{"a", &a}}), "RunGraph");
+        times.push_back(Ms(t1, Clock::now()));
+        hit &= run.graph_cache_hit;
+        if (rep == 4) ok &= run.iterations == kIterations && Correct(run.outputs.at("a"), n);
+      }
+      std::sort(times.begin(), times.end());
+      const double ms = times[times.size() / 2];
+      const bool graph = first.execution == v1::GRAPH_EXECUTION_DEVICE_GRAPH;
+      const std::string label = absl::StrCat("n=", Tag(n), ", ", gpus, " GPU", gpus > 1 ? "s" : "",
+                                             graph ? ", RunGraph (graph)" : ", RunGraph (eager)");
+      std::printf("| %s: first run %.1f ms%s |\n", label.c_str(), first_ms,
+                  graph ? (hit ? " (record + instantiate + run); later runs hit the cache"
+                               : " (record + instantiate + run); later runs MISSED the cache")
+                        : "");
+      const std::string t = Tag(n);
+      Row(label, ms, "NumPy (CPU)", peer("numpy_" + t + "_ms"));
+      Row(label, ms, "plain CuPy, 1 GPU", peer("cupy_" + t + "_ms"));
+      Row(label, ms, absl::StrCat("JAX default, ", gpus, " GPU"),
+          peer(absl::StrCat("jax_default_", gpus, "gpu_", t, "_ms")));
+      Row(label, ms, absl::StrCat("JAX CUDA graph, ", gpus, " GPU"),
+          peer(absl::StrCat("jax_graph_", gpus, "gpu_", t, "_ms")));
+      std::printf("| %s: end to end minus one near-empty RPC: %.2f ms |\n", label.c_str(),
+                  ms - empty_ms);
+
+      if (gpus == 1 && n <= absl::GetFlag(FLAGS_rpc_loop_max_elements)) {
+        // The same loop driven by the client: less, all, read the flag, add; one RPC each.
+        const auto t2 = Clock::now();
+        std::optional<distarray::Array> x;
+        x.emplace(Must(client.Upload<float>(start, {n}, {map}), "upload"));
+        int64_t iterations = 0;
+        while (true) {
+          auto below = Must(distarray::Ufunc(v1::ELEMENTWISE_OP_LESS, {*x, 1000.0f}), "less");
+          auto all = Must(distarray::Reduce(below, v1::REDUCE_OP_ALL, {}, false, true), "all");
+          if (!Must(all.Download<bool>(), "flag")[0]) break;
+          x.emplace(Must(*x + 1.0f, "add"));
+          ++iterations;
+        }
+        const double rpc_ms = Ms(t2, Clock::now());
+        ok &= iterations == kIterations && Correct(*x, n);
+        Row(label, ms, "client loop, one RPC per op", rpc_ms);
+      }
+    }
+  }
+  std::printf("loop_bench: %s\n", ok ? "all results correct" : "A RESULT WAS WRONG");
+  return ok ? 0 : 1;
+}
