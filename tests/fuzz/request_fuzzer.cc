@@ -83,7 +83,7 @@ class Runner {
   // A zero lease: every session has expired by the time a sweep runs, so sweeps are
   // deterministic.
   explicit Runner(std::unique_ptr<Backend> backend)
-      : engine_(std::move(backend), EngineOptions{.session_lease = absl::ZeroDuration()}) {}
+      : engine_(std::move(backend), Options()) {}
 
   void Run(const Action& action) {
     const CallContext call = CallFor(action);
@@ -157,6 +157,33 @@ class Runner {
         Keep(engine_.Matmul(request, call), action);
         break;
       }
+      case Action::kRunGraph: {
+        v1::RunGraphRequest request = action.run_graph();
+        if (request.has_program() && !handles_.empty()) {
+          for (int i = 0; i < action.operands_from_size() && i < request.program().inputs_size();
+               ++i) {
+            (*request.mutable_arguments())[request.program().inputs(i)] =
+                handles_[action.operands_from(i) % handles_.size()];
+          }
+        }
+        if (request.has_program_id() && !programs_.empty() && action.has_handle_from()) {
+          request.set_program_id(programs_[action.handle_from() % programs_.size()]);
+        }
+        absl::StatusOr<GraphRunOutcome> outcome = engine_.RunGraph(request, call);
+        CheckStatus(outcome.status(), action);
+        if (outcome.ok()) {
+          for (const auto& [variable, array] : outcome->outputs) {
+            if (handles_.size() < kMaxHandles) handles_.push_back(array->handle);
+          }
+        }
+        break;
+      }
+      case Action::kRegisterProgram: {
+        absl::StatusOr<std::string> id = engine_.RegisterProgram(action.register_program());
+        CheckStatus(id.status(), action);
+        if (id.ok()) programs_.push_back(*id);
+        break;
+      }
       case Action::kSynchronize: {
         v1::SynchronizeRequest request = action.synchronize();
         for (uint32_t from : action.operands_from()) {
@@ -199,6 +226,16 @@ class Runner {
     if (action.has_handle_from() && !handles_.empty()) {
       *handle = handles_[action.handle_from() % handles_.size()];
     }
+  }
+
+  // Programs are bounded tighter than the daemon's defaults, so no input spends the fuzzer's
+  // time in one long loop.
+  static EngineOptions Options() {
+    EngineOptions options{.session_lease = absl::ZeroDuration()};
+    options.programs.max_loop_iterations = 64;
+    options.programs.max_statements = 256;
+    options.programs.max_registered_programs = 4;
+    return options;
   }
 
   void Keep(const absl::StatusOr<ArrayPtr>& result, const Action& action) {
@@ -279,6 +316,7 @@ class Runner {
 
   Engine engine_;
   std::vector<std::string> handles_;
+  std::vector<std::string> programs_;  // registered program ids
 };
 
 }  // namespace

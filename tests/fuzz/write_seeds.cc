@@ -176,6 +176,22 @@ class Case {
     for (const std::string& h : handles) sync->add_handles(h);
   }
 
+  v1::RunGraphRequest& RunGraph(const v1::Program& program, const std::vector<uint32_t>& from) {
+    Action& action = Add();
+    for (uint32_t f : from) action.add_operands_from(f);
+    *action.mutable_run_graph()->mutable_program() = program;
+    return *action.mutable_run_graph();
+  }
+  void RunRegistered(uint32_t program, const std::string& input, uint32_t from) {
+    Action& action = Add();
+    action.set_handle_from(program);
+    action.mutable_run_graph()->set_program_id("prog");
+    (*action.mutable_run_graph()->mutable_arguments())[input] = "a";
+    action.add_operands_from(from);
+  }
+  void Register(const v1::Program& program) {
+    *Add().mutable_register_program()->mutable_program() = program;
+  }
   void KeepAlive() { Add().mutable_keep_alive(); }
   void Sweep() { Add().set_sweep_sessions(true); }
   // Sets the session, or the cancellation point, of the last action.
@@ -483,6 +499,55 @@ std::vector<std::pair<std::string, Case>> Seeds() {
     c.Reduce(v1::REDUCE_OP_MAX, 0, {7});
     c.Matmul(0, 1);
     c.Matmul(1, 0);
+    c.DownloadFrom(2);
+  }
+  {
+    // while all(a < 10): a = a + 1, then if any(a > 3): b = -a else b = a; value output.
+    v1::Program loop;
+    loop.add_inputs("a");
+    auto statement = [](v1::Statement* s, const std::string& target, v1::ElementwiseOp op,
+                        const std::string& x, double y) {
+      s->set_target(target);
+      s->mutable_elementwise()->set_op(op);
+      s->mutable_elementwise()->add_operands()->set_variable(x);
+      s->mutable_elementwise()->add_operands()->mutable_scalar()->set_float_value(y);
+    };
+    auto reduce = [](v1::Statement* s, const std::string& target, v1::ReduceOp op,
+                     const std::string& x) {
+      s->set_target(target);
+      s->mutable_reduce()->set_op(op);
+      s->mutable_reduce()->mutable_operand()->set_variable(x);
+      s->mutable_reduce()->set_combine(true);
+    };
+    statement(loop.add_statements(), "lt", v1::ELEMENTWISE_OP_LESS, "a", 10);
+    reduce(loop.add_statements(), "c", v1::REDUCE_OP_ALL, "lt");
+    v1::WhileLoop* w = loop.add_statements()->mutable_while_loop();
+    w->set_condition("c");
+    w->set_max_iterations(20);
+    statement(w->add_body(), "a", v1::ELEMENTWISE_OP_ADD, "a", 1);
+    statement(w->add_body(), "lt", v1::ELEMENTWISE_OP_LESS, "a", 10);
+    reduce(w->add_body(), "c", v1::REDUCE_OP_ALL, "lt");
+    statement(loop.add_statements(), "gt", v1::ELEMENTWISE_OP_GREATER, "a", 3);
+    reduce(loop.add_statements(), "p", v1::REDUCE_OP_ANY, "gt");
+    statement(loop.add_statements(), "b", v1::ELEMENTWISE_OP_MULTIPLY, "a", 1);
+    v1::IfElse* branch = loop.add_statements()->mutable_if_else();
+    branch->set_condition("p");
+    statement(branch->add_then_body(), "b", v1::ELEMENTWISE_OP_MULTIPLY, "a", -1);
+    statement(branch->add_else_body(), "b", v1::ELEMENTWISE_OP_ADD, "a", 0);
+    loop.add_outputs("b");
+    loop.add_value_outputs("c");
+    Case& c = add("run_graph");
+    c.Create(Spec({8, 3}, kF32, RowBlocks({8, 3}, 2))).mutable_fill()->mutable_uniform();
+    c.Create(Spec({8, 3}, kF32, Replicated({8, 3}, 1))).mutable_fill()->mutable_ones();
+    c.RunGraph(loop, {0});
+    c.RunGraph(loop, {1});
+    c.Register(loop);
+    c.RunRegistered(0, "a", 1);
+    v1::Program bad = loop;
+    bad.mutable_statements(2)->mutable_while_loop()->set_condition("lt");
+    c.RunGraph(bad, {0});
+    c.SetCancelAt(3);
+    c.RunGraph(loop, {0});
     c.DownloadFrom(2);
   }
   {
