@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/cuda/cuda_buffer.h"
 #include "server/cuda/cuda_status.h"
+#include "server/cuda/graph_recorder.h"
 #include "server/cuda/kernels.h"
 
 namespace distarray {
@@ -135,7 +136,18 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
   return backend;
 }
 
+CudaBackend::CudaBackend(Transfer transfer)
+    : transfer_(transfer), recorder_(std::make_unique<CudaGraphRecorder>(this)) {}
+
 CudaBackend::~CudaBackend() { Synchronize().IgnoreError(); }
+
+GraphRecorder* CudaBackend::graph_recorder() { return recorder_.get(); }
+
+absl::Status CudaBackend::RefuseWhileRecording(absl::string_view call,
+                                               absl::string_view why) const {
+  if (CudaGraphRecording* recording = CurrentRecording(this)) return recording->Refuse(call, why);
+  return absl::OkStatus();
+}
 
 DeviceMemory CudaBackend::memory(int device) const {
   const DeviceState& s = devices_[device];
@@ -156,6 +168,9 @@ absl::Status CudaBackend::WaitOn(cudaStream_t s, const std::vector<CudaEventPtr>
 
 absl::StatusOr<BufferPtr> CudaBackend::Allocate(int device, int64_t bytes) {
   bytes = std::max<int64_t>(bytes, 1);
+  if (CudaGraphRecording* recording = CurrentRecording(this)) {
+    return AllocateForRecording(*recording, device, bytes);
+  }
   DeviceState& state = devices_[device];
   RETURN_IF_ERROR(state.ledger->Reserve(bytes));
   std::lock_guard lock(order_mu_);
@@ -174,10 +189,41 @@ absl::StatusOr<BufferPtr> CudaBackend::Allocate(int device, int64_t bytes) {
   return buffer;
 }
 
+absl::StatusOr<BufferPtr> CudaBackend::AllocateForRecording(CudaGraphRecording& recording,
+                                                            int device, int64_t bytes) {
+  if (device != recording.device()) {
+    return recording.Refuse("Allocate", absl::StrCat("it is for device ", device));
+  }
+  DeviceState& state = devices_[device];
+  RETURN_IF_ERROR(state.ledger->Reserve(bytes));
+  ScopedDevice scope(device);
+  void* data = nullptr;
+  cudaError_t e = cudaMalloc(&data, bytes);
+  if (e == cudaErrorMemoryAllocation) {
+    // The stream-ordered pool keeps freed memory up to the device's limit, which the ledger
+    // already counts as free: hand it back to the driver and try once more.
+    cudaGetLastError();
+    cudaMemPool_t pool;
+    if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) cudaMemPoolTrimTo(pool, 0);
+    e = cudaMalloc(&data, bytes);
+  }
+  if (e != cudaSuccess) {
+    state.ledger->Release(bytes);
+    cudaGetLastError();
+    return cuda::CudaStatus(
+        e, absl::StrCat("device ", device, ": allocating ", bytes, " bytes for a graph"));
+  }
+  // A null stream marks plain memory (cudaFree on release); the recording (then its graph)
+  // holds it for the graph's whole life.
+  auto buffer = std::make_shared<CudaBuffer>(device, bytes, data, nullptr, state.ledger.get());
+  recording.Keep(buffer);
+  return buffer;
+}
+
 absl::Status CudaBackend::FillConstant(DType dtype, const BufferBox& dst, const Scalar& value) {
   CudaBuffer* buffer = AsCuda(dst.buffer);
   const StridedBox box = MakeStridedBox(dst.shape, dst.box);
-  return Launch(buffer->device(), {}, {buffer},
+  return Launch("FillConstant", buffer->device(), {}, {buffer},
                 [&](cudaStream_t s) {
                   return cuda::CudaStatus(cuda::LaunchFillBox(dtype, buffer->data(), box, value, s),
                                           "fill kernel");
@@ -190,7 +236,7 @@ absl::Status CudaBackend::FillGenerated(DType dtype, const BufferPtr& dst,
                                         const Generator& generator) {
   CudaBuffer* buffer = AsCuda(dst);
   const StridedBox global = MakeStridedBox(global_shape, chunk_box);
-  return Launch(buffer->device(), {}, {buffer},
+  return Launch("FillGenerated", buffer->device(), {}, {buffer},
                 [&](cudaStream_t s) {
                   return cuda::CudaStatus(
                       cuda::LaunchFillGenerated(dtype, buffer->data(), global, generator, s),
@@ -205,7 +251,7 @@ absl::Status CudaBackend::CopySameDevice(DType dtype, const BoxCopy& copy) {
   const int64_t element = DTypeSize(dtype);
   const auto src_offset = ContiguousOffset(copy.src.shape, copy.src.box);
   const auto dst_offset = ContiguousOffset(copy.dst.shape, copy.dst.box);
-  return Launch(dst->device(), {src}, {dst},
+  return Launch("Copy", dst->device(), {src}, {dst},
                 [&](cudaStream_t s) {
                   if (src_offset && dst_offset && copy.combine == Combine::kAssign) {
                     return cuda::CudaStatus(cudaMemcpyAsync(dst->data() + *dst_offset * element,
@@ -346,6 +392,17 @@ absl::Status CudaBackend::CopyAcrossDevices(DType dtype, absl::Span<const BoxCop
 }
 
 absl::Status CudaBackend::Copy(DType dtype, absl::Span<const BoxCopy> copies) {
+  if (CudaGraphRecording* recording = CurrentRecording(this)) {
+    // Refused before anything of the batch is recorded. A graph's conditional bodies hold one
+    // device's work only.
+    for (const BoxCopy& copy : copies) {
+      const int from = copy.src.buffer->device(), to = copy.dst.buffer->device();
+      if (from != to) {
+        return recording->Refuse(
+            "Copy", absl::StrCat("it copies across devices (device ", from, " to ", to, ")"));
+      }
+    }
+  }
   // Same-device copies first, then one batch of cross-device ones (the contract in backend.h).
   std::vector<const BoxCopy*> cross;
   for (const BoxCopy& copy : copies) {
@@ -378,6 +435,7 @@ static void ReleaseAfterFailedLaunch(cuda::PinnedPool& pool, cuda::PinnedPool::B
 
 absl::Status CudaBackend::WriteFromHost(const BufferPtr& dst, int64_t offset, const void* src,
                                         int64_t bytes) {
+  RETURN_IF_ERROR(RefuseWhileRecording("WriteFromHost", "host transfers cannot be recorded"));
   CudaBuffer* buffer = AsCuda(dst);
   const char* from = static_cast<const char*>(src);
   for (int64_t done = 0; done < bytes;) {
@@ -385,7 +443,7 @@ absl::Status CudaBackend::WriteFromHost(const BufferPtr& dst, int64_t offset, co
     ASSIGN_OR_RETURN(cuda::PinnedPool::Block * block, pinned_.Acquire(n));
     std::memcpy(block->data, from + done, n);  // the caller's memory is free once we return
     bool enqueued = false;
-    auto copied = Launch(buffer->device(), {}, {buffer}, [&](cudaStream_t s) {
+    auto copied = Launch("WriteFromHost", buffer->device(), {}, {buffer}, [&](cudaStream_t s) {
       absl::Status status =
           cuda::CudaStatus(cudaMemcpyAsync(buffer->data() + offset + done, block->data, n,
                                            cudaMemcpyHostToDevice, s),
@@ -408,6 +466,7 @@ absl::Status CudaBackend::WriteFromHost(const BufferPtr& dst, int64_t offset, co
 absl::StatusOr<std::unique_ptr<PendingRead>> CudaBackend::ReadToHost(const BufferPtr& src,
                                                                      int64_t offset, int64_t bytes,
                                                                      void* dst) {
+  RETURN_IF_ERROR(RefuseWhileRecording("ReadToHost", "host transfers cannot be recorded"));
   CudaBuffer* buffer = AsCuda(src);
   // On an error part-way, `pending` releases the blocks already in flight with their events.
   auto pending = std::make_unique<CudaPendingRead>(pinned_);
@@ -416,7 +475,7 @@ absl::StatusOr<std::unique_ptr<PendingRead>> CudaBackend::ReadToHost(const Buffe
     const int64_t n = std::min<int64_t>(bytes - done, cuda::PinnedPool::kBlockBytes);
     ASSIGN_OR_RETURN(cuda::PinnedPool::Block * block, pinned_.Acquire(n));
     bool enqueued = false;
-    auto copied = Launch(buffer->device(), {buffer}, {}, [&](cudaStream_t s) {
+    auto copied = Launch("ReadToHost", buffer->device(), {buffer}, {}, [&](cudaStream_t s) {
       absl::Status status =
           cuda::CudaStatus(cudaMemcpyAsync(block->data, buffer->data() + offset + done, n,
                                            cudaMemcpyDeviceToHost, s),
@@ -436,6 +495,8 @@ absl::StatusOr<std::unique_ptr<PendingRead>> CudaBackend::ReadToHost(const Buffe
 }
 
 absl::Status CudaBackend::Synchronize() {
+  RETURN_IF_ERROR(RefuseWhileRecording("Synchronize",
+                                       "the recorded work has not run and cannot be waited for"));
   for (int d = 0; d < device_count(); ++d) {
     ScopedDevice scope(d);
     CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(transfer_stream(d)));

@@ -18,6 +18,8 @@
 namespace distarray {
 
 class CudaBuffer;
+class CudaGraphRecorder;
+class CudaGraphRecording;
 
 class CudaBackend final : public Backend {
  public:
@@ -55,8 +57,13 @@ class CudaBackend final : public Backend {
   absl::StatusOr<std::unique_ptr<PendingRead>> ReadToHost(const BufferPtr& src, int64_t offset,
                                                           int64_t bytes, void* dst) override;
   absl::Status Synchronize() override;
+  GraphRecorder* graph_recorder() override;
 
  private:
+  // The recorder reaches the device streams, scratch memory and the launch helper.
+  friend class CudaGraphRecording;
+  friend class CudaRecordedGraph;
+
   struct DeviceState {
     std::string name;
     int64_t total_bytes = 0;
@@ -74,7 +81,7 @@ class CudaBackend final : public Backend {
   static constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
   struct CrossDeviceCopy;
 
-  explicit CudaBackend(Transfer transfer) : transfer_(transfer) {}
+  explicit CudaBackend(Transfer transfer);
   cudaStream_t stream(int device) const { return devices_[device].stream->get(); }
   cudaStream_t transfer_stream(int device) const { return devices_[device].transfer_stream->get(); }
   // Makes `stream` of the current device wait for `deps`.
@@ -82,11 +89,21 @@ class CudaBackend final : public Backend {
   // Makes `device`'s stream wait for `deps`. Caller holds order_mu_ and has `device` current.
   absl::Status WaitFor(int device, const std::vector<cuda::CudaEventPtr>& deps);
   // Enqueues `enqueue(stream)` on `device` after the hazards of `reads` and `writes`, then records
-  // it as their newest reader/writer.
+  // it as their newest reader/writer. While the calling thread records (graph_recorder.h), the
+  // work is captured into the recording instead, with no events (the result is null);
+  // FAILED_PRECONDITION naming `call` for work the recording cannot hold.
   template <typename Enqueue>
-  absl::StatusOr<cuda::CudaEventPtr> Launch(int device, const std::vector<CudaBuffer*>& reads,
+  absl::StatusOr<cuda::CudaEventPtr> Launch(absl::string_view call, int device,
+                                            const std::vector<CudaBuffer*>& reads,
                                             const std::vector<CudaBuffer*>& writes,
                                             Enqueue&& enqueue);
+  // FAILED_PRECONDITION naming `call` when the calling thread is recording on this backend: for
+  // the calls a graph cannot hold (host transfers, cross-device copies, synchronizing).
+  absl::Status RefuseWhileRecording(absl::string_view call, absl::string_view why) const;
+  // Allocate while the calling thread records on `device`: plain cudaMalloc, owned by the
+  // recording.
+  absl::StatusOr<BufferPtr> AllocateForRecording(CudaGraphRecording& recording, int device,
+                                                 int64_t bytes);
   absl::Status CopySameDevice(DType dtype, const BoxCopy& copy);
   absl::Status CopyAcrossDevices(DType dtype, absl::Span<const BoxCopy* const> copies);
 
@@ -95,6 +112,7 @@ class CudaBackend final : public Backend {
   std::vector<DeviceState> devices_;
   std::unique_ptr<cuda::NcclClique> nccl_;
   cuda::PinnedPool pinned_;
+  std::unique_ptr<CudaGraphRecorder> recorder_;
 };
 
 }  // namespace distarray

@@ -1,11 +1,11 @@
-// A CUDA backend buffer (stream-ordered pool memory charged to its device's ledger, with the
-// events that order work on it) and the backend's launch template, shared by the backend's
-// source files.
+// A CUDA backend buffer (device memory charged to its device's ledger, with the events that order
+// work on it) and the backend's launch template, shared by the backend's source files.
 #ifndef DISTARRAY_SERVER_CUDA_CUDA_BUFFER_H_
 #define DISTARRAY_SERVER_CUDA_CUDA_BUFFER_H_
 
 #include <spdlog/spdlog.h>
 
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -20,20 +20,34 @@ using cuda::CudaEvent;
 using cuda::CudaEventPtr;
 using cuda::ScopedDevice;
 
-class CudaBuffer final : public DeviceBuffer {
+// Created by make_shared only: a recording keeps every buffer its work touches alive through
+// shared_from_this.
+class CudaBuffer final : public DeviceBuffer, public std::enable_shared_from_this<CudaBuffer> {
  public:
+  // Pool memory comes from cudaMallocAsync on `stream`; plain memory from cudaMalloc (a graph's
+  // slot, allocated while recording: stream-ordered allocation cannot be captured into a
+  // conditional body), with a null `stream`.
   CudaBuffer(int device, int64_t bytes, void* data, cudaStream_t stream, MemoryLedger* ledger)
       : device_(device), bytes_(bytes), data_(data), stream_(stream), ledger_(ledger) {}
-  // Stream-ordered release: the device's stream waits for every outstanding reader and writer
-  // (on any stream), then frees. No lock needed: nobody else holds this buffer any more.
+  // No lock needed: nobody else holds this buffer any more.
   ~CudaBuffer() override {
     ScopedDevice scope(device_);
-    for (const CudaEventPtr& event : hazards_.All()) {
-      cudaStreamWaitEvent(stream_, event->get(), 0);
+    cudaError_t error = cudaSuccess;
+    if (stream_ != nullptr) {
+      // Stream-ordered release: the device's stream waits for every outstanding reader and
+      // writer (on any stream), then frees.
+      for (const CudaEventPtr& event : hazards_.All()) {
+        cudaStreamWaitEvent(stream_, event->get(), 0);
+      }
+      error = cudaFreeAsync(data_, stream_);
+    } else {
+      // cudaFree is not stream-ordered: the work still using the memory has to finish first.
+      // A recorded graph's own slots are released only after its last replay has finished.
+      for (const CudaEventPtr& event : hazards_.All()) cudaEventSynchronize(event->get());
+      error = cudaFree(data_);
     }
-    const cudaError_t error = cudaFreeAsync(data_, stream_);
     if (error != cudaSuccess && error != cudaErrorCudartUnloading) {
-      spdlog::error("cudaFreeAsync on device {}: {}", device_, cudaGetErrorName(error));
+      spdlog::error("freeing {} bytes on device {}: {}", bytes_, device_, cudaGetErrorName(error));
     }
     ledger_->Release(bytes_);
   }
@@ -57,10 +71,28 @@ inline CudaBuffer* AsCuda(const BufferPtr& buffer) {
 
 inline bool IsDone(const CudaEventPtr& event) { return event->done(); }
 
+// Recording, routed here rather than in each call so no launch path can miss it.
+absl::StatusOr<cudaStream_t> RouteToRecording(CudaGraphRecording& recording, absl::string_view call,
+                                              int device, const std::vector<CudaBuffer*>& reads,
+                                              const std::vector<CudaBuffer*>& writes);
+CudaGraphRecording* CurrentRecording(const CudaBackend* backend);
+
 template <typename Enqueue>
-absl::StatusOr<CudaEventPtr> CudaBackend::Launch(int device, const std::vector<CudaBuffer*>& reads,
+absl::StatusOr<CudaEventPtr> CudaBackend::Launch(absl::string_view call, int device,
+                                                 const std::vector<CudaBuffer*>& reads,
                                                  const std::vector<CudaBuffer*>& writes,
                                                  Enqueue&& enqueue) {
+  if (CudaGraphRecording* recording = CurrentRecording(this)) {
+    // No hazards: the capture is one stream in program order, and the replay as a whole waits
+    // for and marks its inputs and outputs (RecordedGraph::Launch). The lock still orders the
+    // enqueue against other threads' use of the device's shared cuBLAS handle and scratch.
+    std::lock_guard lock(order_mu_);
+    ASSIGN_OR_RETURN(cudaStream_t capture,
+                     RouteToRecording(*recording, call, device, reads, writes));
+    ScopedDevice scope(device);
+    RETURN_IF_ERROR(enqueue(capture));
+    return CudaEventPtr();
+  }
   std::lock_guard lock(order_mu_);
   ScopedDevice scope(device);
   std::vector<CudaEventPtr> deps;

@@ -39,7 +39,7 @@ absl::Status CudaBackend::Elementwise(ElementwiseOpId op, DType compute, const B
     device_args.push_back(d);
   }
   return Launch(
-             out_buffer->device(), reads, {out_buffer},
+             "Elementwise", out_buffer->device(), reads, {out_buffer},
              [&](cudaStream_t s) {
                return cuda::CudaStatus(
                    cuda::LaunchElementwise(op, compute, out_buffer->data(), n, device_args.data(),
@@ -53,7 +53,7 @@ absl::Status CudaBackend::Cast(DType from, DType to, const BufferPtr& src, const
                                int64_t n) {
   CudaBuffer* s = AsCuda(src);
   CudaBuffer* d = AsCuda(dst);
-  return Launch(d->device(), {s}, {d},
+  return Launch("Cast", d->device(), {s}, {d},
                 [&](cudaStream_t stream) {
                   return cuda::CudaStatus(
                       cuda::LaunchCast(from, to, s->data(), d->data(), n, stream), "astype kernel");
@@ -69,7 +69,7 @@ absl::Status CudaBackend::Reduce(ReduceKind kind, DType in, const BufferPtr& src
   std::vector<CudaBuffer*> reads = {s};
   if (extreme) reads.push_back(AsCuda(extreme));
   const DeviceState& state = devices_[d->device()];
-  return Launch(d->device(), reads, {d},
+  return Launch("Reduce", d->device(), reads, {d},
                 [&](cudaStream_t stream) {
                   return cuda::CudaStatus(
                       cuda::LaunchReduce(kind, in, s->data(), geometry, d->data(), scale,
@@ -94,33 +94,39 @@ absl::Status CudaBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr&
   const int device = cc->device();
   cublasHandle_t handle = devices_[device].cublas->get();
   const cuda::CublasApi& api = devices_[device].cublas->api();
-  return Launch(device, {ca, cb}, {cc},
-                [&](cudaStream_t stream) -> absl::Status {
-                  if (m == 0 || n == 0) return absl::OkStatus();
-                  RETURN_IF_ERROR(
-                      CublasStatus(api, api.set_stream(handle, stream), "cublasSetStream"));
-                  // Row-major C = A B is column-major C^T = B^T A^T: pass b first, n and m swapped.
-                  const bool f32 = dtype == DType::kFloat32;
-                  const float alpha32 = 1, beta32 = 0;
-                  const double alpha64 = 1, beta64 = 0;
-                  const cudaDataType_t type = f32 ? CUDA_R_32F : CUDA_R_64F;
-                  const cublasComputeType_t compute =
-                      f32 ? (allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F)
-                          : CUBLAS_COMPUTE_64F;
-                  if (k == 0) {
-                    // No products: C is zero (cuBLAS with k = 0 leaves C as beta * C).
-                    return cuda::CudaStatus(cudaMemsetAsync(cc->data(), 0, cc->bytes(), stream),
-                                            "gemm k=0 zero fill");
-                  }
-                  return CublasStatus(
-                      api,
-                      api.gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k,
-                                  f32 ? static_cast<const void*>(&alpha32) : &alpha64, cb->data(),
-                                  type, n, ca->data(), type, k,
-                                  f32 ? static_cast<const void*>(&beta32) : &beta64, cc->data(),
-                                  type, n, compute, CUBLAS_GEMM_DEFAULT),
-                      "cublasGemmEx");
-                })
+  const cuda::DeviceBlock& workspace = *devices_[device].cublas_workspace;
+  return Launch(
+             "Gemm", device, {ca, cb}, {cc},
+             [&](cudaStream_t stream) -> absl::Status {
+               if (m == 0 || n == 0) return absl::OkStatus();
+               RETURN_IF_ERROR(
+                   CublasStatus(api, api.set_stream(handle, stream), "cublasSetStream"));
+               // cublasSetStream resets the handle to cuBLAS's default workspace pool; bind
+               // the fixed one again, so no GEMM allocates (which a captured GEMM may not).
+               RETURN_IF_ERROR(
+                   CublasStatus(api, api.set_workspace(handle, workspace.data(), workspace.bytes()),
+                                "cublasSetWorkspace"));
+               // Row-major C = A B is column-major C^T = B^T A^T: pass b first, n and m swapped.
+               const bool f32 = dtype == DType::kFloat32;
+               const float alpha32 = 1, beta32 = 0;
+               const double alpha64 = 1, beta64 = 0;
+               const cudaDataType_t type = f32 ? CUDA_R_32F : CUDA_R_64F;
+               const cublasComputeType_t compute =
+                   f32 ? (allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F)
+                       : CUBLAS_COMPUTE_64F;
+               if (k == 0) {
+                 // No products: C is zero (cuBLAS with k = 0 leaves C as beta * C).
+                 return cuda::CudaStatus(cudaMemsetAsync(cc->data(), 0, cc->bytes(), stream),
+                                         "gemm k=0 zero fill");
+               }
+               return CublasStatus(api,
+                                   api.gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k,
+                                               f32 ? static_cast<const void*>(&alpha32) : &alpha64,
+                                               cb->data(), type, n, ca->data(), type, k,
+                                               f32 ? static_cast<const void*>(&beta32) : &beta64,
+                                               cc->data(), type, n, compute, CUBLAS_GEMM_DEFAULT),
+                                   "cublasGemmEx");
+             })
       .status();
 }
 

@@ -1,5 +1,7 @@
 #include "server/cuda/cuda_resources.h"
 
+#include <cstring>
+
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
@@ -112,6 +114,37 @@ DeviceBlock::~DeviceBlock() {
   if (data_ == nullptr) return;
   ScopedDevice scope(device_);
   LogIfFailed(cudaFree(data_), "cudaFree");
+}
+
+CudaGraph::~CudaGraph() {
+  if (graph_ != nullptr) LogIfFailed(cudaGraphDestroy(graph_), "cudaGraphDestroy");
+}
+
+absl::StatusOr<CudaGraphExec> CudaGraphExec::Instantiate(cudaGraph_t graph) {
+  cudaGraphExec_t exec = nullptr;
+  CUDA_RETURN_IF_ERROR(cudaGraphInstantiate(&exec, graph, 0));
+  return CudaGraphExec(exec);
+}
+
+CudaGraphExec::~CudaGraphExec() {
+  if (exec_ != nullptr) LogIfFailed(cudaGraphExecDestroy(exec_), "cudaGraphExecDestroy");
+}
+
+absl::StatusOr<MappedHostBlock> MappedHostBlock::Allocate(size_t bytes) {
+  void* host = nullptr;
+  // Portable: mapped in every device's context, whichever device is current here.
+  CUDA_RETURN_IF_ERROR(cudaHostAlloc(&host, bytes, cudaHostAllocMapped | cudaHostAllocPortable));
+  std::memset(host, 0, bytes);
+  void* device = nullptr;
+  if (cudaError_t e = cudaHostGetDevicePointer(&device, host, 0); e != cudaSuccess) {
+    LogIfFailed(cudaFreeHost(host), "cudaFreeHost");
+    return CudaStatus(e, "cudaHostGetDevicePointer");
+  }
+  return MappedHostBlock(host, device);
+}
+
+MappedHostBlock::~MappedHostBlock() {
+  if (host_ != nullptr) LogIfFailed(cudaFreeHost(host_), "cudaFreeHost");
 }
 
 absl::StatusOr<CublasHandle> CublasHandle::Create(int device, void* workspace,

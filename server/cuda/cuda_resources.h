@@ -128,6 +128,58 @@ class DeviceBlock {
   int device_;
 };
 
+// An owned CUDA graph (cudaGraphDestroy also destroys the bodies of its conditional nodes).
+class CudaGraph {
+ public:
+  // Takes ownership of `graph` (may be null).
+  explicit CudaGraph(cudaGraph_t graph) : graph_(graph) {}
+  CudaGraph(CudaGraph&& other) noexcept : graph_(other.graph_) { other.graph_ = nullptr; }
+  CudaGraph& operator=(CudaGraph&&) = delete;
+  CudaGraph(const CudaGraph&) = delete;
+  ~CudaGraph();
+  cudaGraph_t get() const { return graph_; }
+
+ private:
+  cudaGraph_t graph_;
+};
+
+// An instantiated graph.
+class CudaGraphExec {
+ public:
+  static absl::StatusOr<CudaGraphExec> Instantiate(cudaGraph_t graph);
+  CudaGraphExec(CudaGraphExec&& other) noexcept : exec_(other.exec_) { other.exec_ = nullptr; }
+  CudaGraphExec& operator=(CudaGraphExec&&) = delete;
+  CudaGraphExec(const CudaGraphExec&) = delete;
+  ~CudaGraphExec();
+  cudaGraphExec_t get() const { return exec_; }
+
+ private:
+  explicit CudaGraphExec(cudaGraphExec_t exec) : exec_(exec) {}
+  cudaGraphExec_t exec_;
+};
+
+// Page-locked host memory mapped into every device's address space (cudaHostAllocMapped), zeroed:
+// a word the host writes and running kernels read, or a landing place for values a graph copies
+// back to the host.
+class MappedHostBlock {
+ public:
+  static absl::StatusOr<MappedHostBlock> Allocate(size_t bytes);
+  MappedHostBlock(MappedHostBlock&& other) noexcept : host_(other.host_), device_(other.device_) {
+    other.host_ = nullptr;
+  }
+  MappedHostBlock& operator=(MappedHostBlock&&) = delete;
+  MappedHostBlock(const MappedHostBlock&) = delete;
+  ~MappedHostBlock();
+  void* host() const { return host_; }
+  // The same memory as kernels address it.
+  void* device() const { return device_; }
+
+ private:
+  MappedHostBlock(void* host, void* device) : host_(host), device_(device) {}
+  void* host_;
+  void* device_;
+};
+
 // A cuBLAS handle bound to one device, with a fixed workspace (cublasSetWorkspace), so no GEMM
 // allocates: what graph capture will need.
 class CublasHandle {

@@ -1,0 +1,38 @@
+// Device-side control flow for recorded graphs (graph_recorder.h): the kernels that set the
+// condition of a conditional WHILE or IF node from a flag in device memory. Plain C++ (no Abseil)
+// for nvcc; asynchronous on `stream`, which is always a capturing stream: the condition kernels
+// only make sense inside the graph whose conditional node `handle` belongs to.
+#ifndef DISTARRAY_SERVER_CUDA_LOOP_CONTROL_H_
+#define DISTARRAY_SERVER_CUDA_LOOP_CONTROL_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace distarray::cuda {
+
+// One replay's statistics, in device memory owned by the recorded graph: zeroed by the graph's
+// first node, updated by the loop condition kernels, copied to the host by its last node.
+struct GraphCounters {
+  unsigned long long iterations;   // loop bodies started, over every loop
+  unsigned int hit_iteration_cap;  // a loop stopped at its cap with its flag still true
+  unsigned int cancelled;          // the cancel word stopped a loop
+};
+
+// Evaluates a WHILE loop's condition: the body runs again when flag[0] (a bool) is true, the
+// loop has run fewer than `max_iterations` times (`count`, device memory of the loop) and
+// `cancel_word` (mapped host memory, read through its device address) is zero. Counts the body
+// it starts in `count` and counters->iterations; records why a true flag did not start one.
+// `first` marks the evaluation before the WHILE node, which also restarts `count` at zero (the
+// loop may run again, inside an enclosing loop, or on the next replay).
+cudaError_t LaunchLoopCondition(const void* flag, int64_t* count, int64_t max_iterations,
+                                const unsigned int* cancel_word, GraphCounters* counters,
+                                cudaGraphConditionalHandle handle, bool first, cudaStream_t stream);
+
+// Sets an IF node's condition to flag[0] (a bool).
+cudaError_t LaunchIfCondition(const void* flag, cudaGraphConditionalHandle handle,
+                              cudaStream_t stream);
+
+}  // namespace distarray::cuda
+
+#endif  // DISTARRAY_SERVER_CUDA_LOOP_CONTROL_H_

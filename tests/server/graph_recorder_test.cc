@@ -1,0 +1,575 @@
+// The CUDA backend's graph recorder in-process: loops and branches recorded once with the
+// backend's own calls, replayed on the device, and checked against the same program run on the
+// host. Where no GPU is usable the tests skip, unless DISTARRAY_REQUIRE_BACKENDS names "cuda"
+// (the rule of tests/support/backend_fixture.h): then they fail, so a GPU run cannot pass with
+// them skipped.
+#include <gtest/gtest.h>
+
+#ifdef DISTARRAY_HAVE_CUDA
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/box.h"
+#include "common/status_macros.h"
+#include "server/backend/graph_recorder.h"
+#include "server/cuda/cuda_backend.h"
+
+namespace distarray {
+namespace {
+
+#define DA_ASSERT_OK(expr)          \
+  do {                              \
+    const absl::Status s_ = (expr); \
+    ASSERT_TRUE(s_.ok()) << s_;     \
+  } while (false)
+#define DA_CONCAT_TEST_INNER_(a, b) a##b
+#define DA_CONCAT_TEST_(a, b) DA_CONCAT_TEST_INNER_(a, b)
+#define DA_ASSERT_OK_AND_ASSIGN(lhs, expr)             \
+  auto DA_CONCAT_TEST_(result_, __LINE__) = (expr);    \
+  ASSERT_TRUE(DA_CONCAT_TEST_(result_, __LINE__).ok()) \
+      << DA_CONCAT_TEST_(result_, __LINE__).status();  \
+  lhs = *std::move(DA_CONCAT_TEST_(result_, __LINE__))
+
+// Whether DISTARRAY_REQUIRE_BACKENDS (a comma-separated list) names "cuda". The same rule as
+// BackendRequired in tests/support/backend_fixture.h, which this test cannot include: that header
+// starts daemons and links the client.
+bool CudaRequired() {
+  const char* list = std::getenv("DISTARRAY_REQUIRE_BACKENDS");
+  if (list == nullptr) return false;
+  std::stringstream names(list);
+  for (std::string name; std::getline(names, name, ',');) {
+    if (name == "cuda") return true;
+  }
+  return false;
+}
+
+absl::Status Alive() { return absl::OkStatus(); }
+
+ElementwiseArg Arg(const BufferPtr& buffer) {
+  ElementwiseArg arg;
+  arg.buffer = buffer;
+  return arg;
+}
+
+ElementwiseArg Constant(double value) {
+  ElementwiseArg arg;
+  arg.scalar = Scalar::Float(value);
+  return arg;
+}
+
+BufferBox Whole(const BufferPtr& buffer, int64_t n) {
+  return BufferBox{buffer, Shape{n}, FullBox(Shape{n})};
+}
+
+// All of a dense 1-d chunk of n elements reduced into one output.
+ReduceGeometry AllOf(int64_t n) {
+  ReduceGeometry g;
+  g.reduced.rank = 1;
+  g.reduced.count[0] = n;
+  g.reduced.stride[0] = 1;
+  g.index = g.reduced;
+  g.reduced_contiguous = true;
+  return g;
+}
+
+class GraphRecorderTest : public ::testing::Test {
+ protected:
+  // One backend for the suite: creating one sets up NCCL over every GPU.
+  static void SetUpTestSuite() {
+    auto created = CudaBackend::Create(CudaBackend::Options{});
+    if (created.ok()) {
+      backend_ = created->release();
+    } else {
+      create_status_ = new absl::Status(created.status());
+    }
+  }
+  static void TearDownTestSuite() {
+    delete backend_;
+    backend_ = nullptr;
+    delete create_status_;
+    create_status_ = nullptr;
+  }
+
+  void SetUp() override {
+    if (backend_ == nullptr) {
+      ASSERT_EQ(create_status_->code(), absl::StatusCode::kUnavailable) << *create_status_;
+      if (CudaRequired()) {
+        GTEST_FAIL() << "backend cuda unavailable, and required (DISTARRAY_REQUIRE_BACKENDS): "
+                     << create_status_->message();
+      }
+      GTEST_SKIP() << "backend cuda unavailable: " << create_status_->message();
+    }
+    recorder_ = backend_->graph_recorder();
+    ASSERT_NE(recorder_, nullptr);
+  }
+
+  Backend& backend() { return *backend_; }
+
+  template <typename T>
+  absl::StatusOr<BufferPtr> Upload(const std::vector<T>& values, int device = 0) {
+    ASSIGN_OR_RETURN(BufferPtr buffer,
+                     backend_->Allocate(device, static_cast<int64_t>(values.size() * sizeof(T))));
+    RETURN_IF_ERROR(backend_->WriteFromHost(buffer, 0, values.data(), values.size() * sizeof(T)));
+    return buffer;
+  }
+  template <typename T>
+  absl::Status Write(const BufferPtr& buffer, const std::vector<T>& values) {
+    return backend_->WriteFromHost(buffer, 0, values.data(), values.size() * sizeof(T));
+  }
+  template <typename T>
+  absl::StatusOr<std::vector<T>> Read(const BufferPtr& buffer, int64_t n) {
+    std::vector<T> values(n);
+    ASSIGN_OR_RETURN(std::unique_ptr<PendingRead> read,
+                     backend_->ReadToHost(buffer, 0, n * sizeof(T), values.data()));
+    RETURN_IF_ERROR(read->Wait());
+    return values;
+  }
+  absl::StatusOr<BufferPtr> Flag(bool value) { return Upload(std::vector<bool8>{value}); }
+
+  // Records: flag = all(a < limit); while flag (at most `cap` times) { a = a + 1;
+  // flag = all(a < limit) }. The temporaries are allocated while recording: graph slots.
+  absl::StatusOr<std::unique_ptr<RecordedGraph>> RecordCountLoop(const BufferPtr& a, int64_t n,
+                                                                 double limit, int64_t cap) {
+    ASSIGN_OR_RETURN(std::unique_ptr<GraphRecording> recording, recorder_->Begin(0));
+    ASSIGN_OR_RETURN(BufferPtr less, backend_->Allocate(0, n));
+    ASSIGN_OR_RETURN(BufferPtr flag, backend_->Allocate(0, 1));
+    auto condition = [&]() -> absl::Status {
+      RETURN_IF_ERROR(backend_->Elementwise(ElementwiseOpId::kLess, DType::kFloat32, less, n,
+                                            {Arg(a), Constant(limit)}));
+      return backend_->Reduce(ReduceKind::kAll, DType::kBool, less, AllOf(n), flag, 1, nullptr);
+    };
+    RETURN_IF_ERROR(condition());
+    RETURN_IF_ERROR(recording->BeginWhile(flag, cap));
+    RETURN_IF_ERROR(
+        backend_->Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, a, n, {Arg(a), Constant(1)}));
+    RETURN_IF_ERROR(condition());
+    RETURN_IF_ERROR(recording->EndWhile(flag));
+    return recording->Finish();
+  }
+
+  // bool as the device stores it, without std::vector<bool>'s bit packing.
+  using bool8 = unsigned char;
+
+  static CudaBackend* backend_;
+  static absl::Status* create_status_;
+  GraphRecorder* recorder_ = nullptr;
+};
+
+CudaBackend* GraphRecorderTest::backend_ = nullptr;
+absl::Status* GraphRecorderTest::create_status_ = nullptr;
+
+// The count loop on the host: the reference, and the iterations it ran.
+struct HostLoop {
+  std::vector<float> a;
+  int64_t iterations = 0;
+  bool hit_cap = false;
+};
+HostLoop RunCountLoopOnHost(std::vector<float> a, float limit, int64_t cap) {
+  auto all_less = [&] {
+    for (float v : a) {
+      if (!(v < limit)) return false;
+    }
+    return true;
+  };
+  HostLoop out;
+  bool flag = all_less();
+  while (flag) {
+    if (out.iterations == cap) {
+      out.hit_cap = true;
+      break;
+    }
+    for (float& v : a) v += 1;
+    ++out.iterations;
+    flag = all_less();
+  }
+  out.a = std::move(a);
+  return out;
+}
+
+std::vector<float> Mod7(int64_t n, float offset) {
+  std::vector<float> a(n);
+  for (int64_t i = 0; i < n; ++i) a[i] = static_cast<float>(i % 7) + offset;
+  return a;
+}
+
+TEST_F(GraphRecorderTest, WhileLoopReplaysMatchHost) {
+  constexpr int64_t kN = 100000;
+  const std::vector<float> initial = Mod7(kN, 0);
+  const HostLoop expected = RunCountLoopOnHost(initial, 1000, 1 << 20);
+  ASSERT_EQ(expected.iterations, 994);
+  const int64_t used_before = backend().memory(0).used_bytes;
+  {
+    DA_ASSERT_OK_AND_ASSIGN(BufferPtr a, Upload(initial));
+    DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph,
+                            RecordCountLoop(a, kN, 1000, 1 << 20));
+    EXPECT_EQ(graph->device(), 0);
+    // Recording ran nothing: the input is as uploaded.
+    DA_ASSERT_OK_AND_ASSIGN(std::vector<float> before, Read<float>(a, kN));
+    EXPECT_EQ(before, initial);
+    for (int replay = 0; replay < 2; ++replay) {
+      SCOPED_TRACE(replay);
+      DA_ASSERT_OK(Write(a, initial));
+      DA_ASSERT_OK(graph->Launch({a}, {a}));
+      DA_ASSERT_OK_AND_ASSIGN(GraphRunStats stats, graph->Wait(Alive));
+      EXPECT_EQ(stats.iterations, expected.iterations);
+      EXPECT_FALSE(stats.hit_iteration_cap);
+      EXPECT_FALSE(stats.cancelled);
+      DA_ASSERT_OK_AND_ASSIGN(std::vector<float> result, Read<float>(a, kN));
+      EXPECT_EQ(result, expected.a);
+    }
+  }
+  // The graph's slots (allocated while recording) went back with it.
+  DA_ASSERT_OK(backend().Synchronize());
+  EXPECT_EQ(backend().memory(0).used_bytes, used_before);
+}
+
+TEST_F(GraphRecorderTest, ZeroIterationsWhenFlagStartsFalse) {
+  constexpr int64_t kN = 4096;
+  const std::vector<float> initial = Mod7(kN, 1000);
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr a, Upload(initial));
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, RecordCountLoop(a, kN, 1000, 50));
+  DA_ASSERT_OK(graph->Launch({a}, {a}));
+  DA_ASSERT_OK_AND_ASSIGN(GraphRunStats stats, graph->Wait(Alive));
+  EXPECT_EQ(stats.iterations, 0);
+  EXPECT_FALSE(stats.hit_iteration_cap);
+  EXPECT_FALSE(stats.cancelled);
+  DA_ASSERT_OK_AND_ASSIGN(std::vector<float> result, Read<float>(a, kN));
+  EXPECT_EQ(result, initial);
+}
+
+TEST_F(GraphRecorderTest, IterationCapStopsLoop) {
+  constexpr int64_t kN = 4096;
+  const std::vector<float> initial = Mod7(kN, 0);
+  const HostLoop expected = RunCountLoopOnHost(initial, 1000, 5);
+  ASSERT_TRUE(expected.hit_cap);
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr a, Upload(initial));
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, RecordCountLoop(a, kN, 1000, 5));
+  for (int replay = 0; replay < 2; ++replay) {
+    SCOPED_TRACE(replay);
+    DA_ASSERT_OK(Write(a, initial));
+    DA_ASSERT_OK(graph->Launch({a}, {a}));
+    DA_ASSERT_OK_AND_ASSIGN(GraphRunStats stats, graph->Wait(Alive));
+    EXPECT_EQ(stats.iterations, 5);
+    EXPECT_TRUE(stats.hit_iteration_cap);
+    EXPECT_FALSE(stats.cancelled);
+    DA_ASSERT_OK_AND_ASSIGN(std::vector<float> result, Read<float>(a, kN));
+    EXPECT_EQ(result, expected.a);
+  }
+}
+
+TEST_F(GraphRecorderTest, IfElsePicksBranch) {
+  constexpr int64_t kN = 256;
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr flag, Flag(false));
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr out, Upload(std::vector<float>(kN, -1.0f)));
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> recording, recorder_->Begin(0));
+  // if (flag) out = 1 else out = 2; if (flag) out += 10 (no else).
+  DA_ASSERT_OK(recording->BeginIf(flag));
+  DA_ASSERT_OK(backend().FillConstant(DType::kFloat32, Whole(out, kN), Scalar::Float(1)));
+  DA_ASSERT_OK(recording->Else());
+  DA_ASSERT_OK(backend().FillConstant(DType::kFloat32, Whole(out, kN), Scalar::Float(2)));
+  DA_ASSERT_OK(recording->EndIf());
+  DA_ASSERT_OK(recording->BeginIf(flag));
+  DA_ASSERT_OK(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, out, kN,
+                                     {Arg(out), Constant(10)}));
+  DA_ASSERT_OK(recording->EndIf());
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
+  recording.reset();
+  for (bool value : {true, false, true, false}) {
+    SCOPED_TRACE(value);
+    DA_ASSERT_OK(Write(flag, std::vector<bool8>{value}));
+    DA_ASSERT_OK(graph->Launch({flag}, {out}));
+    DA_ASSERT_OK_AND_ASSIGN(GraphRunStats stats, graph->Wait(Alive));
+    EXPECT_EQ(stats.iterations, 0);
+    EXPECT_FALSE(stats.hit_iteration_cap);
+    DA_ASSERT_OK_AND_ASSIGN(std::vector<float> result, Read<float>(out, kN));
+    EXPECT_EQ(result, std::vector<float>(kN, value ? 11.0f : 2.0f));
+  }
+}
+
+TEST_F(GraphRecorderTest, CancelStopsRunningLoop) {
+  constexpr int64_t kN = 1024;
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr flag, Flag(true));
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr a, Upload(std::vector<float>(kN, 0.0f)));
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> recording, recorder_->Begin(0));
+  // The flag never changes: only the cap (out of reach) or the cancel word ends the loop.
+  DA_ASSERT_OK(recording->BeginWhile(flag, std::numeric_limits<int64_t>::max()));
+  DA_ASSERT_OK(
+      backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, a, kN, {Arg(a), Constant(1)}));
+  DA_ASSERT_OK(recording->EndWhile(flag));
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
+  recording.reset();
+
+  DA_ASSERT_OK(graph->Launch({flag, a}, {a}));
+  const auto start = std::chrono::steady_clock::now();
+  auto alive = [&]() -> absl::Status {
+    if (std::chrono::steady_clock::now() - start > std::chrono::milliseconds(20)) {
+      return absl::CancelledError("the client went away");
+    }
+    return absl::OkStatus();
+  };
+  absl::StatusOr<GraphRunStats> stats = graph->Wait(alive);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(stats.status().code(), absl::StatusCode::kCancelled) << stats.status();
+  EXPECT_LT(waited, std::chrono::seconds(2));
+  // The replay drained: the device is usable, and the loop ran some whole iterations.
+  DA_ASSERT_OK(backend().Synchronize());
+  DA_ASSERT_OK_AND_ASSIGN(std::vector<float> result, Read<float>(a, kN));
+  EXPECT_GT(result[0], 0.0f);
+  EXPECT_EQ(result, std::vector<float>(kN, result[0]));
+
+  // The next replay starts with the cancel word clear.
+  DA_ASSERT_OK(Write(flag, std::vector<bool8>{false}));
+  DA_ASSERT_OK(graph->Launch({flag, a}, {a}));
+  DA_ASSERT_OK_AND_ASSIGN(GraphRunStats next, graph->Wait(Alive));
+  EXPECT_EQ(next.iterations, 0);
+  EXPECT_FALSE(next.cancelled);
+  DA_ASSERT_OK(backend().FillConstant(DType::kFloat32, Whole(a, kN), Scalar::Float(3)));
+  DA_ASSERT_OK_AND_ASSIGN(result, Read<float>(a, kN));
+  EXPECT_EQ(result, std::vector<float>(kN, 3.0f));
+}
+
+TEST_F(GraphRecorderTest, NestedLoops) {
+  // o = 0; total = 0; while (o < 3) { b = 0; while (b < 4) { b += 1; total += 1 } o += 1 }
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr o, Upload(std::vector<float>{0}));
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr total, Upload(std::vector<float>{0}));
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> recording, recorder_->Begin(0));
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr outer_flag, backend().Allocate(0, 1));
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr inner_flag, backend().Allocate(0, 1));
+  auto less = [&](const BufferPtr& flag, const BufferPtr& x, double limit) {
+    return backend().Elementwise(ElementwiseOpId::kLess, DType::kFloat32, flag, 1,
+                                 {Arg(x), Constant(limit)});
+  };
+  auto increment = [&](const BufferPtr& x) {
+    return backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, x, 1,
+                                 {Arg(x), Constant(1)});
+  };
+  DA_ASSERT_OK(less(outer_flag, o, 3));
+  DA_ASSERT_OK(recording->BeginWhile(outer_flag, 100));
+  {
+    // Allocated inside a loop body: still made at once, outside the graph.
+    DA_ASSERT_OK_AND_ASSIGN(BufferPtr b, backend().Allocate(0, sizeof(float)));
+    DA_ASSERT_OK(backend().FillConstant(DType::kFloat32, Whole(b, 1), Scalar::Float(0)));
+    DA_ASSERT_OK(less(inner_flag, b, 4));
+    DA_ASSERT_OK(recording->BeginWhile(inner_flag, 100));
+    DA_ASSERT_OK(increment(b));
+    DA_ASSERT_OK(increment(total));
+    DA_ASSERT_OK(less(inner_flag, b, 4));
+    DA_ASSERT_OK(recording->EndWhile(inner_flag));
+  }
+  DA_ASSERT_OK(increment(o));
+  DA_ASSERT_OK(less(outer_flag, o, 3));
+  DA_ASSERT_OK(recording->EndWhile(outer_flag));
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
+  recording.reset();
+  for (int replay = 0; replay < 2; ++replay) {
+    SCOPED_TRACE(replay);
+    DA_ASSERT_OK(Write(o, std::vector<float>{0}));
+    DA_ASSERT_OK(Write(total, std::vector<float>{0}));
+    DA_ASSERT_OK(graph->Launch({o, total}, {o, total}));
+    DA_ASSERT_OK_AND_ASSIGN(GraphRunStats stats, graph->Wait(Alive));
+    EXPECT_EQ(stats.iterations, 3 + 3 * 4);
+    EXPECT_FALSE(stats.hit_iteration_cap);
+    DA_ASSERT_OK_AND_ASSIGN(std::vector<float> o_value, Read<float>(o, 1));
+    DA_ASSERT_OK_AND_ASSIGN(std::vector<float> total_value, Read<float>(total, 1));
+    EXPECT_EQ(o_value[0], 3.0f);
+    EXPECT_EQ(total_value[0], 12.0f);
+  }
+}
+
+TEST_F(GraphRecorderTest, GemmInsideLoop) {
+  // c = a @ b three times in a loop: cuBLAS captured into a conditional body, on the fixed
+  // workspace.
+  constexpr int64_t kM = 64, kK = 48, kN = 32;
+  std::vector<float> a(kM * kK), b(kK * kN), expected(kM * kN, 0.0f);
+  for (int64_t i = 0; i < kM * kK; ++i) a[i] = static_cast<float>(i % 5);
+  for (int64_t i = 0; i < kK * kN; ++i) b[i] = static_cast<float>(i % 3) - 1;
+  for (int64_t i = 0; i < kM; ++i) {
+    for (int64_t j = 0; j < kN; ++j) {
+      for (int64_t p = 0; p < kK; ++p) expected[i * kN + j] += a[i * kK + p] * b[p * kN + j];
+    }
+  }
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr da, Upload(a));
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr db, Upload(b));
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr dc, Upload(std::vector<float>(kM * kN, 0.0f)));
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr count, Upload(std::vector<float>{0}));
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> recording, recorder_->Begin(0));
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr flag, backend().Allocate(0, 1));
+  auto condition = [&] {
+    return backend().Elementwise(ElementwiseOpId::kLess, DType::kFloat32, flag, 1,
+                                 {Arg(count), Constant(3)});
+  };
+  DA_ASSERT_OK(condition());
+  DA_ASSERT_OK(recording->BeginWhile(flag, 10));
+  DA_ASSERT_OK(backend().Gemm(DType::kFloat32, da, db, dc, kM, kN, kK, /*allow_tf32=*/false));
+  DA_ASSERT_OK(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, count, 1,
+                                     {Arg(count), Constant(1)}));
+  DA_ASSERT_OK(condition());
+  DA_ASSERT_OK(recording->EndWhile(flag));
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
+  recording.reset();
+  DA_ASSERT_OK(graph->Launch({da, db, count}, {dc, count}));
+  DA_ASSERT_OK_AND_ASSIGN(GraphRunStats stats, graph->Wait(Alive));
+  EXPECT_EQ(stats.iterations, 3);
+  DA_ASSERT_OK_AND_ASSIGN(std::vector<float> c, Read<float>(dc, kM * kN));
+  EXPECT_EQ(c, expected);
+}
+
+TEST_F(GraphRecorderTest, RefusesWhatItCannotRecord) {
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr x, Upload(std::vector<float>(16, 1.0f)));
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> recording, recorder_->Begin(0));
+  auto expect_refused = [](const absl::Status& status, const std::string& call) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+    EXPECT_NE(status.message().find(call), std::string::npos) << status;
+  };
+  expect_refused(recorder_->Begin(0).status(), "already recording");
+  float host[16];
+  expect_refused(backend().WriteFromHost(x, 0, host, sizeof(host)), "WriteFromHost");
+  expect_refused(backend().ReadToHost(x, 0, sizeof(host), host).status(), "ReadToHost");
+  expect_refused(backend().Synchronize(), "Synchronize");
+  expect_refused(recording->EndWhile(x), "EndWhile");
+  expect_refused(recording->Else(), "Else");
+  expect_refused(recording->EndIf(), "EndIf");
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr flag, backend().Allocate(0, 1));
+  DA_ASSERT_OK(backend().FillConstant(DType::kBool, Whole(flag, 1), Scalar::Bool(false)));
+  DA_ASSERT_OK(recording->BeginWhile(flag, 3));
+  expect_refused(recording->Finish().status(), "Finish");
+  expect_refused(recording->EndIf(), "EndIf");
+  DA_ASSERT_OK(recording->EndWhile(flag));
+  // Refused calls recorded nothing and left the recording usable.
+  DA_ASSERT_OK(backend().FillConstant(DType::kFloat32, Whole(x, 16), Scalar::Float(5)));
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
+  expect_refused(recording->BeginIf(flag), "finished");
+  recording.reset();
+  DA_ASSERT_OK(graph->Launch({}, {x}));
+  DA_ASSERT_OK_AND_ASSIGN(GraphRunStats stats, graph->Wait(Alive));
+  EXPECT_EQ(stats.iterations, 0);
+  DA_ASSERT_OK_AND_ASSIGN(std::vector<float> result, Read<float>(x, 16));
+  EXPECT_EQ(result, std::vector<float>(16, 5.0f));
+}
+
+TEST_F(GraphRecorderTest, RefusesOtherDevicesWork) {
+  if (backend().device_count() < 2) GTEST_SKIP() << "needs two GPUs";
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr x, Upload(std::vector<float>(16, 1.0f), 0));
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr y, Upload(std::vector<float>(16, 2.0f), 1));
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> recording, recorder_->Begin(0));
+  auto expect_refused = [](const absl::Status& status, const std::string& call) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+    EXPECT_NE(status.message().find(call), std::string::npos) << status;
+  };
+  expect_refused(backend().Allocate(1, 64).status(), "Allocate");
+  expect_refused(backend().FillConstant(DType::kFloat32, Whole(y, 16), Scalar::Float(3)),
+                 "FillConstant");
+  expect_refused(
+      backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, x, 16, {Arg(y), Constant(1)}),
+      "Elementwise");
+  BoxCopy copy{Whole(x, 16), Whole(y, 16)};
+  expect_refused(backend().Copy(DType::kFloat32, {copy}), "Copy");
+  // A same-device copy is recorded.
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr z, backend().Allocate(0, 16 * sizeof(float)));
+  DA_ASSERT_OK(backend().Copy(DType::kFloat32, {BoxCopy{Whole(x, 16), Whole(z, 16)}}));
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
+  recording.reset();
+  DA_ASSERT_OK(graph->Launch({x}, {}));
+  DA_ASSERT_OK(graph->Wait(Alive).status());
+  DA_ASSERT_OK_AND_ASSIGN(std::vector<float> result, Read<float>(y, 16));
+  EXPECT_EQ(result, std::vector<float>(16, 2.0f));
+  DA_ASSERT_OK_AND_ASSIGN(result, Read<float>(z, 16));
+  EXPECT_EQ(result, std::vector<float>(16, 1.0f));
+}
+
+TEST_F(GraphRecorderTest, OtherThreadsRunEagerly) {
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr x, Upload(std::vector<float>(16, 1.0f)));
+  // Finished graphs with a slot of their own, replayed and destroyed while this thread records,
+  // one by the other thread, one by this thread: their cudaFree and graph destruction (and the
+  // other thread's Synchronize) happen during the capture.
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr w, Upload(std::vector<float>(16, 0.0f)));
+  std::unique_ptr<RecordedGraph> earlier, mine;
+  for (std::unique_ptr<RecordedGraph>* graph : {&earlier, &mine}) {
+    DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> recording, recorder_->Begin(0));
+    DA_ASSERT_OK_AND_ASSIGN(BufferPtr slot, backend().Allocate(0, 16 * sizeof(float)));
+    DA_ASSERT_OK(backend().FillConstant(DType::kFloat32, Whole(slot, 16), Scalar::Float(4)));
+    DA_ASSERT_OK(backend().Copy(DType::kFloat32, {BoxCopy{Whole(slot, 16), Whole(w, 16)}}));
+    DA_ASSERT_OK_AND_ASSIGN(*graph, recording->Finish());
+  }
+  DA_ASSERT_OK(mine->Launch({}, {w}));
+  // Released by this thread while it records, untouched by the recording: freed as usual, on the
+  // device's stream, outside the capture.
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr dropped, Upload(std::vector<float>(1 << 16, 1.0f)));
+
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> recording, recorder_->Begin(0));
+  DA_ASSERT_OK(backend().FillConstant(DType::kFloat32, Whole(x, 16), Scalar::Float(3)));
+  dropped.reset();
+  DA_ASSERT_OK(mine->Wait(Alive).status());
+  mine.reset();
+  absl::StatusOr<std::vector<float>> seen;
+  absl::StatusOr<std::vector<float>> replayed;
+  std::thread other([&] {
+    // Not recording on this thread: the same calls run at once.
+    auto run = [&]() -> absl::StatusOr<std::vector<float>> {
+      ASSIGN_OR_RETURN(BufferPtr y, backend().Allocate(0, 16 * sizeof(float)));
+      RETURN_IF_ERROR(backend().FillConstant(DType::kFloat32, Whole(y, 16), Scalar::Float(7)));
+      RETURN_IF_ERROR(
+          backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, y, 16, {Arg(y), Arg(x)}));
+      return Read<float>(y, 16);
+    };
+    seen = run();
+    auto replay = [&]() -> absl::StatusOr<std::vector<float>> {
+      RETURN_IF_ERROR(earlier->Launch({}, {w}));
+      RETURN_IF_ERROR(earlier->Wait(Alive).status());
+      earlier.reset();
+      RETURN_IF_ERROR(backend().Synchronize());
+      return Read<float>(w, 16);
+    };
+    replayed = replay();
+  });
+  other.join();
+  DA_ASSERT_OK(seen.status());
+  // x was still 1 when the other thread read it: the recorded fill has not run.
+  EXPECT_EQ(*seen, std::vector<float>(16, 8.0f));
+  DA_ASSERT_OK(replayed.status());
+  EXPECT_EQ(*replayed, std::vector<float>(16, 4.0f));
+  // The capture survived all that.
+  DA_ASSERT_OK(
+      backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, x, 16, {Arg(x), Constant(1)}));
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
+  recording.reset();
+  DA_ASSERT_OK(graph->Launch({}, {x}));
+  DA_ASSERT_OK(graph->Wait(Alive).status());
+  DA_ASSERT_OK_AND_ASSIGN(std::vector<float> result, Read<float>(x, 16));
+  EXPECT_EQ(result, std::vector<float>(16, 4.0f));
+}
+
+TEST_F(GraphRecorderTest, AbandonedRecordingFreesItsMemory) {
+  DA_ASSERT_OK(backend().Synchronize());
+  const int64_t used_before = backend().memory(0).used_bytes;
+  {
+    DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> recording, recorder_->Begin(0));
+    DA_ASSERT_OK_AND_ASSIGN(BufferPtr big, backend().Allocate(0, int64_t{1} << 20));
+    DA_ASSERT_OK_AND_ASSIGN(BufferPtr flag, backend().Allocate(0, 1));
+    DA_ASSERT_OK(backend().FillConstant(DType::kBool, Whole(flag, 1), Scalar::Bool(true)));
+    DA_ASSERT_OK(recording->BeginWhile(flag, 10));
+    DA_ASSERT_OK(
+        backend().FillConstant(DType::kUInt8, Whole(big, int64_t{1} << 20), Scalar::UInt(1)));
+    EXPECT_GT(backend().memory(0).used_bytes, used_before + (int64_t{1} << 20) - 1);
+    // Dropped with the loop still open: the captures end and everything goes back.
+  }
+  EXPECT_EQ(backend().memory(0).used_bytes, used_before);
+  DA_ASSERT_OK(backend().Synchronize());
+  // The thread may record again.
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> again, recorder_->Begin(0));
+  DA_ASSERT_OK(again->Finish().status());
+}
+
+}  // namespace
+}  // namespace distarray
+
+#endif  // DISTARRAY_HAVE_CUDA
