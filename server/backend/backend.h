@@ -138,7 +138,7 @@ class Backend {
   virtual absl::Status Synchronize() = 0;
 
   // Recording work into replayable graphs with device-side loops (graph_recorder.h); nullptr
-  // where the backend cannot (the host backend: programs run eagerly there).
+  // where the backend cannot (programs then run eagerly).
   virtual GraphRecorder* graph_recorder() { return nullptr; }
 };
 

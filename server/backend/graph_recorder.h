@@ -1,7 +1,7 @@
 // Recording device work into a replayable graph with device-side control flow: how RunGraph puts a
 // whole `while` loop on a GPU. The CUDA backend implements it with stream capture and CUDA 13
-// conditional WHILE/IF nodes; the host backend has no recorder (its programs run eagerly, through
-// the same op executors).
+// conditional WHILE/IF nodes; the host backend records its device thread's work items into a tree
+// it replays there, so CI runs the same recording path.
 //
 // A recording covers one device (a conditional node's body may only hold work of one device).
 // While it is open, every call the recording thread makes on the backend for that device
@@ -11,7 +11,7 @@
 //     the graph's fixed slots, at the same address on every replay);
 //   - nothing waits on or records per-buffer events: the recording is one stream, in program order;
 //   - a buffer released while recording is kept alive by the graph, not freed;
-//   - work for another device, cross-device copies and host transfers fail with
+//   - work for another device, cross-device copies, host transfers and Synchronize fail with
 //     FAILED_PRECONDITION naming the call.
 // Other threads keep using the backend normally meanwhile; their work is not recorded.
 #ifndef DISTARRAY_SERVER_BACKEND_GRAPH_RECORDER_H_

@@ -104,6 +104,8 @@ class Engine {
                                            const CallContext& call = {});
   absl::StatusOr<std::string> RegisterProgram(const v1::RegisterProgramRequest& request);
   absl::Status DeleteProgram(const v1::DeleteProgramRequest& request);
+  // Frees the executable graphs RunGraph cached (and the device memory of their slots).
+  void ClearGraphCache() { runner_->ClearCache(); }
 
   // Waits for all enqueued work on every device; the handles are only validated (NOT_FOUND for
   // unknown ones). Waiting for everything is a superset of waiting for the named arrays.

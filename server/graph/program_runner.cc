@@ -80,6 +80,12 @@ GraphCacheCounters ProgramRunner::counters() const {
   return GraphCacheCounters{static_cast<int64_t>(lru_.size()), hits_, misses_};
 }
 
+void ProgramRunner::ClearCache() {
+  absl::MutexLock lock(&mu_);
+  by_key_.clear();
+  lru_.clear();
+}
+
 absl::StatusOr<ProgramRunResult> ProgramRunner::Run(const v1::Program& program,
                                                     const std::string& program_key,
                                                     const std::vector<ArrayPtr>& arguments,
@@ -122,6 +128,13 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Run(const v1::Program& program,
     const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<std::shared_ptr<CachedGraph>> recorded =
         Record(program, arguments, device, context);
+    if (recorded.status().code() == absl::StatusCode::kResourceExhausted &&
+        counters().entries > 0) {
+      // Cached graphs hold their slots' memory: give it back and try once more.
+      spdlog::info("RunGraph: out of device memory while recording; dropping cached graphs");
+      ClearCache();
+      recorded = Record(program, arguments, device, context);
+    }
     if (!recorded.ok()) {
       // A program the lowering cannot take still runs, eagerly; the log says why.
       const absl::StatusCode code = recorded.status().code();

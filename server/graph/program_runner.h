@@ -50,6 +50,8 @@ class ProgramRunner {
                                        const OpContext& context);
 
   GraphCacheCounters counters() const;
+  // Drops every cached graph (their memory returns once no replay uses them).
+  void ClearCache();
 
  private:
   struct CachedGraph;

@@ -4,7 +4,9 @@
 #include <new>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "server/host/host_buffer.h"
+#include "server/host/host_graph_recorder.h"
 #include "server/kernels/host_kernels.h"
 
 namespace distarray {
@@ -40,7 +42,8 @@ absl::StatusOr<std::unique_ptr<HostBackend>> HostBackend::Create(const Options& 
   return std::unique_ptr<HostBackend>(new HostBackend(options));
 }
 
-HostBackend::HostBackend(const Options& options) {
+HostBackend::HostBackend(const Options& options)
+    : recorder_(std::make_unique<HostGraphRecorder>(this)) {
   for (int d = 0; d < options.device_count; ++d) {
     ledgers_.push_back(std::make_unique<MemoryLedger>(d, options.memory_limit_bytes));
     streams_.push_back(std::make_unique<HostStream>());
@@ -54,8 +57,23 @@ DeviceMemory HostBackend::memory(int device) const {
   return DeviceMemory{absl::StrCat("host:", device), ledger.used(), ledger.limit(), ledger.limit()};
 }
 
+GraphRecorder* HostBackend::graph_recorder() { return recorder_.get(); }
+
+absl::Status HostBackend::RefuseWhileRecording(absl::string_view call,
+                                               absl::string_view why) const {
+  if (HostGraphRecording* recording = HostGraphRecording::Current(this)) {
+    return recording->Refuse(call, why);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<BufferPtr> HostBackend::Allocate(int device, int64_t bytes) {
   bytes = std::max<int64_t>(bytes, 1);
+  HostGraphRecording* recording = HostGraphRecording::Current(this);
+  if (recording != nullptr && device != recording->device()) {
+    // As on CUDA: a graph's buffers are its slots on its one device.
+    return recording->Refuse("Allocate", absl::StrCat("it is for device ", device));
+  }
   MemoryLedger& ledger = *ledgers_[device];
   if (absl::Status s = ledger.Reserve(bytes); !s.ok()) return s;
   auto* data = static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{64}, std::nothrow));
@@ -64,12 +82,20 @@ absl::StatusOr<BufferPtr> HostBackend::Allocate(int device, int64_t bytes) {
     return absl::ResourceExhaustedError(
         absl::StrCat("device ", device, ": host memory for ", bytes, " bytes is exhausted"));
   }
-  return std::make_shared<HostBuffer>(device, bytes, data, &ledger);
+  auto buffer = std::make_shared<HostBuffer>(device, bytes, data, &ledger);
+  // Allocated while recording: a slot of the graph, alive (and charged) as long as it is.
+  if (recording != nullptr) recording->Keep(buffer);
+  return buffer;
 }
 
-HostEventPtr HostBackend::Launch(int device, const std::vector<HostBuffer*>& reads,
-                                 const std::vector<HostBuffer*>& writes,
-                                 std::function<void()> work) {
+absl::StatusOr<HostEventPtr> HostBackend::Launch(absl::string_view call, int device,
+                                                 const std::vector<HostBuffer*>& reads,
+                                                 const std::vector<HostBuffer*>& writes,
+                                                 std::function<void()> work) {
+  if (HostGraphRecording* recording = HostGraphRecording::Current(this)) {
+    RETURN_IF_ERROR(recording->Record(call, device, reads, writes, std::move(work)));
+    return HostEventPtr();
+  }
   auto event = std::make_shared<HostEvent>();
   std::lock_guard lock(order_mu_);
   std::vector<HostEventPtr> deps;
@@ -90,29 +116,42 @@ HostEventPtr HostBackend::Launch(int device, const std::vector<HostBuffer*>& rea
 absl::Status HostBackend::FillConstant(DType dtype, const BufferBox& dst, const Scalar& value) {
   auto buffer = AsHost(dst.buffer);
   const StridedBox box = MakeStridedBox(dst.shape, dst.box);
-  Launch(buffer->device(), {}, {buffer.get()}, [buffer, box, dtype, value] {
+  auto work = [buffer, box, dtype, value] {
     DispatchDType(dtype, [&](auto tag) {
       using T = decltype(tag);
       FillBoxOnHost(buffer->as<T>(), box, value.As<T>());
     });
-  });
-  return absl::OkStatus();
+  };
+  return Launch("FillConstant", buffer->device(), {}, {buffer.get()}, std::move(work)).status();
 }
 
 absl::Status HostBackend::FillGenerated(DType dtype, const BufferPtr& dst,
                                         const Shape& global_shape, const Box& chunk_box,
                                         const Generator& generator) {
   auto buffer = AsHost(dst);
-  Launch(buffer->device(), {}, {buffer.get()}, [=] {
+  auto work = [=] {
     DispatchDType(dtype, [&](auto tag) {
       using T = decltype(tag);
       FillGeneratedOnHost(buffer->as<T>(), global_shape, chunk_box, generator);
     });
-  });
-  return absl::OkStatus();
+  };
+  return Launch("FillGenerated", buffer->device(), {}, {buffer.get()}, std::move(work)).status();
 }
 
 absl::Status HostBackend::Copy(DType dtype, absl::Span<const BoxCopy> copies) {
+  if (HostGraphRecording* recording = HostGraphRecording::Current(this)) {
+    // The whole batch is admitted before any of it is recorded: a refused batch leaves nothing
+    // half-recorded.
+    for (const BoxCopy& copy : copies) {
+      const int from = copy.src.buffer->device(), to = copy.dst.buffer->device();
+      if (from != to) {
+        return recording->Refuse(
+            "Copy", absl::StrCat("it copies across devices (device ", from, " to ", to, ")"));
+      }
+      RETURN_IF_ERROR(recording->Admit(
+          "Copy", to, {AsHost(copy.src.buffer).get(), AsHost(copy.dst.buffer).get()}));
+    }
+  }
   // Same-device copies first, then cross-device ones, as the CUDA backend orders them.
   std::vector<const BoxCopy*> ordered;
   for (const BoxCopy& c : copies) {
@@ -128,38 +167,44 @@ absl::Status HostBackend::Copy(DType dtype, absl::Span<const BoxCopy> copies) {
     const StridedBox src_box = MakeStridedBox(copy.src.shape, copy.src.box);
     const StridedBox dst_box = MakeStridedBox(copy.dst.shape, copy.dst.box);
     const Combine combine = copy.combine;
-    Launch(dst->device(), {src.get()}, {dst.get()}, [=] {
+    auto work = [=] {
       DispatchDType(dtype, [&](auto tag) {
         using T = decltype(tag);
         CopyBoxOnHost(src->as<T>(), src_box, dst->as<T>(), dst_box, combine);
       });
-    });
+    };
+    RETURN_IF_ERROR(
+        Launch("Copy", dst->device(), {src.get()}, {dst.get()}, std::move(work)).status());
   }
   return absl::OkStatus();
 }
 
 absl::Status HostBackend::WriteFromHost(const BufferPtr& dst, int64_t offset, const void* src,
                                         int64_t bytes) {
+  RETURN_IF_ERROR(RefuseWhileRecording("WriteFromHost", "host transfers cannot be recorded"));
   auto buffer = AsHost(dst);
   auto staged = std::make_shared<std::vector<std::byte>>(bytes);
   std::memcpy(staged->data(), src, bytes);
-  Launch(buffer->device(), {}, {buffer.get()}, [buffer, staged, offset] {
+  auto work = [buffer, staged, offset] {
     std::memcpy(buffer->data() + offset, staged->data(), staged->size());
-  });
-  return absl::OkStatus();
+  };
+  return Launch("WriteFromHost", buffer->device(), {}, {buffer.get()}, std::move(work)).status();
 }
 
 absl::StatusOr<std::unique_ptr<PendingRead>> HostBackend::ReadToHost(const BufferPtr& src,
                                                                      int64_t offset, int64_t bytes,
                                                                      void* dst) {
+  RETURN_IF_ERROR(RefuseWhileRecording("ReadToHost", "host transfers cannot be recorded"));
   auto buffer = AsHost(src);
-  HostEventPtr done = Launch(buffer->device(), {buffer.get()}, {}, [buffer, offset, bytes, dst] {
-    std::memcpy(dst, buffer->data() + offset, bytes);
-  });
+  auto work = [buffer, offset, bytes, dst] { std::memcpy(dst, buffer->data() + offset, bytes); };
+  ASSIGN_OR_RETURN(HostEventPtr done,
+                   Launch("ReadToHost", buffer->device(), {buffer.get()}, {}, std::move(work)));
   return std::make_unique<HostPendingRead>(std::move(done));
 }
 
 absl::Status HostBackend::Synchronize() {
+  RETURN_IF_ERROR(RefuseWhileRecording("Synchronize",
+                                       "the recorded work has not run and cannot be waited for"));
   for (auto& stream : streams_) stream->Synchronize();
   return absl::OkStatus();
 }

@@ -1,6 +1,7 @@
 // The host backend: N simulated devices on the CPU. Each device has its own memory ledger and a
 // worker thread as its stream; cross-device copies run on the destination's thread after waiting
 // for the source's producer, as a peer copy would. CI and laptops run the same engine on it.
+// It records graphs too (host_graph_recorder.h), so CI runs RunGraph's recording path.
 #ifndef DISTARRAY_SERVER_HOST_HOST_BACKEND_H_
 #define DISTARRAY_SERVER_HOST_HOST_BACKEND_H_
 
@@ -8,6 +9,7 @@
 #include <mutex>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "server/backend/backend.h"
 #include "server/backend/memory_ledger.h"
@@ -16,6 +18,7 @@
 namespace distarray {
 
 class HostBuffer;
+class HostGraphRecorder;
 
 class HostBackend final : public Backend {
  public:
@@ -51,17 +54,30 @@ class HostBackend final : public Backend {
                                                           int64_t bytes, void* dst) override;
   absl::Status Synchronize() override;
 
+  GraphRecorder* graph_recorder() override;
+
  private:
+  friend class HostRecordedGraph;  // a replay is launched like any other work
+
   explicit HostBackend(const Options& options);
 
   // Enqueues `work` on `device`'s stream once the hazards of `reads` and `writes` are clear, and
   // records it as their newest reader/writer. Returns the event that fires when `work` is done.
-  HostEventPtr Launch(int device, const std::vector<HostBuffer*>& reads,
-                      const std::vector<HostBuffer*>& writes, std::function<void()> work);
+  // While the calling thread records a graph on this backend, `work` is recorded instead (no
+  // hazards: the recording is one stream in program order) and the event is nullptr; work for
+  // another device, or touching another device's buffer, is refused with FAILED_PRECONDITION
+  // naming `call`.
+  absl::StatusOr<HostEventPtr> Launch(absl::string_view call, int device,
+                                      const std::vector<HostBuffer*>& reads,
+                                      const std::vector<HostBuffer*>& writes,
+                                      std::function<void()> work);
+  // FAILED_PRECONDITION naming `call` while the calling thread records a graph on this backend.
+  absl::Status RefuseWhileRecording(absl::string_view call, absl::string_view why) const;
 
   std::mutex order_mu_;  // guards every buffer's hazards; held while enqueueing
   std::vector<std::unique_ptr<MemoryLedger>> ledgers_;
   std::vector<std::unique_ptr<HostStream>> streams_;
+  std::unique_ptr<HostGraphRecorder> recorder_;
 };
 
 }  // namespace distarray

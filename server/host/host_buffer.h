@@ -14,7 +14,9 @@
 
 namespace distarray {
 
-class HostBuffer final : public DeviceBuffer {
+// shared_from_this: a graph recording keeps every buffer its work touches alive, from the raw
+// pointers the backend's calls pass around.
+class HostBuffer final : public DeviceBuffer, public std::enable_shared_from_this<HostBuffer> {
  public:
   HostBuffer(int device, int64_t bytes, std::byte* data, MemoryLedger* ledger)
       : device_(device), bytes_(bytes), data_(data), ledger_(ledger) {}

@@ -96,14 +96,14 @@ absl::Status HostBackend::Elementwise(ElementwiseOpId op, DType compute, const B
     return absl::InternalError(absl::StrCat("elementwise op ", static_cast<int>(op),
                                             " has no loop for ", DTypeName(compute)));
   }
-  Launch(out_buffer->device(), reads, {out_buffer.get()}, std::move(work));
-  return absl::OkStatus();
+  return Launch("Elementwise", out_buffer->device(), reads, {out_buffer.get()}, std::move(work))
+      .status();
 }
 
 absl::Status HostBackend::Cast(DType from, DType to, const BufferPtr& src, const BufferPtr& dst,
                                int64_t n) {
   auto s = AsHost(src), d = AsHost(dst);
-  Launch(d->device(), {s.get()}, {d.get()}, [s, d, from, to, n] {
+  auto work = [s, d, from, to, n] {
     DispatchCast(from, to, [&](auto from_tag, auto to_tag) {
       using From = decltype(from_tag);
       using To = decltype(to_tag);
@@ -111,8 +111,8 @@ absl::Status HostBackend::Cast(DType from, DType to, const BufferPtr& src, const
       To* out = d->as<To>();
       for (int64_t i = 0; i < n; ++i) out[i] = ufunc::Cast<To>(in[i]);
     });
-  });
-  return absl::OkStatus();
+  };
+  return Launch("Cast", d->device(), {s.get()}, {d.get()}, std::move(work)).status();
 }
 
 absl::Status HostBackend::Reduce(ReduceKind kind, DType in, const BufferPtr& src,
@@ -121,7 +121,7 @@ absl::Status HostBackend::Reduce(ReduceKind kind, DType in, const BufferPtr& src
   auto s = AsHost(src), d = AsHost(dst), e = AsHost(extreme);
   std::vector<HostBuffer*> reads = {s.get()};
   if (e) reads.push_back(e.get());
-  Launch(d->device(), reads, {d.get()}, [=] {
+  auto work = [=] {
     DispatchReduceKind(kind, [&](auto kind_tag) {
       constexpr ReduceKind K = decltype(kind_tag)::value;
       DispatchDType(in, [&](auto tag) {
@@ -130,8 +130,8 @@ absl::Status HostBackend::Reduce(ReduceKind kind, DType in, const BufferPtr& src
                            e ? e->as<T>() : nullptr);
       });
     });
-  });
-  return absl::OkStatus();
+  };
+  return Launch("Reduce", d->device(), reads, {d.get()}, std::move(work)).status();
 }
 
 absl::Status HostBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b,
@@ -141,14 +141,14 @@ absl::Status HostBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr&
     return absl::InternalError(absl::StrCat("gemm: no loop for ", DTypeName(dtype)));
   }
   auto ha = AsHost(a), hb = AsHost(b), hc = AsHost(c);
-  Launch(hc->device(), {ha.get(), hb.get()}, {hc.get()}, [=] {
+  auto work = [=] {
     if (dtype == DType::kFloat32) {
       GemmOnHost(ha->as<float>(), hb->as<float>(), hc->as<float>(), m, n, k);
     } else {
       GemmOnHost(ha->as<double>(), hb->as<double>(), hc->as<double>(), m, n, k);
     }
-  });
-  return absl::OkStatus();
+  };
+  return Launch("Gemm", hc->device(), {ha.get(), hb.get()}, {hc.get()}, std::move(work)).status();
 }
 
 }  // namespace distarray

@@ -15,6 +15,11 @@ void HostEvent::Wait() {
   cv_.wait(lock, [&] { return done_; });
 }
 
+bool HostEvent::WaitFor(std::chrono::nanoseconds timeout) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return done_; });
+}
+
 bool HostEvent::done() {
   std::lock_guard lock(mu_);
   return done_;

@@ -3,6 +3,7 @@
 #ifndef DISTARRAY_SERVER_HOST_HOST_STREAM_H_
 #define DISTARRAY_SERVER_HOST_HOST_STREAM_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -17,6 +18,9 @@ class HostEvent {
  public:
   void Signal();
   void Wait();
+  // Waits at most `timeout`; whether the event has fired. Lets a waiter do other things between
+  // polls (a recorded graph's Wait asks its caller whether to cancel).
+  bool WaitFor(std::chrono::nanoseconds timeout);
   bool done();
 
  private:

@@ -203,8 +203,10 @@ class Runner {
     }
   }
 
-  // Deletes everything, waits for the devices, and checks that no memory is still charged.
+  // Deletes everything (cached graphs too), waits for the devices, and checks that no memory is
+  // still charged.
   void Finish() {
+    engine_.ClearGraphCache();
     for (const ArrayPtr& array : engine_.List()) {
       const absl::Status status = engine_.Delete(array->handle);
       if (!status.ok()) Fail("deleting a listed array: " + status.ToString(), Action());
