@@ -1,7 +1,7 @@
 #include "distarray/graph.h"
 
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 

@@ -30,7 +30,7 @@ namespace distarray {
 
 // What one replay did, read back after it finished.
 struct GraphRunStats {
-  int64_t iterations = 0;     // loop bodies run, summed over every loop (nested ones included)
+  int64_t iterations = 0;          // loop bodies run, summed over every loop (nested ones included)
   bool hit_iteration_cap = false;  // some loop stopped at its max_iterations with its flag true
   bool cancelled = false;          // the cancel word stopped a loop
 };

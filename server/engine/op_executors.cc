@@ -59,8 +59,7 @@ absl::StatusOr<PlannedElementwise> PlanElementwiseOp(const OpContext& context,
     const std::string operand_field = absl::StrCat(field, ".operands[", i, "]");
     OperandMeta meta;
     if (operand.has_scalar()) {
-      ASSIGN_OR_RETURN(meta.scalar,
-                       ScalarFromProto(operand.scalar(), operand_field + ".scalar"));
+      ASSIGN_OR_RETURN(meta.scalar, ScalarFromProto(operand.scalar(), operand_field + ".scalar"));
     } else {
       ASSIGN_OR_RETURN(planned.arrays[i], context.resolve(operand, operand_field));
       metas[i] = MetaOf(*planned.arrays[i]);
@@ -209,8 +208,7 @@ absl::StatusOr<PlannedReduce> PlanReduceOp(const OpContext& context, const v1::R
   ArrayMeta meta;
   switch (spec.operand().kind_case()) {
     case v1::Operand::KIND_NOT_SET:
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ".operand: give the array to reduce"));
+      return absl::InvalidArgumentError(absl::StrCat(field, ".operand: give the array to reduce"));
     case v1::Operand::kScalar:
       break;  // the planner names the field
     default:
@@ -289,8 +287,8 @@ absl::StatusOr<OpResult> ExecuteReduce(const OpContext& context, const PlannedRe
     partials.dtype = out.dtype;
     partials.mode = out.mode;
     partials.chunks = std::move(out.chunks);
-    ASSIGN_OR_RETURN(out.chunks, Relayout(backend, partials, plan.combine_map, Mode::kReplica,
-                                          context.alive));
+    ASSIGN_OR_RETURN(out.chunks,
+                     Relayout(backend, partials, plan.combine_map, Mode::kReplica, context.alive));
     out.mode = Mode::kReplica;
   }
   return out;
@@ -314,7 +312,8 @@ absl::StatusOr<PlannedMatmul> PlanMatmulOp(const OpContext& context, const v1::M
   };
   ASSIGN_OR_RETURN(planned.a, resolve(spec.a(), "a"));
   ASSIGN_OR_RETURN(planned.b, resolve(spec.b(), "b"));
-  absl::StatusOr<MatmulPlan> plan = PlanMatmul(MetaOf(*planned.a), MetaOf(*planned.b), context.alive);
+  absl::StatusOr<MatmulPlan> plan =
+      PlanMatmul(MetaOf(*planned.a), MetaOf(*planned.b), context.alive);
   if (!plan.ok()) return Refield(plan.status(), field);
   planned.plan = *std::move(plan);
   if (spec.has_result_index_map()) {
@@ -371,8 +370,8 @@ absl::StatusOr<OpResult> ExecuteMatmul(const OpContext& context, const PlannedMa
     product.dtype = out.dtype;
     product.mode = out.mode;
     product.chunks = std::move(out.chunks);
-    ASSIGN_OR_RETURN(out.chunks, Relayout(backend, product, *planned.result_map, Mode::kReplica,
-                                          context.alive));
+    ASSIGN_OR_RETURN(
+        out.chunks, Relayout(backend, product, *planned.result_map, Mode::kReplica, context.alive));
     out.mode = Mode::kReplica;
   }
   return out;

@@ -39,12 +39,11 @@ absl::StatusOr<GraphRunOutcome> Engine::RunGraph(const v1::RunGraphRequest& requ
   }
 
   // Every input bound, nothing else.
-  const absl::flat_hash_set<std::string> inputs(program->inputs().begin(),
-                                                program->inputs().end());
+  const absl::flat_hash_set<std::string> inputs(program->inputs().begin(), program->inputs().end());
   for (const auto& [variable, handle] : request.arguments()) {
     if (!inputs.contains(variable)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "arguments: ", QuoteClientString(variable), " is not an input of the program"));
+      return absl::InvalidArgumentError(absl::StrCat("arguments: ", QuoteClientString(variable),
+                                                     " is not an input of the program"));
     }
   }
   std::vector<ArrayPtr> arguments;
@@ -94,7 +93,8 @@ absl::StatusOr<GraphRunOutcome> Engine::RunGraph(const v1::RunGraphRequest& requ
     }
     if (!stored.ok()) {
       // All outputs or none: take back the ones already registered.
-      for (const auto& [unused, array] : outcome.outputs) registry_.Erase(array->handle, "").IgnoreError();
+      for (const auto& [unused, array] : outcome.outputs)
+        registry_.Erase(array->handle, "").IgnoreError();
       return stored.status();
     }
     outcome.outputs.emplace_back(variable, *std::move(stored));

@@ -96,8 +96,7 @@ absl::Status Interpreter::Run(const v1::Program& program, absl::string_view fiel
     for (const auto& [list, name] : {std::pair{&program.outputs(), "outputs"},
                                      std::pair{&program.value_outputs(), "value_outputs"}}) {
       for (int i = 0; i < list->size(); ++i) {
-        RETURN_IF_ERROR(
-            Lookup((*list)[i], absl::StrCat(prefix, ".", name, "[", i, "]")).status());
+        RETURN_IF_ERROR(Lookup((*list)[i], absl::StrCat(prefix, ".", name, "[", i, "]")).status());
       }
     }
   }
@@ -127,8 +126,8 @@ absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string
       // copy back at the end of the body.
       const ArrayPtr slot = SlotFor(s.target());
       const bool into_slot = slot != nullptr && CanWriteElementwiseInto(planned, *slot);
-      ASSIGN_OR_RETURN(OpResult r, ExecuteElementwise(context_, planned,
-                                                      into_slot ? &slot->chunks : nullptr));
+      ASSIGN_OR_RETURN(OpResult r,
+                       ExecuteElementwise(context_, planned, into_slot ? &slot->chunks : nullptr));
       if (into_slot) {
         env_[s.target()] = slot;
         return absl::OkStatus();
@@ -216,9 +215,9 @@ absl::StatusOr<ArrayPtr> Interpreter::CheckCondition(const std::string& name,
                                                      const std::string& field) {
   ASSIGN_OR_RETURN(ArrayPtr condition, Lookup(name, field));
   if (condition->dtype != DType::kBool || !condition->shape.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": the condition must be a 0-d bool; ", QuoteClientString(name),
-                     " is ", Describe(*condition)));
+    return absl::InvalidArgumentError(absl::StrCat(field, ": the condition must be a 0-d bool; ",
+                                                   QuoteClientString(name), " is ",
+                                                   Describe(*condition)));
   }
   return condition;
 }
@@ -257,7 +256,8 @@ absl::StatusOr<bool> Interpreter::ReadFlag(const ArrayPtr& condition) {
 
 absl::StatusOr<ArrayPtr> Interpreter::NewSlot(const ArrayPtr& value) {
   Array slot = *value;
-  ASSIGN_OR_RETURN(slot.chunks, AllocateChunks(*context_.backend, value->dtype, value->index_map()));
+  ASSIGN_OR_RETURN(slot.chunks,
+                   AllocateChunks(*context_.backend, value->dtype, value->index_map()));
   auto shared = std::make_shared<const Array>(std::move(slot));
   RETURN_IF_ERROR(CopyInto(value, shared));
   return shared;

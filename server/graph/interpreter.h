@@ -64,8 +64,8 @@ class Interpreter {
   absl::StatusOr<ArrayPtr> NewSlot(const ArrayPtr& value);
   absl::Status CopyInto(const ArrayPtr& value, const ArrayPtr& slot);
   // kCheck: a variable assigned in a body that existed before keeps its type.
-  absl::Status CheckKeptType(const std::string& name, const ArrayPtr& before,
-                             const ArrayPtr& after, const std::string& field) const;
+  absl::Status CheckKeptType(const std::string& name, const ArrayPtr& before, const ArrayPtr& after,
+                             const std::string& field) const;
 
   const RunMode mode_;
   OpContext context_;

@@ -18,14 +18,14 @@ class StructureChecker {
   absl::Status CheckBlock(const google::protobuf::RepeatedPtrField<v1::Statement>& block,
                           const std::string& field, int depth) {
     if (depth > limits_.max_depth) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ": loops and branches nest at most ", limits_.max_depth, " deep"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": loops and branches nest at most ", limits_.max_depth, " deep"));
     }
     for (int i = 0; i < block.size(); ++i) {
       if (++statements_ > limits_.max_statements) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            field, ": a program has at most ", limits_.max_statements,
-            " statements, counted over every body"));
+        return absl::InvalidArgumentError(absl::StrCat(field, ": a program has at most ",
+                                                       limits_.max_statements,
+                                                       " statements, counted over every body"));
       }
       RETURN_IF_ERROR(CheckStatement(block[i], absl::StrCat(field, "[", i, "]"), depth));
     }
@@ -34,8 +34,8 @@ class StructureChecker {
 
  private:
   absl::Status CheckStatement(const v1::Statement& s, const std::string& field, int depth) {
-    const bool control = s.op_case() == v1::Statement::kWhileLoop ||
-                         s.op_case() == v1::Statement::kIfElse;
+    const bool control =
+        s.op_case() == v1::Statement::kWhileLoop || s.op_case() == v1::Statement::kIfElse;
     if (control && !s.target().empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat(field, ".target: while_loop and if_else assign nothing; leave it empty"));
@@ -46,8 +46,9 @@ class StructureChecker {
     switch (s.op_case()) {
       case v1::Statement::OP_NOT_SET:
         return absl::InvalidArgumentError(absl::StrCat(
-            field, ": a statement needs an op (elementwise, reduce, matmul, reshard, change_mode, "
-                   "copy, while_loop or if_else)"));
+            field,
+            ": a statement needs an op (elementwise, reduce, matmul, reshard, change_mode, "
+            "copy, while_loop or if_else)"));
       case v1::Statement::kElementwise:
         if (!s.elementwise().out().empty()) {
           return absl::InvalidArgumentError(absl::StrCat(
@@ -73,9 +74,9 @@ class StructureChecker {
         const v1::WhileLoop& loop = s.while_loop();
         RETURN_IF_ERROR(ValidateVariableName(loop.condition(), field + ".while_loop.condition"));
         if (loop.max_iterations() < 1 || loop.max_iterations() > limits_.max_loop_iterations) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              field, ".while_loop.max_iterations: required, 1 to ", limits_.max_loop_iterations,
-              "; got ", loop.max_iterations()));
+          return absl::InvalidArgumentError(
+              absl::StrCat(field, ".while_loop.max_iterations: required, 1 to ",
+                           limits_.max_loop_iterations, "; got ", loop.max_iterations()));
         }
         return CheckBlock(loop.body(), field + ".while_loop.body", depth + 1);
       }
@@ -95,8 +96,9 @@ class StructureChecker {
         return ValidateVariableName(operand.variable(), field + ".variable");
       case v1::Operand::kHandle:
         return absl::InvalidArgumentError(absl::StrCat(
-            field, ".handle: a program names variables (Operand.variable); bind arrays to its "
-                   "inputs with RunGraphRequest.arguments"));
+            field,
+            ".handle: a program names variables (Operand.variable); bind arrays to its "
+            "inputs with RunGraphRequest.arguments"));
       default:
         return absl::OkStatus();  // scalars; an unset operand is reported by the op's planner
     }
@@ -111,15 +113,13 @@ class StructureChecker {
 absl::Status ValidateVariableName(absl::string_view name, absl::string_view field) {
   if (name.empty() || name.size() > static_cast<size_t>(kMaxVariableBytes)) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": a variable name has 1 to ",
-                                                   kMaxVariableBytes, " bytes, got ",
-                                                   name.size()));
+                                                   kMaxVariableBytes, " bytes, got ", name.size()));
   }
   const bool first_ok = absl::ascii_isalpha(name[0]) || name[0] == '_';
   for (const char c : name) {
     if (!first_ok || !(absl::ascii_isalnum(c) || c == '_' || c == '.')) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ": variable ", QuoteClientString(name),
-          " is not of [A-Za-z_][A-Za-z0-9_.]*"));
+      return absl::InvalidArgumentError(absl::StrCat(field, ": variable ", QuoteClientString(name),
+                                                     " is not of [A-Za-z_][A-Za-z0-9_.]*"));
     }
   }
   return absl::OkStatus();
@@ -133,9 +133,8 @@ absl::Status CheckProgramStructure(const v1::Program& program, const ProgramLimi
     const std::string input_field = absl::StrCat(prefix, ".inputs[", i, "]");
     RETURN_IF_ERROR(ValidateVariableName(program.inputs(i), input_field));
     if (!inputs.insert(program.inputs(i)).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(input_field, ": input ", QuoteClientString(program.inputs(i)),
-                       " is listed twice"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          input_field, ": input ", QuoteClientString(program.inputs(i)), " is listed twice"));
     }
   }
   if (program.outputs_size() + program.value_outputs_size() == 0) {
@@ -149,8 +148,8 @@ absl::Status CheckProgramStructure(const v1::Program& program, const ProgramLimi
       const std::string output_field = absl::StrCat(prefix, ".", name, "[", i, "]");
       RETURN_IF_ERROR(ValidateVariableName((*list)[i], output_field));
       if (!returned.insert((*list)[i]).second) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            output_field, ": ", QuoteClientString((*list)[i]), " is returned twice"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(output_field, ": ", QuoteClientString((*list)[i]), " is returned twice"));
       }
     }
   }

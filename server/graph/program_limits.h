@@ -9,8 +9,8 @@
 namespace distarray {
 
 struct ProgramLimits {
-  int max_statements = 4096;  // counted over every body
-  int max_depth = 8;          // nesting of loops and branches
+  int max_statements = 4096;                       // counted over every body
+  int max_depth = 8;                               // nesting of loops and branches
   int64_t max_loop_iterations = int64_t{1} << 30;  // the largest max_iterations a loop may ask
   int max_registered_programs = 1024;
   int64_t max_value_output_bytes = int64_t{1} << 20;  // all value_outputs of one run together

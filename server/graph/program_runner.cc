@@ -45,7 +45,7 @@ OpResult CopyOf(const Array& array, std::vector<Chunk> chunks) {
 struct ProgramRunner::CachedGraph {
   absl::Mutex mu;  // one replay at a time: the slots are shared
   std::unique_ptr<RecordedGraph> graph;
-  std::vector<ArrayPtr> input_slots;            // per program input
+  std::vector<ArrayPtr> input_slots;             // per program input
   std::map<std::string, ArrayPtr> result_slots;  // outputs and value_outputs, by variable
 };
 
@@ -92,7 +92,8 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Run(const v1::Program& program,
                                                     const OpContext& context) {
   // Types, shapes and layouts first, on metadata only: exact errors before anything runs.
   Interpreter check(RunMode::kCheck, context);
-  for (int i = 0; i < program.inputs_size(); ++i) check.Bind(program.inputs(i), Phantom(*arguments[i]));
+  for (int i = 0; i < program.inputs_size(); ++i)
+    check.Bind(program.inputs(i), Phantom(*arguments[i]));
   RETURN_IF_ERROR(check.Run(program, "program"));
   int64_t value_bytes = 0;
   for (int i = 0; i < program.value_outputs_size(); ++i) {

@@ -82,8 +82,7 @@ class Runner {
  public:
   // A zero lease: every session has expired by the time a sweep runs, so sweeps are
   // deterministic.
-  explicit Runner(std::unique_ptr<Backend> backend)
-      : engine_(std::move(backend), Options()) {}
+  explicit Runner(std::unique_ptr<Backend> backend) : engine_(std::move(backend), Options()) {}
 
   void Run(const Action& action) {
     const CallContext call = CallFor(action);

@@ -46,7 +46,10 @@ TEST(GraphBuilder, SwappedCarriedValuesAreStagedFirst) {
   g::ProgramBuilder p;
   g::Var x = p.Input("x"), y = p.Input("y");
   g::Vars out = p.WhileLoop([](auto v) { return g::All(v[0] < 10.0); },
-                            [](auto v) { return g::Vars{v[1], v[0]}; }, {x, y}, 5);
+                            [](auto v) {
+                              return g::Vars{v[1], v[0]};
+                            },
+                            {x, y}, 5);
   p.Output("x", out[0]);
   p.Output("y", out[1]);
   const v1::Statement* loop = nullptr;
@@ -96,8 +99,9 @@ TEST(GraphBuilder, ReadsOfTheOldValueKeepACopy) {
 TEST(GraphBuilder, CondAssignsBothBranchesToTheSameVariables) {
   g::ProgramBuilder p;
   g::Var a = p.Input("a");
-  g::Vars r = p.Cond(g::Any(a > 0.0), [](auto v) { return g::Vars{v[0] * 2.0}; },
-                     [](auto v) { return g::Vars{v[0] - 1.0}; }, {a});
+  g::Vars r = p.Cond(
+      g::Any(a > 0.0), [](auto v) { return g::Vars{v[0] * 2.0}; },
+      [](auto v) { return g::Vars{v[0] - 1.0}; }, {a});
   p.Output("r", r[0]);
   const v1::Statement* branch = nullptr;
   for (const v1::Statement& s : p.program().statements()) {

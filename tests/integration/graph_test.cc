@@ -90,8 +90,8 @@ TEST_P(GraphTest, SeedLoopRunsZeroOneAndManyTimes) {
       const int64_t iterations = SeedLoopOnHost(expected, 1000, 100000);
       EXPECT_EQ(run->iterations, iterations);
       EXPECT_FALSE(run->hit_iteration_cap);
-      EXPECT_EQ(run->execution, GraphsExpected(map) ? v1::GRAPH_EXECUTION_DEVICE_GRAPH
-                                                    : v1::GRAPH_EXECUTION_EAGER);
+      EXPECT_EQ(run->execution,
+                GraphsExpected(map) ? v1::GRAPH_EXECUTION_DEVICE_GRAPH : v1::GRAPH_EXECUTION_EAGER);
       auto got = run->outputs.at("a").Download<float>();
       ASSERT_TRUE(got.ok()) << got.status();
       EXPECT_EQ(*got, expected);
@@ -132,29 +132,29 @@ TEST_P(GraphTest, NestedLoopsAndIfInsideWhile) {
     std::vector<double> a(n);
     for (double& x : a) x = uniform(rng);
     auto input = client().Upload<double>(a, {n}, ArrayOpts(map));
-    auto counter = client().Upload<double>(std::vector<double>{0.0}, {1},
-                                           ArrayOpts(Split(1, 0, 1, {dev(0)})));
+    auto counter =
+        client().Upload<double>(std::vector<double>{0.0}, {1}, ArrayOpts(Split(1, 0, 1, {dev(0)})));
     ASSERT_TRUE(input.ok() && counter.ok());
 
     // while all(k < 3): k += 1; while any(a < 10 * k): a += 1.5;
     //                           if all(k > 1): a *= 0.5 else: a += 0.25
     g::ProgramBuilder p;
     g::Var va = p.Input("a"), vk = p.Input("k");
-    g::Vars out = p.WhileLoop(
-        [](auto v) { return g::All(v[1] < 3.0); },
-        [](auto v) {
-          g::Var k = v[1] + 1.0;
-          // The inner loop compares with the (1,)-shaped k, broadcast, so k must live where a
-          // does: on one device it does; split, the daemon brings it.
-          g::Vars inner = k.builder().WhileLoop(
-              [k](auto w) { return g::Any(w[0] < k * 10.0); },
-              [](auto w) { return g::Vars{w[0] + 1.5}; }, {v[0]}, 1000);
-          g::Vars branched = k.builder().Cond(
-              g::All(k > 1.0), [](auto w) { return g::Vars{w[0] * 0.5}; },
-              [](auto w) { return g::Vars{w[0] + 0.25}; }, {inner[0]});
-          return g::Vars{branched[0], k};
-        },
-        {va, vk}, 100);
+    g::Vars out = p.WhileLoop([](auto v) { return g::All(v[1] < 3.0); },
+                              [](auto v) {
+                                g::Var k = v[1] + 1.0;
+                                // The inner loop compares with the (1,)-shaped k, broadcast, so k
+                                // must live where a does: on one device it does; split, the daemon
+                                // brings it.
+                                g::Vars inner = k.builder().WhileLoop(
+                                    [k](auto w) { return g::Any(w[0] < k * 10.0); },
+                                    [](auto w) { return g::Vars{w[0] + 1.5}; }, {v[0]}, 1000);
+                                g::Vars branched = k.builder().Cond(
+                                    g::All(k > 1.0), [](auto w) { return g::Vars{w[0] * 0.5}; },
+                                    [](auto w) { return g::Vars{w[0] + 0.25}; }, {inner[0]});
+                                return g::Vars{branched[0], k};
+                              },
+                              {va, vk}, 100);
     p.Output("a", out[0]);
     p.ValueOutput("k", out[1]);
 
@@ -320,30 +320,38 @@ TEST_P(GraphTest, BadProgramsGetExactErrors) {
   };
   std::vector<Case> cases;
   const v1::Statement step = Op("a", v1::ELEMENTWISE_OP_ADD, {Var("a"), Num(1)});
-  cases.push_back({"condition not 0-d bool", LoopWith({step}, 10, "lt"),
+  cases.push_back({"condition not 0-d bool",
+                   LoopWith({step}, 10, "lt"),
                    absl::StatusCode::kInvalidArgument,
                    {"statements[2].while_loop.condition", "0-d bool"}});
   cases.push_back({"unknown variable",
                    LoopWith({Op("a", v1::ELEMENTWISE_OP_ADD, {Var("zz"), Num(1)})}),
                    absl::StatusCode::kInvalidArgument,
                    {"while_loop.body[0].elementwise.operands[0].variable", "'zz'"}});
-  cases.push_back({"missing cap", LoopWith({step}, 0), absl::StatusCode::kInvalidArgument,
+  cases.push_back({"missing cap",
+                   LoopWith({step}, 0),
+                   absl::StatusCode::kInvalidArgument,
                    {"while_loop.max_iterations", "required"}});
   cases.push_back({"type error in a body",
                    LoopWith({Op("b", v1::ELEMENTWISE_OP_BITWISE_AND, {Var("a"), Var("a")})}),
-                   absl::StatusCode::kInvalidArgument, {"body[0]", "bitwise_and"}});
+                   absl::StatusCode::kInvalidArgument,
+                   {"body[0]", "bitwise_and"}});
   {
     v1::Statement cast = Op("a", v1::ELEMENTWISE_OP_ASTYPE, {Var("a")});
     cast.mutable_elementwise()->set_dtype(v1::DTYPE_FLOAT64);
-    cases.push_back({"loop-carried type change", LoopWith({cast}),
-                     absl::StatusCode::kInvalidArgument, {"'a'", "keeps its shape, dtype"}});
+    cases.push_back({"loop-carried type change",
+                     LoopWith({cast}),
+                     absl::StatusCode::kInvalidArgument,
+                     {"'a'", "keeps its shape, dtype"}});
   }
   {
     v1::Program p = LoopWith({step});
     v1::Operand handle;
     handle.set_handle(a->handle());
     *p.mutable_statements(0)->mutable_elementwise()->mutable_operands(0) = handle;
-    cases.push_back({"a handle inside a program", p, absl::StatusCode::kInvalidArgument,
+    cases.push_back({"a handle inside a program",
+                     p,
+                     absl::StatusCode::kInvalidArgument,
                      {"statements[0].elementwise.operands[0].handle", "variables"}});
   }
   {
@@ -359,9 +367,10 @@ TEST_P(GraphTest, BadProgramsGetExactErrors) {
   }
   {
     v1::Program p = LoopWith({step});
-    for (int i = 0; i < 5000; ++i) *p.add_statements() = Op("b", v1::ELEMENTWISE_OP_NEGATIVE, {Var("a")});
-    cases.push_back({"too many statements", p, absl::StatusCode::kInvalidArgument,
-                     {"at most", "statements"}});
+    for (int i = 0; i < 5000; ++i)
+      *p.add_statements() = Op("b", v1::ELEMENTWISE_OP_NEGATIVE, {Var("a")});
+    cases.push_back(
+        {"too many statements", p, absl::StatusCode::kInvalidArgument, {"at most", "statements"}});
   }
   {
     v1::Program p = LoopWith({step});
@@ -371,7 +380,9 @@ TEST_P(GraphTest, BadProgramsGetExactErrors) {
   {
     v1::Program p = LoopWith({step});
     p.set_outputs(0, "nope");
-    cases.push_back({"output never assigned", p, absl::StatusCode::kInvalidArgument,
+    cases.push_back({"output never assigned",
+                     p,
+                     absl::StatusCode::kInvalidArgument,
                      {"program.outputs[0]", "'nope'"}});
   }
   for (const Case& c : cases) {
@@ -387,10 +398,11 @@ TEST_P(GraphTest, BadProgramsGetExactErrors) {
   v1::RunGraphRequest request;
   *request.mutable_program() = LoopWith({step});
   (*request.mutable_arguments())["a"] = "arr-00000000deadbeef";
-  EXPECT_TRUE(StatusIs(client().RunGraph(request).status(), absl::StatusCode::kNotFound,
-                       {"arguments[a]"}));
+  EXPECT_TRUE(
+      StatusIs(client().RunGraph(request).status(), absl::StatusCode::kNotFound, {"arguments[a]"}));
   // Value outputs are bounded.
-  auto big = client().Create({1 << 19}, v1::DTYPE_FLOAT32, ArrayOpts(Split(1, 0, 1 << 19, {dev(0)})));
+  auto big =
+      client().Create({1 << 19}, v1::DTYPE_FLOAT32, ArrayOpts(Split(1, 0, 1 << 19, {dev(0)})));
   ASSERT_TRUE(big.ok());
   v1::Program value_program;
   value_program.add_inputs("a");
