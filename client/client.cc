@@ -484,6 +484,7 @@ absl::StatusOr<GraphRun> Client::RunGraph(const v1::RunGraphRequest& request,
   run.hit_iteration_cap = response.hit_iteration_cap();
   run.graph_cache_hit = response.graph_cache_hit();
   run.execution = response.execution();
+  run.device_seconds = response.device_seconds();
   return run;
 }
 

@@ -33,6 +33,7 @@ struct GraphRunStats {
   int64_t iterations = 0;          // loop bodies run, summed over every loop (nested ones included)
   bool hit_iteration_cap = false;  // some loop stopped at its max_iterations with its flag true
   bool cancelled = false;          // the cancel word stopped a loop
+  double device_seconds = 0;       // the replay's time on the device; 0 where not measured
 };
 
 // An instantiated recording, replayable any number of times (one replay at a time: callers

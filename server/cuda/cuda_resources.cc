@@ -47,6 +47,14 @@ absl::StatusOr<std::shared_ptr<CudaEvent>> CudaEvent::Record(cudaStream_t stream
   return owned;
 }
 
+absl::StatusOr<std::shared_ptr<CudaEvent>> CudaEvent::RecordTimed(cudaStream_t stream) {
+  cudaEvent_t event = nullptr;
+  CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDefault));
+  auto owned = std::shared_ptr<CudaEvent>(new CudaEvent(event));
+  CUDA_RETURN_IF_ERROR(cudaEventRecord(event, stream));
+  return owned;
+}
+
 CudaEvent::~CudaEvent() { LogIfFailed(cudaEventDestroy(event_), "cudaEventDestroy"); }
 
 absl::StatusOr<std::unique_ptr<NcclClique>> NcclClique::Create(int device_count) {

@@ -83,10 +83,17 @@ absl::Status CudaRecordedGraph::Launch(absl::Span<const BufferPtr> reads,
   bool enqueued = false;
   auto replay = backend_->Launch(
       "RecordedGraph::Launch", device_, read_buffers, write_buffers, [&](cudaStream_t stream) {
+        absl::StatusOr<cuda::CudaEventPtr> start = cuda::CudaEvent::RecordTimed(stream);
+        if (!start.ok()) return start.status();
         absl::Status status =
             cuda::CudaStatus(cudaGraphLaunch(exec_.get(), stream), "cudaGraphLaunch");
         enqueued = status.ok();
-        return status;
+        if (!status.ok()) return status;
+        absl::StatusOr<cuda::CudaEventPtr> end = cuda::CudaEvent::RecordTimed(stream);
+        if (!end.ok()) return end.status();
+        replay_start_ = *std::move(start);
+        replay_end_ = *std::move(end);
+        return absl::OkStatus();
       });
   if (!replay.ok()) {
     if (enqueued) replay_unknown_ = true;
@@ -124,6 +131,11 @@ absl::StatusOr<GraphRunStats> CudaRecordedGraph::Wait(const std::function<absl::
   stats.iterations = static_cast<int64_t>(counters.iterations);
   stats.hit_iteration_cap = counters.hit_iteration_cap != 0;
   stats.cancelled = counters.cancelled != 0;
+  float device_ms = 0;
+  if (replay_start_ && replay_end_ &&
+      cudaEventElapsedTime(&device_ms, replay_start_->get(), replay_end_->get()) == cudaSuccess) {
+    stats.device_seconds = device_ms * 1e-3;
+  }
   return stats;
 }
 

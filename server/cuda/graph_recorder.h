@@ -84,6 +84,8 @@ class CudaRecordedGraph final : public RecordedGraph {
   CudaGraphResources resources_;
   cuda::CudaGraphExec exec_;  // declared after resources_: destroyed before the graph it came from
   cuda::CudaEventPtr last_replay_;
+  // Around the last replay's cudaGraphLaunch, timed: the replay's device time.
+  cuda::CudaEventPtr replay_start_, replay_end_;
   bool replay_unknown_ = false;  // a replay was enqueued but its event could not be recorded
 };
 

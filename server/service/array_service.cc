@@ -292,6 +292,7 @@ grpc::Status ArrayServiceImpl::RunGraph(grpc::ServerContext* context,
     response->set_hit_iteration_cap(outcome.stats.hit_iteration_cap);
     response->set_graph_cache_hit(outcome.cache_hit);
     response->set_execution(outcome.execution);
+    response->set_device_seconds(outcome.stats.device_seconds);
     return absl::OkStatus();
   });
 }

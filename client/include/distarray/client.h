@@ -190,6 +190,7 @@ struct GraphRun {
   bool hit_iteration_cap = false;
   bool graph_cache_hit = false;
   v1::GraphExecution execution = v1::GRAPH_EXECUTION_UNSPECIFIED;
+  double device_seconds = 0;  // the replay's device time, where the daemon measures it
 };
 
 // An operand for the calls below: an array or a scalar (weak, as a Python scalar in NumPy 2).
