@@ -194,8 +194,8 @@ v1::GetServerInfoResponse Engine::ServerInfo() const {
     if (IsImplemented(static_cast<DType>(t)))
       info.add_implemented_dtypes(static_cast<v1::DType>(t));
   }
-  for (const char* feature :
-       {"create", "upload", "download", "reshard", "change_mode", "run_graph", "register_program"}) {
+  for (const char* feature : {"create", "upload", "download", "reshard", "change_mode", "run_graph",
+                              "register_program"}) {
     info.add_features(feature);
   }
   for (const std::string& feature : ComputeFeatures()) info.add_features(feature);
