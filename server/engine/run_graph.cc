@@ -76,7 +76,6 @@ absl::StatusOr<GraphRunOutcome> Engine::RunGraph(const v1::RunGraphRequest& requ
   outcome.stats = result.stats;
   outcome.cache_hit = result.cache_hit;
   outcome.execution = result.execution;
-  if (result.stats.cancelled) RETURN_IF_ERROR(call.CheckAlive());
   for (auto& [variable, data] : result.outputs) {
     auto name = request.output_names().find(variable);
     absl::StatusOr<Array> out =

@@ -72,7 +72,7 @@ absl::StatusOr<ArrayPtr> Interpreter::Lookup(const std::string& name,
   return it->second;
 }
 
-Array Interpreter::Phantom(const ArrayMeta& meta) const {
+Array MetadataOnly(const ArrayMeta& meta) {
   Array array;
   array.shape = meta.shape;
   array.dtype = meta.dtype;
@@ -119,7 +119,8 @@ absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string
                        PlanElementwiseOp(context_, s.elementwise(), field + ".elementwise"));
       if (check) {
         const ElementwisePlan& p = planned.plan;
-        Assign(s.target(), Phantom({p.result_shape, p.result_dtype, Mode::kReplica, p.result_map}));
+        Assign(s.target(),
+               MetadataOnly({p.result_shape, p.result_dtype, Mode::kReplica, p.result_map}));
         return absl::OkStatus();
       }
       // A loop-carried result goes straight into its slot where that is safe, which saves the
@@ -139,7 +140,7 @@ absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string
       ASSIGN_OR_RETURN(const PlannedReduce planned,
                        PlanReduceOp(context_, s.reduce(), field + ".reduce"));
       if (check) {
-        Assign(s.target(), Phantom(ReduceResultMeta(planned)));
+        Assign(s.target(), MetadataOnly(ReduceResultMeta(planned)));
         return absl::OkStatus();
       }
       const ArrayPtr slot = SlotFor(s.target());
@@ -157,7 +158,7 @@ absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string
       ASSIGN_OR_RETURN(const PlannedMatmul planned,
                        PlanMatmulOp(context_, s.matmul(), field + ".matmul"));
       if (check) {
-        Assign(s.target(), Phantom(MatmulResultMeta(planned)));
+        Assign(s.target(), MetadataOnly(MatmulResultMeta(planned)));
         return absl::OkStatus();
       }
       ASSIGN_OR_RETURN(OpResult r, ExecuteMatmul(context_, planned));
@@ -193,7 +194,7 @@ absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string
         ASSIGN_OR_RETURN(mode, ModeFromProto(s.change_mode().mode(), field + ".change_mode.mode"));
       }
       if (check) {
-        Assign(s.target(), Phantom({source->shape, source->dtype, mode, map}));
+        Assign(s.target(), MetadataOnly({source->shape, source->dtype, mode, map}));
         return absl::OkStatus();
       }
       Array out{{}, {}, {}, source->shape, source->dtype, mode, {}};

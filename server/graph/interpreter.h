@@ -25,6 +25,9 @@ namespace distarray {
 
 enum class RunMode { kCheck, kEager, kRecord };
 
+// An array of `meta` with no buffers: what kCheck plans on.
+Array MetadataOnly(const ArrayMeta& meta);
+
 class Interpreter {
  public:
   // `context.resolve` is replaced by variable lookup; its backend, normalize_map and alive are
@@ -55,7 +58,6 @@ class Interpreter {
   absl::StatusOr<ArrayPtr> Lookup(const std::string& name, const std::string& field) const;
   // Stores an op's result (kCheck: a metadata-only array of `meta`).
   void Assign(const std::string& name, Array value);
-  Array Phantom(const ArrayMeta& meta) const;
   absl::StatusOr<ArrayPtr> CheckCondition(const std::string& name, const std::string& field);
   // The buffer holding a 0-d bool's value (op-mode partials are combined first).
   absl::StatusOr<BufferPtr> FlagBuffer(const ArrayPtr& condition);

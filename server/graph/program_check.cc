@@ -128,6 +128,15 @@ absl::Status ValidateVariableName(absl::string_view name, absl::string_view fiel
 absl::Status CheckProgramStructure(const v1::Program& program, const ProgramLimits& limits,
                                    absl::string_view field) {
   const std::string prefix(field);
+  // The lists count against the same bound as statements: each costs work in every check.
+  for (const auto& [count, name] :
+       {std::pair{program.inputs_size(), "inputs"}, std::pair{program.outputs_size(), "outputs"},
+        std::pair{program.value_outputs_size(), "value_outputs"}}) {
+    if (count > limits.max_statements) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(prefix, ".", name, ": at most ", limits.max_statements, ", got ", count));
+    }
+  }
   absl::flat_hash_set<std::string> inputs;
   for (int i = 0; i < program.inputs_size(); ++i) {
     const std::string input_field = absl::StrCat(prefix, ".inputs[", i, "]");

@@ -13,15 +13,6 @@
 namespace distarray {
 namespace {
 
-std::shared_ptr<const Array> Phantom(const Array& array) {
-  auto phantom = std::make_shared<Array>();
-  phantom->shape = array.shape;
-  phantom->dtype = array.dtype;
-  phantom->mode = array.mode;
-  for (const Chunk& c : array.chunks) phantom->chunks.push_back(Chunk{c.spec, nullptr});
-  return phantom;
-}
-
 // What a recorded graph depends on besides the program: each argument's type and layout.
 std::string Signature(const std::vector<ArrayPtr>& arguments) {
   std::string signature;
@@ -93,7 +84,8 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Run(const v1::Program& program,
   // Types, shapes and layouts first, on metadata only: exact errors before anything runs.
   Interpreter check(RunMode::kCheck, context);
   for (int i = 0; i < program.inputs_size(); ++i)
-    check.Bind(program.inputs(i), Phantom(*arguments[i]));
+    check.Bind(program.inputs(i),
+               std::make_shared<const Array>(MetadataOnly(MetaOf(*arguments[i]))));
   RETURN_IF_ERROR(check.Run(program, "program"));
   int64_t value_bytes = 0;
   for (int i = 0; i < program.value_outputs_size(); ++i) {
@@ -197,7 +189,7 @@ absl::StatusOr<std::shared_ptr<ProgramRunner::CachedGraph>> ProgramRunner::Recor
   for (int i = 0; i < program.inputs_size(); ++i) {
     // Input slots: allocated while recording, so they belong to the graph; each replay copies
     // its arguments in.
-    Array slot = *Phantom(*arguments[i]);
+    Array slot = MetadataOnly(MetaOf(*arguments[i]));
     ASSIGN_OR_RETURN(std::vector<Chunk> chunks,
                      AllocateChunks(backend_, slot.dtype, slot.index_map()));
     slot.chunks = std::move(chunks);

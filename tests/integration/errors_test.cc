@@ -726,6 +726,74 @@ std::vector<BadCase> Cases() {
         return stub.RunGraph(&c, r, &out);
       },
       StatusCode::INVALID_ARGUMENT, "program: give a program or a program_id");
+  add(
+      "RunGraph with an unknown program_id",
+      [](auto& stub, auto&) {
+        grpc::ClientContext c;
+        v1::RunGraphRequest r;
+        r.set_program_id("prog-ffffffffffffffff");
+        v1::RunGraphResponse out;
+        return stub.RunGraph(&c, r, &out);
+      },
+      StatusCode::NOT_FOUND, "program_id: no registered program");
+  add(
+      "RunGraph binding an argument the program has no input for",
+      [](auto& stub, auto& bystander) {
+        grpc::ClientContext c;
+        v1::RunGraphRequest r;
+        r.mutable_program()->add_inputs("a");
+        r.mutable_program()->add_outputs("a");
+        (*r.mutable_arguments())["a"] = bystander;
+        (*r.mutable_arguments())["zz"] = bystander;
+        v1::RunGraphResponse out;
+        return stub.RunGraph(&c, r, &out);
+      },
+      StatusCode::INVALID_ARGUMENT, "arguments: 'zz' is not an input");
+  add(
+      "RunGraph naming an output that is not one",
+      [](auto& stub, auto& bystander) {
+        grpc::ClientContext c;
+        v1::RunGraphRequest r;
+        r.mutable_program()->add_inputs("a");
+        r.mutable_program()->add_outputs("a");
+        (*r.mutable_arguments())["a"] = bystander;
+        (*r.mutable_output_names())["b"] = "kept";
+        v1::RunGraphResponse out;
+        return stub.RunGraph(&c, r, &out);
+      },
+      StatusCode::INVALID_ARGUMENT, "not an output of the program");
+  add(
+      "RegisterProgram with a bad variable name",
+      [](auto& stub, auto&) {
+        grpc::ClientContext c;
+        v1::RegisterProgramRequest r;
+        r.mutable_program()->add_inputs("9lives");
+        r.mutable_program()->add_outputs("9lives");
+        v1::RegisterProgramResponse out;
+        return stub.RegisterProgram(&c, r, &out);
+      },
+      StatusCode::INVALID_ARGUMENT, "program.inputs[0]");
+  add(
+      "RegisterProgram with too many inputs",
+      [](auto& stub, auto&) {
+        grpc::ClientContext c;
+        v1::RegisterProgramRequest r;
+        for (int i = 0; i < 5000; ++i) r.mutable_program()->add_inputs("x");
+        r.mutable_program()->add_outputs("x");
+        v1::RegisterProgramResponse out;
+        return stub.RegisterProgram(&c, r, &out);
+      },
+      StatusCode::INVALID_ARGUMENT, "program.inputs: at most");
+  add(
+      "DeleteProgram of an unknown id",
+      [](auto& stub, auto&) {
+        grpc::ClientContext c;
+        v1::DeleteProgramRequest r;
+        r.set_program_id("nope");
+        v1::DeleteProgramResponse out;
+        return stub.DeleteProgram(&c, r, &out);
+      },
+      StatusCode::NOT_FOUND, "program_id");
   AddHardeningCases(cases);
   return cases;
 }
