@@ -1,0 +1,74 @@
+"""distarray: NumPy arrays split across the GPUs of one node, served by distarrayd.
+
+    import numpy as np
+    import distarray
+
+    with distarray.connect("127.0.0.1:50051") as client:
+        a = client.from_numpy(np.arange(12.0).reshape(4, 3),
+                              distarray.split_index_map((4, 3), axis=0, devices=[0, 1]))
+        b = a.reshard(distarray.replicated_index_map(2, [0, 1]))
+        c = distarray.sqrt(a * 2 + 1).sum(axis=0)
+        print(c.to_numpy())
+
+Main names: ``connect`` -> ``Client``; ``DistributedArray`` (``client.from_numpy``,
+``client.attach``); index-map helpers ``split_index_map``, ``replicated_index_map``,
+``make_2d_index_map``, ``on_device``; NumPy's ufuncs and reductions as module functions
+(``sqrt``, ``where``, ``sum``...); programs: ``trace``, ``Program``, ``while_loop``, ``cond``;
+errors: ``DistarrayError`` and one subclass per status code.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from . import _functions
+from ._array import DistributedArray
+from ._client import Client, ConnectOptions, connect
+from ._errors import *  # noqa: F401,F403
+from ._errors import __all__ as _error_names
+from ._functions import *  # noqa: F401,F403
+from ._functions import __all__ as _function_names
+from ._graph import GraphRun, Program, Var, cond, trace, while_loop
+from ._index_map import (
+    IndexMap,
+    make_2d_index_map,
+    on_device,
+    replicated_index_map,
+    split_index_map,
+)
+from ._transfer import PROGRESS_MIN_BYTES
+
+__version__ = "0.1.0"
+
+
+def from_numpy(client: Client, arr: Any, index_map=None, *, mode="replica",
+               name: Optional[str] = None, **kwargs: Any) -> DistributedArray:
+    """``client.from_numpy(arr, index_map, mode=, name=)``: uploads a NumPy array."""
+    return client.from_numpy(arr, index_map, mode=mode, name=name, **kwargs)
+
+
+def attach(client: Client, name: str) -> DistributedArray:
+    """``client.attach(name)``: the existing array with this name (or handle), not owned."""
+    return client.attach(name)
+
+
+__all__ = [
+    "Client",
+    "ConnectOptions",
+    "DistributedArray",
+    "GraphRun",
+    "IndexMap",
+    "Program",
+    "Var",
+    "attach",
+    "cond",
+    "connect",
+    "from_numpy",
+    "make_2d_index_map",
+    "on_device",
+    "replicated_index_map",
+    "split_index_map",
+    "trace",
+    "while_loop",
+    "PROGRESS_MIN_BYTES",
+] + list(_error_names) + list(_function_names)

@@ -1,0 +1,392 @@
+"""DistributedArray: a handle to an array that lives on the daemon's devices."""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple, Union
+
+import grpc
+import numpy as np
+
+from . import _transfer
+from ._errors import translate_errors
+from ._index_map import IndexMap, IndexMapLike, from_proto_index_map, to_proto_index_map
+from ._ops import REDUCTIONS, UFUNCS, ArrayOps, Axis, normalize_axes
+from ._types import (
+    ModeLike,
+    from_proto_dtype,
+    is_scalar,
+    mode_name,
+    to_proto_dtype,
+    to_proto_mode,
+    to_proto_scalar,
+)
+from .v1 import distarray_pb2 as pb
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._client import Client
+
+_log = logging.getLogger("distarray")
+
+Region = Union[slice, Tuple[slice, ...]]
+
+
+def _release(client_ref: "weakref.ref[Client]", handle: str) -> None:
+    """Deletes an owned array whose Python object died. Best effort: a failure (the daemon gone,
+    the client closed) is logged at debug; the session lease cleans up after it anyway."""
+    client = client_ref()
+    if client is None or client.closed:
+        return
+    try:
+        client._stub.DeleteArray(
+            pb.DeleteArrayRequest(handle=handle), metadata=client._metadata(), timeout=10
+        )
+    except Exception as e:  # noqa: BLE001: a finalizer must not raise
+        _log.debug("distarray: releasing %s failed: %s", handle, e)
+
+
+class DistributedArray(ArrayOps):
+    """A NumPy-like handle to an array split across the daemon's devices.
+
+    Create one with ``client.from_numpy(arr, index_map)`` (or ``distarray.from_numpy``),
+    ``client.zeros(...)`` and friends, or find a named one with ``client.attach(name)``.
+
+    Attributes: ``shape``, ``dtype`` (a NumPy dtype), ``ndim``, ``size``, ``nbytes``,
+    ``index_map`` (cupyx's form: ``{device: [tuple of slices, ...]}``, normalized by the daemon),
+    ``mode`` (``'replica'``, ``'sum'``, ``'prod'``, ``'max'`` or ``'min'``: how overlapping copies
+    combine), ``name`` (``''`` when unnamed), ``handle``.
+
+    Values: ``to_numpy()`` or ``numpy.asarray(x)``; ``write(values)`` overwrites in place.
+    Layout: ``reshard(index_map, mode=None)``, ``change_mode(mode)``.
+    Compute (on the devices; results are new arrays): the operators ``+ - * / // % ** @``, unary
+    ``-``, ``abs``, comparisons, ``& | ^ ~ << >>`` (in-place forms write into this array), NumPy's
+    ufuncs as ``distarray.sqrt(x)`` (also ``numpy.sqrt(x)``), reductions as methods
+    (``x.sum(axis=0, keepdims=True)``, ``mean``, ``max``, ``argmax``...), ``astype``, ``clip``.
+    Python scalars on either side are weak, as in NumPy 2.
+
+    Lifetime: an unnamed array created through this object is deleted on the daemon when the
+    object is garbage collected (or its client closes, or the process dies and the session lease
+    runs out). A named array (``name=``) persists until ``client.delete(name)``; ``release()``
+    keeps an unnamed one.
+    """
+
+    def __init__(self, client: "Client", info: "pb.ArrayInfo", *, owned: bool):
+        self._client = client
+        self._info = info
+        self._finalizer: Optional[weakref.finalize] = None
+        if owned and not info.name:
+            self._finalizer = weakref.finalize(self, _release, weakref.ref(client), info.handle)
+            self._finalizer.atexit = False  # the session lease covers a process that exits
+            client._track(self)
+
+    # ---- description ------------------------------------------------------------------------
+
+    @property
+    def client(self) -> "Client":
+        return self._client
+
+    @property
+    def info(self) -> "pb.ArrayInfo":
+        """The daemon's ArrayInfo for this array (as of the last call that returned it)."""
+        return self._info
+
+    @property
+    def handle(self) -> str:
+        return self._info.handle
+
+    @property
+    def name(self) -> str:
+        return self._info.name
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        return tuple(self._info.shape.dims)
+
+    @property
+    def ndim(self) -> int:
+        return len(self._info.shape.dims)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def dtype(self) -> np.dtype:
+        return from_proto_dtype(self._info.dtype)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def mode(self) -> str:
+        return mode_name(self._info.mode)
+
+    @property
+    def index_map(self) -> IndexMap:
+        return from_proto_index_map(self._info.index_map)
+
+    @property
+    def devices(self) -> Tuple[int, ...]:
+        """The devices holding chunks of this array."""
+        return tuple(sorted({c.device for c in self._info.index_map.chunks}))
+
+    @property
+    def bytes_per_device(self) -> Dict[int, int]:
+        return dict(self._info.bytes_per_device)
+
+    @property
+    def owned(self) -> bool:
+        """Whether this object deletes the array when it dies."""
+        return self._finalizer is not None and self._finalizer.alive
+
+    def __repr__(self) -> str:
+        name = f", name={self.name!r}" if self.name else ""
+        return (
+            f"DistributedArray(handle={self.handle!r}{name}, shape={self.shape}, "
+            f"dtype={self.dtype}, mode={self.mode!r}, devices={list(self.devices)})"
+        )
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    # ---- values -----------------------------------------------------------------------------
+
+    def to_numpy(
+        self, region: Optional[Region] = None, *, progress: Optional[bool] = None,
+        timeout: Optional[float] = None,
+    ) -> np.ndarray:
+        """The logical values (ops modes combined) as a new NumPy array.
+
+        ``region``: a slice or tuple of slices, one per axis from the first, selecting what
+        NumPy's ``a[region]`` selects (negative steps included); bounds outside the array are
+        OutOfRangeError rather than clamped. Large whole-array downloads run over parallel
+        streams and show a progress bar when stderr is a terminal (``progress=False``: never).
+        """
+        if region is None:
+            return _transfer.download(self._client, self._info, progress=progress, timeout=timeout)
+        return _transfer.download_region(
+            self._client, self.handle, _region_proto(region, self.ndim), timeout=timeout
+        )
+
+    def get(self, **kwargs: Any) -> np.ndarray:
+        """``to_numpy()``, as CuPy's ``get``."""
+        return self.to_numpy(**kwargs)
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        values = self.to_numpy()
+        return values if dtype is None else values.astype(dtype, copy=False)
+
+    def write(
+        self, values: Any, region: Optional[Region] = None, *, progress: Optional[bool] = None,
+        timeout: Optional[float] = None,
+    ) -> None:
+        """Overwrites the array (or ``region``) with ``values`` converted to its dtype. The array
+        must be in 'replica' mode (FailedPreconditionError otherwise)."""
+        arr = np.asarray(values, dtype=self.dtype)
+        if region is None:
+            if arr.shape != self.shape:
+                arr = np.broadcast_to(arr, self.shape)
+            _transfer.write(self._client, self._info, arr, progress=progress, timeout=timeout)
+        else:
+            _transfer.write(
+                self._client, self._info, arr, _region_proto(region, self.ndim),
+                progress=progress, timeout=timeout,
+            )
+
+    def _scalar_value(self):
+        if self.size != 1:
+            raise ValueError(
+                f"the truth value of an array of {self.size} elements is ambiguous; "
+                "use .any() or .all()"
+            )
+        return self.to_numpy().reshape(()).item()
+
+    def __bool__(self) -> bool:
+        return bool(self._scalar_value())
+
+    def __float__(self) -> float:
+        return float(self._scalar_value())
+
+    def __int__(self) -> int:
+        return int(self._scalar_value())
+
+    def item(self):
+        """The value of a one-element array as a Python scalar."""
+        return self._scalar_value()
+
+    # ---- layout -----------------------------------------------------------------------------
+
+    @translate_errors
+    def reshard(
+        self, index_map: Optional[IndexMapLike] = None, mode: Optional[ModeLike] = None, *,
+        in_place: bool = False,
+    ) -> "DistributedArray":
+        """The same values in another layout and/or mode (``None`` keeps it). A new array, or with
+        ``in_place=True`` this one (same handle and name) in its new layout."""
+        request = pb.ReshardRequest(handle=self.handle, in_place=in_place)
+        if index_map is not None:
+            request.index_map.CopyFrom(to_proto_index_map(index_map, self.ndim))
+        if mode is not None:
+            request.mode = to_proto_mode(mode)
+        response = self._client._stub.Reshard(request, metadata=self._client._metadata())
+        return self._result(response.array, in_place)
+
+    @translate_errors
+    def change_mode(self, mode: ModeLike, *, in_place: bool = False) -> "DistributedArray":
+        """The same logical values in another mode ('replica' combines the copies)."""
+        request = pb.ChangeModeRequest(handle=self.handle, mode=to_proto_mode(mode), in_place=in_place)
+        response = self._client._stub.ChangeMode(request, metadata=self._client._metadata())
+        return self._result(response.array, in_place)
+
+    def _result(self, info: "pb.ArrayInfo", in_place: bool) -> "DistributedArray":
+        if in_place:
+            self._info = info
+            return self
+        return DistributedArray(self._client, info, owned=True)
+
+    @translate_errors
+    def refresh(self) -> "DistributedArray":
+        """Re-reads the daemon's description of this array."""
+        response = self._client._stub.DescribeArray(
+            pb.DescribeArrayRequest(handle=self.handle), metadata=self._client._metadata()
+        )
+        self._info = response.array
+        return self
+
+    def release(self) -> str:
+        """Stops owning the array: it stays on the daemon after this object dies. Returns the
+        handle (an unnamed array still belongs to the client's session: see ``connect``)."""
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        return self.handle
+
+    def delete(self) -> None:
+        """Deletes the array on the daemon now."""
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        self._client.delete(self.handle)
+
+    # ---- compute (ArrayOps) -----------------------------------------------------------------
+
+    def _accepts(self, other: Any) -> bool:
+        return isinstance(other, DistributedArray) or is_scalar(other)
+
+    def _operand(self, value: Any) -> "pb.Operand":
+        if isinstance(value, DistributedArray):
+            if value._client is not self._client:
+                raise ValueError("operands belong to different clients")
+            return pb.Operand(handle=value.handle)
+        if is_scalar(value):
+            return pb.Operand(scalar=to_proto_scalar(value))
+        if isinstance(value, np.ndarray):
+            raise TypeError(
+                "a NumPy array is not an operand: upload it with from_numpy(arr, index_map) first"
+            )
+        raise TypeError(f"not a distarray operand: {type(value).__name__}")
+
+    @translate_errors
+    def _ufunc(
+        self, name: str, operands: Sequence[Any], *, dtype=None, out: Optional["DistributedArray"] = None,
+        index_map: Optional[IndexMapLike] = None, result_name: Optional[str] = None,
+    ) -> "DistributedArray":
+        op = pb.ELEMENTWISE_OP_ASTYPE if name == "astype" else UFUNCS[name][0]
+        self._client._require(f"elementwise.{name}")
+        spec = pb.ElementwiseOpSpec(op=op, operands=[self._operand(o) for o in operands])
+        if dtype is not None:
+            spec.dtype = to_proto_dtype(dtype)
+        if out is not None:
+            if not isinstance(out, DistributedArray):
+                raise TypeError("out= takes a DistributedArray")
+            spec.out = out.handle
+        if index_map is not None:
+            ndim = max((o.ndim for o in operands if isinstance(o, DistributedArray)), default=0)
+            spec.result_index_map.CopyFrom(to_proto_index_map(index_map, ndim))
+        request = pb.ElementwiseRequest(spec=spec, result_name=result_name or "")
+        response = self._client._stub.Elementwise(request, metadata=self._client._metadata())
+        if out is not None:
+            out._info = response.array
+            return out
+        return DistributedArray(self._client, response.array, owned=True)
+
+    @translate_errors
+    def _reduce(
+        self, name: str, axis: Axis, keepdims: bool, *, combine: bool = False,
+        result_name: Optional[str] = None,
+    ) -> "DistributedArray":
+        self._client._require(f"reduce.{name}")
+        spec = pb.ReduceOpSpec(
+            op=REDUCTIONS[name], operand=pb.Operand(handle=self.handle),
+            axes=normalize_axes(axis), keepdims=keepdims, combine=combine,
+        )
+        request = pb.ReduceRequest(spec=spec, result_name=result_name or "")
+        response = self._client._stub.Reduce(request, metadata=self._client._metadata())
+        return DistributedArray(self._client, response.array, owned=True)
+
+    @translate_errors
+    def _matmul(
+        self, a: "DistributedArray", b: "DistributedArray", *, allow_tf32: bool = False,
+        index_map: Optional[IndexMapLike] = None, result_name: Optional[str] = None,
+    ) -> "DistributedArray":
+        self._client._require("matmul")
+        spec = pb.MatmulOpSpec(a=self._operand(a), b=self._operand(b), allow_tf32=allow_tf32)
+        if index_map is not None:
+            spec.result_index_map.CopyFrom(to_proto_index_map(index_map, 2))
+        request = pb.MatmulRequest(spec=spec, result_name=result_name or "")
+        response = self._client._stub.Matmul(request, metadata=self._client._metadata())
+        return DistributedArray(self._client, response.array, owned=True)
+
+    def _inplace(self, name: str, other: Any) -> "DistributedArray":
+        if not self._accepts(other):
+            return NotImplemented
+        return self._ufunc(name, (self, other), out=self)
+
+    def __iadd__(self, o): return self._inplace("add", o)
+    def __isub__(self, o): return self._inplace("subtract", o)
+    def __imul__(self, o): return self._inplace("multiply", o)
+    def __itruediv__(self, o): return self._inplace("true_divide", o)
+    def __ifloordiv__(self, o): return self._inplace("floor_divide", o)
+    def __imod__(self, o): return self._inplace("remainder", o)
+    def __ipow__(self, o): return self._inplace("power", o)
+    def __iand__(self, o): return self._inplace("bitwise_and", o)
+    def __ior__(self, o): return self._inplace("bitwise_or", o)
+    def __ixor__(self, o): return self._inplace("bitwise_xor", o)
+    def __ilshift__(self, o): return self._inplace("left_shift", o)
+    def __irshift__(self, o): return self._inplace("right_shift", o)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """``numpy.sqrt(x)`` and friends run on the daemon; what it does not serve raises
+        TypeError (NumPy's answer to NotImplemented) rather than downloading."""
+        from . import _functions
+
+        name = ufunc.__name__
+        if method != "__call__" or name not in UFUNCS and name not in ("divide",):
+            return NotImplemented
+        out = kwargs.pop("out", None)
+        if kwargs or not all(isinstance(i, DistributedArray) or is_scalar(i) for i in inputs):
+            return NotImplemented
+        if out is not None:
+            if len(out) != 1 or not isinstance(out[0], DistributedArray):
+                return NotImplemented
+            out = out[0]
+        return getattr(_functions, name)(*inputs, out=out)
+
+
+def _region_proto(region: Region, ndim: int) -> "pb.Region":
+    if isinstance(region, slice):
+        region = (region,)
+    if not isinstance(region, tuple) or not all(isinstance(s, slice) for s in region):
+        raise TypeError("a region is a slice or a tuple of slices (one per axis)")
+    if len(region) > ndim:
+        raise ValueError(f"a region of {len(region)} slices for an array of {ndim} axes")
+    proto = pb.Region()
+    for s in region + (slice(None),) * (ndim - len(region)):
+        out = proto.slices.add()
+        for field in ("start", "stop", "step"):
+            v = getattr(s, field)
+            if v is not None:
+                setattr(out, field, int(v))
+    return proto

@@ -1,0 +1,443 @@
+"""Connecting to distarrayd: the Client, its session and keepalive thread."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+import grpc
+import numpy as np
+
+from . import _transfer
+from ._array import DistributedArray
+from ._errors import UnavailableError, UnimplementedError, from_rpc_error, translate_errors
+from ._index_map import IndexMapLike, on_device, to_proto_index_map
+from ._types import DTypeLike, ModeLike, to_proto_dtype, to_proto_mode, to_proto_scalar
+from .v1 import distarray_pb2 as pb
+from .v1 import distarray_pb2_grpc as pb_grpc
+
+_log = logging.getLogger("distarray")
+
+SESSION_KEY = "distarray-session"
+_MAX_MESSAGE_BYTES = 64 << 20
+
+PemLike = Union[bytes, str, os.PathLike, None]
+
+
+@dataclass
+class ConnectOptions:
+    """Tuning of a Client; the defaults match the C++ SDK's ConnectOptions."""
+
+    #: Bytes of each data message of an upload.
+    upload_message_bytes: int = 1 << 20
+    #: Whole-array transfers of at least ``parallel_min_bytes`` are split along the first axis
+    #: over this many streams, each on its own connection (docs/api.md, "Transfers").
+    parallel_streams: int = 4
+    parallel_min_bytes: int = 64 << 20
+    #: The session id (metadata "distarray-session"); None: a random one. ``session=False``
+    #: sends none: unnamed arrays then persist like named ones (what the CLI does).
+    session_id: Optional[str] = None
+    session: bool = True
+    #: Renew the session's lease from a daemon thread every lease/3.
+    keepalive: bool = True
+
+
+def _read_pem(value: PemLike) -> Optional[bytes]:
+    """PEM bytes from bytes, a PEM string, or a path to a PEM file."""
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return value
+    text = os.fspath(value)
+    if "-----BEGIN" in text:
+        return text.encode()
+    with open(text, "rb") as f:
+        return f.read()
+
+
+def _keepalive_loop(stub, metadata, period: float, stop: threading.Event) -> None:
+    while not stop.wait(period):
+        try:
+            stub.KeepAlive(pb.KeepAliveRequest(), metadata=metadata, timeout=period)
+        except Exception as e:  # noqa: BLE001: the next round retries
+            _log.debug("distarray: keepalive failed: %s", e)
+
+
+def _shutdown(stop: threading.Event, thread: Optional[threading.Thread], channels: list) -> None:
+    stop.set()
+    if thread is not None and thread is not threading.current_thread():
+        thread.join(timeout=5)
+    for channel in channels:
+        channel.close()
+
+
+class Client:
+    """A connection to one distarrayd. Create it with ``distarray.connect``.
+
+    Thread-safe. Arrays created through it belong to its session: when the client closes (or the
+    process dies and the lease runs out) the daemon deletes the unnamed ones. Use it as a context
+    manager, or call ``close()``.
+    """
+
+    def __init__(
+        self, address: str, credentials: Optional[grpc.ChannelCredentials], token: Optional[str],
+        options: ConnectOptions, timeout: float,
+    ):
+        self.address = address
+        self.options = options
+        self._credentials = credentials
+        self._channel_options = [
+            ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
+        ]
+        self._channel = self._new_channel(self._channel_options)
+        self._stub = pb_grpc.ArrayServiceStub(self._channel)
+        self._bulk: List[Any] = []
+        self._bulk_lock = threading.Lock()
+        self._channels = [self._channel]
+        metadata: List[Tuple[str, str]] = []
+        self.session_id: Optional[str] = None
+        if options.session:
+            self.session_id = options.session_id or "s-" + secrets.token_hex(16)
+            metadata.append((SESSION_KEY, self.session_id))
+        if token:
+            metadata.append(("authorization", f"Bearer {token}"))
+        self._metadata_tuple = tuple(metadata)
+        self._owned: "weakref.WeakValueDictionary[str, DistributedArray]" = weakref.WeakValueDictionary()
+        self._features: Optional[frozenset] = None
+        self.closed = False
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._finalizer = weakref.finalize(self, _shutdown, self._stop, None, self._channels)
+
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            self._finalizer()
+            raise UnavailableError(
+                grpc.StatusCode.UNAVAILABLE,
+                f"no distarrayd answered at {address} within {timeout:g} s",
+            ) from None
+        try:
+            info = self.server_info()
+        except BaseException:
+            self._finalizer()
+            raise
+        self.lease_seconds = info.session_lease_seconds
+        if options.session and options.keepalive and info.session_lease_seconds > 0:
+            # A third of the lease: two renewals may be lost before the session expires.
+            period = max(0.1, info.session_lease_seconds / 3)
+            self._thread = threading.Thread(
+                target=_keepalive_loop, args=(self._stub, self._metadata_tuple, period, self._stop),
+                name="distarray-keepalive", daemon=True,
+            )
+            self._thread.start()
+            self._finalizer.detach()
+            self._finalizer = weakref.finalize(
+                self, _shutdown, self._stop, self._thread, self._channels
+            )
+
+    def _new_channel(self, options) -> grpc.Channel:
+        if self._credentials is not None:
+            return grpc.secure_channel(self.address, self._credentials, options=options)
+        return grpc.insecure_channel(self.address, options=options)
+
+    def _bulk_stubs(self, n: int) -> list:
+        """n stubs, each on a connection of its own, for the parallel streams of a transfer."""
+        with self._bulk_lock:
+            while len(self._bulk) < n:
+                channel = self._new_channel(
+                    self._channel_options + [("grpc.use_local_subchannel_pool", 1)]
+                )
+                self._channels.append(channel)
+                self._bulk.append(pb_grpc.ArrayServiceStub(channel))
+            return self._bulk[:n]
+
+    def _metadata(self) -> Tuple[Tuple[str, str], ...]:
+        return self._metadata_tuple
+
+    def _track(self, array: DistributedArray) -> None:
+        self._owned[array.handle] = array
+
+    # ---- lifetime ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Deletes the arrays this client still owns, stops the keepalive thread and closes the
+        connections. Named and released arrays stay."""
+        if self.closed:
+            return
+        for array in list(self._owned.values()):
+            if array.owned:
+                try:
+                    array.delete()
+                except Exception as e:  # noqa: BLE001: best effort, as at process exit
+                    _log.debug("distarray: deleting %s at close failed: %s", array.handle, e)
+        self.closed = True
+        self._finalizer()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"session={self.session_id}"
+        return f"<distarray.Client {self.address} {state}>"
+
+    # ---- server -----------------------------------------------------------------------------
+
+    @translate_errors
+    def server_info(self, timeout: Optional[float] = 30) -> "pb.GetServerInfoResponse":
+        """The daemon's GetServerInfo: backend, version, devices and memory, features, limits."""
+        info = self._stub.GetServerInfo(
+            pb.GetServerInfoRequest(), metadata=self._metadata(), timeout=timeout
+        )
+        self._features = frozenset(info.features)
+        return info
+
+    @property
+    def features(self) -> frozenset:
+        """What the daemon serves (GetServerInfo.features: "reshard", "elementwise.add"...)."""
+        if self._features is None:
+            self.server_info()
+        return self._features  # type: ignore[return-value]
+
+    def _require(self, feature: str) -> None:
+        if feature not in self.features:
+            raise UnimplementedError(
+                grpc.StatusCode.UNIMPLEMENTED,
+                f"the daemon at {self.address} does not serve {feature} "
+                "(GetServerInfo.features does not list it)",
+            )
+
+    @translate_errors
+    def keepalive(self) -> int:
+        """Renews the session now; returns how many unnamed arrays the session owns."""
+        response = self._stub.KeepAlive(pb.KeepAliveRequest(), metadata=self._metadata(), timeout=30)
+        return response.session_arrays
+
+    @translate_errors
+    def synchronize(self, *arrays: DistributedArray, timeout: Optional[float] = None) -> None:
+        """Waits for the daemon's queued work (all of it, today)."""
+        self._stub.Synchronize(
+            pb.SynchronizeRequest(handles=[a.handle for a in arrays]),
+            metadata=self._metadata(), timeout=timeout,
+        )
+
+    # ---- arrays -----------------------------------------------------------------------------
+
+    def _spec(self, shape, dtype, index_map, mode, name) -> "pb.ArraySpec":
+        shape = tuple(int(d) for d in shape)
+        if index_map is None:
+            index_map = on_device(len(shape), 0)
+        return pb.ArraySpec(
+            shape=pb.Shape(dims=shape), dtype=to_proto_dtype(dtype),
+            index_map=to_proto_index_map(index_map, len(shape)), mode=to_proto_mode(mode),
+            name=name or "",
+        )
+
+    def from_numpy(
+        self, arr: Any, index_map: Optional[IndexMapLike] = None, *, mode: ModeLike = "replica",
+        name: Optional[str] = None, progress: Optional[bool] = None, timeout: Optional[float] = None,
+    ) -> DistributedArray:
+        """Uploads a NumPy array (anything ``numpy.asarray`` takes) into a new distributed array.
+
+        ``index_map``: cupyx's form, ``{device: [tuple of slices, ...]}`` (helpers:
+        ``split_index_map``, ``make_2d_index_map``, ``replicated_index_map``); default: the whole
+        array on device 0. ``mode``: 'replica' uploads the bytes directly; an op mode ('sum'...)
+        uploads REPLICA and changes mode on the daemon. ``name``: a persistent name (the array
+        outlives this process). Large uploads run over parallel streams with a progress bar.
+        """
+        arr = np.asarray(arr)
+        spec = self._spec(arr.shape, arr.dtype, index_map, "replica", name)
+        target_mode = to_proto_mode(mode)
+        info = _transfer.upload_new(self, arr, spec, progress=progress, timeout=timeout)
+        array = DistributedArray(self, info, owned=True)
+        if target_mode != pb.MODE_REPLICA:
+            # Uploads write REPLICA arrays; an in-place change keeps the handle and the name.
+            array.change_mode(target_mode, in_place=True)
+        return array
+
+    @translate_errors
+    def _create(self, spec: "pb.ArraySpec", fill: "pb.Fill", timeout: Optional[float] = None):
+        response = self._stub.CreateArray(
+            pb.CreateArrayRequest(spec=spec, fill=fill), metadata=self._metadata(), timeout=timeout
+        )
+        return response.array
+
+    def create(
+        self, shape: Sequence[int], dtype: DTypeLike = np.float64,
+        index_map: Optional[IndexMapLike] = None, *, mode: ModeLike = "replica",
+        name: Optional[str] = None, fill: Optional["pb.Fill"] = None,
+    ) -> DistributedArray:
+        """A new array filled on the devices (``fill``: a pb.Fill; default zeros). See
+        ``zeros``, ``ones``, ``full``, ``arange`` and ``uniform`` for the common fills."""
+        spec = self._spec(shape, dtype, index_map, mode, name)
+        return DistributedArray(self, self._create(spec, fill or pb.Fill()), owned=True)
+
+    def zeros(self, shape, dtype=np.float64, index_map=None, **kw) -> DistributedArray:
+        """An array of zeros."""
+        return self.create(shape, dtype, index_map, fill=pb.Fill(zeros=pb.Fill.Zeros()), **kw)
+
+    def ones(self, shape, dtype=np.float64, index_map=None, **kw) -> DistributedArray:
+        """An array of ones."""
+        return self.create(shape, dtype, index_map, fill=pb.Fill(ones=pb.Fill.Ones()), **kw)
+
+    def full(self, shape, value, dtype=np.float64, index_map=None, **kw) -> DistributedArray:
+        """An array of ``value``."""
+        fill = pb.Fill(full=pb.Fill.Full(value=to_proto_scalar(value)))
+        return self.create(shape, dtype, index_map, fill=fill, **kw)
+
+    def arange(self, shape, start: float = 0, step: float = 1, dtype=np.float64, index_map=None,
+               **kw) -> DistributedArray:
+        """Element at C-order linear index i holds ``start + i * step``."""
+        fill = pb.Fill(arange=pb.Fill.Arange(start=start, step=step))
+        return self.create(shape, dtype, index_map, fill=fill, **kw)
+
+    def uniform(self, shape, low: float = 0.0, high: float = 1.0, seed: int = 0,
+                dtype=np.float64, index_map=None, **kw) -> DistributedArray:
+        """Uniform draws in [low, high); the same seed gives the same values in any layout."""
+        fill = pb.Fill(uniform=pb.Fill.Uniform(low=low, high=high, seed=seed))
+        return self.create(shape, dtype, index_map, fill=fill, **kw)
+
+    @translate_errors
+    def attach(self, name_or_handle: str) -> DistributedArray:
+        """The existing array with this name or handle. The object does not own it: it stays on
+        the daemon when the object dies (``delete()`` removes it)."""
+        response = self._stub.DescribeArray(
+            pb.DescribeArrayRequest(handle=name_or_handle), metadata=self._metadata()
+        )
+        return DistributedArray(self, response.array, owned=False)
+
+    describe = attach
+
+    @translate_errors
+    def list_arrays(self, page_size: int = 0) -> List[DistributedArray]:
+        """Every live array (following ListArrays' pages), none of them owned."""
+        arrays: List[DistributedArray] = []
+        request = pb.ListArraysRequest(page_size=page_size)
+        while True:
+            response = self._stub.ListArrays(request, metadata=self._metadata())
+            arrays += [DistributedArray(self, info, owned=False) for info in response.arrays]
+            if not response.next_page_token:
+                return arrays
+            request.page_token = response.next_page_token
+
+    @translate_errors
+    def delete(self, name_or_handle: Union[str, DistributedArray]) -> None:
+        """Deletes an array by name or handle (NotFoundError when there is none)."""
+        if isinstance(name_or_handle, DistributedArray):
+            name_or_handle.delete()
+            return
+        self._stub.DeleteArray(pb.DeleteArrayRequest(handle=name_or_handle), metadata=self._metadata())
+        owned = self._owned.pop(name_or_handle, None)
+        if owned is not None and owned._finalizer is not None:
+            owned._finalizer.detach()
+
+    def _delete_quietly(self, handle: str) -> None:
+        try:
+            self._stub.DeleteArray(pb.DeleteArrayRequest(handle=handle), metadata=self._metadata())
+        except grpc.RpcError as e:
+            _log.debug("distarray: deleting %s failed: %s", handle, from_rpc_error(e))
+
+    # ---- programs ---------------------------------------------------------------------------
+
+    def register_program(self, program: Any) -> str:
+        """Keeps a program on the daemon (checked once) to run many times by id."""
+        from ._graph import program_proto
+
+        self._require("register_program")
+        return self._register(program_proto(program))
+
+    @translate_errors
+    def _register(self, proto) -> str:
+        response = self._stub.RegisterProgram(
+            pb.RegisterProgramRequest(program=proto), metadata=self._metadata()
+        )
+        return response.program_id
+
+    @translate_errors
+    def delete_program(self, program_id: str) -> None:
+        """Drops a registered program."""
+        self._stub.DeleteProgram(pb.DeleteProgramRequest(program_id=program_id), metadata=self._metadata())
+
+    def run_graph(
+        self, program: Any, arguments: Optional[Mapping[str, Union[DistributedArray, str]]] = None,
+        *, output_names: Optional[Mapping[str, str]] = None, timeout: Optional[float] = None,
+        **kwargs: Union[DistributedArray, str],
+    ):
+        """Runs a program (a ``distarray.Program``, a traced function from ``distarray.trace``,
+        a pb.Program, or a registered program's id) in one RunGraph call.
+
+        ``arguments`` (or keyword arguments) bind the program's inputs to arrays (or handles or
+        names). ``output_names`` names outputs persistently. ``timeout`` (seconds) is the call's
+        deadline: a loop still running then is stopped on the devices (DeadlineExceededError).
+        Returns a ``GraphRun``: ``outputs`` (arrays), ``values`` (NumPy arrays), ``iterations``,
+        ``hit_iteration_cap``, ``graph_cache_hit``, ``execution``, ``device_seconds``.
+        """
+        from ._graph import GraphRun, program_proto
+
+        self._require("run_graph")
+        request = pb.RunGraphRequest()
+        if isinstance(program, str):
+            request.program_id = program
+        else:
+            request.program.CopyFrom(program_proto(program))
+        bound: Dict[str, Union[DistributedArray, str]] = dict(arguments or {})
+        bound.update(kwargs)
+        for variable, value in bound.items():
+            request.arguments[variable] = value.handle if isinstance(value, DistributedArray) else value
+        for variable, name in (output_names or {}).items():
+            request.output_names[variable] = name
+        response = self._run_graph(request, timeout)
+        return GraphRun.from_response(self, response)
+
+    @translate_errors
+    def _run_graph(self, request, timeout):
+        return self._stub.RunGraph(request, metadata=self._metadata(), timeout=timeout)
+
+
+def connect(
+    address: Optional[str] = None, *, token: Optional[str] = None, tls: bool = False,
+    root_certificates: PemLike = None, client_certificate: PemLike = None,
+    client_key: PemLike = None, timeout: float = 10.0, options: Optional[ConnectOptions] = None,
+    **option_overrides: Any,
+) -> Client:
+    """Connects to a distarrayd and opens a session.
+
+    ``address``: host:port (default: ``$DISTARRAY_ADDRESS`` or ``127.0.0.1:50051``).
+    ``token``: sent as ``authorization: Bearer <token>`` on every call (default
+    ``$DISTARRAY_TOKEN``). ``tls``: connect with TLS, verifying the daemon against
+    ``root_certificates`` (PEM bytes or a path; default: the system's roots);
+    ``client_certificate`` and ``client_key`` present a client certificate (mutual TLS).
+    ``timeout``: seconds to wait for the daemon (UnavailableError after). ``options`` or keyword
+    overrides of ``ConnectOptions`` (``parallel_streams=8``, ``session=False``...).
+
+    The session's lease is renewed from a daemon thread until the client closes; use the client
+    as a context manager::
+
+        with distarray.connect("127.0.0.1:50051") as client:
+            x = client.from_numpy(numpy.arange(10.0), distarray.split_index_map((10,), 0, [0, 1]))
+    """
+    address = address or os.environ.get("DISTARRAY_ADDRESS") or "127.0.0.1:50051"
+    if token is None:
+        token = os.environ.get("DISTARRAY_TOKEN") or None
+    opts = options or ConnectOptions()
+    if option_overrides:
+        opts = ConnectOptions(**{**opts.__dict__, **option_overrides})
+    credentials = None
+    if tls or root_certificates is not None or client_certificate is not None:
+        if (client_certificate is None) != (client_key is None):
+            raise ValueError("client_certificate and client_key go together (mutual TLS)")
+        credentials = grpc.ssl_channel_credentials(
+            root_certificates=_read_pem(root_certificates),
+            private_key=_read_pem(client_key),
+            certificate_chain=_read_pem(client_certificate),
+        )
+    return Client(address, credentials, token, opts, timeout)

@@ -1,0 +1,419 @@
+"""RunGraph programs traced from Python functions, as the C++ builder (client/graph.cc) does.
+
+A ``Program`` records statements as you compute on its ``Var``s (traced values: the same
+operators, ufuncs and reductions as DistributedArray); ``while_loop`` and ``cond`` trace their
+Python functions into loop and branch bodies. Nothing is sent until ``client.run_graph``::
+
+    def count_up(a):
+        return distarray.while_loop(lambda a: (a < 1000).all(), lambda a: a + 1, a,
+                                    max_iterations=1 << 20)
+
+    run = client.run_graph(distarray.trace(count_up), a=x)
+    run.outputs["out"].to_numpy()
+
+Vars are values: ``while_loop`` and ``cond`` return new Vars and leave their arguments unchanged.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from ._index_map import IndexMapLike, to_proto_index_map
+from ._ops import REDUCTIONS, UFUNCS, ArrayOps, Axis, normalize_axes
+from ._types import ModeLike, from_proto_dtype, is_scalar, to_proto_dtype, to_proto_mode, to_proto_scalar
+from .v1 import distarray_pb2 as pb
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._array import DistributedArray
+    from ._client import Client
+
+
+class Var(ArrayOps):
+    """A traced value: a variable of the program being built. Its shape, dtype and layout are
+    known to the daemon only when the program runs, so a Var has none; ops on it record
+    statements (the same operators, ufuncs and reductions as DistributedArray)."""
+
+    __slots__ = ("_program", "_name")
+
+    def __init__(self, program: "Program", name: str):
+        self._program = program
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def program(self) -> "Program":
+        return self._program
+
+    def __repr__(self) -> str:
+        return f"Var({self._name!r})"
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            "a traced value has no truth value while a program is traced; "
+            "use distarray.cond(pred, true_fn, false_fn, operands) or distarray.where"
+        )
+
+    def _accepts(self, other: Any) -> bool:
+        return (isinstance(other, Var) and other._program is self._program) or is_scalar(other)
+
+    def _operand(self, value: Any) -> "pb.Operand":
+        if isinstance(value, Var):
+            if value._program is not self._program:
+                raise ValueError("a Var of another program")
+            return pb.Operand(variable=value._name)
+        if is_scalar(value):
+            return pb.Operand(scalar=to_proto_scalar(value))
+        raise TypeError(
+            f"not an operand inside a program: {type(value).__name__} "
+            "(arrays enter a program as inputs: Program.input or distarray.trace)"
+        )
+
+    def _ufunc(self, name: str, operands: Sequence[Any], *, dtype=None, out=None,
+               index_map: Optional[IndexMapLike] = None, result_name: Optional[str] = None) -> "Var":
+        if out is not None or result_name:
+            raise TypeError("out= and name= do not apply inside a program (assign the result)")
+        op = pb.ELEMENTWISE_OP_ASTYPE if name == "astype" else UFUNCS[name][0]
+        s = pb.Statement()
+        s.elementwise.op = op
+        for o in operands:
+            s.elementwise.operands.append(self._operand(o))
+        if dtype is not None:
+            s.elementwise.dtype = to_proto_dtype(dtype)
+        if index_map is not None:
+            raise TypeError("index_map= inside a program: use Program.reshard on the result")
+        return self._program._emit(s, "t")
+
+    def _reduce(self, name: str, axis: Axis, keepdims: bool, *, combine: bool = True,
+                result_name: Optional[str] = None) -> "Var":
+        if result_name:
+            raise TypeError("name= does not apply inside a program")
+        s = pb.Statement()
+        s.reduce.op = REDUCTIONS[name]
+        s.reduce.operand.variable = self._name
+        s.reduce.axes.extend(normalize_axes(axis))
+        s.reduce.keepdims = keepdims
+        s.reduce.combine = combine  # combined (REPLICA), so a loop condition is a plain 0-d bool
+        return self._program._emit(s, "r")
+
+    def _matmul(self, a: "Var", b: "Var", *, allow_tf32: bool = False, index_map=None,
+                result_name=None) -> "Var":
+        if index_map is not None or result_name:
+            raise TypeError("index_map= and name= do not apply inside a program")
+        s = pb.Statement()
+        s.matmul.a.CopyFrom(self._operand(a))
+        s.matmul.b.CopyFrom(self._operand(b))
+        s.matmul.allow_tf32 = allow_tf32
+        return self._program._emit(s, "m")
+
+    def reshard(self, index_map: Optional[IndexMapLike] = None, mode: Optional[ModeLike] = None,
+                *, ndim: Optional[int] = None) -> "Var":
+        """This value in another layout and/or mode. ``index_map`` chunks must give every axis a
+        slice (a Var does not know its rank), or pass ``ndim``."""
+        s = pb.Statement()
+        s.reshard.source = self._name
+        if index_map is not None:
+            rank = ndim if ndim is not None else max(len(c if isinstance(c, tuple) else c[0])
+                                                     for c in index_map.values())
+            s.reshard.index_map.CopyFrom(to_proto_index_map(index_map, rank))
+        if mode is not None:
+            s.reshard.mode = to_proto_mode(mode)
+        return self._program._emit(s, "s")
+
+    def change_mode(self, mode: ModeLike) -> "Var":
+        """This value in another mode."""
+        s = pb.Statement()
+        s.change_mode.source = self._name
+        s.change_mode.mode = to_proto_mode(mode)
+        return self._program._emit(s, "s")
+
+    def copy(self) -> "Var":
+        s = pb.Statement()
+        s.copy = self._name
+        return self._program._emit(s, "t")
+
+
+def _reads_operand(o: "pb.Operand", name: str) -> bool:
+    return o.WhichOneof("kind") == "variable" and o.variable == name
+
+
+def _block_reads(block, start: int, name: str) -> bool:
+    return any(_reads(block[i], name) for i in range(start, len(block)))
+
+
+def _reads(s: "pb.Statement", name: str) -> bool:
+    """Whether a statement reads variable `name` (nested bodies included)."""
+    kind = s.WhichOneof("op")
+    if kind == "elementwise":
+        return any(_reads_operand(o, name) for o in s.elementwise.operands)
+    if kind == "reduce":
+        return _reads_operand(s.reduce.operand, name)
+    if kind == "matmul":
+        return _reads_operand(s.matmul.a, name) or _reads_operand(s.matmul.b, name)
+    if kind == "reshard":
+        return s.reshard.source == name
+    if kind == "change_mode":
+        return s.change_mode.source == name
+    if kind == "copy":
+        return s.copy == name
+    if kind == "while_loop":
+        return s.while_loop.condition == name or _block_reads(s.while_loop.body, 0, name)
+    if kind == "if_else":
+        return (s.if_else.condition == name or _block_reads(s.if_else.then_body, 0, name)
+                or _block_reads(s.if_else.else_body, 0, name))
+    return False
+
+
+class Program:
+    """A RunGraph program under construction (the C++ ``graph::ProgramBuilder``).
+
+    ``input(name)`` gives a Var bound at run time to an array; compute on Vars; ``output(name,
+    var)`` returns a value as a new array, ``value_output(name, var)`` returns it as a NumPy array
+    in the response (small results: a residual, a counter). ``proto`` is the pb.Program.
+    """
+
+    def __init__(self) -> None:
+        self._proto = pb.Program()
+        self._blocks: List[Any] = [self._proto.statements]
+        self._next_id = 0
+
+    @property
+    def proto(self) -> "pb.Program":
+        return self._proto
+
+    def __repr__(self) -> str:
+        return (f"Program(inputs={list(self._proto.inputs)}, outputs={list(self._proto.outputs)}, "
+                f"value_outputs={list(self._proto.value_outputs)})")
+
+    def _fresh(self, hint: str) -> str:
+        name = f"_{hint}{self._next_id}"
+        self._next_id += 1
+        return name
+
+    def _emit(self, statement: "pb.Statement", hint: str) -> Var:
+        statement.target = self._fresh(hint)
+        self._blocks[-1].append(statement)
+        return Var(self, statement.target)
+
+    def input(self, name: str) -> Var:
+        """A program input, bound to an array by name at run time."""
+        self._proto.inputs.append(name)
+        return Var(self, name)
+
+    def output(self, name: str, var: Var) -> None:
+        """Returns ``var`` as a new array under the output name ``name``."""
+        self._assign_to(name, self._var(var))
+        self._proto.outputs.append(name)
+
+    def value_output(self, name: str, var: Var) -> None:
+        """Returns ``var``'s values in the response (at most 1 MiB of them)."""
+        self._assign_to(name, self._var(var))
+        self._proto.value_outputs.append(name)
+
+    def _var(self, value: Any) -> Var:
+        if not isinstance(value, Var) or value._program is not self:
+            raise TypeError(f"expected a Var of this program, got {value!r}")
+        return value
+
+    def _assign_to(self, target: str, value: Var) -> None:
+        """Makes `target` hold `value` at the end of the current block: renames the statement
+        that made `value` when nothing after it reads it (no copy), else appends a copy."""
+        if value._name == target:
+            return
+        block = self._blocks[-1]
+        for i in range(len(block) - 1, -1, -1):
+            if block[i].target != value._name:
+                continue
+            if (value._name.startswith("_") and not _block_reads(block, i + 1, value._name)
+                    and not _block_reads(block, i + 1, target)):
+                block[i].target = target
+                return
+            break
+        s = pb.Statement(target=target, copy=value._name)
+        block.append(s)
+
+    def _assign_all(self, targets: Sequence[Var], values: Sequence[Var]) -> None:
+        # Simultaneous assignment: a value that is itself another target (a body returning
+        # (b, a)) is copied aside first, so no assignment reads another's new value.
+        staged = list(values)
+        names = [t._name for t in targets]
+        for i, v in enumerate(staged):
+            if any(j != i and v._name == n for j, n in enumerate(names)):
+                staged[i] = self._copies_of([v], "t")[0]
+        for t, v in zip(targets, staged):
+            self._assign_to(t._name, v)
+
+    def _copies_of(self, values: Sequence[Var], hint: str) -> List[Var]:
+        return [self._emit(pb.Statement(copy=v._name), hint) for v in values]
+
+    def while_loop(self, cond_fn: Callable, body_fn: Callable, carried: Any, *,
+                   max_iterations: int) -> Any:
+        """``while cond_fn(carried): carried = body_fn(carried)``; see distarray.while_loop."""
+        single, values = _unpack(carried)
+        for v in values:
+            self._var(v)
+        loop_vars = self._copies_of(values, "loop")
+        condition = self._fresh("cond")
+        self._assign_to(condition, self._cond_var(cond_fn(_pack(single, loop_vars))))
+        s = pb.Statement()
+        s.while_loop.condition = condition
+        s.while_loop.max_iterations = int(max_iterations)
+        self._blocks.append(s.while_loop.body)
+        try:
+            results = _results(body_fn(_pack(single, loop_vars)), len(loop_vars), "body_fn")
+            self._assign_all(loop_vars, [self._var(r) for r in results])
+            self._assign_to(condition, self._cond_var(cond_fn(_pack(single, loop_vars))))
+        finally:
+            self._blocks.pop()
+        self._blocks[-1].append(s)
+        return _pack(single, loop_vars)
+
+    def cond(self, pred: Var, true_fn: Callable, false_fn: Callable, operands: Any) -> Any:
+        """``true_fn(operands)`` if pred else ``false_fn(operands)``; see distarray.cond."""
+        single, values = _unpack(operands)
+        for v in values:
+            self._var(v)
+        results = self._copies_of(values, "if")
+        s = pb.Statement()
+        s.if_else.condition = self._cond_var(pred)._name
+        for fn, block in ((true_fn, s.if_else.then_body), (false_fn, s.if_else.else_body)):
+            self._blocks.append(block)
+            try:
+                out = _results(fn(_pack(single, results)), len(results), "cond branch")
+                self._assign_all(results, [self._var(r) for r in out])
+            finally:
+                self._blocks.pop()
+        self._blocks[-1].append(s)
+        return _pack(single, results)
+
+    def _cond_var(self, value: Any) -> Var:
+        if not isinstance(value, Var):
+            raise TypeError(
+                f"a condition must be a traced 0-d bool (e.g. (x < 10).all()), not {value!r}"
+            )
+        return self._var(value)
+
+
+def _unpack(carried: Any):
+    if isinstance(carried, Var):
+        return True, [carried]
+    if isinstance(carried, (list, tuple)) and carried:
+        return False, list(carried)
+    raise TypeError("carried values are a Var or a non-empty sequence of Vars")
+
+
+def _pack(single: bool, values: List[Var]):
+    return values[0] if single else tuple(values)
+
+
+def _results(out: Any, n: int, what: str) -> List[Any]:
+    values = [out] if isinstance(out, Var) else list(out) if isinstance(out, (list, tuple)) else [out]
+    if len(values) != n:
+        raise ValueError(f"{what} returned {len(values)} values for {n} carried")
+    return values
+
+
+def _program_of(values: Any, what: str) -> Program:
+    single, vs = _unpack(values)
+    for v in vs:
+        if isinstance(v, Var):
+            return v._program
+    raise TypeError(f"{what} takes traced values (Vars)")
+
+
+def while_loop(cond_fn: Callable, body_fn: Callable, carried: Any, *, max_iterations: int) -> Any:
+    """A loop run on the daemon: ``while cond_fn(c): c = body_fn(c)``, at most
+    ``max_iterations`` times (required; the run reports whether the cap stopped it).
+
+    ``carried`` is a Var or a tuple of Vars; ``cond_fn`` gets the same structure and returns a
+    0-d bool Var (e.g. ``(a < 1000).all()``); ``body_fn`` returns new values of the same shape,
+    dtype, layout and mode. Returns the carried values after the loop (new Vars)."""
+    program = _program_of(carried, "while_loop")
+    return program.while_loop(cond_fn, body_fn, carried, max_iterations=max_iterations)
+
+
+def cond(pred: Var, true_fn: Callable, false_fn: Callable, operands: Any) -> Any:
+    """A branch run on the daemon: ``true_fn(operands)`` when the 0-d bool ``pred`` is true, else
+    ``false_fn(operands)``; both return values of the same types as ``operands``."""
+    if not isinstance(pred, Var):
+        raise TypeError("cond's predicate is a traced 0-d bool Var")
+    return pred._program.cond(pred, true_fn, false_fn, operands)
+
+
+def trace(fn: Callable, *, input_names: Optional[Sequence[str]] = None,
+          value_outputs: Sequence[str] = ()) -> Program:
+    """Traces ``fn`` into a Program. Its parameters become the inputs (by their names, or
+    ``input_names``); what it returns becomes the outputs: a Var is output ``"out"``, a tuple
+    ``"out0"``, ``"out1"``..., a dict names them. Names listed in ``value_outputs`` come back as
+    NumPy values instead of arrays."""
+    names = list(input_names) if input_names is not None else list(inspect.signature(fn).parameters)
+    program = Program()
+    result = fn(*[program.input(n) for n in names])
+    if isinstance(result, Var):
+        outputs: Dict[str, Var] = {"out": result}
+    elif isinstance(result, Mapping):
+        outputs = dict(result)
+    elif isinstance(result, (list, tuple)):
+        outputs = {f"out{i}": v for i, v in enumerate(result)}
+    else:
+        raise TypeError("a traced function returns a Var, a tuple of Vars or a dict of them")
+    for name, var in outputs.items():
+        if name in value_outputs:
+            program.value_output(name, var)
+        else:
+            program.output(name, var)
+    return program
+
+
+def program_proto(program: Any) -> "pb.Program":
+    if isinstance(program, Program):
+        return program.proto
+    if isinstance(program, pb.Program):
+        return program
+    if callable(program):
+        return trace(program).proto
+    raise TypeError(f"not a program: {type(program).__name__}")
+
+
+_EXECUTION = {
+    pb.GRAPH_EXECUTION_UNSPECIFIED: "unspecified",
+    pb.GRAPH_EXECUTION_EAGER: "eager",
+    pb.GRAPH_EXECUTION_DEVICE_GRAPH: "device_graph",
+}
+
+
+@dataclass
+class GraphRun:
+    """What a RunGraph call returned."""
+
+    outputs: Dict[str, "DistributedArray"] = field(default_factory=dict)
+    values: Dict[str, np.ndarray] = field(default_factory=dict)
+    iterations: int = 0
+    hit_iteration_cap: bool = False
+    graph_cache_hit: bool = False
+    execution: str = "unspecified"  # "eager" or "device_graph"
+    device_seconds: float = 0.0
+
+    @classmethod
+    def from_response(cls, client: "Client", response: "pb.RunGraphResponse") -> "GraphRun":
+        from ._array import DistributedArray
+
+        values = {}
+        for name, v in response.values.items():
+            values[name] = np.frombuffer(v.data, dtype=from_proto_dtype(v.dtype)).reshape(
+                tuple(v.shape.dims)).copy()
+        return cls(
+            outputs={k: DistributedArray(client, info, owned=True) for k, info in response.outputs.items()},
+            values=values,
+            iterations=response.iterations,
+            hit_iteration_cap=response.hit_iteration_cap,
+            graph_cache_hit=response.graph_cache_hit,
+            execution=_EXECUTION.get(response.execution, str(response.execution)),
+            device_seconds=response.device_seconds,
+        )
