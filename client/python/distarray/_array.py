@@ -12,7 +12,7 @@ import numpy as np
 from . import _transfer
 from ._errors import translate_errors
 from ._index_map import IndexMap, IndexMapLike, from_proto_index_map, to_proto_index_map
-from ._ops import REDUCTIONS, UFUNCS, ArrayOps, Axis, normalize_axes
+from ._ops import NDARRAY_OPERAND, REDUCTIONS, UFUNCS, ArrayOps, Axis, normalize_axes
 from ._types import (
     ModeLike,
     from_proto_dtype,
@@ -283,9 +283,7 @@ class DistributedArray(ArrayOps):
         if is_scalar(value):
             return pb.Operand(scalar=to_proto_scalar(value))
         if isinstance(value, np.ndarray):
-            raise TypeError(
-                "a NumPy array is not an operand: upload it with from_numpy(arr, index_map) first"
-            )
+            raise TypeError(NDARRAY_OPERAND)
         raise TypeError(f"not a distarray operand: {type(value).__name__}")
 
     @translate_errors
@@ -363,8 +361,12 @@ class DistributedArray(ArrayOps):
         from . import _functions
 
         name = ufunc.__name__
+        if method == "__call__" and name == "matmul" and len(inputs) == 2 and not kwargs:
+            return _functions.matmul(*inputs)
         if method != "__call__" or name not in UFUNCS and name not in ("divide",):
             return NotImplemented
+        if any(isinstance(i, np.ndarray) for i in inputs):
+            raise TypeError(NDARRAY_OPERAND)
         out = kwargs.pop("out", None)
         if kwargs or not all(isinstance(i, DistributedArray) or is_scalar(i) for i in inputs):
             return NotImplemented

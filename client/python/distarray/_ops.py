@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
+import numpy as np
+
 from .v1 import distarray_pb2 as pb
+
+NDARRAY_OPERAND = (
+    "a NumPy array is not an operand of a distributed one: upload it first with "
+    "client.from_numpy(arr, index_map)"
+)
 
 # NumPy name -> (ElementwiseOp, number of operands). The feature GetServerInfo lists for each is
 # "elementwise.<name>"; docs/api.md gives each op's dtypes and result dtype.
@@ -135,6 +142,8 @@ class ArrayOps:
 
     def _binary(self, name: str, other: Any, reflected: bool = False):
         if not self._accepts(other):
+            if isinstance(other, np.ndarray):
+                raise TypeError(NDARRAY_OPERAND)
             return NotImplemented
         return self._ufunc(name, (other, self) if reflected else (self, other))
 

@@ -1,0 +1,393 @@
+"""The ``distarray`` command line: inspect and move arrays of a distarrayd.
+
+Exit codes: 0 ok; 1 the daemon answered an error (its status code name and message on stderr;
+``health``: not SERVING); 2 usage error (bad flags or arguments, a local file that cannot be
+read or written); 3 cannot connect (no daemon answered at the address).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_CONNECT = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    """A problem with the command's arguments or local files (exit 2)."""
+
+
+class ConnectError(Exception):
+    """No daemon answered at the address (exit 3)."""
+
+
+def _human_bytes(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return str(n)
+
+
+def _format_index(idx) -> str:
+    parts = []
+    for s in idx:
+        text = f"{'' if s.start is None else s.start}:{'' if s.stop is None else s.stop}"
+        if s.step not in (None, 1):
+            text += f":{s.step}"
+        parts.append(text)
+    return "[" + ", ".join(parts) + "]"
+
+
+def _array_dict(a, chunks: bool = False) -> Dict[str, Any]:
+    d: Dict[str, Any] = {
+        "handle": a.handle,
+        "name": a.name,
+        "shape": list(a.shape),
+        "dtype": str(a.dtype),
+        "mode": a.mode,
+        "devices": list(a.devices),
+        "bytes_per_device": {str(k): v for k, v in sorted(a.bytes_per_device.items())},
+    }
+    if chunks:
+        d["chunks"] = [
+            {"device": c.device,
+             "slices": [{"start": s.start, "stop": s.stop, "step": s.step or 1} for s in c.slices]}
+            for c in a.info.index_map.chunks
+        ]
+    return d
+
+
+class _Out:
+    """Writes tables (rich) for people and JSON for scripts."""
+
+    def __init__(self, as_json: bool):
+        self.as_json = as_json
+        from rich.console import Console
+
+        self.console = Console()
+
+    def json(self, value: Any) -> None:
+        print(json.dumps(value, indent=2, sort_keys=False))
+
+    def table(self, title: Optional[str], columns: Sequence[str], rows: List[Sequence[Any]]) -> None:
+        from rich.table import Table
+
+        table = Table(title=title, title_justify="left")
+        for c in columns:
+            table.add_column(c, justify="right" if c in ("bytes", "used", "limit", "total") else "left")
+        for r in rows:
+            table.add_row(*[str(v) for v in r])
+        self.console.print(table)
+
+
+def _connect(args):
+    import distarray
+
+    try:
+        return distarray.connect(
+            args.address, token=args.token, tls=args.tls, root_certificates=args.tls_ca,
+            client_certificate=args.tls_cert, client_key=args.tls_key, timeout=args.timeout,
+            # The CLI's arrays outlive it: no session, so an unnamed `put` persists like a
+            # named one.
+            session=False, keepalive=False,
+        )
+    except distarray.UnavailableError as e:
+        raise ConnectError(f"{e.code.name}: {e.message}") from None
+    except OSError as e:  # a TLS file that cannot be read
+        raise UsageError(str(e)) from None
+
+
+def cmd_info(args, out: _Out) -> int:
+    from distarray._types import from_proto_dtype
+
+    with _connect(args) as client:
+        info = client.server_info()
+    devices = [
+        {"id": d.id, "name": d.name, "memory_used_bytes": d.memory_used_bytes,
+         "memory_limit_bytes": d.memory_limit_bytes, "memory_total_bytes": d.memory_total_bytes}
+        for d in info.devices
+    ]
+    dtypes = []
+    for t in info.implemented_dtypes:
+        try:
+            dtypes.append(str(from_proto_dtype(t)))
+        except ValueError:
+            dtypes.append(str(t))
+    if out.as_json:
+        out.json({
+            "address": args.address, "backend": info.backend, "version": info.version,
+            "devices": devices, "array_count": info.array_count,
+            "live_sessions": info.live_sessions,
+            "session_lease_seconds": info.session_lease_seconds, "dtypes": dtypes,
+            "features": list(info.features),
+        })
+        return EXIT_OK
+    out.console.print(
+        f"distarrayd [bold]{info.version}[/bold] at {args.address}: backend [bold]{info.backend}"
+        f"[/bold], {len(devices)} devices, {info.array_count} arrays, "
+        f"{info.live_sessions} live sessions (lease {info.session_lease_seconds} s)"
+    )
+    out.table("devices", ["id", "name", "used", "limit", "total"], [
+        (d["id"], d["name"], _human_bytes(d["memory_used_bytes"]),
+         _human_bytes(d["memory_limit_bytes"]), _human_bytes(d["memory_total_bytes"]))
+        for d in devices
+    ])
+    out.console.print("dtypes: " + ", ".join(dtypes))
+    return EXIT_OK
+
+
+def cmd_ls(args, out: _Out) -> int:
+    with _connect(args) as client:
+        arrays = client.list_arrays()
+    if out.as_json:
+        out.json([_array_dict(a) for a in arrays])
+        return EXIT_OK
+    out.table(None, ["handle", "name", "shape", "dtype", "mode", "devices", "bytes"], [
+        (a.handle, a.name, "x".join(map(str, a.shape)) or "()", a.dtype, a.mode,
+         ",".join(map(str, a.devices)), _human_bytes(sum(a.bytes_per_device.values())))
+        for a in arrays
+    ])
+    return EXIT_OK
+
+
+def cmd_describe(args, out: _Out) -> int:
+    with _connect(args) as client:
+        a = client.attach(args.array)
+    if out.as_json:
+        out.json(_array_dict(a, chunks=True))
+        return EXIT_OK
+    name = f" ({a.name})" if a.name else ""
+    out.console.print(
+        f"[bold]{a.handle}[/bold]{name}: shape {a.shape}, {a.dtype}, mode {a.mode}, "
+        f"{_human_bytes(a.nbytes)} logical"
+    )
+    rows = []
+    for device, chunks in sorted(a.index_map.items()):
+        for idx in chunks:
+            rows.append((device, _format_index(idx)))
+    out.table("chunks", ["device", "slices"], rows)
+    out.table("memory", ["device", "bytes"], [
+        (d, _human_bytes(n)) for d, n in sorted(a.bytes_per_device.items())
+    ])
+    return EXIT_OK
+
+
+def cmd_rm(args, out: _Out) -> int:
+    with _connect(args) as client:
+        for target in args.arrays:
+            client.delete(target)
+            if not out.as_json:
+                out.console.print(f"deleted {target}")
+    if out.as_json:
+        out.json({"deleted": args.arrays})
+    return EXIT_OK
+
+
+def _parse_devices(text: Optional[str]) -> Optional[List[int]]:
+    if text is None:
+        return None
+    try:
+        devices = [int(d) for d in text.split(",") if d.strip()]
+    except ValueError:
+        raise UsageError(f"--devices takes comma-separated device ids, not {text!r}") from None
+    if not devices:
+        raise UsageError("--devices names no device")
+    return devices
+
+
+def cmd_put(args, out: _Out) -> int:
+    import distarray
+
+    try:
+        arr = np.load(args.file, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise UsageError(f"cannot read {args.file}: {e}") from None
+    if not isinstance(arr, np.ndarray):
+        raise UsageError(f"{args.file} holds no single array (an .npz archive?)")
+    with _connect(args) as client:
+        devices = _parse_devices(args.devices)
+        if devices is None:
+            devices = [d.id for d in client.server_info().devices]
+        if args.split is not None:
+            if arr.ndim == 0:
+                raise UsageError("--split needs an array of at least one axis")
+            if not -arr.ndim <= args.split < arr.ndim:
+                raise UsageError(f"--split {args.split} is out of range for shape {arr.shape}")
+            index_map = distarray.split_index_map(arr.shape, args.split, devices)
+        else:
+            index_map = distarray.replicated_index_map(arr.ndim, devices)
+        a = client.from_numpy(arr, index_map, name=args.name, progress=None if not args.quiet else False)
+        a.release()
+    if out.as_json:
+        out.json(_array_dict(a))
+    else:
+        label = a.name or a.handle
+        out.console.print(
+            f"{label}: {args.file} -> shape {a.shape}, {a.dtype} on devices {list(a.devices)}"
+            + ("" if a.name else f" (unnamed; delete with `distarray rm {a.handle}`)")
+        )
+    return EXIT_OK
+
+
+def cmd_get(args, out: _Out) -> int:
+    with _connect(args) as client:
+        a = client.attach(args.array)
+        values = a.to_numpy(progress=None if not args.quiet else False)
+    try:
+        with open(args.file, "wb") as f:
+            np.save(f, values, allow_pickle=False)
+    except OSError as e:
+        raise UsageError(f"cannot write {args.file}: {e}") from None
+    if out.as_json:
+        out.json({"array": args.array, "file": args.file, "shape": list(values.shape),
+                  "dtype": str(values.dtype)})
+    else:
+        out.console.print(f"{args.array} -> {args.file}: shape {values.shape}, {values.dtype}")
+    return EXIT_OK
+
+
+def cmd_health(args, out: _Out) -> int:
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    from distarray._client import _read_pem
+    from distarray._errors import from_rpc_error
+
+    address = args.health_address or args.address
+    if args.tls:
+        try:
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=_read_pem(args.tls_ca), private_key=_read_pem(args.tls_key),
+                certificate_chain=_read_pem(args.tls_cert),
+            )
+        except OSError as e:
+            raise UsageError(str(e)) from None
+        channel = grpc.secure_channel(address, credentials)
+    else:
+        channel = grpc.insecure_channel(address)
+    with channel:
+        try:
+            grpc.channel_ready_future(channel).result(timeout=args.timeout)
+        except grpc.FutureTimeoutError:
+            raise ConnectError(
+                f"UNAVAILABLE: no health service answered at {address} within {args.timeout:g} s"
+            ) from None
+        stub = health_pb2_grpc.HealthStub(channel)
+        try:
+            response = stub.Check(
+                health_pb2.HealthCheckRequest(service=args.service), timeout=args.timeout
+            )
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from None
+    status = health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
+    if out.as_json:
+        out.json({"address": address, "service": args.service, "status": status})
+    else:
+        out.console.print(f"{address} service {args.service or '(overall)'}: {status}")
+    return EXIT_OK if response.status == health_pb2.HealthCheckResponse.SERVING else EXIT_ERROR
+
+
+def _common_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    """The global options, accepted before or after the subcommand."""
+
+    def default(value):
+        return argparse.SUPPRESS if suppress else value
+
+    g = parser.add_argument_group("connection and output")
+    g.add_argument("--address", default=default(os.environ.get("DISTARRAY_ADDRESS", "127.0.0.1:50051")),
+                   help="distarrayd's API address host:port (env DISTARRAY_ADDRESS; "
+                        "default 127.0.0.1:50051)")
+    g.add_argument("--token", default=default(os.environ.get("DISTARRAY_TOKEN") or None),
+                   help="bearer token sent as `authorization` metadata (env DISTARRAY_TOKEN)")
+    g.add_argument("--tls", action="store_true", default=default(False),
+                   help="connect with TLS (system roots unless --tls-ca)")
+    g.add_argument("--tls-ca", default=default(None), metavar="PEM",
+                   help="CA certificate file to verify the daemon (implies --tls)")
+    g.add_argument("--tls-cert", default=default(None), metavar="PEM",
+                   help="client certificate file (mutual TLS; with --tls-key)")
+    g.add_argument("--tls-key", default=default(None), metavar="PEM", help="client key file")
+    g.add_argument("--timeout", type=float, default=default(10.0),
+                   help="seconds to wait for the daemon to answer (default 10)")
+    g.add_argument("--json", action="store_true", default=default(False),
+                   help="print JSON for scripts instead of tables")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="distarray",
+        description="Inspect and move the arrays of a distarrayd.",
+        epilog="exit codes: 0 ok; 1 an error answered by the daemon (status code on stderr) or "
+               "health not SERVING; 2 usage error or unreadable/unwritable file; "
+               "3 cannot connect",
+    )
+    _common_options(parser, suppress=False)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        _common_options(p, suppress=True)
+        return p
+
+    add("info", "the daemon: version, backend, devices and their memory")
+    add("ls", "every array: handle, name, shape, dtype, mode, devices")
+    p = add("describe", "one array: its layout chunk by chunk and its memory per device")
+    p.add_argument("array", metavar="NAME|HANDLE")
+    p = add("rm", "delete arrays")
+    p.add_argument("arrays", metavar="NAME|HANDLE", nargs="+")
+    p = add("put", "upload a .npy file as a new array (replicated on --devices unless --split)")
+    p.add_argument("file", metavar="FILE.npy")
+    p.add_argument("--split", type=int, metavar="AXIS",
+                   help="split this axis into near-equal blocks, one per device")
+    p.add_argument("--devices", metavar="0,1,...", help="device ids (default: every device)")
+    p.add_argument("--name", help="a persistent name for the array")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p = add("get", "download an array into a .npy file")
+    p.add_argument("array", metavar="NAME|HANDLE")
+    p.add_argument("file", metavar="FILE.npy")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p = add("health", "ask the daemon's grpc.health.v1 service")
+    p.add_argument("--health-address", metavar="HOST:PORT",
+                   help="the health port (distarrayd --health_listen; default: --address)")
+    p.add_argument("--service", default="", help="'' (overall, default), liveness or readiness")
+    return parser
+
+
+COMMANDS = {
+    "info": cmd_info, "ls": cmd_ls, "describe": cmd_describe, "rm": cmd_rm, "put": cmd_put,
+    "get": cmd_get, "health": cmd_health,
+}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs the command line; returns (and as a console script exits with) its exit code."""
+    import distarray
+
+    parser = build_parser()
+    args = parser.parse_args(argv)  # exits 2 on a usage error
+    if args.tls_ca or args.tls_cert:
+        args.tls = True
+    out = _Out(args.json)
+    try:
+        return COMMANDS[args.command](args, out)
+    except UsageError as e:
+        print(f"distarray: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except ConnectError as e:
+        print(f"distarray: {e}", file=sys.stderr)
+        return EXIT_CONNECT
+    except distarray.DistarrayError as e:
+        print(f"distarray: {e.code.name}: {e.message}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,251 @@
+"""Operators, ufuncs and reductions against NumPy on fresh random inputs, dtypes included."""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import pytest
+
+import distarray
+from conftest import random_array
+
+SHAPE = (6, 8)
+
+
+def put(client, values, axis=0, devices=(0, 1, 2)):
+    return client.from_numpy(values, distarray.split_index_map(values.shape, axis, list(devices)))
+
+
+def check(result, expected, exact=True):
+    got = result.to_numpy()
+    assert got.dtype == expected.dtype, f"dtype {got.dtype}, NumPy gives {expected.dtype}"
+    assert got.shape == expected.shape
+    if exact:
+        np.testing.assert_array_equal(got, expected)
+    else:
+        rtol = 2e-6 if expected.dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=rtol, equal_nan=True)
+
+
+ARITH = [operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
+         operator.truediv]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint32, np.float32,
+                                   np.float64], ids=lambda t: np.dtype(t).name)
+def test_arithmetic(client, rng, dtype):
+    a_np = random_array(rng, SHAPE, dtype)
+    b_np = random_array(rng, SHAPE, dtype)
+    if np.dtype(dtype).kind in "iu":
+        b_np[b_np == 0] = 3  # NumPy warns on integer division by zero
+    a, b = put(client, a_np, 0), put(client, b_np, 1, (3, 1))  # different layouts
+    with np.errstate(all="ignore"):
+        for op in ARITH:
+            # Float remainders may differ from NumPy's float32 loop in the last bit.
+            inexact = op is operator.truediv or (op is operator.mod and a_np.dtype.kind == "f")
+            check(op(a, b), op(a_np, b_np), exact=not inexact)
+        for op in (operator.add, operator.sub, operator.mul, operator.floordiv):
+            check(op(a, 3), op(a_np, 3))  # weak scalar: keeps the dtype
+            check(op(5, a), op(5, a_np))
+        check(a * 1.5, a_np * 1.5, exact=False)  # float scalar lifts integers to float64
+        check(-a, -a_np)
+        check(abs(a), np.abs(a_np))
+        small_np = (np.abs(a_np) % 4).astype(dtype)
+        small = put(client, small_np)
+        check(small ** 2, small_np ** 2)
+        check(2 ** small, 2 ** small_np, exact=np.dtype(dtype).kind != "f")
+
+
+def test_mixed_dtype_promotion(client, rng):
+    i32 = random_array(rng, SHAPE, np.int32)
+    f32 = random_array(rng, SHAPE, np.float32)
+    u8 = random_array(rng, SHAPE, np.uint8)
+    i8 = random_array(rng, SHAPE, np.int8)
+    a, b, c, d = put(client, i32), put(client, f32), put(client, u8), put(client, i8)
+    check(a + b, i32 + f32, exact=False)  # float64
+    check(c + d, u8 + i8)  # int16
+    check(b + 1.5, f32 + 1.5, exact=False)  # float32 stays
+    with pytest.raises(distarray.InvalidArgumentError, match="300"):
+        c + 300  # an int scalar outside uint8, as NumPy 2's OverflowError
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int16, np.uint64, np.float32],
+                         ids=lambda t: np.dtype(t).name)
+def test_comparisons(client, rng, dtype):
+    a_np, b_np = random_array(rng, SHAPE, dtype), random_array(rng, SHAPE, dtype)
+    b_np[::2] = a_np[::2]  # some equal elements
+    a, b = put(client, a_np), put(client, b_np, 1)
+    for op in (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne):
+        check(op(a, b), op(a_np, b_np))
+    check(a > 0, a_np > 0)
+    check(1 <= a, 1 <= a_np)
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int32, np.uint16, np.int64],
+                         ids=lambda t: np.dtype(t).name)
+def test_bitwise(client, rng, dtype):
+    a_np, b_np = random_array(rng, SHAPE, dtype), random_array(rng, SHAPE, dtype)
+    a, b = put(client, a_np), put(client, b_np, 1)
+    for op in (operator.and_, operator.or_, operator.xor):
+        check(op(a, b), op(a_np, b_np))
+    check(~a, ~a_np)
+    if dtype != np.bool_:
+        bits = np.dtype(dtype).itemsize * 8
+        s_np = rng.integers(0, bits, SHAPE).astype(dtype)
+        s = put(client, s_np)
+        check(a << s, a_np << s_np)
+        check(a >> s, a_np >> s_np)
+        check(a << 2, a_np << 2)
+        check(a & 6, a_np & 6)
+
+
+def test_in_place_operators_keep_the_handle(client, rng):
+    a_np = rng.uniform(1, 2, SHAPE)
+    a = put(client, a_np)
+    handle = a.handle
+    a += 1
+    a *= a
+    a -= 0.5
+    a /= 2
+    assert a.handle == handle
+    check(a, ((a_np + 1) * (a_np + 1) - 0.5) / 2, exact=False)
+    i = put(client, rng.integers(0, 100, SHAPE).astype(np.int32))
+    with pytest.raises(distarray.InvalidArgumentError):
+        i /= 2  # the float64 result does not fit the int32 array, as in NumPy
+
+
+FLOAT_UFUNCS = ["sqrt", "exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan",
+                "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "floor", "ceil", "trunc",
+                "rint", "sign", "square", "isnan", "isinf", "isfinite", "negative", "positive",
+                "absolute", "logical_not"]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int16], ids=lambda t: np.dtype(t).name)
+def test_unary_ufuncs(client, rng, dtype):
+    if np.dtype(dtype).kind == "f":
+        a_np = rng.uniform(-3, 3, SHAPE).astype(dtype)
+        a_np[0, :3] = [np.nan, np.inf, -np.inf]
+    else:
+        a_np = rng.integers(-20, 20, SHAPE).astype(dtype)
+    a = put(client, a_np)
+    with np.errstate(all="ignore"):
+        for name in FLOAT_UFUNCS:
+            expected = getattr(np, name)(a_np)
+            check(getattr(distarray, name)(a), expected,
+                  exact=name in ("floor", "ceil", "trunc", "rint", "sign", "isnan", "isinf",
+                                 "isfinite", "negative", "positive", "absolute", "logical_not"))
+        # NumPy's own functions dispatch to the daemon.
+        check(np.sqrt(a), np.sqrt(a_np), exact=False)
+
+
+def test_binary_ufuncs(client, rng):
+    a_np, b_np = rng.uniform(-2, 2, SHAPE), rng.uniform(-2, 2, SHAPE)
+    a_np[1, 1], b_np[2, 2] = np.nan, np.nan
+    a, b = put(client, a_np), put(client, b_np, 1)
+    for name in ("arctan2", "hypot", "maximum", "minimum", "fmax", "fmin", "logical_and",
+                 "logical_or", "logical_xor", "power"):
+        with np.errstate(all="ignore"):
+            check(getattr(distarray, name)(a, b), getattr(np, name)(a_np, b_np),
+                  exact=name not in ("arctan2", "hypot", "power"))
+    check(distarray.divide(a, 4), a_np / 4)
+    check(distarray.mod(a, 0.5), np.mod(a_np, 0.5), exact=False)
+
+
+def test_where_clip_astype(client, rng):
+    x_np, y_np = rng.uniform(-5, 5, SHAPE), rng.integers(-5, 5, SHAPE).astype(np.int32)
+    c_np = rng.random(SHAPE) < 0.5
+    x, y, c = put(client, x_np), put(client, y_np, 1), put(client, c_np)
+    check(distarray.where(c, x, y), np.where(c_np, x_np, y_np))
+    check(distarray.where(c, x, 0.0), np.where(c_np, x_np, 0.0))
+    check(distarray.clip(x, -1.0, 2.0), np.clip(x_np, -1.0, 2.0))
+    check(x.clip(-1.0, 2.0), np.clip(x_np, -1.0, 2.0))
+    for dtype in (np.int8, np.float32, np.bool_, np.int64):
+        check(x.astype(dtype), x_np.astype(dtype))
+    # Negative floats to unsigned: NumPy's result is undefined (C), the daemon saturates to 0.
+    check(x.astype(np.uint16), np.where(x_np < 0, 0, x_np).astype(np.uint16))
+    for dtype in (np.int8, np.uint16, np.float32, np.bool_, np.int64):
+        check(distarray.astype(y, dtype), y_np.astype(dtype))
+
+
+def test_broadcasting_and_result_layout(client, rng):
+    m_np, row_np = rng.uniform(size=(6, 5)), rng.uniform(size=(5,))
+    m = put(client, m_np)
+    row = client.from_numpy(row_np, distarray.on_device(1, 3))
+    check(m + row, m_np + row_np)
+    r = distarray.add(m, row, index_map=distarray.on_device(2, 2))
+    assert r.devices == (2,)
+    out = client.zeros((6, 5), np.float64, distarray.split_index_map((6, 5), 1, [0, 1]))
+    handle = out.handle
+    assert distarray.multiply(m, 2, out=out) is out and out.handle == handle
+    check(out, m_np * 2)
+
+
+REDUCTIONS = ["sum", "prod", "max", "min", "mean", "all", "any", "argmax", "argmin"]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint16, np.bool_],
+                         ids=lambda t: np.dtype(t).name)
+def test_reductions(client, rng, dtype):
+    if np.dtype(dtype).kind == "f":
+        a_np = rng.uniform(0.5, 1.5, SHAPE).astype(dtype)
+    elif dtype == np.bool_:
+        a_np = rng.random(SHAPE) < 0.8
+    else:
+        a_np = rng.integers(1, 4, SHAPE).astype(dtype)
+    a = client.from_numpy(a_np, distarray.make_2d_index_map([0, 3, 6], [0, 4, 8],
+                                                            [[0, 1], [2, 3]]))
+    for name in REDUCTIONS:
+        axes = [None, 0, 1] if name.startswith("arg") else [None, 0, 1, (0, 1), -1]
+        for axis in axes:
+            for keepdims in (False, True):
+                if name.startswith("arg") and keepdims and axis is None:
+                    continue
+                expected = np.asarray(getattr(np, name)(a_np, axis=axis, keepdims=keepdims))
+                if name == "mean" and dtype == np.float32:
+                    expected = expected.astype(np.float32)
+                result = getattr(a, name)(axis=axis, keepdims=keepdims)
+                check(result, expected, exact=name not in ("sum", "prod", "mean"))
+    # Module functions, combine=, and scalars out of 0-d results.
+    total = distarray.sum(a, combine=True)
+    assert total.mode == "replica" and total.shape == ()
+    np.testing.assert_allclose(float(total), float(a_np.sum()), rtol=1e-6)
+    assert int(a.argmax()) == int(np.argmax(a_np))
+    assert bool(a.all()) == bool(a_np.all())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda t: np.dtype(t).name)
+def test_matmul(client, rng, dtype):
+    a_np = rng.uniform(-1, 1, (6, 8)).astype(dtype)
+    b_np = rng.uniform(-1, 1, (8, 5)).astype(dtype)
+    a = client.from_numpy(a_np, distarray.split_index_map(a_np.shape, 1, [0, 1]))  # shared axis
+    b = client.from_numpy(b_np, distarray.split_index_map(b_np.shape, 0, [0, 1]))
+    c = a @ b
+    assert c.mode == "sum"  # partial products, combined on download
+    check(c, a_np @ b_np, exact=False)
+    check(np.matmul(a, b), a_np @ b_np, exact=False)  # NumPy's function runs on the daemon
+    r = distarray.matmul(a, b, index_map=distarray.on_device(2, 3))
+    assert r.mode == "replica" and r.devices == (3,)
+    check(r, a_np @ b_np, exact=False)
+    with pytest.raises(distarray.InvalidArgumentError):
+        a @ a  # (6, 8) @ (6, 8)
+
+
+def test_what_the_daemon_does_not_serve_is_an_error(client, rng):
+    with pytest.raises(distarray.UnimplementedError, match="float16"):
+        client.from_numpy(np.ones(4, np.float16))
+    a = put(client, rng.uniform(size=SHAPE))
+    with pytest.raises(TypeError):
+        np.add.reduce(a)  # not served: no silent download
+    with pytest.raises(TypeError, match="from_numpy"):
+        a + np.ones(SHAPE)
+    with pytest.raises(TypeError, match="from_numpy"):
+        np.ones(SHAPE) + a
+    with pytest.raises(TypeError, match="from_numpy"):
+        np.multiply(a, np.ones(SHAPE))
+    # A daemon that does not list a feature is refused before the call, naming it.
+    client._features = client.features - {"elementwise.sqrt"}
+    with pytest.raises(distarray.UnimplementedError, match="elementwise.sqrt"):
+        distarray.sqrt(a)
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(a > 0)
