@@ -2,7 +2,9 @@
 # Installs everything distarray needs to build and test on Debian 12 (bookworm).
 # Idempotent: when every package is already present it only checks, which takes a second.
 # clang-14 with libclang-rt-14-dev (libFuzzer and the sanitizer runtimes) and llvm-14 (the
-# symbolizer for readable stacks) build and run the fuzzer (scripts/fuzz.sh).
+# symbolizer for readable stacks) build and run the fuzzer (scripts/fuzz.sh). python3-venv and
+# python3-pip make the venv in which scripts/test-python.sh installs the Python SDK from PyPI's
+# grpcio, protobuf and numpy.
 # The CUDA toolkit is not a Debian package; the build finds it at /usr/local/cuda when present
 # and builds the host backend alone when it is not (see README.md, "CUDA").
 set -euo pipefail
@@ -14,6 +16,7 @@ packages=(
   prometheus-cpp-dev civetweb libcivetweb-dev libcurl4-openssl-dev zlib1g-dev
   libopenblas-dev clang-format
   clang-14 libclang-rt-14-dev llvm-14
+  python3 python3-venv python3-pip
 )
 
 missing=()

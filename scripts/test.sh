@@ -3,7 +3,8 @@
 # on loopback once per backend (CUDA cases skip with a message where no GPU is usable, unless
 # DISTARRAY_REQUIRE_BACKENDS names them; see docs/testing.md). Then the same tests again under
 # ASan+UBSan (scripts/sanitize.sh) and the request fuzzer for FUZZ_SECONDS (scripts/fuzz.sh).
-# SANITIZE=0 or FUZZ=0 leaves a stage out.
+# The Python SDK's pytest suite runs against the freshly built daemon (scripts/test-python.sh).
+# SANITIZE=0, FUZZ=0 or PYTHON=0 leaves a stage out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage() { echo "test: == $1 ($(date -u +%H:%M:%S))"; }
@@ -12,6 +13,10 @@ bash scripts/build.sh
 build=${BUILD_DIR:-build}
 stage tests
 ctest --test-dir "$build" --output-on-failure --parallel "${JOBS:-$(nproc)}" --timeout 900
+if [ "${PYTHON:-1}" != 0 ]; then
+  stage "python sdk"
+  BUILD_DIR="$build" bash scripts/test-python.sh
+fi
 if [ "${SANITIZE:-1}" != 0 ]; then
   stage "sanitized tests"
   bash scripts/sanitize.sh
