@@ -140,3 +140,35 @@ def test_parts_rule():
     assert _transfer._parts(FakeClient(), (1000, 10), 64 << 20) == 4
     assert _transfer._parts(FakeClient(), (3, 10), 1 << 30) == 3
     assert _transfer._parts(FakeClient(), (), 1 << 30) == 1
+
+
+def test_progress_bar_only_when_asked_or_on_a_terminal(daemon, rng, capfd, monkeypatch):
+    monkeypatch.setattr(distarray._transfer, "PROGRESS_MIN_BYTES", 1)
+    with distarray.connect(daemon.address) as client:
+        values = rng.uniform(size=(64, 64))
+        a = client.from_numpy(values)  # stderr is not a terminal here: no bar
+        a.to_numpy()
+        assert capfd.readouterr().err == ""
+        np.testing.assert_array_equal(a.to_numpy(progress=True), values)
+        assert "download" in capfd.readouterr().err  # tqdm's bar, forced on
+
+
+def test_index_map_helpers():
+    # Block i of n is [len*i//n, len*(i+1)//n), as the C++ Split: with more devices than
+    # columns, device 0's block is empty and it gets nothing.
+    assert distarray.split_index_map((2, 3), -1, [0, 1, 2, 3]) == {
+        1: [(slice(None), slice(0, 1))], 2: [(slice(None), slice(1, 2))],
+        3: [(slice(None), slice(2, 3))]}
+    assert distarray.replicated_index_map(2, [1, 3]) == {
+        1: [(slice(None), slice(None))], 3: [(slice(None), slice(None))]}
+    blocks = distarray.make_2d_index_map([0, 1, 4], [0, 2], [[0], [{1, 2}]])
+    assert blocks == {0: [(slice(0, 1), slice(0, 2))], 1: [(slice(1, 4), slice(0, 2))],
+                      2: [(slice(1, 4), slice(0, 2))]}
+    with pytest.raises(ValueError, match="grid"):
+        distarray.make_2d_index_map([0, 1, 4], [0, 2], [[0]])
+    with pytest.raises(ValueError, match="axis"):
+        distarray.split_index_map((2, 3), 2, [0])
+    with pytest.raises(TypeError, match="tuple of slices"):
+        from distarray._index_map import to_proto_index_map
+
+        to_proto_index_map({0: [(0, 1)]}, 2)
