@@ -14,10 +14,12 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "common/box.h"
 #include "common/dtype.h"
@@ -68,6 +70,8 @@ struct DeviceMemory {
   int64_t used_bytes = 0;
   int64_t limit_bytes = 0;
   int64_t total_bytes = 0;
+  // Allocations refused by the limit or failed in the allocator since start (metrics).
+  int64_t allocation_failures = 0;
 };
 
 // A device-to-host copy in flight.
@@ -87,6 +91,28 @@ class Backend {
   virtual absl::string_view name() const = 0;
   virtual int device_count() const = 0;
   virtual DeviceMemory memory(int device) const = 0;
+  // A stable identifier of the device, for joining metrics with other exporters: the GPU UUID as
+  // nvidia-smi and dcgm-exporter print it ("GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"), or a
+  // made-up "host-N" for a simulated device.
+  virtual std::string device_uuid(int device) const = 0;
+  // OK, or UNAVAILABLE while the device is in a sticky error state (its context is unusable until
+  // the process restarts). Cheap and non-blocking: probes and metrics call it.
+  virtual absl::Status DeviceStatus(int /*device*/) const { return absl::OkStatus(); }
+
+  // Bytes the layout executor copied into `device` (reshards, mode changes and the reshards of
+  // compute operands) since start, for metrics. Thread-safe.
+  void CountReshardBytes(int device, int64_t bytes) {
+    absl::MutexLock lock(&reshard_mu_);
+    if (device < 0) return;
+    if (static_cast<size_t>(device) >= reshard_bytes_.size()) reshard_bytes_.resize(device + 1);
+    reshard_bytes_[device] += bytes;
+  }
+  int64_t reshard_bytes(int device) const {
+    absl::MutexLock lock(&reshard_mu_);
+    return device >= 0 && static_cast<size_t>(device) < reshard_bytes_.size()
+               ? reshard_bytes_[device]
+               : 0;
+  }
 
   // Reserves `bytes` on `device`. RESOURCE_EXHAUSTED (nothing launched) when the device's limit
   // would be passed. Does not synchronize.
@@ -140,6 +166,10 @@ class Backend {
   // Recording work into replayable graphs with device-side loops (graph_recorder.h); nullptr
   // where the backend cannot (programs then run eagerly).
   virtual GraphRecorder* graph_recorder() { return nullptr; }
+
+ private:
+  mutable absl::Mutex reshard_mu_;
+  std::vector<int64_t> reshard_bytes_ ABSL_GUARDED_BY(reshard_mu_);
 };
 
 }  // namespace distarray

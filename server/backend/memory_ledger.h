@@ -32,6 +32,7 @@ class MemoryLedger {
     do {
       // Written so that no sum can wrap: bytes may be as large as a client can ask for.
       if (bytes < 0 || bytes > limit_ - kAllocationOverheadBytes - used) {
+        CountFailure();
         return absl::ResourceExhaustedError(absl::StrCat(
             "device ", device_, ": allocating ", bytes, " bytes would exceed the memory limit of ",
             limit_, " bytes (", used, " in use; each allocation also counts ",
@@ -48,11 +49,16 @@ class MemoryLedger {
   // and a device holding k chunks of b bytes each reads k * (b + kAllocationOverheadBytes).
   int64_t used() const { return used_.load(std::memory_order_relaxed); }
   int64_t limit() const { return limit_; }
+  // Allocations that failed: refused by Reserve, or counted by the backend when its allocator
+  // failed after admission. Reported as a metric.
+  void CountFailure() { failures_.fetch_add(1, std::memory_order_relaxed); }
+  int64_t failures() const { return failures_.load(std::memory_order_relaxed); }
 
  private:
   const int device_;
   const int64_t limit_;
   std::atomic<int64_t> used_{0};
+  std::atomic<int64_t> failures_{0};
 };
 
 }  // namespace distarray

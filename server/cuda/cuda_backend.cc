@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "server/backend/gpu_uuid.h"
 #include "server/cuda/cuda_buffer.h"
 #include "server/cuda/cuda_status.h"
 #include "server/cuda/graph_recorder.h"
@@ -70,6 +71,7 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
     size_t free_bytes = 0, total_bytes = 0;
     CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
     state.name = absl::StrCat("cuda:", d, " ", props.name);
+    state.uuid = FormatGpuUuid(props.uuid.bytes);
     state.total_bytes = static_cast<int64_t>(total_bytes);
     const int64_t limit = options.memory_limit_bytes > 0
                               ? options.memory_limit_bytes
@@ -151,7 +153,17 @@ absl::Status CudaBackend::RefuseWhileRecording(absl::string_view call,
 
 DeviceMemory CudaBackend::memory(int device) const {
   const DeviceState& s = devices_[device];
-  return DeviceMemory{s.name, s.ledger->used(), s.ledger->limit(), s.total_bytes};
+  return DeviceMemory{s.name, s.ledger->used(), s.ledger->limit(), s.total_bytes,
+                      s.ledger->failures()};
+}
+
+absl::Status CudaBackend::DeviceStatus(int device) const {
+  // A sticky error makes every call on the context fail with it, so a stream query sees it
+  // without waiting for the stream; NotReady (work queued) and other errors say nothing of it.
+  const cudaError_t e = cudaStreamQuery(stream(device));
+  if (e == cudaSuccess || e == cudaErrorNotReady) return absl::OkStatus();
+  absl::Status status = cuda::CudaStatus(e, absl::StrCat("device ", device));
+  return status.code() == absl::StatusCode::kUnavailable ? status : absl::OkStatus();
 }
 
 absl::Status CudaBackend::WaitFor(int device, const std::vector<CudaEventPtr>& deps) {
@@ -178,6 +190,7 @@ absl::StatusOr<BufferPtr> CudaBackend::Allocate(int device, int64_t bytes) {
   void* data = nullptr;
   if (cudaError_t e = cudaMallocAsync(&data, bytes, stream(device)); e != cudaSuccess) {
     state.ledger->Release(bytes);
+    state.ledger->CountFailure();
     cudaGetLastError();
     return cuda::CudaStatus(e, absl::StrCat("device ", device, ": allocating ", bytes, " bytes"));
   }
@@ -209,6 +222,7 @@ absl::StatusOr<BufferPtr> CudaBackend::AllocateForRecording(CudaGraphRecording& 
   }
   if (e != cudaSuccess) {
     state.ledger->Release(bytes);
+    state.ledger->CountFailure();
     cudaGetLastError();
     return cuda::CudaStatus(
         e, absl::StrCat("device ", device, ": allocating ", bytes, " bytes for a graph"));

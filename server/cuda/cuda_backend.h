@@ -37,6 +37,9 @@ class CudaBackend final : public Backend {
   absl::string_view name() const override { return "cuda"; }
   int device_count() const override { return static_cast<int>(devices_.size()); }
   DeviceMemory memory(int device) const override;
+  std::string device_uuid(int device) const override { return devices_[device].uuid; }
+  // UNAVAILABLE when the device's stream reports a sticky error (cudaStreamQuery, no waiting).
+  absl::Status DeviceStatus(int device) const override;
 
   absl::StatusOr<BufferPtr> Allocate(int device, int64_t bytes) override;
   absl::Status FillConstant(DType dtype, const BufferBox& dst, const Scalar& value) override;
@@ -66,6 +69,7 @@ class CudaBackend final : public Backend {
 
   struct DeviceState {
     std::string name;
+    std::string uuid;  // GPU-..., as nvidia-smi prints it
     int64_t total_bytes = 0;
     std::unique_ptr<MemoryLedger> ledger;
     std::optional<cuda::CudaStream> stream;           // kernels, local copies, host copies

@@ -5,6 +5,7 @@
 #ifndef DISTARRAY_SERVER_ENGINE_ENGINE_H_
 #define DISTARRAY_SERVER_ENGINE_ENGINE_H_
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -44,6 +45,13 @@ struct GraphRunOutcome {
   GraphRunStats stats;
   bool cache_hit = false;
   v1::GraphExecution execution = v1::GRAPH_EXECUTION_EAGER;
+};
+
+// RunGraph counts since start (metrics).
+struct GraphRunCounters {
+  int64_t launches = 0;    // runs replayed as a recorded device graph
+  int64_t iterations = 0;  // loop bodies run, over every finished RunGraph
+  int64_t cancels = 0;     // runs ended by the client's cancel or deadline
 };
 
 // What the engine knows of the call it serves.
@@ -106,6 +114,11 @@ class Engine {
   absl::Status DeleteProgram(const v1::DeleteProgramRequest& request);
   // Frees the executable graphs RunGraph cached (and the device memory of their slots).
   void ClearGraphCache() { runner_->ClearCache(); }
+  GraphRunCounters graph_run_counters() const {
+    return {graph_launches_.load(std::memory_order_relaxed),
+            graph_iterations_.load(std::memory_order_relaxed),
+            graph_cancels_.load(std::memory_order_relaxed)};
+  }
 
   // Waits for all enqueued work on every device; the handles are only validated (NOT_FOUND for
   // unknown ones). Waiting for everything is a superset of waiting for the named arrays.
@@ -142,6 +155,9 @@ class Engine {
   SessionTable sessions_;
   ProgramStore programs_;
   std::unique_ptr<ProgramRunner> runner_;
+  std::atomic<int64_t> graph_launches_{0};
+  std::atomic<int64_t> graph_iterations_{0};
+  std::atomic<int64_t> graph_cancels_{0};
 };
 
 }  // namespace distarray

@@ -25,6 +25,16 @@ std::vector<BoxCopy> ToBoxCopies(const std::vector<PlannedCopy>& planned,
   return copies;
 }
 
+// backend.Copy, counting the bytes written into each device for the reshard metrics.
+absl::Status CopyAndCount(Backend& backend, DType dtype, const std::vector<BoxCopy>& copies) {
+  RETURN_IF_ERROR(backend.Copy(dtype, copies));
+  for (const BoxCopy& copy : copies) {
+    backend.CountReshardBytes(copy.dst.buffer->device(),
+                              NumElements(copy.dst.box) * DTypeSize(dtype));
+  }
+  return absl::OkStatus();
+}
+
 Scalar IdentityScalar(DType dtype, Mode mode) {
   return DispatchDType(dtype, [&](auto tag) -> Scalar {
     using T = decltype(tag);
@@ -47,7 +57,7 @@ absl::StatusOr<std::vector<Chunk>> GatherToReplica(Backend& backend, const Array
   ASSIGN_OR_RETURN(const std::vector<PlannedCopy> planned,
                    PlanGatherToReplica(map, array.mode, kDefaultPlanWorkLimit, stop));
   ASSIGN_OR_RETURN(std::vector<Chunk> out, AllocateChunks(backend, array.dtype, map));
-  RETURN_IF_ERROR(backend.Copy(array.dtype, ToBoxCopies(planned, array.chunks, out)));
+  RETURN_IF_ERROR(CopyAndCount(backend, array.dtype, ToBoxCopies(planned, array.chunks, out)));
   return out;
 }
 
@@ -66,7 +76,7 @@ absl::StatusOr<std::vector<Chunk>> ReshardReplica(Backend& backend, DType dtype,
     if (plan.fill_uncovered[j])
       RETURN_IF_ERROR(backend.FillConstant(dtype, Whole(out[j]), uncovered));
   }
-  RETURN_IF_ERROR(backend.Copy(dtype, ToBoxCopies(plan.copies, from, out)));
+  RETURN_IF_ERROR(CopyAndCount(backend, dtype, ToBoxCopies(plan.copies, from, out)));
   return out;
 }
 
@@ -77,7 +87,7 @@ absl::StatusOr<std::vector<Chunk>> CopyChunks(Backend& backend, DType dtype,
   ASSIGN_OR_RETURN(std::vector<Chunk> out, AllocateChunks(backend, dtype, map));
   std::vector<BoxCopy> copies;
   for (size_t j = 0; j < out.size(); ++j) copies.push_back(BoxCopy{Whole(from[j]), Whole(out[j])});
-  RETURN_IF_ERROR(backend.Copy(dtype, copies));
+  RETURN_IF_ERROR(CopyAndCount(backend, dtype, copies));
   return out;
 }
 

@@ -68,8 +68,17 @@ absl::StatusOr<GraphRunOutcome> Engine::RunGraph(const v1::RunGraphRequest& requ
     RETURN_IF_ERROR(registry_.CheckNameFree(name, field));
   }
 
-  ASSIGN_OR_RETURN(ProgramRunResult result,
-                   runner_->Run(*program, program_key, arguments, RequestContext(call)));
+  absl::StatusOr<ProgramRunResult> ran =
+      runner_->Run(*program, program_key, arguments, RequestContext(call));
+  if (ran.ok()) {
+    graph_iterations_.fetch_add(ran->stats.iterations, std::memory_order_relaxed);
+    if (ran->execution == v1::GRAPH_EXECUTION_DEVICE_GRAPH) {
+      graph_launches_.fetch_add(1, std::memory_order_relaxed);
+    }
+  } else if (absl::IsCancelled(ran.status()) || absl::IsDeadlineExceeded(ran.status())) {
+    graph_cancels_.fetch_add(1, std::memory_order_relaxed);
+  }
+  ASSIGN_OR_RETURN(ProgramRunResult result, std::move(ran));
 
   GraphRunOutcome outcome;
   outcome.values = std::move(result.values);

@@ -54,8 +54,11 @@ HostBackend::~HostBackend() { streams_.clear(); }  // joins workers before ledge
 
 DeviceMemory HostBackend::memory(int device) const {
   const MemoryLedger& ledger = *ledgers_[device];
-  return DeviceMemory{absl::StrCat("host:", device), ledger.used(), ledger.limit(), ledger.limit()};
+  return DeviceMemory{absl::StrCat("host:", device), ledger.used(), ledger.limit(), ledger.limit(),
+                      ledger.failures()};
 }
+
+std::string HostBackend::device_uuid(int device) const { return absl::StrCat("host-", device); }
 
 GraphRecorder* HostBackend::graph_recorder() { return recorder_.get(); }
 
@@ -79,6 +82,7 @@ absl::StatusOr<BufferPtr> HostBackend::Allocate(int device, int64_t bytes) {
   auto* data = static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{64}, std::nothrow));
   if (data == nullptr) {
     ledger.Release(bytes);
+    ledger.CountFailure();
     return absl::ResourceExhaustedError(
         absl::StrCat("device ", device, ": host memory for ", bytes, " bytes is exhausted"));
   }

@@ -33,6 +33,7 @@ class HostBackend final : public Backend {
   absl::string_view name() const override { return "host"; }
   int device_count() const override { return static_cast<int>(streams_.size()); }
   DeviceMemory memory(int device) const override;
+  std::string device_uuid(int device) const override;
 
   absl::StatusOr<BufferPtr> Allocate(int device, int64_t bytes) override;
   absl::Status FillConstant(DType dtype, const BufferBox& dst, const Scalar& value) override;

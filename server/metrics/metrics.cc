@@ -1,41 +1,33 @@
 #include "server/metrics/metrics.h"
-#include "absl/strings/string_view.h"
+
+#include <spdlog/spdlog.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "server/metrics/build_info.h"
+#include "server/metrics/device_collector.h"
+#include "server/metrics/graph_collector.h"
+#include "server/metrics/process_collector.h"
 
 namespace distarray {
 
 Metrics::Metrics()
     : registry_(std::make_shared<prometheus::Registry>()),
-      requests_(prometheus::BuildCounter()
-                    .Name("distarray_requests_total")
-                    .Help("RPCs finished, by method and gRPC status code")
-                    .Register(*registry_)),
-      durations_(prometheus::BuildHistogram()
-                     .Name("distarray_request_duration_seconds")
-                     .Help("Time from receipt to the RPC's status, by method")
-                     .Register(*registry_)),
+      grpc_(*registry_),
       transfer_bytes_(prometheus::BuildCounter()
                           .Name("distarray_transfer_bytes_total")
                           .Help("Array bytes streamed, by direction (upload, download)")
                           .Register(*registry_)),
-      memory_used_(prometheus::BuildGauge()
-                       .Name("distarray_device_memory_used_bytes")
-                       .Help("Device memory held by arrays and in-flight work")
-                       .Register(*registry_)),
-      memory_limit_(prometheus::BuildGauge()
-                        .Name("distarray_device_memory_limit_bytes")
-                        .Help("Device memory admission limit")
-                        .Register(*registry_)) {}
+      upload_bytes_(transfer_bytes_.Add({{"direction", "upload"}})),
+      download_bytes_(transfer_bytes_.Add({{"direction", "download"}})),
+      process_(std::make_shared<metrics::ProcessCollector>()) {}
 
-absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(const std::string& listen,
-                                                         int device_count) {
+Metrics::~Metrics() = default;
+
+absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(const std::string& listen) {
   std::unique_ptr<Metrics> metrics(new Metrics());
-  for (int d = 0; d < device_count; ++d) {
-    const std::string device = absl::StrCat(d);
-    metrics->used_gauges_.push_back(&metrics->memory_used_.Add({{"device", device}}));
-    metrics->limit_gauges_.push_back(&metrics->memory_limit_.Add({{"device", device}}));
+  if (absl::Status s = metrics->grpc_.PreRegisterService("distarray.v1.ArrayService"); !s.ok()) {
+    return absl::InternalError(std::string(s.message()));  // the daemon links the service: a bug
   }
   if (!listen.empty()) {
     try {  // prometheus-cpp reports a bind failure by throwing; keep it inside this boundary
@@ -44,44 +36,47 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(const std::string& list
       return absl::UnavailableError(absl::StrCat("metrics_listen ", listen, ": ", e.what()));
     }
     metrics->exposer_->RegisterCollectable(metrics->registry_);
+    metrics->exposer_->RegisterCollectable(metrics->process_);
   }
   return metrics;
 }
 
-void Metrics::RecordRequest(absl::string_view method, absl::StatusCode code, double seconds) {
-  static const prometheus::Histogram::BucketBoundaries kBuckets = {
-      1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 0.1, 0.5, 2, 10, 60};
-  prometheus::Counter* counter;
-  prometheus::Histogram* duration;
-  {
-    absl::MutexLock lock(&mu_);
-    MethodSeries& series = methods_[method];
-    if (series.duration == nullptr) {
-      series.duration = &durations_.Add({{"method", std::string(method)}}, kBuckets);
-    }
-    prometheus::Counter*& by_code = series.by_code[static_cast<int>(code)];
-    if (by_code == nullptr) {
-      by_code = &requests_.Add(
-          {{"method", std::string(method)}, {"code", absl::StatusCodeToString(code)}});
-    }
-    counter = by_code;
-    duration = series.duration;
-  }
-  counter->Increment();
-  duration->Observe(seconds);
+int Metrics::port() const {
+  if (exposer_ == nullptr) return 0;
+  const std::vector<int> ports = exposer_->GetListeningPorts();
+  return ports.empty() ? 0 : ports.front();
 }
 
 void Metrics::RecordTransferBytes(absl::string_view direction, int64_t bytes) {
-  transfer_bytes_.Add({{"direction", std::string(direction)}})
-      .Increment(static_cast<double>(bytes));
+  if (direction == "upload") {
+    upload_bytes_.Increment(static_cast<double>(bytes));
+  } else if (direction == "download") {
+    download_bytes_.Increment(static_cast<double>(bytes));
+  } else {
+    spdlog::error("metrics: unknown transfer direction {}", std::string(direction));
+  }
 }
 
-void Metrics::UpdateDevices(const Backend& backend) {
-  for (int d = 0; d < backend.device_count() && d < static_cast<int>(used_gauges_.size()); ++d) {
-    const DeviceMemory m = backend.memory(d);
-    used_gauges_[d]->Set(static_cast<double>(m.used_bytes));
-    limit_gauges_[d]->Set(static_cast<double>(m.limit_bytes));
-  }
+Metrics::EngineObservation Metrics::ObserveEngine(Engine& engine) {
+  metrics::RegisterBuildInfo(*registry_, metrics::CurrentBuildInfo(engine.backend().name()));
+  std::vector<std::shared_ptr<prometheus::Collectable>> collectables = {
+      std::make_shared<metrics::DeviceCollector>(engine),
+      std::make_shared<metrics::GraphCollector>(engine)};
+  for (const auto& collectable : collectables) Expose(collectable);
+  return EngineObservation(this, std::move(collectables));
+}
+
+Metrics::EngineObservation::~EngineObservation() {
+  if (metrics_ == nullptr) return;
+  for (const auto& collectable : collectables_) metrics_->Unexpose(collectable);
+}
+
+void Metrics::Expose(const std::shared_ptr<prometheus::Collectable>& collectable) {
+  if (exposer_ != nullptr) exposer_->RegisterCollectable(collectable);
+}
+
+void Metrics::Unexpose(const std::shared_ptr<prometheus::Collectable>& collectable) {
+  if (exposer_ != nullptr) exposer_->RemoveCollectable(collectable);
 }
 
 }  // namespace distarray

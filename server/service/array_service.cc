@@ -77,8 +77,6 @@ grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerCont
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  metrics_.RecordRequest(method, status.code(), seconds);
-  metrics_.UpdateDevices(engine_.backend());
   switch (status.code()) {
     case absl::StatusCode::kOk:
       spdlog::debug("{} ok in {:.3f} ms", std::string(method), seconds * 1e3);

@@ -1,5 +1,6 @@
 // The gRPC edge: adapts distarray.v1.ArrayService calls to the engine, maps absl::Status to gRPC
-// status codes one to one, and records metrics. No logic of its own beyond transport.
+// status codes one to one, and counts transferred bytes (the gRPC call metrics come from the
+// metrics interceptor, server/metrics/grpc_server_metrics.h). No logic of its own beyond transport.
 //
 // It uses gRPC's synchronous API: handlers run on gRPC's thread pool and the engine's calls only
 // enqueue device work, so a blocked handler is a download waiting for its bytes. See
@@ -61,8 +62,8 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
                          v1::KeepAliveResponse* response) override;
 
  private:
-  // Reads the call's session from its metadata and renews it, runs `body(call)`, records its
-  // metrics and logs failures other than the client's own mistakes.
+  // Reads the call's session from its metadata and renews it, runs `body(call)`, and logs
+  // failures other than the client's own mistakes.
   template <typename Body>
   grpc::Status Handle(absl::string_view method, grpc::ServerContext* context, Body&& body);
 
