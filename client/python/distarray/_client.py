@@ -17,6 +17,7 @@ from . import _transfer
 from ._array import DistributedArray
 from ._errors import UnavailableError, UnimplementedError, from_rpc_error, translate_errors
 from ._index_map import IndexMapLike, on_device, to_proto_index_map
+from ._wire import Connection
 from ._types import DTypeLike, ModeLike, to_proto_dtype, to_proto_mode, to_proto_scalar
 from .v1 import distarray_pb2 as pb
 from .v1 import distarray_pb2_grpc as pb_grpc
@@ -35,6 +36,9 @@ class ConnectOptions:
 
     #: Bytes of each data message of an upload.
     upload_message_bytes: int = 1 << 20
+    #: The largest message a download asks for (DownloadArrayRequest.max_message_bytes, at most
+    #: 64 MiB): fewer, larger messages cost Python less per byte than the daemon's 1 MiB default.
+    download_message_bytes: int = 4 << 20
     #: Whole-array transfers of at least ``parallel_min_bytes`` are split along the first axis
     #: over this many streams, each on its own connection (docs/api.md, "Transfers").
     parallel_streams: int = 4
@@ -97,7 +101,8 @@ class Client:
         ]
         self._channel = self._new_channel(self._channel_options)
         self._stub = pb_grpc.ArrayServiceStub(self._channel)
-        self._bulk: List[Any] = []
+        self._conn = Connection(self._channel, self._stub)
+        self._bulk: List[Connection] = []
         self._bulk_lock = threading.Lock()
         self._channels = [self._channel]
         metadata: List[Tuple[str, str]] = []
@@ -147,15 +152,16 @@ class Client:
             return grpc.secure_channel(self.address, self._credentials, options=options)
         return grpc.insecure_channel(self.address, options=options)
 
-    def _bulk_stubs(self, n: int) -> list:
-        """n stubs, each on a connection of its own, for the parallel streams of a transfer."""
+    def _bulk_connections(self, n: int) -> List[Connection]:
+        """n connections of their own (opened on first use) for the parallel streams of a
+        transfer."""
         with self._bulk_lock:
             while len(self._bulk) < n:
                 channel = self._new_channel(
                     self._channel_options + [("grpc.use_local_subchannel_pool", 1)]
                 )
                 self._channels.append(channel)
-                self._bulk.append(pb_grpc.ArrayServiceStub(channel))
+                self._bulk.append(Connection(channel, pb_grpc.ArrayServiceStub(channel)))
             return self._bulk[:n]
 
     def _metadata(self) -> Tuple[Tuple[str, str], ...]:

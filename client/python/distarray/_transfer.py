@@ -10,7 +10,8 @@ least ``parallel_min_bytes`` (64 MiB) is cut along the first axis into
 ``[rows*i//n, rows*(i+1)//n)``, each moved by its own stream on its own connection at the same
 time. An upload of a new array takes that path only when it is REPLICA with ``shape[0] > 1``: the
 array is created first, then its rows written. Everything else is one stream. Uploads send
-messages of ``upload_message_bytes`` (1 MiB).
+messages of ``upload_message_bytes`` (1 MiB); downloads ask for ``download_message_bytes`` (4 MiB).
+The bulk messages are encoded and decoded by ``_wire`` so each byte is copied once.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 
 from ._errors import FailedPreconditionError, from_rpc_error
 from ._types import from_proto_dtype
+from ._wire import Connection, download_data, upload_data_message
 from .v1 import distarray_pb2 as pb
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -88,14 +90,15 @@ def _parts(client: "Client", shape: Sequence[int], nbytes: int) -> int:
 def _run_parts(
     client: "Client", shape: Sequence[int], nbytes: int, part: Callable[..., None]
 ) -> None:
-    """Runs part(stub, row_begin, row_end, byte_offset, byte_length) over the row ranges."""
+    """Runs part(connection, row_begin, row_end, byte_offset, byte_length) over the row ranges
+    (each range on a connection of its own)."""
     rows = shape[0] if shape else 1
     n = _parts(client, shape, nbytes)
     if n <= 1:
-        part(client._stub, 0, rows, 0, nbytes)
+        part(client._conn, 0, rows, 0, nbytes)
         return
     row_bytes = nbytes // rows
-    stubs = client._bulk_stubs(n)
+    stubs = client._bulk_connections(n)
     ranges = [(rows * i // n, rows * (i + 1) // n) for i in range(n)]
     with ThreadPoolExecutor(max_workers=n, thread_name_prefix="distarray-transfer") as pool:
         futures = [
@@ -109,46 +112,49 @@ def _run_parts(
 
 
 def _stream_upload(
-    client: "Client", stub, header: "pb.UploadHeader", data: memoryview, progress: _Progress,
-    timeout: Optional[float],
+    client: "Client", conn: Connection, header: "pb.UploadHeader", data: memoryview,
+    progress: _Progress, timeout: Optional[float],
 ) -> "pb.ArrayInfo":
     step = max(1, client.options.upload_message_bytes)
 
     def messages():
-        yield pb.UploadArrayRequest(header=header)
+        yield pb.UploadArrayRequest(header=header).SerializeToString()
         for offset in range(0, len(data), step):
             piece = data[offset : offset + step]
-            yield pb.UploadArrayRequest(data=bytes(piece))
+            yield upload_data_message(piece)
             progress.add(len(piece))
 
     try:
-        response = stub.UploadArray(messages(), metadata=client._metadata(), timeout=timeout)
+        response = conn.upload_raw(messages(), metadata=client._metadata(), timeout=timeout)
     except grpc.RpcError as e:
         raise from_rpc_error(e) from None
     return response.array
 
 
 def _stream_download(
-    client: "Client", stub, handle: str, region: Optional["pb.Region"], out: memoryview,
+    client: "Client", conn: Connection, handle: str, region: Optional["pb.Region"], out: memoryview,
     progress: _Progress, timeout: Optional[float],
 ) -> int:
     """Streams a download into `out`; returns the byte count (FAILED_PRECONDITION when the
     daemon sends more than `out` holds)."""
-    request = pb.DownloadArrayRequest(handle=handle)
+    request = pb.DownloadArrayRequest(
+        handle=handle, max_message_bytes=client.options.download_message_bytes
+    )
     if region is not None:
         request.region.CopyFrom(region)
     got = 0
-    call = stub.DownloadArray(request, metadata=client._metadata(), timeout=timeout)
+    call = conn.download_raw(request, metadata=client._metadata(), timeout=timeout)
     try:
         for message in call:
-            n = len(message.data)
+            data = download_data(message)
+            n = len(data)
             if got + n > len(out):
                 call.cancel()
                 raise FailedPreconditionError(
                     grpc.StatusCode.FAILED_PRECONDITION,
                     f"download of {handle} carried more than the {len(out)} bytes expected",
                 )
-            out[got : got + n] = message.data
+            out[got : got + n] = data
             got += n
             progress.add(n)
     except grpc.RpcError as e:
@@ -179,7 +185,7 @@ def upload_new(
                 raise
             return info
         header = pb.UploadHeader(new_array=spec)
-        return _stream_upload(client, client._stub, header, data, bar, timeout)
+        return _stream_upload(client, client._conn, header, data, bar, timeout)
     finally:
         bar.close()
 
@@ -187,9 +193,9 @@ def upload_new(
 def _write_rows(client, info, data: memoryview, bar: _Progress, timeout) -> None:
     shape = tuple(info.shape.dims)
 
-    def part(stub, begin, end, offset, length):
+    def part(conn, begin, end, offset, length):
         header = pb.UploadHeader(handle=info.handle, region=_row_region(shape, begin, end))
-        _stream_upload(client, stub, header, data[offset : offset + length], bar, timeout)
+        _stream_upload(client, conn, header, data[offset : offset + length], bar, timeout)
 
     _run_parts(client, shape, len(data), part)
 
@@ -206,7 +212,7 @@ def write(
             _write_rows(client, info, data, bar, timeout)
         else:
             header = pb.UploadHeader(handle=info.handle, region=region)
-            _stream_upload(client, client._stub, header, data, bar, timeout)
+            _stream_upload(client, client._conn, header, data, bar, timeout)
     finally:
         bar.close()
 
@@ -224,10 +230,10 @@ def download(
     bar = _Progress(nbytes, "download", progress)
     try:
 
-        def part(stub, begin, end, offset, length):
+        def part(conn, begin, end, offset, length):
             piece = buf[offset : offset + length]
             rows = None if _parts(client, shape, nbytes) == 1 else _row_region(shape, begin, end)
-            got = _stream_download(client, stub, info.handle, rows, piece, bar, timeout)
+            got = _stream_download(client, conn, info.handle, rows, piece, bar, timeout)
             _check_count(info.handle, got, length)
 
         _run_parts(client, shape, nbytes, part)

@@ -1,0 +1,97 @@
+"""The two bulk messages encoded and decoded by hand, so their bytes are copied once.
+
+Through the generated classes an upload piece is copied three times (into a bytes object, into
+the message, into the serialized string) and a download piece twice (parsed into the message,
+then into the NumPy array). These helpers build an UploadArrayRequest's data message as one
+`bytes` (tag, length, payload) and find the data field of a serialized DownloadArrayResponse
+without parsing it into a message. Everything else goes through the generated classes.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+from .v1 import distarray_pb2 as pb
+
+# Field numbers of the proto (checked against the descriptors at import).
+_UPLOAD_DATA_FIELD = 2  # UploadArrayRequest.data
+_DOWNLOAD_DATA_FIELD = 3  # DownloadArrayResponse.data
+assert pb.UploadArrayRequest.DESCRIPTOR.fields_by_name["data"].number == _UPLOAD_DATA_FIELD
+assert pb.DownloadArrayResponse.DESCRIPTOR.fields_by_name["data"].number == _DOWNLOAD_DATA_FIELD
+
+_LEN = 2  # wire type of length-delimited fields
+_UPLOAD_DATA_TAG = bytes([(_UPLOAD_DATA_FIELD << 3) | _LEN])
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _read_varint(buf, i: int) -> Tuple[int, int]:
+    value = shift = 0
+    while True:
+        if i >= len(buf) or shift > 63:
+            raise ValueError("truncated or overlong varint")
+        byte = buf[i]
+        i += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, i
+        shift += 7
+
+
+def upload_data_message(piece: memoryview) -> bytes:
+    """A serialized UploadArrayRequest whose `data` is `piece`."""
+    return b"".join((_UPLOAD_DATA_TAG, _varint(len(piece)), piece))
+
+
+def download_data(message: bytes) -> memoryview:
+    """The `data` field of a serialized DownloadArrayResponse, as a view into `message`
+    (shape and dtype, sent in the first message, are skipped: the caller knows them)."""
+    view = memoryview(message)
+    data: Optional[memoryview] = None
+    i, n = 0, len(message)
+    while i < n:
+        tag, i = _read_varint(message, i)
+        field, wire_type = tag >> 3, tag & 7
+        if wire_type == 0:
+            _, i = _read_varint(message, i)
+        elif wire_type == _LEN:
+            length, i = _read_varint(message, i)
+            if i + length > n:
+                raise ValueError("truncated DownloadArrayResponse")
+            if field == _DOWNLOAD_DATA_FIELD:
+                data = view[i : i + length]
+            i += length
+        elif wire_type == 1:
+            i += 8
+        elif wire_type == 5:
+            i += 4
+        else:
+            raise ValueError(f"unexpected wire type {wire_type} in DownloadArrayResponse")
+    return data if data is not None else view[:0]
+
+
+class Connection:
+    """One gRPC channel's stub plus the raw bulk calls on it."""
+
+    def __init__(self, channel, stub):
+        self.stub = stub
+        self.upload_raw = channel.stream_unary(
+            "/distarray.v1.ArrayService/UploadArray",
+            request_serializer=None,  # the requests are already serialized
+            response_deserializer=pb.UploadArrayResponse.FromString,
+        )
+        self.download_raw = channel.unary_stream(
+            "/distarray.v1.ArrayService/DownloadArray",
+            request_serializer=pb.DownloadArrayRequest.SerializeToString,
+            response_deserializer=None,  # bytes: download_data finds the payload
+        )

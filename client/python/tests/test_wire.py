@@ -1,0 +1,36 @@
+"""The hand-encoded bulk messages agree with the generated classes."""
+
+from __future__ import annotations
+
+import pytest
+
+from distarray import _wire
+from distarray.v1 import distarray_pb2 as pb
+
+
+@pytest.mark.parametrize("size", [0, 1, 127, 128, 300, 1 << 20])
+def test_upload_message_parses_as_the_proto(size):
+    payload = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    message = pb.UploadArrayRequest.FromString(_wire.upload_data_message(memoryview(payload)))
+    assert message.WhichOneof("part") == "data" and message.data == payload
+    if size:
+        assert _wire.upload_data_message(memoryview(payload)) == pb.UploadArrayRequest(
+            data=payload).SerializeToString()
+
+
+@pytest.mark.parametrize("size", [0, 5, 200, 70000])
+def test_download_data_finds_the_payload(size):
+    payload = bytes((i * 7) % 256 for i in range(size))
+    first = pb.DownloadArrayResponse(shape=pb.Shape(dims=[3, 1 << 40]), dtype=pb.DTYPE_INT64,
+                                     data=payload).SerializeToString()
+    assert bytes(_wire.download_data(first)) == payload
+    later = pb.DownloadArrayResponse(data=payload).SerializeToString()
+    assert bytes(_wire.download_data(later)) == payload
+
+
+def test_download_data_rejects_truncated_messages():
+    message = pb.DownloadArrayResponse(data=b"x" * 100).SerializeToString()
+    with pytest.raises(ValueError):
+        _wire.download_data(message[:50])
+    with pytest.raises(ValueError):
+        _wire.download_data(b"\x1a\xff")  # a length varint cut short
