@@ -1,0 +1,14 @@
+// The daemon's exit codes, one place so main, the docs and the tests agree.
+#ifndef DISTARRAY_SERVER_DAEMON_EXIT_CODES_H_
+#define DISTARRAY_SERVER_DAEMON_EXIT_CODES_H_
+
+namespace distarray::daemon {
+
+inline constexpr int kExitDevicesFailed = 1;       // the devices reported an error at exit
+inline constexpr int kExitBadFlags = 2;            // a bad flag, or an address that cannot be bound
+inline constexpr int kExitBackendUnavailable = 3;  // e.g. --backend=cuda without a usable GPU
+inline constexpr int kExitDrainTimedOut = 4;       // a call still ran 1 s after the drain time
+
+}  // namespace distarray::daemon
+
+#endif  // DISTARRAY_SERVER_DAEMON_EXIT_CODES_H_

@@ -1,0 +1,140 @@
+#include "server/daemon/flags.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/checked.h"
+#include "common/index_map.h"
+#include "common/sizes.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "gRPC listen address (host:port; port 0 picks one). Loopback by default: serving other "
+          "hosts is an explicit choice, e.g. 0.0.0.0:50051");
+ABSL_FLAG(std::string, backend, "auto",
+          "Device backend: auto (cuda if a GPU is usable), cuda, host");
+ABSL_FLAG(int, host_devices, 4, "Number of simulated devices of the host backend");
+ABSL_FLAG(std::string, memory_limit, "",
+          "Per-device memory limit, bytes with optional KiB/MiB/GiB suffix (default: host 1GiB, "
+          "cuda --memory_fraction of each card)");
+ABSL_FLAG(double, memory_fraction, 0.9, "CUDA: fraction of each card's memory to admit");
+ABSL_FLAG(std::string, transfer, "peer",
+          "CUDA: cross-device copies by peer (cudaMemcpyPeerAsync, measured fastest on NVLink) or "
+          "nccl (send/recv, all transfers of a reshard in one NCCL group)");
+ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
+          "Prometheus /metrics address (loopback by default, e.g. 0.0.0.0:9464 for a scraper on "
+          "another host); empty disables");
+ABSL_FLAG(std::string, port_file, "", "Write the bound gRPC port to this file once serving");
+ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error");
+ABSL_FLAG(int, drain_seconds, 10,
+          "On SIGTERM/SIGINT, how long in-flight calls may finish; the process exits at most 1 s "
+          "after this even if a call is still running");
+ABSL_FLAG(int64_t, session_lease_seconds, 60,
+          "A client session with no call or KeepAlive for this long expires and its unnamed "
+          "arrays are deleted");
+ABSL_FLAG(int64_t, max_chunks, distarray::kDefaultMaxChunks,
+          "Most chunks an index map may have (more is INVALID_ARGUMENT)");
+ABSL_FLAG(int64_t, upload_idle_timeout_ms, 30000,
+          "An upload stream that sends no message for this long is cancelled (CANCELLED) and its "
+          "memory released; 0 disables");
+ABSL_FLAG(int, max_list_page_size, 1000, "Most arrays in one ListArrays page");
+ABSL_FLAG(int, max_concurrent_calls, 128,
+          "Most calls served at once (each holds at most two transfer slabs, 32 MiB); a call "
+          "beyond it is answered RESOURCE_EXHAUSTED at once");
+ABSL_FLAG(std::string, graphs, "on",
+          "RunGraph: 'on' runs single-device programs as recorded CUDA graphs with conditional "
+          "nodes (CUDA backend); 'off' runs every program eagerly from the host");
+ABSL_FLAG(int64_t, max_loop_iterations, int64_t{1} << 30,
+          "RunGraph: the largest max_iterations a program's loop may ask for");
+ABSL_FLAG(int, max_program_statements, 4096,
+          "RunGraph: most statements in a program, counted over every body");
+ABSL_FLAG(int, max_registered_programs, 1024, "Most programs kept by RegisterProgram");
+ABSL_FLAG(int, max_cached_graphs, 64,
+          "Most executable graphs RunGraph keeps (least recently used goes first)");
+
+namespace distarray::daemon {
+namespace {
+
+absl::Status BadFlag(absl::string_view flag, absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", why));
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> ParseByteCount(std::string text) {
+  int64_t unit = 1;
+  for (auto [suffix, scale] :
+       {std::pair{"KiB", 1_KiB}, std::pair{"MiB", 1_MiB}, std::pair{"GiB", 1_GiB}}) {
+    if (text.size() > 3 && text.ends_with(suffix)) {
+      unit = scale;
+      text.resize(text.size() - 3);
+      break;
+    }
+  }
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(text, &n) || n <= 0) {
+    return absl::InvalidArgumentError("expected a positive byte count such as 512MiB");
+  }
+  return CheckedMul(n, unit, "byte count");
+}
+
+absl::StatusOr<DaemonOptions> DaemonOptionsFromFlags() {
+  DaemonOptions o;
+  o.listen = absl::GetFlag(FLAGS_listen);
+  o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  o.port_file = absl::GetFlag(FLAGS_port_file);
+  o.log_level = spdlog::level::from_str(absl::GetFlag(FLAGS_log_level));
+
+  o.backend.kind = absl::GetFlag(FLAGS_backend);
+  o.backend.host_devices = absl::GetFlag(FLAGS_host_devices);
+  o.backend.memory_fraction = absl::GetFlag(FLAGS_memory_fraction);
+  o.backend.transfer = absl::GetFlag(FLAGS_transfer);
+  if (const std::string limit = absl::GetFlag(FLAGS_memory_limit); !limit.empty()) {
+    absl::StatusOr<int64_t> bytes = ParseByteCount(limit);
+    if (!bytes.ok()) {
+      return BadFlag("memory_limit", absl::StrCat(bytes.status().message(), ", got '", limit, "'"));
+    }
+    o.backend.memory_limit_bytes = *bytes;
+  }
+  if (o.backend.memory_fraction <= 0 || o.backend.memory_fraction > 1) {
+    return BadFlag("memory_fraction", "must be in (0, 1]");
+  }
+
+  const int drain_seconds = absl::GetFlag(FLAGS_drain_seconds);
+  if (drain_seconds < 0) return BadFlag("drain_seconds", "must be >= 0");
+  o.drain = absl::Seconds(drain_seconds);
+  o.max_concurrent_calls = absl::GetFlag(FLAGS_max_concurrent_calls);
+  if (o.max_concurrent_calls < 1) return BadFlag("max_concurrent_calls", "must be at least 1");
+
+  EngineOptions& e = o.engine;
+  e.max_chunks = absl::GetFlag(FLAGS_max_chunks);
+  if (e.max_chunks < 1) return BadFlag("max_chunks", "must be at least 1");
+  const int64_t lease_seconds = absl::GetFlag(FLAGS_session_lease_seconds);
+  if (lease_seconds < 1) return BadFlag("session_lease_seconds", "must be at least 1");
+  e.session_lease = absl::Seconds(lease_seconds);
+  e.upload_idle_timeout_ms = absl::GetFlag(FLAGS_upload_idle_timeout_ms);
+  if (e.upload_idle_timeout_ms < 0) return BadFlag("upload_idle_timeout_ms", "must be >= 0");
+  e.max_list_page_size = absl::GetFlag(FLAGS_max_list_page_size);
+  if (e.max_list_page_size < 1) return BadFlag("max_list_page_size", "must be at least 1");
+  e.default_list_page_size = std::min(e.default_list_page_size, e.max_list_page_size);
+  const std::string graphs = absl::GetFlag(FLAGS_graphs);
+  if (graphs != "on" && graphs != "off") {
+    return BadFlag("graphs", absl::StrCat("'on' or 'off', got '", graphs, "'"));
+  }
+  e.use_graphs = graphs == "on";
+  e.programs.max_loop_iterations = absl::GetFlag(FLAGS_max_loop_iterations);
+  if (e.programs.max_loop_iterations < 1) return BadFlag("max_loop_iterations", "must be >= 1");
+  e.programs.max_statements = absl::GetFlag(FLAGS_max_program_statements);
+  if (e.programs.max_statements < 1) return BadFlag("max_program_statements", "must be >= 1");
+  e.programs.max_registered_programs = absl::GetFlag(FLAGS_max_registered_programs);
+  if (e.programs.max_registered_programs < 0) {
+    return BadFlag("max_registered_programs", "must be >= 0");
+  }
+  e.programs.max_cached_graphs = absl::GetFlag(FLAGS_max_cached_graphs);
+  if (e.programs.max_cached_graphs < 0) return BadFlag("max_cached_graphs", "must be >= 0");
+  return o;
+}
+
+}  // namespace distarray::daemon

@@ -1,0 +1,10 @@
+#include "server/daemon/server_credentials.h"
+
+namespace distarray::daemon {
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ApiServerCredentials(
+    const DaemonOptions& /*options*/) {
+  return grpc::InsecureServerCredentials();
+}
+
+}  // namespace distarray::daemon
