@@ -4,6 +4,9 @@
 //             (cupyx_reshard.py);
 //   transfer  gRPC upload/download of 1 GiB against a host memcpy and a do-nothing gRPC byte
 //             stream served in this process;
+//   shm       1 GiB upload/download through shared memory (UploadFromSharedMemory /
+//             DownloadToSharedMemory; the bench must run on the daemon's host, as the daemon's
+//             user) against a host memcpy of the same bytes and the SDK's gRPC streams;
 //   latency   one elementwise RPC on 1,000 elements (and GetServerInfo) against an empty call;
 //   compute   on every GPU (rows split evenly; one GPU: all on device 0), each timed as RPC +
 //             Synchronize, median of several runs: A + B of two 1 GiB float32 arrays and the sum
@@ -125,7 +128,7 @@ class BaselineService final : public distarray::bench::Baseline::Service {
 using Figures = std::map<std::string, double>;
 
 // The sections --only selects, in the order they run.
-constexpr const char* kSections[] = {"reshard", "transfer", "latency", "compute"};
+constexpr const char* kSections[] = {"reshard", "transfer", "shm", "latency", "compute"};
 
 std::set<std::string> ParseSections(const std::string& only) {
   std::set<std::string> sections;
@@ -139,7 +142,8 @@ std::set<std::string> ParseSections(const std::string& only) {
     if (end == std::string::npos) end = only.size();
     const std::string name = only.substr(begin, end - begin);
     if (std::find(std::begin(kSections), std::end(kSections), name) == std::end(kSections)) {
-      std::fprintf(stderr, "--only: unknown section '%s' (reshard, transfer, latency, compute)\n",
+      std::fprintf(stderr,
+                   "--only: unknown section '%s' (reshard, transfer, shm, latency, compute)\n",
                    name.c_str());
       std::exit(2);
     }
@@ -412,6 +416,8 @@ int main(int argc, char** argv) {
   const auto cupy = ReadFigures(absl::GetFlag(FLAGS_compute_file));
   distarray::ConnectOptions options;
   options.parallel_streams = absl::GetFlag(FLAGS_streams);
+  // The gRPC figures stay gRPC's: section shm measures shared memory with a client of its own.
+  options.shared_memory = distarray::SharedMemoryUse::kNever;
   auto client =
       Must(distarray::Client::Connect(absl::GetFlag(FLAGS_server), 10000, options), "connect");
   auto info = Must(client.ServerInfo(), "server info");
@@ -590,6 +596,65 @@ int main(int argc, char** argv) {
         memcpy_gbps);
     Row("download 1 GiB", down_gbps, "GB/s", label, getn);
     Row("download 1 GiB", down_gbps, "GB/s", "empty stream, 1 conn", get1);
+  }
+
+  // --- Bulk transfer through shared memory ---
+  if (want("shm")) {
+    const int64_t bytes = int64_t{1} << 30;
+    std::vector<float> host(bytes / 4);
+    std::mt19937 rng(5);
+    for (size_t i = 0; i < host.size(); i += 4096) host[i] = static_cast<float>(rng());
+    std::vector<float> back(host.size());
+    std::memset(back.data(), 0, bytes);  // touched, as in section transfer
+    std::vector<double> memcpy_times;
+    for (int i = 0; i < 3; ++i) {
+      const auto t0 = Clock::now();
+      std::memcpy(back.data(), host.data(), bytes);
+      memcpy_times.push_back(Seconds(t0, Clock::now()));
+    }
+    const double memcpy_gbps = bytes / Median(memcpy_times) / 1e9;
+    distarray::ConnectOptions shm_options = options;
+    shm_options.shared_memory = distarray::SharedMemoryUse::kAlways;
+    auto shm_client =
+        Must(distarray::Client::Connect(absl::GetFlag(FLAGS_server), 10000, shm_options),
+             "connect (shared memory)");
+    if (!shm_client.shared_memory_available()) {
+      std::fprintf(stderr, "shm: the daemon's host_id is not this host's (or --shared_memory=off); "
+                           "the calls below will fail\n");
+    }
+    const auto layout = distarray::Split(1, 0, bytes / 4, [&] {
+      std::vector<int> all(info.devices_size());
+      std::iota(all.begin(), all.end(), 0);
+      return all;
+    }());
+    // Upload = create + write of the whole array (as Client::Upload does for large arrays).
+    auto time_path = [&](const distarray::Client& c, std::vector<double>& up,
+                         std::vector<double>& down) {
+      for (int rep = 0; rep < 3; ++rep) {
+        const auto t0 = Clock::now();
+        auto array = Must(c.Upload<float>(host, {bytes / 4}, {layout}), "upload");
+        Must(c.Synchronize(), "sync");
+        const auto t1 = Clock::now();
+        std::memset(back.data(), 0, 4096);
+        Must(c.DownloadAll(array.info(), back.data(), bytes), "download");
+        const auto t2 = Clock::now();
+        up.push_back(Seconds(t0, t1));
+        down.push_back(Seconds(t1, t2));
+        if (std::memcmp(back.data(), host.data(), bytes) != 0) {
+          std::fprintf(stderr, "download differs from upload\n");
+          std::exit(1);
+        }
+      }
+    };
+    std::vector<double> shm_up, shm_down, grpc_up, grpc_down;
+    time_path(shm_client, shm_up, shm_down);
+    time_path(client, grpc_up, grpc_down);
+    const double su = bytes / Median(shm_up) / 1e9, sd = bytes / Median(shm_down) / 1e9;
+    const double gu = bytes / Median(grpc_up) / 1e9, gd = bytes / Median(grpc_down) / 1e9;
+    Row("upload 1 GiB (shared memory)", su, "GB/s", "host memcpy 1 GiB", memcpy_gbps);
+    Row("upload 1 GiB (shared memory)", su, "GB/s", "SDK gRPC streams", gu);
+    Row("download 1 GiB (shared memory)", sd, "GB/s", "host memcpy 1 GiB", memcpy_gbps);
+    Row("download 1 GiB (shared memory)", sd, "GB/s", "SDK gRPC streams", gd);
   }
 
   // --- One elementwise RPC on 1000 elements vs an empty unary call ---

@@ -3,13 +3,16 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <random>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "client/shared_memory.h"
 
 namespace distarray {
 
@@ -19,6 +22,8 @@ struct Client::Session {
   std::condition_variable cv;
   bool stop = false;
   std::thread keepalive;
+  // The daemon reported this host's host_id, and has not refused a segment since.
+  std::atomic<bool> same_host{false};
 
   ~Session() {
     {
@@ -120,6 +125,7 @@ absl::StatusOr<Client> Client::Connect(const std::string& address, int timeout_m
   Client client(stub, std::move(bulk), std::move(options), session);
   absl::StatusOr<v1::GetServerInfoResponse> info = client.ServerInfo();
   if (!info.ok()) return info.status();
+  session->same_host = !info->host_id().empty() && info->host_id() == LocalHostId();
   if (keepalive && info->session_lease_seconds() > 0) {
     // A third of the lease: two renewals may be lost before the session expires.
     const auto period =
@@ -209,6 +215,10 @@ absl::Status Client::Synchronize() const {
 
 absl::StatusOr<v1::ArrayInfo> Client::UploadBytes(const v1::UploadHeader& header, const void* data,
                                                   int64_t bytes) const {
+  if (UseSharedMemory(bytes)) {
+    absl::StatusOr<v1::ArrayInfo> info = UploadThroughSharedMemory(header, data, bytes);
+    if (!FallBackToStreaming(info.status())) return info;
+  }
   return StreamUpload(*stub_, session_->id, header, data, bytes, options_.upload_message_bytes);
 }
 
@@ -250,6 +260,12 @@ v1::Region RowRange(const v1::ArrayInfo& info, int64_t begin, int64_t end) {
 }  // namespace
 
 absl::Status Client::WriteAll(const v1::ArrayInfo& info, const void* data, int64_t bytes) const {
+  if (UseSharedMemory(bytes)) {
+    v1::UploadHeader header;
+    header.set_handle(info.handle());
+    absl::Status s = UploadThroughSharedMemory(header, data, bytes).status();
+    if (!FallBackToStreaming(s)) return s;
+  }
   const char* base = static_cast<const char*>(data);
   return SplitRows(info, bytes,
                    [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end, int64_t offset,
@@ -264,6 +280,10 @@ absl::Status Client::WriteAll(const v1::ArrayInfo& info, const void* data, int64
 }
 
 absl::Status Client::DownloadAll(const v1::ArrayInfo& info, void* dst, int64_t bytes) const {
+  if (UseSharedMemory(bytes)) {
+    absl::Status s = DownloadThroughSharedMemory(info.handle(), {}, dst, bytes);
+    if (!FallBackToStreaming(s)) return s;
+  }
   char* base = static_cast<char*>(dst);
   return SplitRows(info, bytes,
                    [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end, int64_t offset,
@@ -290,6 +310,10 @@ absl::Status Client::DownloadAll(const v1::ArrayInfo& info, void* dst, int64_t b
 
 absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& region, void* dst,
                                    int64_t bytes) const {
+  if (UseSharedMemory(bytes)) {
+    absl::Status s = DownloadThroughSharedMemory(handle, region, dst, bytes);
+    if (!FallBackToStreaming(s)) return s;
+  }
   int64_t got = 0;
   char* out = static_cast<char*>(dst);
   absl::Status s =
@@ -316,6 +340,79 @@ absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& 
     out->append(piece);
     return absl::OkStatus();
   });
+}
+
+const std::string& LocalHostId() { return internal::LocalHostId(); }
+
+bool Client::shared_memory_available() const {
+  return options_.shared_memory != SharedMemoryUse::kNever && session_->same_host.load();
+}
+
+bool Client::UseSharedMemory(int64_t bytes) const {
+  switch (options_.shared_memory) {
+    case SharedMemoryUse::kNever:
+      return false;
+    case SharedMemoryUse::kAlways:
+      return true;
+    case SharedMemoryUse::kAuto:
+      return bytes >= options_.shared_memory_min_bytes && session_->same_host.load();
+  }
+  return false;
+}
+
+bool Client::FallBackToStreaming(const absl::Status& status) const {
+  if (options_.shared_memory != SharedMemoryUse::kAuto) return false;
+  switch (status.code()) {
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kUnimplemented:
+      session_->same_host = false;
+      return true;
+    default:
+      return false;
+  }
+}
+
+absl::StatusOr<v1::ArrayInfo> Client::UploadThroughSharedMemory(const v1::UploadHeader& header,
+                                                                const void* data,
+                                                                int64_t bytes) const {
+  absl::StatusOr<internal::SharedMemorySegment> segment =
+      internal::SharedMemorySegment::Create(bytes);
+  if (!segment.ok()) return segment.status();
+  if (bytes > 0) std::memcpy(segment->data(), data, bytes);
+  v1::UploadFromSharedMemoryRequest request;
+  *request.mutable_header() = header;
+  *request.mutable_source() = segment->Range();
+  grpc::ClientContext context;
+  AttachSession(context);
+  v1::UploadFromSharedMemoryResponse response;
+  absl::Status s = FromGrpc(stub_->UploadFromSharedMemory(&context, request, &response));
+  if (!s.ok()) return s;
+  return response.array();
+}
+
+absl::Status Client::DownloadThroughSharedMemory(const std::string& handle,
+                                                 const v1::Region& region, void* dst,
+                                                 int64_t bytes) const {
+  absl::StatusOr<internal::SharedMemorySegment> segment =
+      internal::SharedMemorySegment::Create(bytes);
+  if (!segment.ok()) return segment.status();
+  v1::DownloadToSharedMemoryRequest request;
+  request.set_handle(handle);
+  *request.mutable_region() = region;
+  *request.mutable_destination() = segment->Range();
+  grpc::ClientContext context;
+  AttachSession(context);
+  v1::DownloadToSharedMemoryResponse response;
+  absl::Status s = FromGrpc(stub_->DownloadToSharedMemory(&context, request, &response));
+  if (!s.ok()) return s;
+  if (response.bytes() != bytes) {
+    return absl::FailedPreconditionError(absl::StrCat("download of ", handle, " wrote ",
+                                                      response.bytes(), " bytes, expected ",
+                                                      bytes));
+  }
+  if (bytes > 0) std::memcpy(dst, segment->data(), bytes);
+  return absl::OkStatus();
 }
 
 Array::~Array() {

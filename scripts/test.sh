@@ -4,7 +4,8 @@
 # DISTARRAY_REQUIRE_BACKENDS names them; see docs/testing.md). Then the same tests again under
 # ASan+UBSan (scripts/sanitize.sh) and the request fuzzer for FUZZ_SECONDS (scripts/fuzz.sh).
 # The Python SDK's pytest suite runs against the freshly built daemon (scripts/test-python.sh).
-# SANITIZE=0, FUZZ=0 or PYTHON=0 leaves a stage out.
+# Then the installed C++ SDK is built against from outside the tree (scripts/check-install.sh).
+# SANITIZE=0, FUZZ=0, PYTHON=0 or INSTALL=0 leaves a stage out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage() { echo "test: == $1 ($(date -u +%H:%M:%S))"; }
@@ -16,6 +17,10 @@ ctest --test-dir "$build" --output-on-failure --parallel "${JOBS:-$(nproc)}" --t
 if [ "${PYTHON:-1}" != 0 ]; then
   stage "python sdk"
   BUILD_DIR="$build" bash scripts/test-python.sh
+fi
+if [ "${INSTALL:-1}" != 0 ]; then
+  stage install
+  bash scripts/check-install.sh "$build"
 fi
 if [ "${SANITIZE:-1}" != 0 ]; then
   stage "sanitized tests"

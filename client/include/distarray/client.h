@@ -23,6 +23,21 @@ namespace distarray {
 class Array;
 struct GraphRun;
 
+// When transfers go through a shared-memory segment instead of gRPC messages (docs/api.md).
+enum class SharedMemoryUse {
+  // When the daemon reports this host's host_id and the transfer holds at least
+  // shared_memory_min_bytes; a refusal (FAILED_PRECONDITION, PERMISSION_DENIED, UNIMPLEMENTED:
+  // another /dev/shm, another user, an older daemon or --shared_memory=off) streams instead, and
+  // the client streams from then on.
+  kAuto,
+  kAlways,  // every whole-array or region transfer of a known size; errors are returned as such
+  kNever,   // always stream
+};
+
+// This process's host id by the daemon's rule (docs/api.md): GetServerInfo's host_id equals it
+// exactly when the daemon sees the same /dev/shm. Empty when /dev/shm cannot be read.
+const std::string& LocalHostId();
+
 struct ConnectOptions {
   int64_t upload_message_bytes = 1 << 20;  // size of each data message of an upload
   // Whole-array transfers of at least `parallel_min_bytes` are split along the first axis over
@@ -36,6 +51,8 @@ struct ConnectOptions {
   std::string session_id;
   // Renew the lease from a background thread (every lease/3), so arrays survive idle periods.
   bool keepalive = true;
+  SharedMemoryUse shared_memory = SharedMemoryUse::kAuto;
+  int64_t shared_memory_min_bytes = 1 << 20;  // kAuto: smaller transfers stream
 };
 
 // The layout and identity of a new array.
@@ -54,6 +71,9 @@ class Client {
                                         ConnectOptions options = {});
 
   absl::StatusOr<v1::GetServerInfoResponse> ServerInfo() const;
+  // Whether transfers may use shared memory now: the daemon reported this host's host_id at
+  // Connect (and has not refused a segment since), and the options allow it.
+  bool shared_memory_available() const;
 
   absl::StatusOr<Array> Create(const std::vector<int64_t>& shape, v1::DType dtype,
                                const ArrayOptions& options, const v1::Fill& fill = {}) const;
@@ -107,6 +127,12 @@ class Client {
   absl::Status DownloadAll(const v1::ArrayInfo& info, void* dst, int64_t bytes) const;
   // Overwrites the whole of a REPLICA array, over parallel streams when large.
   absl::Status WriteAll(const v1::ArrayInfo& info, const void* data, int64_t bytes) const;
+  // The same transfers through a segment of this client's own, whatever the options say (no
+  // fallback): UploadFromSharedMemory / DownloadToSharedMemory.
+  absl::StatusOr<v1::ArrayInfo> UploadThroughSharedMemory(const v1::UploadHeader& header,
+                                                          const void* data, int64_t bytes) const;
+  absl::Status DownloadThroughSharedMemory(const std::string& handle, const v1::Region& region,
+                                           void* dst, int64_t bytes) const;
 
  private:
   struct Session;  // the id and the keepalive thread, shared by copies of the Client
@@ -121,6 +147,11 @@ class Client {
   // Runs `part(stub, rows_begin, rows_end)` over axis-0 ranges in parallel.
   template <typename Part>
   absl::Status SplitRows(const v1::ArrayInfo& info, int64_t bytes, Part&& part) const;
+  // Whether a transfer of `bytes` should try shared memory first.
+  bool UseSharedMemory(int64_t bytes) const;
+  // Whether `status`, from a shared-memory attempt, means "stream instead" (kAuto only); such a
+  // refusal also turns shared memory off for this client.
+  bool FallBackToStreaming(const absl::Status& status) const;
 
   std::shared_ptr<v1::ArrayService::Stub> stub_;
   std::vector<std::shared_ptr<v1::ArrayService::Stub>> bulk_stubs_;  // one per connection

@@ -1,0 +1,107 @@
+#include "client/shared_memory.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace distarray::internal {
+namespace {
+
+std::string RandomSegmentName() {
+  std::random_device rd;
+  std::string name = absl::StrCat("/distarray-", getpid(), "-");
+  for (int i = 0; i < 4; ++i) absl::StrAppend(&name, absl::Hex(rd(), absl::kZeroPad8));
+  return name;
+}
+
+absl::Status SegmentError(const std::string& name, const char* step, int error) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("shared-memory segment ", name, ": ", step, ": ", std::strerror(error)));
+}
+
+std::string ComputeHostId() {
+  std::ifstream boot_id_file("/proc/sys/kernel/random/boot_id");
+  std::string boot_id;
+  if (!std::getline(boot_id_file, boot_id)) return "";
+  boot_id = std::string(absl::StripAsciiWhitespace(boot_id));
+  struct stat st;
+  if (boot_id.empty() || stat("/dev/shm", &st) != 0) return "";
+  const std::string key = absl::StrCat(boot_id, ":", static_cast<uint64_t>(st.st_dev), ":",
+                                       static_cast<uint64_t>(st.st_ino));
+  uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a, 64 bits
+  for (unsigned char c : key) {
+    hash ^= c;
+    hash *= 0x100000001b3ULL;
+  }
+  return absl::StrFormat("%016x", hash);
+}
+
+}  // namespace
+
+absl::StatusOr<SharedMemorySegment> SharedMemorySegment::Create(int64_t bytes) {
+  if (bytes < 0) return absl::InvalidArgumentError("a segment's size cannot be negative");
+  const std::string name = RandomSegmentName();
+  const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return SegmentError(name, "shm_open", errno);
+  const auto fail = [&](const char* step, int error) {
+    close(fd);
+    shm_unlink(name.c_str());
+    return SegmentError(name, step, error);
+  };
+  if (bytes > 0) {
+    if (ftruncate(fd, bytes) != 0) return fail("ftruncate", errno);
+    // posix_fallocate returns the error rather than setting errno.
+    if (const int error = posix_fallocate(fd, 0, bytes); error != 0) {
+      return fail("posix_fallocate (is /dev/shm full?)", error);
+    }
+  }
+  // An empty segment still maps one page, so data() is never null.
+  const size_t mapped = bytes > 0 ? static_cast<size_t>(bytes) : 1;
+  void* data = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  if (data == MAP_FAILED) {
+    if (bytes > 0) return fail("mmap", errno);
+    // An empty file cannot be mapped; an anonymous page stands in, nothing is read or written.
+    data = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (data == MAP_FAILED) return fail("mmap", errno);
+  }
+  close(fd);  // the mapping keeps the segment's pages
+  return SharedMemorySegment(name, static_cast<char*>(data), bytes, mapped);
+}
+
+SharedMemorySegment::SharedMemorySegment(SharedMemorySegment&& other) noexcept
+    : name_(std::exchange(other.name_, std::string())),
+      data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      mapped_(std::exchange(other.mapped_, 0)) {}
+
+SharedMemorySegment::~SharedMemorySegment() {
+  if (data_ != nullptr) munmap(data_, mapped_);
+  if (!name_.empty()) shm_unlink(name_.c_str());
+}
+
+v1::SharedMemoryRange SharedMemorySegment::Range() const {
+  v1::SharedMemoryRange range;
+  range.set_name(name_);
+  range.set_segment_bytes(size_);
+  range.set_offset(0);
+  range.set_bytes(size_);
+  return range;
+}
+
+const std::string& LocalHostId() {
+  static const std::string* const id = new std::string(ComputeHostId());
+  return *id;
+}
+
+}  // namespace distarray::internal
