@@ -54,7 +54,7 @@ bench_only=$(echo "$only" | tr ',' '\n' | grep -v '^loop$' | paste -sd, || true)
 # Server-side time per RPC (from the daemon's own histogram), to split RPC latency into transport
 # and work.
 if command -v curl >/dev/null; then
-  curl -s 127.0.0.1:19464/metrics | grep -E 'distarray_request_duration_seconds_(sum|count)' \
+  curl -s 127.0.0.1:19464/metrics | grep -E 'grpc_server_handling_seconds_(sum|count)' \
     | grep -E 'Elementwise|Reduce|Matmul|Reshard|DeleteArray' | tee "$out/server_times.txt" \
     || echo "no server times: the daemon's /metrics did not answer" >&2
 fi

@@ -24,14 +24,28 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
-fi
-
-echo "install-deps: installing ${missing[*]}"
 sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
 export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -q
-"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+else
+  echo "install-deps: installing ${missing[*]}"
+  "${sudo_cmd[@]}" apt-get update -q
+  "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# promtool (scripts/check-metrics.sh) is in Debian's `prometheus` package, which would also
+# install and start a Prometheus server and pull in its web assets. The binary is static Go and
+# runs alone, so only it is taken from the package, into /usr/local/bin.
+if ! command -v promtool >/dev/null; then
+  echo "install-deps: installing promtool from the prometheus package"
+  deb_dir=$(mktemp -d)
+  chmod 777 "$deb_dir"  # apt-get download runs as the _apt user where it can
+  (cd "$deb_dir" && apt-get download -q prometheus) ||
+    { "${sudo_cmd[@]}" apt-get update -q && (cd "$deb_dir" && apt-get download -q prometheus); }
+  dpkg-deb --fsys-tarfile "$deb_dir"/prometheus_*.deb | tar -x -C "$deb_dir" ./usr/bin/promtool
+  "${sudo_cmd[@]}" install -m 0755 "$deb_dir/usr/bin/promtool" /usr/local/bin/promtool
+  rm -rf "$deb_dir"
+  promtool --version | head -1
+fi

@@ -14,6 +14,11 @@ bash scripts/build.sh
 build=${BUILD_DIR:-build}
 stage tests
 ctest --test-dir "$build" --output-on-failure --parallel "${JOBS:-$(nproc)}" --timeout 900
+# promtool on a real scrape, the alert rules and their tests, the dashboard's queries (seconds).
+if [ "${METRICS:-1}" != 0 ]; then
+  stage metrics
+  BUILD_DIR="$build" bash scripts/check-metrics.sh
+fi
 if [ "${PYTHON:-1}" != 0 ]; then
   stage "python sdk"
   BUILD_DIR="$build" bash scripts/test-python.sh

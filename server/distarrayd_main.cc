@@ -44,12 +44,14 @@ int RunDaemon(int argc, char** argv) {
                ? daemon::kExitBackendUnavailable
                : daemon::kExitBadFlags;
   }
-  auto metrics = Metrics::Create(options->metrics_listen, (*backend)->device_count());
+  auto metrics = Metrics::Create(options->metrics_listen);
   if (!metrics.ok()) {
     spdlog::critical("{}", std::string(metrics.status().message()));
     return daemon::kExitBadFlags;
   }
   Engine engine(std::move(*backend), options->engine);
+  // Scrapes read the engine from here on; declared after it, so it stops first.
+  const Metrics::EngineObservation observed = (*metrics)->ObserveEngine(engine);
   ArrayServiceImpl service(engine, **metrics);
   // Expired sessions are swept a few times per lease, so their memory returns within about
   // lease * 1.25 of the client's last call.
@@ -66,6 +68,9 @@ int RunDaemon(int argc, char** argv) {
   daemon::ApiServerConfig api_config;
   api_config.credentials = *std::move(credentials);
   api_config.services = {&service};
+  // First, so that it also counts the codes of the interceptors after it.
+  api_config.interceptors.insert(api_config.interceptors.begin(),
+                                 (*metrics)->grpc().NewInterceptorFactory());
   absl::StatusOr<daemon::ApiServer> api = daemon::StartApiServer(*options, std::move(api_config));
   if (!api.ok()) {
     spdlog::critical("{}", std::string(api.status().message()));

@@ -31,12 +31,6 @@ class Metrics {
   // Serves /metrics on `listen` (host:port; port 0 picks one); an empty address keeps the metrics
   // unexposed (they are still recorded). UNAVAILABLE when the address cannot be bound.
   static absl::StatusOr<std::unique_ptr<Metrics>> Create(const std::string& listen);
-  // Transitional, until the daemon's entry point calls the form above: devices are now read at
-  // scrape time, so their count is not needed.
-  static absl::StatusOr<std::unique_ptr<Metrics>> Create(const std::string& listen,
-                                                         int /*device_count*/) {
-    return Create(listen);
-  }
   ~Metrics();
 
   // The bound port of /metrics; 0 when unexposed.
