@@ -1,0 +1,236 @@
+"""The distarrayd manifests say what docs/operations.md says they do: GPU count from the
+parameter, node selection, probes on the health port, ports, flags the daemon knows, the
+Service, ServiceMonitor and NetworkPolicy pointing at the right things, and TLS material where
+the daemon's flags look for it."""
+
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+import render
+from conftest import rendered
+
+GPU_COUNT = {"single-gpu": 1, "multi-gpu": 8, "with-tls": 8}
+PORTS = {"grpc": 50051, "health": 8081, "metrics": 9464}
+DAEMON = pathlib.Path(os.environ.get("BUILD_DIR", render.REPO / "build")) / "server" / "distarrayd"
+
+
+def find(docs, kind, name=None):
+    found = [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
+    assert found, f"no {kind} {name or ''} rendered"
+    return found[0]
+
+
+def daemonset(docs):
+    return find(docs, "DaemonSet", "distarrayd")
+
+
+def pod(docs):
+    return daemonset(docs)["spec"]["template"]["spec"]
+
+
+def container(docs):
+    containers = pod(docs)["containers"]
+    assert [c["name"] for c in containers] == ["distarrayd"]
+    return containers[0]
+
+
+def config(docs):
+    refs = [e["configMapRef"]["name"] for e in container(docs).get("envFrom", [])]
+    assert len(refs) == 1
+    return find(docs, "ConfigMap", refs[0])["data"]
+
+
+def test_overlays_are_the_documented_ones():
+    assert set(render.OVERLAYS) == set(GPU_COUNT)
+
+
+def test_gpu_count_comes_from_the_overlay(overlay):
+    name, docs = overlay
+    resources = container(docs)["resources"]
+    want = str(GPU_COUNT[name])
+    assert resources["requests"]["nvidia.com/gpu"] == want
+    assert resources["limits"]["nvidia.com/gpu"] == want
+
+
+def test_gpu_count_is_a_parameter(tmp_path):
+    """A new overlay sets another count by the parameter alone (no patch of the DaemonSet)."""
+    k8s = os.path.relpath(render.K8S, tmp_path)  # kustomize takes no absolute paths
+    (tmp_path / "kustomization.yaml").write_text(f"""
+resources: [{k8s}/base]
+configMapGenerator:
+  - name: distarrayd-params
+    behavior: merge
+    literals: [gpu-count=3, prometheus-release=custom, prometheus-namespace=observability]
+components: [{k8s}/components/parameters]
+""")
+    docs = render.render(tmp_path)
+    assert container(docs)["resources"]["limits"]["nvidia.com/gpu"] == "3"
+    assert container(docs)["resources"]["requests"]["nvidia.com/gpu"] == "3"
+    assert find(docs, "ServiceMonitor")["metadata"]["labels"]["release"] == "custom"
+    policy = find(docs, "NetworkPolicy", "distarrayd")
+    selectors = [peer["namespaceSelector"]["matchLabels"] for rule in policy["spec"]["ingress"]
+                 for peer in rule["from"]]
+    assert {"kubernetes.io/metadata.name": "observability"} in selectors
+    assert not [d for d in docs if d["metadata"]["name"] == "distarrayd-params"], "local-config leaked"
+
+
+def test_node_selection_works_with_the_device_plugin_alone(overlay):
+    _, docs = overlay
+    spec = pod(docs)
+    assert "nodeSelector" not in spec
+    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"]
+    keys = [[e["key"] for e in term["matchExpressions"]] for term in terms]
+    # One key per term: terms are ORed, expressions inside a term ANDed.
+    assert keys == [["nvidia.com/gpu.present"], ["feature.node.kubernetes.io/pci-10de.present"],
+                    ["distarray.io/gpu-node"]]
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+
+
+def test_runtime_class_and_device_plugin_per_overlay(overlay):
+    name, docs = overlay
+    assert pod(docs).get("runtimeClassName") == (None if name == "single-gpu" else "nvidia")
+    plugins = [d for d in docs if d["kind"] == "DaemonSet" and d["metadata"]["name"] != "distarrayd"]
+    assert [d["metadata"]["name"] for d in plugins] == (
+        ["nvidia-device-plugin-daemonset"] if name == "single-gpu" else [])
+
+
+def test_probes_use_the_health_services(overlay):
+    _, docs = overlay
+    c = container(docs)
+    assert {p["name"]: p["containerPort"] for p in c["ports"]} == PORTS
+    assert c["startupProbe"]["grpc"] == {"port": 8081, "service": "readiness"}
+    assert c["readinessProbe"]["grpc"] == {"port": 8081, "service": "readiness"}
+    assert c["livenessProbe"]["grpc"] == {"port": 8081, "service": "liveness"}
+
+
+def test_volumes_for_nccl_and_a_read_only_root(overlay):
+    _, docs = overlay
+    volumes = {v["name"]: v for v in pod(docs)["volumes"]}
+    mounts = {m["mountPath"]: m["name"] for m in container(docs)["volumeMounts"]}
+    assert volumes[mounts["/dev/shm"]]["emptyDir"]["medium"] == "Memory"
+    assert "sizeLimit" in volumes[mounts["/dev/shm"]]["emptyDir"]
+    assert "emptyDir" in volumes[mounts["/tmp"]]
+    assert container(docs)["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+def test_priority_class(overlay):
+    _, docs = overlay
+    klass = find(docs, "PriorityClass", pod(docs)["priorityClassName"])
+    assert 0 < klass["value"] < 2_000_000_000  # below system-cluster-critical
+    assert klass.get("globalDefault") is False
+
+
+def test_config_addresses_match_the_ports(overlay):
+    _, docs = overlay
+    env = config(docs)
+    assert env["DISTARRAY_LISTEN"] == f"0.0.0.0:{PORTS['grpc']}"
+    assert env["DISTARRAY_HEALTH_LISTEN"] == f"0.0.0.0:{PORTS['health']}"
+    assert env["DISTARRAY_METRICS_LISTEN"] == f"0.0.0.0:{PORTS['metrics']}"
+    # Readiness off for the grace, calls finish in the drain time, exit at most 1 s later: all
+    # before the kubelet's SIGKILL.
+    drain = int(env["DISTARRAY_DRAIN_GRACE_SECONDS"]) + int(env["DISTARRAY_DRAIN_SECONDS"]) + 1
+    assert pod(docs)["terminationGracePeriodSeconds"] > drain
+    assert "args" not in container(docs), "a flag in args would silently win over the ConfigMap"
+
+
+def _daemon_flags():
+    if not DAEMON.exists():
+        pytest.fail(f"{DAEMON} is not built (scripts/build.sh)")
+    help_text = subprocess.run([str(DAEMON), "--helpfull"], capture_output=True, text=True,
+                               check=False).stdout
+    help_text += subprocess.run([str(DAEMON), "--helpfull"], capture_output=True, text=True,
+                                check=False).stderr
+    return {word[2:].split("=")[0] for word in help_text.split() if word.startswith("--")}
+
+
+def test_every_config_key_is_a_daemon_flag(overlay):
+    name, docs = overlay
+    flags = _daemon_flags()
+    if "health_listen" not in flags:
+        pytest.skip(f"{DAEMON} predates --health_listen and DISTARRAY_* variables: rebuild it")
+    unknown = [k for k in config(docs) if not k.startswith("DISTARRAY_")
+               or k[len("DISTARRAY_"):].lower() not in flags]
+    assert unknown == [], f"{name}: not flags of distarrayd: {unknown}"
+
+
+def test_service_and_service_monitor_reach_the_pods(overlay):
+    name, docs = overlay
+    labels = daemonset(docs)["spec"]["template"]["metadata"]["labels"]
+    service = find(docs, "Service", "distarrayd")
+    assert service["spec"]["selector"].items() <= labels.items()
+    assert service["spec"]["internalTrafficPolicy"] == "Local"
+    port_names = {p["name"] for p in container(docs)["ports"]}
+    service_ports = {p["name"]: p for p in service["spec"]["ports"]}
+    assert set(service_ports) == {"grpc", "metrics"}, "the health port stays off the Service"
+    for port in service_ports.values():
+        assert port["targetPort"] in port_names
+    monitor = find(docs, "ServiceMonitor", "distarrayd")
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["metrics"]
+    release = monitor["metadata"]["labels"]["release"]
+    assert release == ("prometheus" if name == "single-gpu" else "kube-prometheus-stack")
+    for rule in [d for d in docs if d["kind"] == "PrometheusRule"]:
+        assert rule["metadata"]["labels"]["release"] == release, "rules and monitor differ"
+
+
+def test_network_policy_admits_only_clients_and_prometheus(overlay):
+    _, docs = overlay
+    policy = find(docs, "NetworkPolicy", "distarrayd")["spec"]
+    labels = daemonset(docs)["spec"]["template"]["metadata"]["labels"]
+    assert policy["podSelector"]["matchLabels"].items() <= labels.items()
+    assert policy["policyTypes"] == ["Ingress"]
+    admitted = {}
+    for rule in policy["ingress"]:
+        assert rule.get("from"), "a rule without `from` admits every source"
+        assert rule.get("ports"), "a rule without `ports` admits every port"
+        for port in rule["ports"]:
+            admitted[port["port"]] = rule["from"]
+    assert set(admitted) == {PORTS["grpc"], PORTS["metrics"]}
+    assert admitted[PORTS["grpc"]] == [
+        {"namespaceSelector": {"matchLabels": {"distarray.io/client": "true"}}}]
+    (prometheus,) = admitted[PORTS["metrics"]]
+    assert prometheus["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}
+    assert "kubernetes.io/metadata.name" in prometheus["namespaceSelector"]["matchLabels"]
+
+
+def test_namespaces(overlay):
+    _, docs = overlay
+    for doc in docs:
+        if doc["kind"] in ("Namespace", "PriorityClass"):
+            continue
+        want = "kube-system" if doc["metadata"]["name"].startswith("nvidia-device-plugin") else "distarray"
+        assert doc["metadata"].get("namespace") == want, doc["metadata"]["name"]
+    namespace = find(docs, "Namespace", "distarray")
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def test_tls_material_where_the_flags_look(overlay):
+    name, docs = overlay
+    env = config(docs)
+    tls_keys = {"DISTARRAY_TLS_CERT_FILE", "DISTARRAY_TLS_KEY_FILE", "DISTARRAY_TLS_CLIENT_CA_FILE",
+                "DISTARRAY_AUTH_TOKENS_FILE"}
+    if name != "with-tls":
+        assert not tls_keys & set(env)
+        return
+    volumes = {v["name"]: v for v in pod(docs)["volumes"]}
+    files = {}
+    for mount in container(docs)["volumeMounts"]:
+        assert "subPath" not in mount, "a subPath mount never sees a rotated Secret"
+        secret = volumes[mount["name"]].get("secret")
+        if secret:
+            assert mount.get("readOnly") is True
+            for item in secret["items"]:
+                files[f"{mount['mountPath']}/{item['path']}"] = (secret["secretName"], item["key"])
+    assert files == {
+        "/etc/distarray/tls/tls.crt": ("distarrayd-tls", "tls.crt"),
+        "/etc/distarray/tls/tls.key": ("distarrayd-tls", "tls.key"),
+        "/etc/distarray/tls/ca.crt": ("distarrayd-tls", "ca.crt"),
+        "/etc/distarray/auth/tokens": ("distarrayd-auth-tokens", "tokens"),
+    }
+    for key in tls_keys:
+        assert env[key] in files, key
+    assert pod(docs)["securityContext"]["fsGroup"] == 65532  # reads the 0440 secret files
