@@ -156,8 +156,8 @@ class DistributedArray(ArrayOps):
     # ---- values -----------------------------------------------------------------------------
 
     def to_numpy(
-        self, region: Optional[Region] = None, *, progress: Optional[bool] = None,
-        timeout: Optional[float] = None,
+        self, region: Optional[Region] = None, *, out: Optional[np.ndarray] = None,
+        progress: Optional[bool] = None, timeout: Optional[float] = None,
     ) -> np.ndarray:
         """The logical values (ops modes combined) as a new NumPy array.
 
@@ -165,9 +165,15 @@ class DistributedArray(ArrayOps):
         NumPy's ``a[region]`` selects (negative steps included); bounds outside the array are
         OutOfRangeError rather than clamped. Large whole-array downloads run over parallel
         streams and show a progress bar when stderr is a terminal (``progress=False``: never).
+        ``out``: a C-contiguous array of this shape and dtype to download into (whole arrays;
+        memory already in use is faster to fill than fresh pages).
         """
         if region is None:
-            return _transfer.download(self._client, self._info, progress=progress, timeout=timeout)
+            return _transfer.download(
+                self._client, self._info, out=out, progress=progress, timeout=timeout
+            )
+        if out is not None:
+            raise ValueError("out= takes whole-array downloads only")
         return _transfer.download_region(
             self._client, self.handle, _region_proto(region, self.ndim), timeout=timeout
         )

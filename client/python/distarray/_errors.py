@@ -146,7 +146,9 @@ def from_rpc_error(error: grpc.RpcError) -> DistarrayError:
     """Converts a grpc.RpcError (a call's failure) into a DistarrayError."""
     code: Optional[grpc.StatusCode] = error.code() if hasattr(error, "code") else None
     details: Optional[str] = error.details() if hasattr(error, "details") else None
-    return error_for(code or grpc.StatusCode.UNKNOWN, details or str(error))
+    if details is None:  # not a call's status (e.g. a channel closed under the call)
+        details = str(error)
+    return error_for(code or grpc.StatusCode.UNKNOWN, details or "(no message)")
 
 
 F = TypeVar("F", bound=Callable)

@@ -132,8 +132,8 @@ def _stream_upload(
 
 
 def _stream_download(
-    client: "Client", conn: Connection, handle: str, region: Optional["pb.Region"], out: memoryview,
-    progress: _Progress, timeout: Optional[float],
+    client: "Client", conn: Connection, handle: str, region: Optional["pb.Region"],
+    out: np.ndarray, progress: _Progress, timeout: Optional[float],
 ) -> int:
     """Streams a download into `out`; returns the byte count (FAILED_PRECONDITION when the
     daemon sends more than `out` holds)."""
@@ -154,7 +154,8 @@ def _stream_download(
                     grpc.StatusCode.FAILED_PRECONDITION,
                     f"download of {handle} carried more than the {len(out)} bytes expected",
                 )
-            out[got : got + n] = data
+            # NumPy copies without holding the GIL, so the streams' copies run in parallel.
+            out[got : got + n] = np.frombuffer(data, dtype=np.uint8)
             got += n
             progress.add(n)
     except grpc.RpcError as e:
@@ -218,14 +219,23 @@ def write(
 
 
 def download(
-    client: "Client", info: "pb.ArrayInfo", *, progress: Optional[bool] = None,
-    timeout: Optional[float] = None,
+    client: "Client", info: "pb.ArrayInfo", *, out: Optional[np.ndarray] = None,
+    progress: Optional[bool] = None, timeout: Optional[float] = None,
 ) -> np.ndarray:
-    """The logical values of the whole array, over parallel streams when large."""
+    """The logical values of the whole array, over parallel streams when large; into `out` (a
+    C-contiguous array of the array's shape and dtype) when given."""
     dtype = from_proto_dtype(info.dtype)
     shape = tuple(info.shape.dims)
-    out = np.empty(shape, dtype=dtype)
-    buf = memoryview(out.reshape(-1).view(np.uint8))
+    if out is None:
+        out = np.empty(shape, dtype=dtype)
+    elif (
+        not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != dtype
+        or not out.flags.c_contiguous or not out.flags.writeable
+    ):
+        raise ValueError(
+            f"out must be a writeable C-contiguous {dtype} array of shape {shape}"
+        )
+    buf = out.reshape(-1).view(np.uint8)
     nbytes = len(buf)
     bar = _Progress(nbytes, "download", progress)
     try:

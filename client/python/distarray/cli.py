@@ -285,7 +285,13 @@ def cmd_health(args, out: _Out) -> int:
                 health_pb2.HealthCheckRequest(service=args.service), timeout=args.timeout
             )
         except grpc.RpcError as e:
-            raise from_rpc_error(e) from None
+            error = from_rpc_error(e)
+            if error.code == grpc.StatusCode.UNIMPLEMENTED and not args.health_address:
+                error.message = (
+                    f"{address} serves no grpc.health.v1; distarrayd serves health on its "
+                    "--health_listen address (default 127.0.0.1:8081): pass --health-address"
+                )
+            raise error from None
     status = health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
     if out.as_json:
         out.json({"address": address, "service": args.service, "status": status})

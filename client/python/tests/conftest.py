@@ -43,7 +43,8 @@ class Daemon:
             "--backend=host", "--host_devices=4", "--listen=127.0.0.1:0",
             f"--port_file={port_file}", "--metrics_listen=", "--log_level=warn",
         ]
-        help_text = subprocess.run([str(binary), "--helpfull"], capture_output=True, text=True).stdout
+        shown = subprocess.run([str(binary), "--help"], capture_output=True, text=True)
+        help_text = shown.stdout + shown.stderr
         self.health_address: Optional[str] = None
         if "--health_listen" in help_text:  # a separate health port, where the daemon has one
             self.health_address = f"127.0.0.1:{_free_port()}"

@@ -118,6 +118,13 @@ def test_parallel_streams(daemon, rng, streams):
         a = client.from_numpy(values, distarray.split_index_map(values.shape, 1, [0, 2]))
         np.testing.assert_array_equal(a.to_numpy(), values)
         assert len(client._bulk) == (streams if streams > 1 else 0)
+        into = np.zeros_like(values)
+        assert a.to_numpy(out=into) is into
+        np.testing.assert_array_equal(into, values)
+        with pytest.raises(ValueError, match="C-contiguous"):
+            a.to_numpy(out=np.zeros((101, 33), np.float64))
+        with pytest.raises(ValueError, match="C-contiguous"):
+            a.to_numpy(out=np.zeros((33, 101), np.float32).T)
         # A one-row array takes one stream whatever its size.
         row = rng.uniform(size=(1, 600))
         np.testing.assert_array_equal(client.from_numpy(row).to_numpy(), row)
