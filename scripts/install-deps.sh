@@ -17,6 +17,7 @@ packages=(
   libopenblas-dev clang-format
   clang-14 libclang-rt-14-dev llvm-14
   python3 python3-venv python3-pip
+  debootstrap
 )
 
 missing=()

@@ -27,6 +27,12 @@ if [ "${INSTALL:-1}" != 0 ]; then
   stage install
   bash scripts/check-install.sh "$build"
 fi
+# Kubernetes manifests, Dockerfile and the image's runtime stage as a root filesystem
+# (scripts/check-deploy.sh: about 1 min, 4 on a fresh machine). DEPLOY=0 leaves it out.
+if [ "${DEPLOY:-1}" != 0 ]; then
+  stage deploy
+  BUILD_DIR="$build" bash scripts/check-deploy.sh
+fi
 if [ "${SANITIZE:-1}" != 0 ]; then
   stage "sanitized tests"
   bash scripts/sanitize.sh
