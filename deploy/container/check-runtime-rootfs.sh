@@ -69,7 +69,8 @@ api=$(free_port); health=$(free_port); metrics=$(free_port)
 env_file=deploy/k8s/base/distarrayd.env
 probe_cmd=(/usr/local/bin/distarray_probe "--address=127.0.0.1:$health" --timeout_ms=2000)
 health_flag=--health_listen=127.0.0.1:$health
-if ! "$daemon" --helpfull 2>&1 | grep -q -- --health_listen; then
+daemon_help=$("$daemon" --helpfull 2>&1 || true)
+if ! grep -q -- --health_listen <<< "$daemon_help"; then
   say "this distarrayd has no --health_listen yet: probing the API port's health service"
   health_flag="" probe_cmd=()
 elif [ ! -x "$probe" ]; then
@@ -77,7 +78,10 @@ elif [ ! -x "$probe" ]; then
 fi
 export ROOT=$root API=$api METRICS=$metrics HEALTH_FLAG=$health_flag
 export CONFIG_ENV="$(grep -v -e '^#' -e '^$' "$env_file")"
-export PROBE="${probe_cmd[*]}" FALLBACK_PYTHON=${DEPLOY_PYTHON:-python3}
+export PROBE="${probe_cmd[*]}" FALLBACK_PYTHON=${DEPLOY_PYTHON:-python3} CHECK_JSON_LOG=""
+if grep -q '^DISTARRAY_LOG_FORMAT=json$' "$env_file" && grep -q -- --log_format <<< "$daemon_help"; then
+  CHECK_JSON_LOG=1
+fi
 # A private mount and PID namespace: the read-only bind, /proc and /tmp go away with it.
 unshare --fork --pid --mount --propagation private bash -euo pipefail -c '
   mount --bind "$ROOT" "$ROOT" && mount -o remount,ro,bind "$ROOT"
@@ -115,7 +119,7 @@ PY
     cat "$ROOT/tmp/daemon.log"; echo "rootfs: FAILED: the daemon never answered SERVING"; exit 1
   fi
   if [ -n "$PROBE" ]; then
-    as_user $PROBE --service=liveness || { echo "rootfs: FAILED: liveness not SERVING"; exit 1; }
+    as_user $PROBE --service=liveness >/dev/null || { echo "rootfs: FAILED: liveness not SERVING"; exit 1; }
     echo "rootfs: distarray_probe inside the root filesystem: readiness and liveness SERVING"
   else
     echo "rootfs: no distarray_probe built yet: grpc.health.v1 checked on the API port from outside"
@@ -125,6 +129,14 @@ PY
   kill -TERM $pid
   rc=0; wait $pid || rc=$?
   [ $rc -eq 0 ] || { cat "$ROOT/tmp/daemon.log"; echo "rootfs: FAILED: exit $rc after SIGTERM"; exit 1; }
+  if grep "names no flag" "$ROOT/tmp/daemon.log"; then
+    echo "rootfs: FAILED: distarrayd.env holds a variable the daemon does not know"; exit 1
+  fi
+  if [ -n "$CHECK_JSON_LOG" ]; then
+    head -c1 "$ROOT/tmp/daemon.log" | grep -q "{" \
+      || { head -3 "$ROOT/tmp/daemon.log"; echo "rootfs: FAILED: DISTARRAY_LOG_FORMAT=json not applied"; exit 1; }
+    echo "rootfs: the ConfigMap flags reached the daemon (DISTARRAY_LOG_FORMAT=json: JSON log lines)"
+  fi
   echo "rootfs: distarrayd ran as uid 65532 on a read-only root and exited 0 after SIGTERM"
 '
 say "passed in $((SECONDS - start)) s"

@@ -2,30 +2,46 @@
 # Prints the Debian packages that hold the shared libraries the given binaries load (ldd), one a
 # line, sorted; libraries no Debian package owns (the CUDA runtime, NCCL and the like, which come
 # from the CUDA toolkit or NVIDIA's repository) are printed as "# not-debian <soname> <path>".
-# scripts/check-deploy.sh compares the Debian part with runtime-packages.txt, so the image's
+# tests/deploy/test_image.py compares the Debian part with runtime-packages.txt, so the image's
 # runtime stage follows the daemon's real link line.
 set -euo pipefail
 [ $# -gt 0 ] || { echo "usage: $0 BINARY..." >&2; exit 2; }
 
-owner() {  # dpkg knows a library under the path its package installed it to: /lib or /usr/lib.
-  local path=$1 candidate
-  for candidate in "$path" "${path/#\/usr\/lib\//\/lib\/}" "${path/#\/lib\//\/usr\/lib\/}" \
-      "$(realpath "$path")"; do
-    dpkg-query -S "$candidate" 2>/dev/null | head -n1 | cut -d: -f1 && return 0
-  done
-  return 1
-}
-
-declare -A packages=() foreign=()
+# soname -> path, over every binary.
+declare -A libraries=()
 for binary in "$@"; do
   while read -r soname arrow path _; do
-    [ "$arrow" = "=>" ] && [ -e "$path" ] || continue
-    if package=$(owner "$path") && [ -n "$package" ]; then
-      packages[$package]=1
-    else
-      foreign[$soname]=$path
-    fi
+    if [ "$arrow" = "=>" ] && [ -e "$path" ]; then libraries[$soname]=$path; fi
   done < <(ldd "$binary")
 done
+
+# dpkg knows a library under the path its package installed it to: /lib or /usr/lib (merged
+# /usr makes both work), or the file a symlink points to. One query for every candidate.
+candidates() {
+  local path=$1
+  echo "$path"; echo "${path/#\/usr\/lib\//\/lib\/}"; echo "${path/#\/lib\//\/usr\/lib\/}"
+  realpath "$path"
+}
+declare -A owner=()
+while IFS= read -r line; do
+  owner[${line#*: }]=${line%%: *}
+done < <(for path in "${libraries[@]}"; do candidates "$path"; done | sort -u \
+           | xargs dpkg-query -S 2>/dev/null || true)
+
+declare -A packages=()
+foreign=()
+for soname in "${!libraries[@]}"; do
+  package=""
+  while read -r candidate; do
+    package=${owner[$candidate]:-}
+    [ -n "$package" ] && break
+  done < <(candidates "${libraries[$soname]}")
+  if [ -n "$package" ]; then
+    package=${package%%,*}       # a path shared by several packages: the first
+    packages[${package%%:*}]=1   # drop an architecture qualifier (libfoo:amd64)
+  else
+    foreign+=("# not-debian $soname ${libraries[$soname]}")
+  fi
+done
 printf '%s\n' "${!packages[@]}" | sort
-for soname in "${!foreign[@]}"; do echo "# not-debian $soname ${foreign[$soname]}"; done | sort
+if [ ${#foreign[@]} -gt 0 ]; then printf '%s\n' "${foreign[@]}" | sort; fi
