@@ -6,7 +6,6 @@ import logging
 import weakref
 from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple, Union
 
-import grpc
 import numpy as np
 
 from . import _transfer

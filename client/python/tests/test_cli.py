@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 
 
 SCRIPT = shutil.which("distarray", path=os.path.dirname(sys.executable))

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import distarray
-from distarray.v1 import distarray_pb2 as pb
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

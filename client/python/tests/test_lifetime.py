@@ -6,7 +6,6 @@ import gc
 import time
 
 import numpy as np
-import pytest
 
 import distarray
 
