@@ -111,3 +111,23 @@ def test_dockerignore_keeps_build_output_out():
     lines = (REPO / ".dockerignore").read_text().splitlines()
     for entry in (".git", "build", "build-*"):
         assert entry in lines
+
+
+# The Dockerfile's own commands that read the package list, run here on the real file.
+RUNTIME_INSTALL_LIST = "grep -v -e '^#' -e '^$' /tmp/runtime-packages.txt | sed 's/^nvidia://'"
+BUILDER_NCCL_VERSION = "sed -n 's/^nvidia:libnccl2=//p' /tmp/runtime-packages.txt"
+
+
+def _run_on_list(command):
+    command = command.replace("/tmp/runtime-packages.txt", str(CONTAINER / "runtime-packages.txt"))
+    return subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True,
+                          check=True).stdout.split()
+
+
+def test_dockerfile_reads_the_list_as_intended():
+    build, runtime = _runtime_stage()
+    assert RUNTIME_INSTALL_LIST in runtime and BUILDER_NCCL_VERSION in build
+    debian, nvidia = package_list()
+    pinned = [f"{name}={version}" if version else name for name, version in nvidia.items()]
+    assert _run_on_list(RUNTIME_INSTALL_LIST) == debian + pinned
+    assert _run_on_list(BUILDER_NCCL_VERSION) == [nvidia["libnccl2"]]
