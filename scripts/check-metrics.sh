@@ -60,7 +60,9 @@ fi
 for attempt in 1 2 3 4 5; do
   port=$((20000 + RANDOM % 20000))
   rm -f "$dir/port"
-  "$build/server/distarrayd" --backend=host --host_devices=4 --listen=127.0.0.1:0 \
+  # Its health port too is a free one, so a daemon already running here does not stop this one.
+  DISTARRAY_HEALTH_LISTEN=127.0.0.1:0 "$build/server/distarrayd" --backend=host --host_devices=4 \
+    --listen=127.0.0.1:0 \
     --port_file="$dir/port" --metrics_listen="127.0.0.1:$port" --log_level=warn \
     >"$dir/daemon.log" 2>&1 &
   daemon=$!
