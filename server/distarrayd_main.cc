@@ -2,22 +2,29 @@
 // over gRPC, grpc.health.v1 for probes, and Prometheus metrics. The parts live in server/daemon/;
 // this file only puts them together in order.
 #include <algorithm>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include <spdlog/spdlog.h>
 
-#include "absl/flags/parse.h"
 #include "server/backend/backend_factory.h"
 #include "server/daemon/api_server.h"
+#include "server/daemon/command_line.h"
+#include "server/daemon/device_health.h"
 #include "server/daemon/drain.h"
+#include "server/daemon/drain_gate.h"
 #include "server/daemon/exit_codes.h"
 #include "server/daemon/flags.h"
+#include "server/daemon/health_server.h"
+#include "server/daemon/log_setup.h"
 #include "server/daemon/port_file.h"
 #include "server/daemon/server_credentials.h"
 #include "server/daemon/signals.h"
 #include "server/daemon/usage.h"
 #include "server/engine/engine.h"
 #include "server/engine/sessions.h"
+#include "server/logging/transfer_log.h"
 #include "server/metrics/metrics.h"
 #include "server/service/array_service.h"
 
@@ -29,13 +36,37 @@ int RunDaemon(int argc, char** argv) {
   // sigwait sees SIGTERM, SIGINT and SIGHUP.
   daemon::BlockDaemonSignals();
   daemon::ConfigureUsage();
-  absl::ParseCommandLine(argc, argv);
-  absl::StatusOr<daemon::DaemonOptions> options = daemon::DaemonOptionsFromFlags();
-  if (!options.ok()) {
-    spdlog::critical("{}", std::string(options.status().message()));
+  daemon::CommandLineSources sources;
+  if (absl::Status parsed = daemon::ParseDaemonCommandLine(argc, argv, &sources);
+      !parsed.ok()) {
+    spdlog::critical("{}", std::string(parsed.message()));
     return daemon::kExitBadFlags;
   }
-  spdlog::set_level(options->log_level);
+  absl::StatusOr<daemon::DaemonOptions> options = daemon::DaemonOptionsFromFlags();
+  if (!options.ok()) {
+    spdlog::critical("{}", sources.Explain(options.status().message()));
+    return daemon::kExitBadFlags;
+  }
+  daemon::ConfigureLogging(options->log_level, options->log_json);
+  for (const std::string& variable : sources.ignored_env) {
+    spdlog::info("environment variable {} names no flag of distarrayd; ignored", variable);
+  }
+
+  // Health first: probes see readiness NOT_SERVING while the devices start, not a refused port.
+  std::unique_ptr<daemon::HealthServer> health;
+  if (!options->health_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<daemon::HealthServer>> started =
+        daemon::HealthServer::Start(options->health_listen);
+    if (!started.ok()) {
+      spdlog::critical("{}", std::string(started.status().message()));
+      return daemon::kExitBadFlags;
+    }
+    health = *std::move(started);
+    if (absl::Status written = daemon::WritePortFile(options->health_port_file, health->port());
+        !written.ok()) {
+      spdlog::error("--health_port_file: {}", std::string(written.message()));
+    }
+  }
 
   auto backend = CreateBackend(options->backend);
   if (!backend.ok()) {
@@ -58,6 +89,11 @@ int RunDaemon(int argc, char** argv) {
   Ticker session_sweeper(
       std::clamp(options->engine.session_lease / 4, absl::Milliseconds(100), absl::Seconds(5)),
       [&engine] { engine.SweepExpiredSessions(); });
+
+  daemon::DrainGate drain_gate;
+  service.set_drain_gate(&drain_gate);
+  TransferLog transfer_log(options->log_progress);
+  service.set_transfer_log(&transfer_log);
 
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       daemon::ApiServerCredentials(*options);
@@ -86,10 +122,27 @@ int RunDaemon(int argc, char** argv) {
     spdlog::error("--port_file: {}", std::string(written.message()));
   }
 
+  std::optional<daemon::DeviceHealthMonitor> device_health;
+  if (health != nullptr) {
+    health->SetStarted();
+    device_health.emplace(engine.backend(), *health, absl::Seconds(1));
+  }
+
   daemon::SignalDispatcher signals;
   const int signal = signals.WaitForTermination();
   spdlog::info("signal {}: stopping", signal);
-  daemon::DrainAndExit(*options, *api->server, engine);
+  daemon::DrainParts drain;
+  drain.health = health.get();
+  drain.gate = &drain_gate;
+  drain.api = api->server.get();
+  drain.release_devices = [&] {
+    device_health.reset();
+    // The graph cache's slots are device memory of their own; the arrays' memory is freed with
+    // the devices' contexts when the process exits, once their queued work is done.
+    engine.ClearGraphCache();
+    return engine.backend().Synchronize();
+  };
+  daemon::DrainAndExit(*options, drain);
 }
 
 }  // namespace

@@ -4,11 +4,13 @@
 #include <utility>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/checked.h"
 #include "common/index_map.h"
 #include "common/sizes.h"
+#include "common/status_macros.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "gRPC listen address (host:port; port 0 picks one). Loopback by default: serving other "
@@ -27,10 +29,35 @@ ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
           "Prometheus /metrics address (loopback by default, e.g. 0.0.0.0:9464 for a scraper on "
           "another host); empty disables");
 ABSL_FLAG(std::string, port_file, "", "Write the bound gRPC port to this file once serving");
-ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error");
+ABSL_FLAG(std::string, health_listen, "127.0.0.1:8081",
+          "grpc.health.v1 address, serving only health checks, without credentials: services "
+          "'liveness', 'readiness' and '' (both). Loopback by default, e.g. 0.0.0.0:8081 for "
+          "kubelet probes; empty disables");
+ABSL_FLAG(std::string, health_port_file, "",
+          "Write the bound health port to this file once it serves (for scripts and tests)");
+ABSL_FLAG(std::string, log_level, "info",
+          "trace, debug, info, warn, error, critical or off, in any case; debug logs every call");
+ABSL_FLAG(std::string, log_format, "text",
+          "text (human-readable lines) or json (one object per line: time, level, message, and "
+          "request_id, method, peer and tenant while a call is served)");
+ABSL_FLAG(double, log_progress_seconds, 10,
+          "A transfer running longer than this logs its progress this often; 0 disables");
+ABSL_FLAG(int, drain_grace_seconds, 5,
+          "On SIGTERM/SIGINT, how long readiness reports NOT_SERVING (and new calls are answered "
+          "UNAVAILABLE) before the API listener closes, so load balancers and probes see it");
 ABSL_FLAG(int, drain_seconds, 10,
-          "On SIGTERM/SIGINT, how long in-flight calls may finish; the process exits at most 1 s "
-          "after this even if a call is still running");
+          "After the grace period, how long in-flight calls may finish; a call still running then "
+          "ends UNAVAILABLE, and the process exits at most 1 s later even if a handler is busy");
+ABSL_FLAG(int, keepalive_time_seconds, 30,
+          "Ping a client connection idle for this long, to find clients that died without "
+          "closing it");
+ABSL_FLAG(int, keepalive_timeout_seconds, 10,
+          "Close a connection whose keepalive ping is unanswered for this long; its calls end and "
+          "its session expires after --session_lease_seconds");
+ABSL_FLAG(std::string, max_message_size, "64MiB",
+          "Largest gRPC message received or sent (bytes, or with a KiB/MiB suffix; 1MiB to "
+          "1GiB). Bulk data is streamed in smaller pieces; this bounds metadata such as index "
+          "maps");
 ABSL_FLAG(int64_t, session_lease_seconds, 60,
           "A client session with no call or KeepAlive for this long expires and its unnamed "
           "arrays are deleted");
@@ -80,12 +107,39 @@ absl::StatusOr<int64_t> ParseByteCount(std::string text) {
   return CheckedMul(n, unit, "byte count");
 }
 
+absl::StatusOr<spdlog::level::level_enum> ParseLogLevel(const std::string& text) {
+  const std::string lower = absl::AsciiStrToLower(text);
+  for (auto [name, level] :
+       {std::pair{"trace", spdlog::level::trace}, std::pair{"debug", spdlog::level::debug},
+        std::pair{"info", spdlog::level::info}, std::pair{"warn", spdlog::level::warn},
+        std::pair{"warning", spdlog::level::warn}, std::pair{"error", spdlog::level::err},
+        std::pair{"critical", spdlog::level::critical}, std::pair{"off", spdlog::level::off}}) {
+    if (lower == name) return level;
+  }
+  return BadFlag("log_level",
+                 absl::StrCat("one of trace, debug, info, warn, error, critical, off (any case), "
+                              "got '",
+                              text, "'"));
+}
+
 absl::StatusOr<DaemonOptions> DaemonOptionsFromFlags() {
   DaemonOptions o;
   o.listen = absl::GetFlag(FLAGS_listen);
   o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   o.port_file = absl::GetFlag(FLAGS_port_file);
-  o.log_level = spdlog::level::from_str(absl::GetFlag(FLAGS_log_level));
+  o.health_listen = absl::GetFlag(FLAGS_health_listen);
+  o.health_port_file = absl::GetFlag(FLAGS_health_port_file);
+  ASSIGN_OR_RETURN(o.log_level, ParseLogLevel(absl::GetFlag(FLAGS_log_level)));
+  const std::string log_format = absl::GetFlag(FLAGS_log_format);
+  if (log_format != "text" && log_format != "json") {
+    return BadFlag("log_format", absl::StrCat("'text' or 'json', got '", log_format, "'"));
+  }
+  o.log_json = log_format == "json";
+  const double progress = absl::GetFlag(FLAGS_log_progress_seconds);
+  if (!(progress >= 0 && progress <= 86400)) {
+    return BadFlag("log_progress_seconds", "must be in [0, 86400]");
+  }
+  o.log_progress = absl::Seconds(progress);
 
   o.backend.kind = absl::GetFlag(FLAGS_backend);
   o.backend.host_devices = absl::GetFlag(FLAGS_host_devices);
@@ -105,6 +159,24 @@ absl::StatusOr<DaemonOptions> DaemonOptionsFromFlags() {
   const int drain_seconds = absl::GetFlag(FLAGS_drain_seconds);
   if (drain_seconds < 0) return BadFlag("drain_seconds", "must be >= 0");
   o.drain = absl::Seconds(drain_seconds);
+  const int grace_seconds = absl::GetFlag(FLAGS_drain_grace_seconds);
+  if (grace_seconds < 0) return BadFlag("drain_grace_seconds", "must be >= 0");
+  o.drain_grace = absl::Seconds(grace_seconds);
+  const int keepalive_time = absl::GetFlag(FLAGS_keepalive_time_seconds);
+  // gRPC clients are told to ping no more often than every 10 s (min_recv_ping_interval): the
+  // server's own pings need no faster schedule.
+  if (keepalive_time < 1) return BadFlag("keepalive_time_seconds", "must be at least 1");
+  o.keepalive_time = absl::Seconds(keepalive_time);
+  const int keepalive_timeout = absl::GetFlag(FLAGS_keepalive_timeout_seconds);
+  if (keepalive_timeout < 1) return BadFlag("keepalive_timeout_seconds", "must be at least 1");
+  o.keepalive_timeout = absl::Seconds(keepalive_timeout);
+  const std::string message_size = absl::GetFlag(FLAGS_max_message_size);
+  absl::StatusOr<int64_t> message_bytes = ParseByteCount(message_size);
+  if (!message_bytes.ok() || *message_bytes < 1_MiB || *message_bytes > 1_GiB) {
+    return BadFlag("max_message_size",
+                   absl::StrCat("expected 1MiB to 1GiB, got '", message_size, "'"));
+  }
+  o.max_message_bytes = static_cast<int>(*message_bytes);
   o.max_concurrent_calls = absl::GetFlag(FLAGS_max_concurrent_calls);
   if (o.max_concurrent_calls < 1) return BadFlag("max_concurrent_calls", "must be at least 1");
 

@@ -18,13 +18,32 @@ namespace distarray::daemon {
 struct DaemonOptions {
   BackendOptions backend;
   EngineOptions engine;
-  std::string listen;          // the API's host:port
-  std::string metrics_listen;  // empty: no /metrics
-  std::string port_file;       // empty: the bound API port is not written anywhere
+  std::string listen;            // the API's host:port
+  std::string metrics_listen;    // empty: no /metrics
+  std::string port_file;         // empty: the bound API port is not written anywhere
+  std::string health_listen;     // grpc.health.v1 only; empty: no health port
+  std::string health_port_file;  // empty: the bound health port is not written anywhere
+
   spdlog::level::level_enum log_level = spdlog::level::info;
-  absl::Duration drain = absl::Seconds(10);  // how long in-flight calls may finish on SIGTERM
+  bool log_json = false;                            // --log_format=json
+  absl::Duration log_progress = absl::Seconds(10);  // zero: long transfers log no progress
+
+  // On SIGTERM: readiness NOT_SERVING for `drain_grace` with the listener still open, then
+  // in-flight calls get `drain` to finish.
+  absl::Duration drain_grace = absl::Seconds(5);
+  absl::Duration drain = absl::Seconds(10);
   int max_concurrent_calls = 128;
+
+  // Connection liveness: the server pings a connection idle for keepalive_time and closes it when
+  // the ping is unanswered after keepalive_timeout, so a dead client's calls end.
+  absl::Duration keepalive_time = absl::Seconds(30);
+  absl::Duration keepalive_timeout = absl::Seconds(10);
+  int max_message_bytes = 64 << 20;  // each way
 };
+
+// Parses a --log_level value, in any case: trace, debug, info, warn (or warning), error,
+// critical, off. INVALID_ARGUMENT naming --log_level otherwise.
+absl::StatusOr<spdlog::level::level_enum> ParseLogLevel(const std::string& text);
 
 // Reads the (already parsed) flags. INVALID_ARGUMENT naming the offending flag when a value is
 // out of range or malformed.

@@ -6,13 +6,13 @@
 
 namespace distarray::daemon {
 
-// Sets the usage message, makes --help list the daemon's own flags (they are defined under
-// server/daemon/, not in the file of main(), which is all absl's --help lists by default) and
-// --version print VersionString(). Call before parsing the command line.
+// Sets the usage message, makes --help list the daemon's own flags (defined under server/, not
+// only in the file of main(), which is all absl's --help lists by default) and --version print
+// VersionString(). Call before parsing the command line.
 void ConfigureUsage();
 
-// "distarrayd <version>" and the build: type, compiler, and the CUDA and NCCL versions when
-// built with them.
+// "distarrayd <version>", then the build (git describe at configure time, build type) and the
+// CUDA runtime and NCCL versions built against, one per line.
 std::string VersionString();
 
 }  // namespace distarray::daemon

@@ -10,21 +10,12 @@
 #include "common/proto_convert.h"
 #include "common/status_macros.h"
 #include "server/engine/upload_session.h"
+#include "server/logging/request_log.h"
 #include "server/service/array_info.h"
 #include "server/service/status_conversion.h"
 
 namespace distarray {
 namespace {
-
-// Large transfers are logged at info with their rate, small ones at debug.
-void LogTransfer(const char* what, const std::string& handle, int64_t bytes,
-                 std::chrono::steady_clock::time_point start) {
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const auto level = bytes >= (int64_t{64} << 20) ? spdlog::level::info : spdlog::level::debug;
-  spdlog::log(level, "{} {}: {} MiB in {:.3f} s ({:.2f} GB/s)", what, handle, bytes >> 20, seconds,
-              seconds > 0 ? bytes / seconds / 1e9 : 0.0);
-}
 
 // The call metadata key that names the client's session (see the proto's Sessions section).
 constexpr char kSessionKey[] = "distarray-session";
@@ -47,7 +38,8 @@ absl::StatusOr<std::string> SessionOf(const grpc::ServerContext& context) {
 
 // OK while the call is wanted. The deadline is checked directly so an expired call answers
 // DEADLINE_EXCEEDED rather than the CANCELLED that IsCancelled() alone would suggest.
-absl::Status CallAlive(grpc::ServerContext* context) {
+absl::Status CallAlive(grpc::ServerContext* context, const daemon::DrainGate* drain) {
+  if (drain != nullptr) RETURN_IF_ERROR(drain->CheckRunning());
   if (context->deadline() <= std::chrono::system_clock::now()) {
     return absl::DeadlineExceededError("the call's deadline passed; its result was discarded");
   }
@@ -63,11 +55,17 @@ template <typename Body>
 grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerContext* context,
                                       Body&& body) {
   const auto start = std::chrono::steady_clock::now();
+  const daemon::DrainGate::CallScope in_flight(drain_gate_);
+  RequestLogContext log_context = MakeRequestLogContext(method, *context);
+  ScopedRequestLog log_scope(&log_context);
   absl::Status status;
-  if (absl::StatusOr<std::string> session = SessionOf(*context); !session.ok()) {
+  if (drain_gate_ != nullptr && !drain_gate_->Admit().ok()) {
+    status = drain_gate_->Admit();  // shutting down: the client retries elsewhere
+  } else if (absl::StatusOr<std::string> session = SessionOf(*context); !session.ok()) {
     status = session.status();
   } else {
-    CallContext call{*std::move(session), [context] { return CallAlive(context); }};
+    CallContext call{*std::move(session),
+                     [this, context] { return CallAlive(context, drain_gate_); }};
     status = engine_.TouchSession(call);
     if (status.ok()) {
       status = body(call);
@@ -132,7 +130,7 @@ grpc::Status ArrayServiceImpl::UploadArray(grpc::ServerContext* context,
     if (!message.has_header()) {
       return absl::InvalidArgumentError("header: the first message must be the header");
     }
-    const auto start = std::chrono::steady_clock::now();
+    TransferLog::Stream transfer = transfer_log_->Begin("upload", "", message.header().handle());
     ASSIGN_OR_RETURN(std::unique_ptr<UploadSession> session,
                      engine_.BeginUpload(message.header(), call));
     watch.Touch();
@@ -143,7 +141,9 @@ grpc::Status ArrayServiceImpl::UploadArray(grpc::ServerContext* context,
         return absl::InvalidArgumentError("header: only the first message may be a header");
       }
       received += message.data().size();
+      transfer.Add(message.data().size());
       RETURN_IF_ERROR(session->Append(message.data()));
+      RETURN_IF_ERROR(call.CheckAlive());  // e.g. the drain's time ran out
       watch.Touch();
     }
     if (watch.timed_out()) return idle_error();
@@ -151,7 +151,8 @@ grpc::Status ArrayServiceImpl::UploadArray(grpc::ServerContext* context,
     RETURN_IF_ERROR(call.CheckAlive());
     ASSIGN_OR_RETURN(ArrayPtr array, session->Finish());
     metrics_.RecordTransferBytes("upload", received);
-    LogTransfer("upload", array->handle, received, start);
+    transfer.set_array(array->handle);
+    transfer.Succeed();
     *response->mutable_array() = ToArrayInfo(*array);
     return absl::OkStatus();
   });
@@ -160,14 +161,18 @@ grpc::Status ArrayServiceImpl::UploadArray(grpc::ServerContext* context,
 grpc::Status ArrayServiceImpl::DownloadArray(
     grpc::ServerContext* context, const v1::DownloadArrayRequest* request,
     grpc::ServerWriter<v1::DownloadArrayResponse>* writer) {
-  return Handle("DownloadArray", context, [&](const CallContext&) -> absl::Status {
-    const auto start = std::chrono::steady_clock::now();
+  return Handle("DownloadArray", context, [&](const CallContext& call) -> absl::Status {
+    TransferLog::Stream transfer = transfer_log_->Begin("download", "", request->handle());
     bool first = true;
     int64_t sent = 0;
     v1::DownloadArrayResponse message;
-    RETURN_IF_ERROR(
+    absl::Status stopped;  // why the download stopped early, when the call ended
+    absl::Status downloaded =
         engine_.Download(*request, [&](const Shape& shape, DType dtype, absl::string_view bytes) {
-          if (context->IsCancelled()) return false;
+          if (absl::Status alive = call.CheckAlive(); !alive.ok()) {
+            stopped = alive;  // cancelled, past its deadline, or cut off by the drain
+            return false;
+          }
           message.Clear();
           if (first) {
             *message.mutable_shape() = ToProto(shape);
@@ -176,10 +181,13 @@ grpc::Status ArrayServiceImpl::DownloadArray(
           }
           message.set_data(bytes.data(), bytes.size());
           sent += bytes.size();
+          transfer.Add(bytes.size());
           return writer->Write(message);
-        }));
+        });
+    if (!stopped.ok()) downloaded = stopped;
+    RETURN_IF_ERROR(downloaded);
+    transfer.Succeed();
     metrics_.RecordTransferBytes("download", sent);
-    LogTransfer("download", request->handle(), sent, start);
     return absl::OkStatus();
   });
 }

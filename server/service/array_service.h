@@ -10,7 +10,9 @@
 
 #include "absl/strings/string_view.h"
 #include "distarray/v1/distarray.grpc.pb.h"
+#include "server/daemon/drain_gate.h"
 #include "server/engine/engine.h"
+#include "server/logging/transfer_log.h"
 #include "server/metrics/metrics.h"
 #include "server/service/upload_watchdog.h"
 
@@ -23,6 +25,12 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
       : engine_(engine),
         metrics_(metrics),
         upload_watchdog_(absl::Milliseconds(engine.options().upload_idle_timeout_ms)) {}
+
+  // While `gate` drains, new calls and (once the drain time is spent) running ones answer
+  // UNAVAILABLE. Not owned; unset: never drains.
+  void set_drain_gate(daemon::DrainGate* gate) { drain_gate_ = gate; }
+  // Where uploads and downloads are logged (not owned); unset: a default TransferLog.
+  void set_transfer_log(TransferLog* log) { transfer_log_ = log; }
 
   grpc::Status GetServerInfo(grpc::ServerContext* context, const v1::GetServerInfoRequest* request,
                              v1::GetServerInfoResponse* response) override;
@@ -70,6 +78,9 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
   Engine& engine_;
   Metrics& metrics_;
   UploadWatchdog upload_watchdog_;
+  daemon::DrainGate* drain_gate_ = nullptr;
+  TransferLog default_transfer_log_;
+  TransferLog* transfer_log_ = &default_transfer_log_;
 };
 
 }  // namespace distarray

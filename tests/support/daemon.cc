@@ -32,6 +32,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Options& options) {
   if (dir == nullptr) return absl::InternalError("mkdtemp failed");
   const std::string port_file = absl::StrCat(dir, "/port");
   const std::string log_file = absl::StrCat(dir, "/log");
+  const std::string health_port_file = absl::StrCat(dir, "/health_port");
   std::vector<std::string> args = {DaemonBinary(),
                                    "--listen=127.0.0.1:0",
                                    "--metrics_listen=",
@@ -39,6 +40,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Options& options) {
                                    absl::StrCat("--host_devices=", options.host_devices),
                                    absl::StrCat("--port_file=", port_file),
                                    "--log_level=warn",
+                                   "--health_listen=127.0.0.1:0",
+                                   absl::StrCat("--health_port_file=", health_port_file),
+                                   "--drain_grace_seconds=0",
                                    "--drain_seconds=2"};
   if (!options.memory_limit.empty()) args.push_back("--memory_limit=" + options.memory_limit);
   if (!options.transfer.empty()) args.push_back("--transfer=" + options.transfer);
@@ -73,7 +77,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Options& options) {
     std::ifstream in(port_file);
     int port = 0;
     if (in >> port && port > 0) {
-      return std::unique_ptr<Daemon>(new Daemon(pid, absl::StrCat("127.0.0.1:", port), dir));
+      // The health port file is written before the API port's, during start-up.
+      std::ifstream health_in(health_port_file);
+      int health_port = 0;
+      health_in >> health_port;
+      return std::unique_ptr<Daemon>(new Daemon(pid, absl::StrCat("127.0.0.1:", port),
+                                                absl::StrCat("127.0.0.1:", health_port), dir));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

@@ -31,6 +31,10 @@ class Daemon {
   ~Daemon();  // SIGTERM, then waits
 
   const std::string& address() const { return address_; }
+  // The grpc.health.v1 port's address (--health_listen on a free loopback port).
+  const std::string& health_address() const { return health_address_; }
+  // The daemon's scratch directory (its log, port files), removed with the daemon.
+  const std::string& dir() const { return dir_; }
   // Whether the process is still running (a crash is a test failure).
   bool alive();
   pid_t pid() const { return pid_; }
@@ -41,10 +45,14 @@ class Daemon {
   std::string log() const;
 
  private:
-  Daemon(pid_t pid, std::string address, std::string dir)
-      : pid_(pid), address_(std::move(address)), dir_(std::move(dir)) {}
+  Daemon(pid_t pid, std::string address, std::string health_address, std::string dir)
+      : pid_(pid),
+        address_(std::move(address)),
+        health_address_(std::move(health_address)),
+        dir_(std::move(dir)) {}
   pid_t pid_;
   std::string address_;
+  std::string health_address_;
   std::string dir_;
 };
 

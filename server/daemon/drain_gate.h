@@ -1,0 +1,77 @@
+// What the API answers while the daemon drains. SIGTERM opens the drain: calls that arrive from
+// then on are refused, and once the drain time is spent, calls still running are cut off. Both
+// answer UNAVAILABLE, the code clients retry on (another replica, or this node's next daemon),
+// never CANCELLED, which would read as the client's own doing.
+//
+// Header-only and free of gRPC so that the service (server/service/) can consult it.
+#ifndef DISTARRAY_SERVER_DAEMON_DRAIN_GATE_H_
+#define DISTARRAY_SERVER_DAEMON_DRAIN_GATE_H_
+
+#include <atomic>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace distarray::daemon {
+
+class DrainGate {
+ public:
+  // New calls are refused from now on.
+  void BeginDrain() { state_.store(kDraining, std::memory_order_release); }
+  // Calls still running end at their next check.
+  void CutOff() { state_.store(kCutOff, std::memory_order_release); }
+  bool draining() const { return state_.load(std::memory_order_acquire) != kServing; }
+
+  // At the start of a call: OK, or UNAVAILABLE while draining.
+  absl::Status Admit() const {
+    if (!draining()) return absl::OkStatus();
+    return absl::UnavailableError(
+        "distarrayd is draining (shutting down); retry on another daemon or after it restarts");
+  }
+  // Between the steps of a running call: OK, or UNAVAILABLE once the drain time is spent.
+  absl::Status CheckRunning() const {
+    if (state_.load(std::memory_order_acquire) != kCutOff) return absl::OkStatus();
+    return absl::UnavailableError(
+        "distarrayd is draining (shutting down) and its drain time ran out before this call "
+        "finished; its result was discarded, retry on another daemon or after it restarts");
+  }
+
+  // Counts a call from its start to its end, so the drain knows when the last one is done.
+  class CallScope {
+   public:
+    explicit CallScope(DrainGate* gate) : gate_(gate) {
+      if (gate_ == nullptr) return;
+      absl::MutexLock lock(&gate_->mu_);
+      ++gate_->in_flight_;
+    }
+    ~CallScope() {
+      if (gate_ == nullptr) return;
+      absl::MutexLock lock(&gate_->mu_);
+      --gate_->in_flight_;
+    }
+    CallScope(const CallScope&) = delete;
+    CallScope& operator=(const CallScope&) = delete;
+
+   private:
+    DrainGate* gate_;
+  };
+
+  // Waits until no call is in flight, or until `deadline`. Returns how many still are.
+  int WaitForCalls(absl::Time deadline) {
+    absl::MutexLock lock(&mu_);
+    mu_.AwaitWithDeadline(absl::Condition(this, &DrainGate::Idle), deadline);
+    return in_flight_;
+  }
+
+ private:
+  enum State { kServing, kDraining, kCutOff };
+  bool Idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; }
+  std::atomic<int> state_{kServing};
+  absl::Mutex mu_;
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace distarray::daemon
+
+#endif  // DISTARRAY_SERVER_DAEMON_DRAIN_GATE_H_

@@ -1,0 +1,83 @@
+#include "server/logging/transfer_log.h"
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace distarray {
+namespace {
+
+double GBPerSecond(int64_t bytes, double seconds) {
+  return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0.0;
+}
+
+}  // namespace
+
+TransferLog::Stream TransferLog::Begin(std::string direction, std::string tenant,
+                                       std::string array) {
+  absl::MutexLock lock(&mu_);
+  // Tenants may use the same names; the key keeps their transfers apart.
+  std::string key = array.empty() ? absl::StrCat("#", next_anonymous_++)
+                                  : absl::StrCat(direction, "\x1f", tenant, "\x1f", array);
+  Transfer& t = running_[key];
+  if (t.streams_running == 0) {
+    t = Transfer{};
+    t.direction = std::move(direction);
+    t.array = array.empty() ? "(new array)" : std::move(array);
+    t.start = t.last_progress = Clock::now();
+  }
+  ++t.streams_running;
+  ++t.streams;
+  return Stream(this, std::move(key));
+}
+
+TransferLog::Stream::~Stream() {
+  if (log_ != nullptr) log_->End(key_, failed_);
+}
+
+void TransferLog::Stream::Add(int64_t bytes) { log_->Add(key_, bytes); }
+
+void TransferLog::Stream::set_array(std::string array) {
+  absl::MutexLock lock(&log_->mu_);
+  if (auto it = log_->running_.find(key_); it != log_->running_.end()) {
+    it->second.array = std::move(array);
+  }
+}
+
+void TransferLog::Add(const std::string& key, int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  auto it = running_.find(key);
+  if (it == running_.end()) return;
+  Transfer& t = it->second;
+  t.bytes += bytes;
+  if (progress_ <= absl::ZeroDuration()) return;
+  const Clock::time_point now = Clock::now();
+  if (now - t.last_progress < absl::ToChronoNanoseconds(progress_)) return;
+  t.last_progress = now;
+  const double seconds = std::chrono::duration<double>(now - t.start).count();
+  spdlog::info("{} {}: {} MiB so far in {:.1f} s ({:.2f} GB/s, {} streams running)", t.direction,
+               t.array, t.bytes >> 20, seconds, GBPerSecond(t.bytes, seconds), t.streams_running);
+}
+
+void TransferLog::End(const std::string& key, bool failed) {
+  Transfer done;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = running_.find(key);
+    if (it == running_.end()) return;
+    Transfer& t = it->second;
+    if (failed) ++t.failed;
+    if (--t.streams_running > 0) return;
+    done = std::move(t);
+    running_.erase(it);
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - done.start).count();
+  const auto level =
+      done.bytes >= info_bytes_ || done.failed > 0 ? spdlog::level::info : spdlog::level::debug;
+  spdlog::log(level, "{} {}: {} MiB in {:.3f} s ({:.2f} GB/s) over {} stream{}{}", done.direction,
+              done.array, done.bytes >> 20, seconds, GBPerSecond(done.bytes, seconds), done.streams,
+              done.streams == 1 ? "" : "s",
+              done.failed > 0 ? absl::StrCat(", ", done.failed, " failed") : "");
+}
+
+}  // namespace distarray

@@ -1,0 +1,81 @@
+// Logs bulk transfers as the client sees them. A large upload or download is split by the SDK
+// into parallel streams over several connections, one region each; logging each stream's rate
+// would report a quarter of the real throughput four times. Streams of the same array, direction
+// and tenant that overlap in time are one transfer here: its line gives the total bytes, the
+// stream count and the aggregate rate (bytes over the time from the first stream's start to the
+// last one's end). A transfer running longer than the progress interval logs its progress.
+#ifndef DISTARRAY_SERVER_LOGGING_TRANSFER_LOG_H_
+#define DISTARRAY_SERVER_LOGGING_TRANSFER_LOG_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace distarray {
+
+class TransferLog {
+ public:
+  // Transfers of at least `info_bytes` log at info, smaller ones at debug. `progress`: how often
+  // a running transfer logs its progress (zero: never).
+  explicit TransferLog(absl::Duration progress = absl::Seconds(10),
+                       int64_t info_bytes = int64_t{64} << 20)
+      : progress_(progress), info_bytes_(info_bytes) {}
+
+  class Stream;
+  // One stream of the transfer `direction` ("upload", "download", ...) of `array` (a handle or a
+  // name; empty: a stream of its own, e.g. an upload that creates its array). Count its bytes
+  // with Add; the transfer is logged when its last stream is destroyed.
+  Stream Begin(std::string direction, std::string tenant, std::string array);
+
+  class Stream {
+   public:
+    Stream(Stream&& other) noexcept : log_(other.log_), key_(std::move(other.key_)) {
+      other.log_ = nullptr;
+    }
+    Stream& operator=(Stream&&) = delete;
+    ~Stream();
+    void Add(int64_t bytes);
+    // Names the array once known (an upload that created it): used in the log line.
+    void set_array(std::string array);
+    // The stream delivered everything. A stream destroyed without it failed (an error, a
+    // cancellation, the drain): its bytes still count, and the transfer's line says so.
+    void Succeed() { failed_ = false; }
+
+   private:
+    friend class TransferLog;
+    Stream(TransferLog* log, std::string key) : log_(log), key_(std::move(key)) {}
+    TransferLog* log_;
+    std::string key_;
+    bool failed_ = true;
+  };
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Transfer {
+    std::string direction;
+    std::string array;
+    int streams_running = 0;
+    int streams = 0;
+    int failed = 0;
+    int64_t bytes = 0;
+    Clock::time_point start;
+    Clock::time_point last_progress;
+  };
+  void Add(const std::string& key, int64_t bytes);
+  void End(const std::string& key, bool failed);
+
+  const absl::Duration progress_;
+  const int64_t info_bytes_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Transfer> running_ ABSL_GUARDED_BY(mu_);
+  int64_t next_anonymous_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_SERVER_LOGGING_TRANSFER_LOG_H_
