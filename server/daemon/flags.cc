@@ -101,7 +101,10 @@ absl::StatusOr<int64_t> ParseByteCount(std::string text) {
     }
   }
   int64_t n = 0;
-  if (!absl::SimpleAtoi(text, &n) || n <= 0) {
+  // Digits only: SimpleAtoi would also take "12 " and "+12".
+  const bool digits = !text.empty() && std::all_of(text.begin(), text.end(),
+                                                   [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits || !absl::SimpleAtoi(text, &n) || n <= 0) {
     return absl::InvalidArgumentError("expected a positive byte count such as 512MiB");
   }
   return CheckedMul(n, unit, "byte count");
