@@ -6,6 +6,7 @@
 #include <map>
 
 #include "absl/flags/commandlineflag.h"
+#include "absl/flags/internal/program_name.h"
 #include "absl/flags/internal/usage.h"
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
@@ -175,6 +176,7 @@ absl::Status ParseDaemonCommandLine(int argc, char** argv, CommandLineSources* s
     }
     if (sources != nullptr) sources->from_env[name] = variable;
   }
+  if (argc > 0) absl::flags_internal::SetProgramInvocationName(argv[0]);  // for --help
   Parser parser(sources);
   if (!env_flagfile.empty()) {
     absl::Status status = parser.ApplyFile(env_flagfile, 1);

@@ -167,9 +167,10 @@ TEST(Drain, StreamsInFlightFinishOrEndUnavailable) {
   EXPECT_NE(idled.error_code(), grpc::StatusCode::CANCELLED) << idled.error_message();
   slow_reader.join();
   const grpc::Status downloaded = reader->Finish();
+  // The handler answers "draining" at its next message, unless it is still blocked in a write
+  // (the slow reader's flow-control window full) when the cut-off's slack ends: then the daemon
+  // closes the connection. Either way the client sees UNAVAILABLE.
   EXPECT_EQ(downloaded.error_code(), grpc::StatusCode::UNAVAILABLE) << downloaded.error_message();
-  EXPECT_NE(downloaded.error_message().find("draining"), std::string::npos)
-      << downloaded.error_message();
   const double cut_off_after =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - drain_start).count();
   EXPECT_GE(cut_off_after, kGraceSeconds + kDrainSeconds - 0.5);
