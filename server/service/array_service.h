@@ -14,6 +14,7 @@
 #include "server/engine/engine.h"
 #include "server/logging/transfer_log.h"
 #include "server/metrics/metrics.h"
+#include "server/security/authenticator.h"
 #include "server/service/upload_watchdog.h"
 
 namespace distarray {
@@ -31,6 +32,11 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
   void set_drain_gate(daemon::DrainGate* gate) { drain_gate_ = gate; }
   // Where uploads and downloads are logged (not owned); unset: a default TransferLog.
   void set_transfer_log(TransferLog* log) { transfer_log_ = log; }
+
+  // Every call is first mapped to its tenant by `authenticator` (not owned; it outlives the
+  // service): a call it refuses gets UNAUTHENTICATED and reaches nothing else. Unset: every call
+  // is the default tenant.
+  void set_authenticator(const Authenticator* authenticator) { authenticator_ = authenticator; }
 
   grpc::Status GetServerInfo(grpc::ServerContext* context, const v1::GetServerInfoRequest* request,
                              v1::GetServerInfoResponse* response) override;
@@ -78,6 +84,7 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
   Engine& engine_;
   Metrics& metrics_;
   UploadWatchdog upload_watchdog_;
+  const Authenticator* authenticator_ = nullptr;
   daemon::DrainGate* drain_gate_ = nullptr;
   TransferLog default_transfer_log_;
   TransferLog* transfer_log_ = &default_transfer_log_;
