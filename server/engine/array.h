@@ -25,13 +25,16 @@ struct Chunk {
 struct Array {
   std::string handle;
   std::string name;  // empty when unnamed
-  // The client session that owns an unnamed array (empty: none, or named). When the session's
-  // lease runs out the array is deleted.
+  // The client session that owns an unnamed array, as "tenant/session" (empty: none, or named).
+  // When the session's lease runs out the array is deleted.
   std::string session;
   Shape shape;
   DType dtype = DType::kFloat32;
   Mode mode = Mode::kReplica;
   std::vector<Chunk> chunks;
+  // The tenant that owns the array (server/security/tenant.h); only its calls see the array. Last,
+  // so the positional initializers of unregistered arrays (RunGraph's variables) stay valid.
+  std::string tenant;
 
   IndexMap index_map() const {
     IndexMap map;

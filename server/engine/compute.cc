@@ -23,8 +23,9 @@ Array Derived(const Array& source, bool in_place, const CallContext& call) {
     out.name = source.name;
     out.session = source.session;
   } else {
-    out.session = call.session;
+    out.session = call.session_key();
   }
+  out.tenant = call.tenant;  // in place: the source is the caller's, found under its tenant
   out.shape = source.shape;
   out.dtype = source.dtype;
   out.mode = source.mode;
@@ -43,7 +44,7 @@ void Adopt(OpResult result, Array& array) {
 
 absl::StatusOr<ArrayPtr> Engine::Reshard(const v1::ReshardRequest& request,
                                          const CallContext& call) {
-  ASSIGN_OR_RETURN(ArrayPtr array, registry_.Find(request.handle(), "handle"));
+  ASSIGN_OR_RETURN(ArrayPtr array, registry_.Find(call.tenant, request.handle(), "handle"));
   IndexMap map = array->index_map();
   if (request.has_index_map()) {
     ASSIGN_OR_RETURN(map, NormalizeMap(request.index_map(), array->shape, "index_map"));
@@ -61,7 +62,7 @@ absl::StatusOr<ArrayPtr> Engine::Reshard(const v1::ReshardRequest& request,
 
 absl::StatusOr<ArrayPtr> Engine::ChangeMode(const v1::ChangeModeRequest& request,
                                             const CallContext& call) {
-  ASSIGN_OR_RETURN(ArrayPtr array, registry_.Find(request.handle(), "handle"));
+  ASSIGN_OR_RETURN(ArrayPtr array, registry_.Find(call.tenant, request.handle(), "handle"));
   ASSIGN_OR_RETURN(Mode mode, ModeFromProto(request.mode(), "mode"));
   Array out = Derived(*array, request.in_place(), call);
   out.mode = mode;
@@ -73,18 +74,20 @@ absl::StatusOr<ArrayPtr> Engine::ChangeMode(const v1::ChangeModeRequest& request
 absl::StatusOr<Array> Engine::NewResult(const std::string& result_name,
                                         const CallContext& call) const {
   RETURN_IF_ERROR(ValidateName(result_name, "result_name"));
-  RETURN_IF_ERROR(registry_.CheckNameFree(result_name, "result_name"));
+  RETURN_IF_ERROR(registry_.CheckNameFree(call.tenant, result_name, "result_name"));
   Array out;
   out.name = result_name;
-  if (out.name.empty()) out.session = call.session;
+  out.tenant = call.tenant;
+  if (out.name.empty()) out.session = call.session_key();
   return out;
 }
 
 OpContext Engine::RequestContext(const CallContext& call) const {
   OpContext context;
   context.backend = backend_.get();
-  context.resolve = [this](const v1::Operand& operand,
-                           const std::string& field) -> absl::StatusOr<ArrayPtr> {
+  context.resolve = [this, tenant = call.tenant](
+                       const v1::Operand& operand,
+                       const std::string& field) -> absl::StatusOr<ArrayPtr> {
     if (operand.kind_case() == v1::Operand::kVariable) {
       return absl::InvalidArgumentError(
           absl::StrCat(field, ".variable: variables exist only inside programs (RunGraph)"));
@@ -92,7 +95,7 @@ OpContext Engine::RequestContext(const CallContext& call) const {
     if (operand.kind_case() != v1::Operand::kHandle) {
       return absl::InvalidArgumentError(absl::StrCat(field, ": give a handle or a scalar"));
     }
-    return registry_.Find(operand.handle(), absl::StrCat(field, ".handle"));
+    return registry_.Find(tenant, operand.handle(), absl::StrCat(field, ".handle"));
   };
   context.normalize_map = [this](const v1::IndexMap& map, const Shape& shape,
                                  absl::string_view field) {

@@ -155,8 +155,9 @@ absl::Status FinishSlab(DType dtype, SlabRead& read) {
 
 }  // namespace
 
-absl::Status Engine::Download(const v1::DownloadArrayRequest& request, const EmitFn& emit) {
-  ASSIGN_OR_RETURN(ArrayPtr array, registry_.Find(request.handle(), "handle"));
+absl::Status Engine::Download(const v1::DownloadArrayRequest& request, const EmitFn& emit,
+                              const CallContext& call) {
+  ASSIGN_OR_RETURN(ArrayPtr array, registry_.Find(call.tenant, request.handle(), "handle"));
   ASSIGN_OR_RETURN(RegionSelection region,
                    NormalizeRegionSelection(request.region(), array->shape, "region"));
   int64_t message_bytes = request.max_message_bytes();

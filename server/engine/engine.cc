@@ -135,6 +135,7 @@ constexpr int64_t kMaxArrayInfoBytes = int64_t{3} << 20;
 Engine::Engine(std::unique_ptr<Backend> backend, EngineOptions options)
     : backend_(std::move(backend)),
       options_(options),
+      registry_(options.tenant_quotas),
       sessions_(options.session_lease),
       programs_(options.programs.max_registered_programs),
       runner_(std::make_unique<ProgramRunner>(*backend_, options.programs, options.use_graphs)) {}
@@ -168,7 +169,8 @@ absl::StatusOr<Array> Engine::ArrayFromSpec(const v1::ArraySpec& spec, absl::str
                    NormalizeMap(spec.index_map(), array.shape, absl::StrCat(field, ".index_map")));
   for (ChunkSpec& c : map) array.chunks.push_back(Chunk{std::move(c), nullptr});
   array.name = spec.name();
-  if (array.name.empty()) array.session = call.session;
+  array.tenant = call.tenant;
+  if (array.name.empty()) array.session = call.session_key();
   return array;
 }
 
@@ -224,14 +226,16 @@ v1::GetServerInfoResponse Engine::ServerInfo() const {
 
 absl::Status Engine::TouchSession(const CallContext& call) {
   if (call.session.empty()) return absl::OkStatus();
-  return sessions_.Touch(call.session);
+  return sessions_.Touch(call.session_key());
 }
 
 v1::KeepAliveResponse Engine::KeepAlive(const CallContext& call) {
   TouchSession(call).IgnoreError();  // the call itself was admitted by the service
   v1::KeepAliveResponse response;
   response.set_lease_seconds(absl::ToInt64Seconds(options_.session_lease));
-  if (!call.session.empty()) response.set_session_arrays(registry_.SessionArrayCount(call.session));
+  if (!call.session.empty()) {
+    response.set_session_arrays(registry_.SessionArrayCount(call.session_key()));
+  }
   return response;
 }
 
@@ -264,7 +268,8 @@ absl::StatusOr<ArrayPtr> Engine::Create(const v1::CreateArrayRequest& request,
                                         const CallContext& call) {
   ASSIGN_OR_RETURN(Array array, ArrayFromSpec(request.spec(), "spec", call));
   RETURN_IF_ERROR(ValidateFill(request.fill(), array.dtype, NumElements(array.shape)));
-  RETURN_IF_ERROR(registry_.CheckNameFree(array.name, "spec.name"));
+  RETURN_IF_ERROR(registry_.CheckNameFree(call.tenant, array.name, "spec.name"));
+  RETURN_IF_ERROR(registry_.tenant_memory().CheckFits(call.tenant, ChargesOf(array)));
   RETURN_IF_ERROR(call.CheckAlive());
   ASSIGN_OR_RETURN(array.chunks, AllocateChunks(*backend_, array.dtype, array.index_map()));
   RETURN_IF_ERROR(LaunchFill(*backend_, array, request.fill(), call));
@@ -272,13 +277,15 @@ absl::StatusOr<ArrayPtr> Engine::Create(const v1::CreateArrayRequest& request,
   return Register(std::move(array), /*in_place=*/false, call);
 }
 
-absl::StatusOr<ArrayPtr> Engine::Describe(absl::string_view handle) const {
-  return registry_.Find(handle, "handle");
+absl::StatusOr<ArrayPtr> Engine::Describe(absl::string_view handle,
+                                          const CallContext& call) const {
+  return registry_.Find(call.tenant, handle, "handle");
 }
 
 std::vector<ArrayPtr> Engine::List() const { return registry_.List(); }
 
-absl::StatusOr<Engine::Page> Engine::ListPage(int page_size, absl::string_view page_token) const {
+absl::StatusOr<Engine::Page> Engine::ListPage(int page_size, absl::string_view page_token,
+                                              const CallContext& call) const {
   if (page_size < 0) {
     return absl::InvalidArgumentError(absl::StrCat("page_size: must be >= 0, got ", page_size));
   }
@@ -290,17 +297,20 @@ absl::StatusOr<Engine::Page> Engine::ListPage(int page_size, absl::string_view p
   if (page_size == 0) page_size = options_.default_list_page_size;
   page_size = std::min(page_size, options_.max_list_page_size);
   Page page;
-  page.arrays = registry_.ListAfter(page_token, static_cast<size_t>(page_size) + 1);
+  page.arrays = registry_.ListAfter(call.tenant, page_token, static_cast<size_t>(page_size) + 1);
   page.more = page.arrays.size() > static_cast<size_t>(page_size);
   if (page.more) page.arrays.pop_back();
   return page;
 }
 
-absl::Status Engine::Delete(absl::string_view handle) { return registry_.Erase(handle, "handle"); }
+absl::Status Engine::Delete(absl::string_view handle, const CallContext& call) {
+  return registry_.Erase(call.tenant, handle, "handle");
+}
 
-absl::Status Engine::Synchronize(const v1::SynchronizeRequest& request) {
+absl::Status Engine::Synchronize(const v1::SynchronizeRequest& request, const CallContext& call) {
   for (int i = 0; i < request.handles_size(); ++i) {
-    RETURN_IF_ERROR(registry_.Find(request.handles(i), absl::StrCat("handles[", i, "]")).status());
+    RETURN_IF_ERROR(
+        registry_.Find(call.tenant, request.handles(i), absl::StrCat("handles[", i, "]")).status());
   }
   return backend_->Synchronize();
 }
@@ -314,13 +324,15 @@ absl::StatusOr<std::unique_ptr<UploadSession>> Engine::BeginUpload(const v1::Upl
         return absl::InvalidArgumentError(
             "header.region: a new array is uploaded whole; give a region only with a handle");
       }
-      RETURN_IF_ERROR(registry_.CheckNameFree(array.name, "header.new_array.name"));
+      RETURN_IF_ERROR(registry_.CheckNameFree(call.tenant, array.name, "header.new_array.name"));
+      RETURN_IF_ERROR(registry_.tenant_memory().CheckFits(call.tenant, ChargesOf(array)));
       ASSIGN_OR_RETURN(array.chunks, AllocateChunks(*backend_, array.dtype, array.index_map()));
       const Box region = FullBox(array.shape);
       return std::make_unique<UploadSession>(*this, std::move(array), /*is_new=*/true, region);
     }
     case v1::UploadHeader::kHandle: {
-      ASSIGN_OR_RETURN(ArrayPtr target, registry_.Find(header.handle(), "header.handle"));
+      ASSIGN_OR_RETURN(ArrayPtr target,
+                       registry_.Find(call.tenant, header.handle(), "header.handle"));
       if (target->mode != Mode::kReplica) {
         return absl::FailedPreconditionError(absl::StrCat(
             "header.handle: array ", target->handle, " is in mode ", ModeName(target->mode),

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "distarray/v1/distarray.pb.h"
 #include "server/backend/backend.h"
@@ -21,6 +22,7 @@
 #include "server/graph/program_limits.h"
 #include "server/graph/program_runner.h"
 #include "server/graph/program_store.h"
+#include "server/security/tenant.h"
 
 namespace distarray {
 
@@ -36,6 +38,8 @@ struct EngineOptions {
   ProgramLimits programs;
   // Run single-device programs as recorded graphs where the backend can (CUDA); off: eagerly.
   bool use_graphs = true;
+  // Per-tenant device memory quotas (--tenant_memory_quota and its overrides).
+  TenantQuotaOptions tenant_quotas;
 };
 
 // What RunGraph produced: registered output arrays, returned values, and how it ran.
@@ -62,6 +66,14 @@ struct CallContext {
   // so an abandoned call leaves no orphan array.
   std::function<absl::Status()> alive;
   absl::Status CheckAlive() const { return alive ? alive() : absl::OkStatus(); }
+  // Who is calling (the bearer token's tenant; kDefaultTenant without authentication). Arrays,
+  // sessions and programs of other tenants are invisible to the call.
+  std::string tenant = kDefaultTenant;
+  // The session as the engine keys it: sessions of different tenants never meet, even under the
+  // same client-chosen id. Empty without a session.
+  std::string session_key() const {
+    return session.empty() ? std::string() : absl::StrCat(tenant, "/", session);
+  }
 };
 
 class Engine {
@@ -89,7 +101,7 @@ class Engine {
   // An unnamed result belongs to `call.session`.
   absl::StatusOr<ArrayPtr> Create(const v1::CreateArrayRequest& request,
                                   const CallContext& call = {});
-  absl::StatusOr<ArrayPtr> Describe(absl::string_view handle) const;
+  absl::StatusOr<ArrayPtr> Describe(absl::string_view handle, const CallContext& call = {}) const;
   std::vector<ArrayPtr> List() const;
   // One page of ListArrays: up to `page_size` arrays (0: the default; clamped to the maximum)
   // after the handle `page_token`, and whether more follow. INVALID_ARGUMENT for a negative size
@@ -98,8 +110,9 @@ class Engine {
     std::vector<ArrayPtr> arrays;
     bool more = false;
   };
-  absl::StatusOr<Page> ListPage(int page_size, absl::string_view page_token) const;
-  absl::Status Delete(absl::string_view handle);
+  absl::StatusOr<Page> ListPage(int page_size, absl::string_view page_token,
+                                const CallContext& call = {}) const;
+  absl::Status Delete(absl::string_view handle, const CallContext& call = {});
   absl::StatusOr<ArrayPtr> Reshard(const v1::ReshardRequest& request, const CallContext& call = {});
   absl::StatusOr<ArrayPtr> ChangeMode(const v1::ChangeModeRequest& request,
                                       const CallContext& call = {});
@@ -110,8 +123,10 @@ class Engine {
   // Runs a program (inline or registered) on arrays bound to its inputs. docs/graphs.md.
   absl::StatusOr<GraphRunOutcome> RunGraph(const v1::RunGraphRequest& request,
                                            const CallContext& call = {});
-  absl::StatusOr<std::string> RegisterProgram(const v1::RegisterProgramRequest& request);
-  absl::Status DeleteProgram(const v1::DeleteProgramRequest& request);
+  absl::StatusOr<std::string> RegisterProgram(const v1::RegisterProgramRequest& request,
+                                              const CallContext& call = {});
+  absl::Status DeleteProgram(const v1::DeleteProgramRequest& request,
+                             const CallContext& call = {});
   // Frees the executable graphs RunGraph cached (and the device memory of their slots).
   void ClearGraphCache() { runner_->ClearCache(); }
   GraphRunCounters graph_run_counters() const {
@@ -122,7 +137,7 @@ class Engine {
 
   // Waits for all enqueued work on every device; the handles are only validated (NOT_FOUND for
   // unknown ones). Waiting for everything is a superset of waiting for the named arrays.
-  absl::Status Synchronize(const v1::SynchronizeRequest& request);
+  absl::Status Synchronize(const v1::SynchronizeRequest& request, const CallContext& call = {});
 
   // Starts an upload; the session takes the data pieces. Validation and allocation happen here,
   // so a bad header or an array over the memory limit fails before any byte is sent.
@@ -133,7 +148,13 @@ class Engine {
   // consecutive pieces of at most max_message_bytes; it returns false to stop (client gone).
   // Reading the next piece from the devices overlaps emitting the current one.
   using EmitFn = std::function<bool(const Shape& shape, DType dtype, absl::string_view bytes)>;
-  absl::Status Download(const v1::DownloadArrayRequest& request, const EmitFn& emit);
+  absl::Status Download(const v1::DownloadArrayRequest& request, const EmitFn& emit,
+                        const CallContext& call = {});
+
+  // Device memory held by each tenant's arrays, against its quota (metrics).
+  std::vector<TenantDeviceMemory> TenantMemoryUsage() const {
+    return registry_.tenant_memory().Snapshot(backend_->device_count());
+  }
 
  private:
   friend class UploadSession;

@@ -9,13 +9,15 @@
 
 namespace distarray {
 
-absl::StatusOr<std::string> Engine::RegisterProgram(const v1::RegisterProgramRequest& request) {
+absl::StatusOr<std::string> Engine::RegisterProgram(const v1::RegisterProgramRequest& request,
+                                                     const CallContext& call) {
   RETURN_IF_ERROR(CheckProgramStructure(request.program(), options_.programs, "program"));
-  return programs_.Add(request.program());
+  return programs_.Add(call.tenant, request.program());
 }
 
-absl::Status Engine::DeleteProgram(const v1::DeleteProgramRequest& request) {
-  return programs_.Erase(request.program_id(), "program_id");
+absl::Status Engine::DeleteProgram(const v1::DeleteProgramRequest& request,
+                                   const CallContext& call) {
+  return programs_.Erase(call.tenant, request.program_id(), "program_id");
 }
 
 absl::StatusOr<GraphRunOutcome> Engine::RunGraph(const v1::RunGraphRequest& request,
@@ -27,10 +29,11 @@ absl::StatusOr<GraphRunOutcome> Engine::RunGraph(const v1::RunGraphRequest& requ
       RETURN_IF_ERROR(CheckProgramStructure(request.program(), options_.programs, "program"));
       // Aliasing constructor: the request outlives the call, so no copy of the program.
       program = ProgramPtr(ProgramPtr(), &request.program());
-      program_key = "inline:" + request.program().SerializeAsString();
+      // Keyed by tenant too: a cache hit must not tell one tenant what another ran.
+      program_key = absl::StrCat(call.tenant, "/inline:", request.program().SerializeAsString());
       break;
     case v1::RunGraphRequest::kProgramId: {
-      ASSIGN_OR_RETURN(program, programs_.Find(request.program_id(), "program_id"));
+      ASSIGN_OR_RETURN(program, programs_.Find(call.tenant, request.program_id(), "program_id"));
       program_key = "id:" + request.program_id();
       break;
     }
@@ -54,7 +57,7 @@ absl::StatusOr<GraphRunOutcome> Engine::RunGraph(const v1::RunGraphRequest& requ
           absl::StrCat("arguments: input ", QuoteClientString(input), " is not bound"));
     }
     ASSIGN_OR_RETURN(ArrayPtr array,
-                     registry_.Find(it->second, absl::StrCat("arguments[", input, "]")));
+                     registry_.Find(call.tenant, it->second, absl::StrCat("arguments[", input, "]")));
     arguments.push_back(std::move(array));
   }
   const absl::flat_hash_set<std::string> outputs(program->outputs().begin(),
@@ -65,7 +68,7 @@ absl::StatusOr<GraphRunOutcome> Engine::RunGraph(const v1::RunGraphRequest& requ
       return absl::InvalidArgumentError(absl::StrCat(field, ": not an output of the program"));
     }
     RETURN_IF_ERROR(ValidateName(name, field));
-    RETURN_IF_ERROR(registry_.CheckNameFree(name, field));
+    RETURN_IF_ERROR(registry_.CheckNameFree(call.tenant, name, field));
   }
 
   absl::StatusOr<ProgramRunResult> ran =
@@ -102,7 +105,7 @@ absl::StatusOr<GraphRunOutcome> Engine::RunGraph(const v1::RunGraphRequest& requ
     if (!stored.ok()) {
       // All outputs or none: take back the ones already registered.
       for (const auto& [unused, array] : outcome.outputs)
-        registry_.Erase(array->handle, "").IgnoreError();
+        registry_.Erase(call.tenant, array->handle, "").IgnoreError();
       return stored.status();
     }
     outcome.outputs.emplace_back(variable, *std::move(stored));

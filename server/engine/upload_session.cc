@@ -140,7 +140,7 @@ absl::StatusOr<ArrayPtr> UploadSession::Finish() {
     return absl::InvalidArgumentError(absl::StrCat("data: the stream carried ", received_bytes_,
                                                    " bytes; the region holds ", expected_bytes_));
   }
-  if (!is_new_) return engine_.Describe(array_.handle);
+  if (!is_new_) return engine_.registry().Find(array_.tenant, array_.handle, "handle");
   RETURN_IF_ERROR(ApplyOwnershipMask(engine_.backend(), array_.dtype, array_.mode, array_.chunks));
   return engine_.Register(std::move(array_), /*in_place=*/false);
 }

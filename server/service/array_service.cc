@@ -59,13 +59,21 @@ grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerCont
   RequestLogContext log_context = MakeRequestLogContext(method, *context);
   ScopedRequestLog log_scope(&log_context);
   absl::Status status;
+  absl::StatusOr<std::string> tenant = authenticator_ != nullptr
+                                           ? authenticator_->TenantOf(context->client_metadata())
+                                           : std::string(kDefaultTenant);
+  absl::StatusOr<std::string> session = SessionOf(*context);
   if (drain_gate_ != nullptr && !drain_gate_->Admit().ok()) {
     status = drain_gate_->Admit();  // shutting down: the client retries elsewhere
-  } else if (absl::StatusOr<std::string> session = SessionOf(*context); !session.ok()) {
+  } else if (!tenant.ok()) {
+    status = tenant.status();  // before anything else: an unknown caller learns nothing
+  } else if (!session.ok()) {
     status = session.status();
   } else {
     CallContext call{*std::move(session),
                      [this, context] { return CallAlive(context, drain_gate_); }};
+    call.tenant = *std::move(tenant);
+    SetRequestLogTenant(call.tenant);
     status = engine_.TouchSession(call);
     if (status.ok()) {
       status = body(call);
@@ -130,7 +138,8 @@ grpc::Status ArrayServiceImpl::UploadArray(grpc::ServerContext* context,
     if (!message.has_header()) {
       return absl::InvalidArgumentError("header: the first message must be the header");
     }
-    TransferLog::Stream transfer = transfer_log_->Begin("upload", "", message.header().handle());
+    TransferLog::Stream transfer =
+        transfer_log_->Begin("upload", call.tenant, message.header().handle());
     ASSIGN_OR_RETURN(std::unique_ptr<UploadSession> session,
                      engine_.BeginUpload(message.header(), call));
     watch.Touch();
@@ -162,7 +171,8 @@ grpc::Status ArrayServiceImpl::DownloadArray(
     grpc::ServerContext* context, const v1::DownloadArrayRequest* request,
     grpc::ServerWriter<v1::DownloadArrayResponse>* writer) {
   return Handle("DownloadArray", context, [&](const CallContext& call) -> absl::Status {
-    TransferLog::Stream transfer = transfer_log_->Begin("download", "", request->handle());
+    TransferLog::Stream transfer =
+        transfer_log_->Begin("download", call.tenant, request->handle());
     bool first = true;
     int64_t sent = 0;
     v1::DownloadArrayResponse message;
@@ -183,7 +193,8 @@ grpc::Status ArrayServiceImpl::DownloadArray(
           sent += bytes.size();
           transfer.Add(bytes.size());
           return writer->Write(message);
-        });
+        },
+        call);
     if (!stopped.ok()) downloaded = stopped;
     RETURN_IF_ERROR(downloaded);
     transfer.Succeed();
@@ -195,8 +206,8 @@ grpc::Status ArrayServiceImpl::DownloadArray(
 grpc::Status ArrayServiceImpl::DescribeArray(grpc::ServerContext* context,
                                              const v1::DescribeArrayRequest* request,
                                              v1::DescribeArrayResponse* response) {
-  return Handle("DescribeArray", context, [&](const CallContext&) -> absl::Status {
-    ASSIGN_OR_RETURN(ArrayPtr array, engine_.Describe(request->handle()));
+  return Handle("DescribeArray", context, [&](const CallContext& call) -> absl::Status {
+    ASSIGN_OR_RETURN(ArrayPtr array, engine_.Describe(request->handle(), call));
     *response->mutable_array() = ToArrayInfo(*array);
     return absl::OkStatus();
   });
@@ -205,9 +216,9 @@ grpc::Status ArrayServiceImpl::DescribeArray(grpc::ServerContext* context,
 grpc::Status ArrayServiceImpl::ListArrays(grpc::ServerContext* context,
                                           const v1::ListArraysRequest* request,
                                           v1::ListArraysResponse* response) {
-  return Handle("ListArrays", context, [&](const CallContext&) -> absl::Status {
+  return Handle("ListArrays", context, [&](const CallContext& call) -> absl::Status {
     ASSIGN_OR_RETURN(Engine::Page page,
-                     engine_.ListPage(request->page_size(), request->page_token()));
+                     engine_.ListPage(request->page_size(), request->page_token(), call));
     size_t bytes = 0;
     for (size_t i = 0; i < page.arrays.size(); ++i) {
       v1::ArrayInfo info = ToArrayInfo(*page.arrays[i]);
@@ -230,7 +241,7 @@ grpc::Status ArrayServiceImpl::DeleteArray(grpc::ServerContext* context,
                                            const v1::DeleteArrayRequest* request,
                                            v1::DeleteArrayResponse*) {
   return Handle("DeleteArray", context,
-                [&](const CallContext&) { return engine_.Delete(request->handle()); });
+                [&](const CallContext& call) { return engine_.Delete(request->handle(), call); });
 }
 
 grpc::Status ArrayServiceImpl::Reshard(grpc::ServerContext* context,
@@ -306,8 +317,8 @@ grpc::Status ArrayServiceImpl::RunGraph(grpc::ServerContext* context,
 grpc::Status ArrayServiceImpl::RegisterProgram(grpc::ServerContext* context,
                                                const v1::RegisterProgramRequest* request,
                                                v1::RegisterProgramResponse* response) {
-  return Handle("RegisterProgram", context, [&](const CallContext&) -> absl::Status {
-    ASSIGN_OR_RETURN(*response->mutable_program_id(), engine_.RegisterProgram(*request));
+  return Handle("RegisterProgram", context, [&](const CallContext& call) -> absl::Status {
+    ASSIGN_OR_RETURN(*response->mutable_program_id(), engine_.RegisterProgram(*request, call));
     return absl::OkStatus();
   });
 }
@@ -316,14 +327,14 @@ grpc::Status ArrayServiceImpl::DeleteProgram(grpc::ServerContext* context,
                                              const v1::DeleteProgramRequest* request,
                                              v1::DeleteProgramResponse*) {
   return Handle("DeleteProgram", context,
-                [&](const CallContext&) { return engine_.DeleteProgram(*request); });
+                [&](const CallContext& call) { return engine_.DeleteProgram(*request, call); });
 }
 
 grpc::Status ArrayServiceImpl::Synchronize(grpc::ServerContext* context,
                                            const v1::SynchronizeRequest* request,
                                            v1::SynchronizeResponse*) {
   return Handle("Synchronize", context,
-                [&](const CallContext&) { return engine_.Synchronize(*request); });
+                [&](const CallContext& call) { return engine_.Synchronize(*request, call); });
 }
 
 grpc::Status ArrayServiceImpl::KeepAlive(grpc::ServerContext* context, const v1::KeepAliveRequest*,

@@ -1,0 +1,39 @@
+#include "server/security/authenticator.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "server/security/tenant.h"
+
+namespace distarray {
+
+absl::StatusOr<std::string> Authenticator::TenantOf(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const {
+  if (!enabled()) return std::string(kDefaultTenant);
+  const auto [first, last] = metadata.equal_range(kAuthorizationKey);
+  if (first == last) {
+    return absl::UnauthenticatedError(
+        absl::StrCat(kAuthorizationKey, ": this daemon requires a token; send the metadata '",
+                     kAuthorizationKey, ": Bearer <token>'"));
+  }
+  if (std::next(first) != last) {
+    return absl::UnauthenticatedError(
+        absl::StrCat(kAuthorizationKey, ": more than one value; send one token per call"));
+  }
+  const absl::string_view value(first->second.data(), first->second.size());
+  // The scheme is case-insensitive (RFC 7235); one or more spaces separate it from the token.
+  constexpr absl::string_view kScheme = "bearer ";
+  if (value.size() <= kScheme.size() || !absl::StartsWithIgnoreCase(value, kScheme)) {
+    return absl::UnauthenticatedError(
+        absl::StrCat(kAuthorizationKey, ": expected 'Bearer <token>'"));
+  }
+  const absl::string_view token = absl::StripLeadingAsciiWhitespace(value.substr(kScheme.size()));
+  std::optional<std::string> tenant = store_->TenantOf(token);
+  if (!tenant) {
+    return absl::UnauthenticatedError(
+        absl::StrCat(kAuthorizationKey, ": the bearer token is not valid"));
+  }
+  return *std::move(tenant);
+}
+
+}  // namespace distarray
