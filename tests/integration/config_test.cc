@@ -11,11 +11,13 @@
 
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "distarray/client.h"
 #include "distarray/index_maps.h"
+#include "distarray/v1/distarray.grpc.pb.h"
 #include "tests/support/daemon.h"
 #include "tests/support/run_command.h"
 
@@ -185,12 +187,20 @@ TEST(Config, JsonLogsParseAndCarryTheRequest) {
     ASSERT_TRUE(array.ok()) << array.status();
     // A failure logs at info inside the call too.
     EXPECT_FALSE(client->Open("no-such-array").ok());
+    // A client's own request id is used as given.
+    auto stub = v1::ArrayService::NewStub(
+        grpc::CreateChannel((*daemon)->address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    context.AddMetadata("x-request-id", "client-req-42");
+    v1::GetServerInfoResponse info;
+    ASSERT_TRUE(stub->GetServerInfo(&context, {}, &info).ok());
   }
   ASSERT_EQ((*daemon)->Terminate(10000), 0);
   const std::string log = (*daemon)->log();
   int lines = 0;
   int in_calls = 0;
   bool saw_create = false;
+  bool saw_client_id = false;
   for (absl::string_view line : absl::StrSplit(log, '\n', absl::SkipEmpty())) {
     google::protobuf::Struct object;
     const auto parsed = google::protobuf::util::JsonStringToMessage(std::string(line), &object);
@@ -207,10 +217,15 @@ TEST(Config, JsonLogsParseAndCarryTheRequest) {
     EXPECT_EQ(fields.at("peer").string_value().rfind("ipv4:127.0.0.1:", 0), 0u) << line;
     EXPECT_EQ(fields.at("tenant").string_value(), "default") << line;
     if (fields.at("method").string_value() == "CreateArray") saw_create = true;
+    if (fields.at("request_id").string_value() == "client-req-42") {
+      saw_client_id = true;
+      EXPECT_EQ(fields.at("method").string_value(), "GetServerInfo") << line;
+    }
   }
   EXPECT_GT(lines, 3) << log;
   EXPECT_GT(in_calls, 0) << log;
   EXPECT_TRUE(saw_create) << log;
+  EXPECT_TRUE(saw_client_id) << log;
 }
 
 }  // namespace
