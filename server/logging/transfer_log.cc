@@ -35,9 +35,12 @@ TransferLog::Stream::~Stream() {
   if (log_ != nullptr) log_->End(key_, failed_);
 }
 
-void TransferLog::Stream::Add(int64_t bytes) { log_->Add(key_, bytes); }
+void TransferLog::Stream::Add(int64_t bytes) {
+  if (log_ != nullptr) log_->Add(key_, bytes);
+}
 
 void TransferLog::Stream::set_array(std::string array) {
+  if (log_ == nullptr) return;  // moved from
   absl::MutexLock lock(&log_->mu_);
   if (auto it = log_->running_.find(key_); it != log_->running_.end()) {
     it->second.array = std::move(array);

@@ -34,7 +34,8 @@ class TransferLog {
 
   class Stream {
    public:
-    Stream(Stream&& other) noexcept : log_(other.log_), key_(std::move(other.key_)) {
+    Stream(Stream&& other) noexcept
+        : log_(other.log_), key_(std::move(other.key_)), failed_(other.failed_) {
       other.log_ = nullptr;
     }
     Stream& operator=(Stream&&) = delete;
