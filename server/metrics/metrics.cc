@@ -8,6 +8,7 @@
 #include "server/metrics/device_collector.h"
 #include "server/metrics/graph_collector.h"
 #include "server/metrics/process_collector.h"
+#include "server/metrics/tenant_collector.h"
 
 namespace distarray {
 
@@ -61,7 +62,8 @@ Metrics::EngineObservation Metrics::ObserveEngine(Engine& engine) {
   metrics::RegisterBuildInfo(*registry_, metrics::CurrentBuildInfo(engine.backend().name()));
   std::vector<std::shared_ptr<prometheus::Collectable>> collectables = {
       std::make_shared<metrics::DeviceCollector>(engine),
-      std::make_shared<metrics::GraphCollector>(engine)};
+      std::make_shared<metrics::GraphCollector>(engine),
+      std::make_shared<metrics::TenantCollector>(engine)};
   for (const auto& collectable : collectables) Expose(collectable);
   return EngineObservation(this, std::move(collectables));
 }

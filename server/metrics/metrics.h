@@ -3,6 +3,7 @@
 //   grpc_server_metrics.h  gRPC calls, by a server interceptor (grpc-ecosystem names)
 //   device_collector.h     per device, read from the engine at scrape time
 //   graph_collector.h      arrays, sessions and RunGraph counters, read at scrape time
+//   tenant_collector.h     per tenant and device: memory used and quota, read at scrape time
 //   process_collector.h    process_* from /proc/self
 //   build_info.h           distarray_build_info
 // Names follow Prometheus conventions (_total counters, base units, no per-handle labels).
@@ -42,8 +43,8 @@ class Metrics {
   // The gRPC server metrics; install NewInterceptorFactory() on every server of the daemon.
   metrics::GrpcServerMetrics& grpc() { return grpc_; }
 
-  // While the returned object lives, scrapes read `engine`: per-device, graph and build-info
-  // metrics. Destroy it before the engine (declare it after the engine).
+  // While the returned object lives, scrapes read `engine`: per-device, per-tenant, graph and
+  // build-info metrics. Destroy it before the engine (declare it after the engine).
   class EngineObservation {
    public:
     EngineObservation(EngineObservation&&) = default;

@@ -288,6 +288,14 @@ TEST_P(MetricsTest, ValuesFollowRequests) {
     EXPECT_EQ(uploaded.Value("distarray_device_arrays", Device(d)), 1);
   }
   EXPECT_GE(used, kElements * 4);
+  // Without authentication everything belongs to the default tenant.
+  double tenant_used = 0;
+  for (int d = 0; d < devices_; ++d) {
+    std::map<std::string, std::string> labels = Device(d);
+    labels["tenant"] = "default";
+    tenant_used += uploaded.Value("distarray_tenant_memory_used_bytes", labels);
+  }
+  EXPECT_GE(tenant_used, kElements * 4);
   // The GetServerInfo of SetUp, and none since.
   EXPECT_EQ(uploaded.Value("grpc_server_handled_total", Call("GetServerInfo", "OK")), info_ok);
   EXPECT_EQ(uploaded.Value("grpc_server_handling_seconds_count", {{"grpc_method", "UploadArray"}}),
@@ -328,6 +336,9 @@ TEST_P(MetricsTest, ValuesFollowRequests) {
   for (int d = 0; d < devices_; ++d) {
     EXPECT_EQ(deleted.Value("distarray_device_memory_used_bytes", Device(d)), 0) << "device " << d;
     EXPECT_EQ(deleted.Value("distarray_device_arrays", Device(d)), 0);
+    std::map<std::string, std::string> labels = Device(d);
+    labels["tenant"] = "default";
+    EXPECT_EQ(deleted.Value("distarray_tenant_memory_used_bytes", labels), 0);
   }
   EXPECT_EQ(deleted.Value("distarray_arrays"), 0);
 }
