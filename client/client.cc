@@ -18,6 +18,7 @@ namespace distarray {
 
 struct Client::Session {
   std::string id;
+  std::string authorization;  // "Bearer <token>", or empty
   std::mutex mu;
   std::condition_variable cv;
   bool stop = false;
@@ -38,6 +39,23 @@ struct Client::Session {
 namespace {
 
 constexpr char kSessionKey[] = "distarray-session";
+constexpr char kAuthorizationKey[] = "authorization";
+
+// The session and, when there is one, the token: what every call carries.
+void AddCallMetadata(grpc::ClientContext& context, const std::string& session,
+                     const std::string& authorization) {
+  context.AddMetadata(kSessionKey, session);
+  if (!authorization.empty()) context.AddMetadata(kAuthorizationKey, authorization);
+}
+
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const ConnectOptions& options) {
+  if (!options.tls) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = options.tls_root_certs_pem;
+  ssl.pem_cert_chain = options.tls_client_cert_pem;
+  ssl.pem_private_key = options.tls_client_key_pem;
+  return grpc::SslCredentials(ssl);
+}
 
 std::string RandomSessionId() {
   std::random_device rd;
@@ -52,11 +70,11 @@ absl::Status FromGrpc(const grpc::Status& status) {
 }
 
 // Sends a header and `bytes` of data in messages of `message_bytes` on one stream.
-absl::StatusOr<v1::ArrayInfo> StreamUpload(v1::ArrayService::Stub& stub, const std::string& session,
+absl::StatusOr<v1::ArrayInfo> StreamUpload(v1::ArrayService::Stub& stub, const Client& client,
                                            const v1::UploadHeader& header, const void* data,
                                            int64_t bytes, int64_t message_bytes) {
   grpc::ClientContext context;
-  context.AddMetadata(kSessionKey, session);
+  client.AttachSession(context);
   v1::UploadArrayResponse response;
   auto writer = stub.UploadArray(&context, &response);
   v1::UploadArrayRequest message;
@@ -80,10 +98,10 @@ absl::StatusOr<v1::ArrayInfo> StreamUpload(v1::ArrayService::Stub& stub, const s
 
 // Streams a download, handing each message's bytes to `sink`.
 template <typename Sink>
-absl::Status StreamDownload(v1::ArrayService::Stub& stub, const std::string& session,
+absl::Status StreamDownload(v1::ArrayService::Stub& stub, const Client& client,
                             const std::string& handle, const v1::Region& region, Sink&& sink) {
   grpc::ClientContext context;
-  context.AddMetadata(kSessionKey, session);
+  client.AttachSession(context);
   v1::DownloadArrayRequest request;
   request.set_handle(handle);
   *request.mutable_region() = region;
@@ -105,7 +123,7 @@ absl::StatusOr<Client> Client::Connect(const std::string& address, int timeout_m
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
   args.SetMaxSendMessageSize(64 << 20);
-  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  auto channel = grpc::CreateCustomChannel(address, ChannelCredentials(options), args);
   const auto deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms);
   if (!channel->WaitForConnected(deadline)) {
     return absl::UnavailableError(
@@ -116,11 +134,12 @@ absl::StatusOr<Client> Client::Connect(const std::string& address, int timeout_m
     grpc::ChannelArguments bulk_args = args;
     bulk_args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own
     bulk.push_back(v1::ArrayService::NewStub(
-        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), bulk_args)));
+        grpc::CreateCustomChannel(address, ChannelCredentials(options), bulk_args)));
   }
   auto stub = std::shared_ptr<v1::ArrayService::Stub>(v1::ArrayService::NewStub(channel));
   auto session = std::make_shared<Session>();
   session->id = options.session_id.empty() ? RandomSessionId() : options.session_id;
+  if (!options.token.empty()) session->authorization = "Bearer " + options.token;
   const bool keepalive = options.keepalive;
   Client client(stub, std::move(bulk), std::move(options), session);
   absl::StatusOr<v1::GetServerInfoResponse> info = client.ServerInfo();
@@ -136,7 +155,7 @@ absl::StatusOr<Client> Client::Connect(const std::string& address, int timeout_m
       while (!s->cv.wait_for(lock, period, [s] { return s->stop; })) {
         lock.unlock();
         grpc::ClientContext context;
-        context.AddMetadata(kSessionKey, s->id);
+        AddCallMetadata(context, s->id, s->authorization);
         context.set_deadline(std::chrono::system_clock::now() + period);
         v1::KeepAliveResponse response;
         stub->KeepAlive(&context, {}, &response).IgnoreError();  // the next one retries
@@ -150,7 +169,7 @@ absl::StatusOr<Client> Client::Connect(const std::string& address, int timeout_m
 const std::string& Client::session_id() const { return session_->id; }
 
 void Client::AttachSession(grpc::ClientContext& context) const {
-  context.AddMetadata(kSessionKey, session_->id);
+  AddCallMetadata(context, session_->id, session_->authorization);
 }
 
 absl::StatusOr<v1::GetServerInfoResponse> Client::ServerInfo() const {
@@ -219,7 +238,7 @@ absl::StatusOr<v1::ArrayInfo> Client::UploadBytes(const v1::UploadHeader& header
     absl::StatusOr<v1::ArrayInfo> info = UploadThroughSharedMemory(header, data, bytes);
     if (!FallBackToStreaming(info.status())) return info;
   }
-  return StreamUpload(*stub_, session_->id, header, data, bytes, options_.upload_message_bytes);
+  return StreamUpload(*stub_, *this, header, data, bytes, options_.upload_message_bytes);
 }
 
 template <typename Part>
@@ -273,7 +292,7 @@ absl::Status Client::WriteAll(const v1::ArrayInfo& info, const void* data, int64
                      v1::UploadHeader header;
                      header.set_handle(info.handle());
                      *header.mutable_region() = RowRange(info, begin, end);
-                     return StreamUpload(stub, session_->id, header, base + offset, length,
+                     return StreamUpload(stub, *this, header, base + offset, length,
                                          options_.upload_message_bytes)
                          .status();
                    });
@@ -290,7 +309,7 @@ absl::Status Client::DownloadAll(const v1::ArrayInfo& info, void* dst, int64_t b
                        int64_t length) {
                      int64_t got = 0;
                      absl::Status s = StreamDownload(
-                         stub, session_->id, info.handle(), RowRange(info, begin, end),
+                         stub, *this, info.handle(), RowRange(info, begin, end),
                          [&](const std::string& piece) {
                            if (got + static_cast<int64_t>(piece.size()) > length) {
                              return absl::FailedPreconditionError(
@@ -317,7 +336,7 @@ absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& 
   int64_t got = 0;
   char* out = static_cast<char*>(dst);
   absl::Status s =
-      StreamDownload(*stub_, session_->id, handle, region, [&](const std::string& piece) {
+      StreamDownload(*stub_, *this, handle, region, [&](const std::string& piece) {
         if (got + static_cast<int64_t>(piece.size()) > bytes) {
           return absl::FailedPreconditionError(
               absl::StrCat("download of ", handle, " holds more than the ", bytes, " bytes given"));
@@ -336,7 +355,7 @@ absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& 
 absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& region,
                                    std::string* out) const {
   out->clear();
-  return StreamDownload(*stub_, session_->id, handle, region, [&](const std::string& piece) {
+  return StreamDownload(*stub_, *this, handle, region, [&](const std::string& piece) {
     out->append(piece);
     return absl::OkStatus();
   });

@@ -2,6 +2,7 @@
 // over gRPC, grpc.health.v1 for probes, and Prometheus metrics. The parts live in server/daemon/;
 // this file only puts them together in order.
 #include <algorithm>
+#include <csignal>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,7 @@
 #include "server/engine/sessions.h"
 #include "server/logging/transfer_log.h"
 #include "server/metrics/metrics.h"
+#include "server/security/authenticator.h"
 #include "server/service/array_service.h"
 
 namespace distarray {
@@ -50,6 +52,12 @@ int RunDaemon(int argc, char** argv) {
   daemon::ConfigureLogging(options->log_level, options->log_json);
   for (const std::string& variable : sources.ignored_env) {
     spdlog::info("environment variable {} names no flag of distarrayd; ignored", variable);
+  }
+  absl::StatusOr<std::unique_ptr<Authenticator>> authenticator =
+      Authenticator::FromTokensFile(options->auth_tokens_file);
+  if (!authenticator.ok()) {
+    spdlog::critical("{}", std::string(authenticator.status().message()));
+    return daemon::kExitBadFlags;
   }
 
   // Health first: probes see readiness NOT_SERVING while the devices start, not a refused port.
@@ -94,6 +102,7 @@ int RunDaemon(int argc, char** argv) {
   service.set_drain_gate(&drain_gate);
   TransferLog transfer_log(options->log_progress);
   service.set_transfer_log(&transfer_log);
+  service.set_authenticator(authenticator->get());
 
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       daemon::ApiServerCredentials(*options);
@@ -129,6 +138,7 @@ int RunDaemon(int argc, char** argv) {
   }
 
   daemon::SignalDispatcher signals;
+  signals.On(SIGHUP, [&] { (*authenticator)->ReloadTokens(); });
   const int signal = signals.WaitForTermination();
   spdlog::info("signal {}: stopping", signal);
   daemon::DrainParts drain;

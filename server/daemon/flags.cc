@@ -7,10 +7,12 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/checked.h"
 #include "common/index_map.h"
 #include "common/sizes.h"
 #include "common/status_macros.h"
+#include "server/security/tenant.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "gRPC listen address (host:port; port 0 picks one). Loopback by default: serving other "
@@ -81,11 +83,58 @@ ABSL_FLAG(int, max_registered_programs, 1024, "Most programs kept by RegisterPro
 ABSL_FLAG(int, max_cached_graphs, 64,
           "Most executable graphs RunGraph keeps (least recently used goes first)");
 
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM certificate chain of the API port; with --tls_key_file the API is served over TLS");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file");
+ABSL_FLAG(std::string, tls_client_ca_file, "",
+          "PEM CA certificates; when set, clients must present a certificate signed by one of "
+          "them (mutual TLS)");
+ABSL_FLAG(std::string, auth_tokens_file, "",
+          "File of 'tenant: token' lines; every API call must then carry 'authorization: Bearer "
+          "<token>' and sees only its tenant's arrays. Re-read on SIGHUP. Empty: no "
+          "authentication, everything is the tenant 'default'");
+ABSL_FLAG(std::string, tenant_memory_quota, "",
+          "Per-device memory quota of each tenant's arrays, e.g. 8GiB; 0 or empty: none");
+ABSL_FLAG(std::string, tenant_memory_quota_overrides, "",
+          "Per-tenant quotas replacing --tenant_memory_quota, e.g. 'alice=16GiB,batch=0' (0: none)");
+
 namespace distarray::daemon {
 namespace {
 
 absl::Status BadFlag(absl::string_view flag, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", why));
+}
+
+// A quota: a byte count, or 0 / empty for none.
+absl::StatusOr<int64_t> ParseQuota(const std::string& text) {
+  if (text.empty() || text == "0") return 0;
+  return ParseByteCount(text);
+}
+
+// "tenant=bytes,tenant=bytes" (--tenant_memory_quota_overrides).
+absl::StatusOr<absl::flat_hash_map<std::string, int64_t>> ParseQuotaOverrides(
+    const std::string& text) {
+  absl::flat_hash_map<std::string, int64_t> quotas;
+  if (text.empty()) return quotas;
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    const std::vector<std::string> parts = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    if (parts.size() != 2) {
+      return BadFlag("tenant_memory_quota_overrides",
+                     absl::StrCat("expected tenant=bytes, got '", item, "'"));
+    }
+    if (absl::Status valid = ValidateTenantName(parts[0], "tenant"); !valid.ok()) {
+      return BadFlag("tenant_memory_quota_overrides", valid.message());
+    }
+    absl::StatusOr<int64_t> bytes = ParseQuota(parts[1]);
+    if (!bytes.ok()) {
+      return BadFlag("tenant_memory_quota_overrides",
+                     absl::StrCat(parts[0], ": ", bytes.status().message()));
+    }
+    if (!quotas.emplace(parts[0], *bytes).second) {
+      return BadFlag("tenant_memory_quota_overrides", absl::StrCat(parts[0], " is given twice"));
+    }
+  }
+  return quotas;
 }
 
 }  // namespace
@@ -209,6 +258,20 @@ absl::StatusOr<DaemonOptions> DaemonOptionsFromFlags() {
   }
   e.programs.max_cached_graphs = absl::GetFlag(FLAGS_max_cached_graphs);
   if (e.programs.max_cached_graphs < 0) return BadFlag("max_cached_graphs", "must be >= 0");
+
+  o.tls.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  o.tls.key_file = absl::GetFlag(FLAGS_tls_key_file);
+  o.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
+  o.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens_file);
+  const std::string quota = absl::GetFlag(FLAGS_tenant_memory_quota);
+  absl::StatusOr<int64_t> quota_bytes = ParseQuota(quota);
+  if (!quota_bytes.ok()) {
+    return BadFlag("tenant_memory_quota",
+                   absl::StrCat(quota_bytes.status().message(), ", got '", quota, "'"));
+  }
+  e.tenant_quotas.default_quota_bytes = *quota_bytes;
+  ASSIGN_OR_RETURN(e.tenant_quotas.quota_bytes_by_tenant,
+                   ParseQuotaOverrides(absl::GetFlag(FLAGS_tenant_memory_quota_overrides)));
   return o;
 }
 

@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "server/backend/backend_factory.h"
 #include "server/engine/engine.h"
+#include "server/security/tls_credentials.h"
 
 namespace distarray::daemon {
 
@@ -39,6 +40,11 @@ struct DaemonOptions {
   absl::Duration keepalive_time = absl::Seconds(30);
   absl::Duration keepalive_timeout = absl::Seconds(10);
   int max_message_bytes = 64 << 20;  // each way
+
+  // The API port's TLS (none of the files: plaintext) and the bearer tokens file (empty: no
+  // authentication, every call is the default tenant). docs/operations.md, "Security".
+  TlsFiles tls;
+  std::string auth_tokens_file;
 };
 
 // Parses a --log_level value, in any case: trace, debug, info, warn (or warning), error,

@@ -3,8 +3,8 @@
 namespace distarray::daemon {
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ApiServerCredentials(
-    const DaemonOptions& /*options*/) {
-  return grpc::InsecureServerCredentials();
+    const DaemonOptions& options) {
+  return ApiServerCredentialsFromFiles(options.tls);
 }
 
 }  // namespace distarray::daemon

@@ -1,11 +1,36 @@
 #include "server/security/authenticator.h"
 
+#include <spdlog/spdlog.h>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/security/tenant.h"
 
 namespace distarray {
+
+absl::StatusOr<std::unique_ptr<Authenticator>> Authenticator::FromTokensFile(
+    const std::string& path) {
+  if (path.empty()) return std::make_unique<Authenticator>();
+  absl::StatusOr<std::unique_ptr<TokenStore>> store = TokenStore::Load(path);
+  if (!store.ok()) return store.status();
+  spdlog::info("authentication: {} tokens of {} tenants from {}", (*store)->token_count(),
+               (*store)->tenant_count(), path);
+  return std::make_unique<Authenticator>(*std::move(store));
+}
+
+void Authenticator::ReloadTokens() const {
+  if (!enabled()) {
+    spdlog::info("SIGHUP: no --auth_tokens_file to reload");
+    return;
+  }
+  if (absl::Status reloaded = store_->Reload(); !reloaded.ok()) {
+    spdlog::error("SIGHUP: {}; the previous tokens stay in force", std::string(reloaded.message()));
+    return;
+  }
+  spdlog::info("SIGHUP: reloaded {} tokens of {} tenants from {}", store_->token_count(),
+               store_->tenant_count(), store_->path());
+}
 
 absl::StatusOr<std::string> Authenticator::TenantOf(
     const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const {

@@ -24,6 +24,14 @@ class Authenticator {
   // No store: authentication is off and every call is kDefaultTenant.
   explicit Authenticator(std::unique_ptr<TokenStore> store = nullptr) : store_(std::move(store)) {}
 
+  // An authenticator over the tokens of `path`; authentication off when `path` is empty.
+  // INVALID_ARGUMENT naming --auth_tokens_file (and the line) when the file is unusable.
+  static absl::StatusOr<std::unique_ptr<Authenticator>> FromTokensFile(const std::string& path);
+
+  // Re-reads the tokens file (SIGHUP) and logs the outcome: on error the previous tokens stay in
+  // force. A no-op when authentication is off.
+  void ReloadTokens() const;
+
   bool enabled() const { return store_ != nullptr; }
   TokenStore* store() const { return store_.get(); }
 

@@ -53,6 +53,16 @@ struct ConnectOptions {
   bool keepalive = true;
   SharedMemoryUse shared_memory = SharedMemoryUse::kAuto;
   int64_t shared_memory_min_bytes = 1 << 20;  // kAuto: smaller transfers stream
+  // The bearer token of a daemon run with --auth_tokens_file, sent on every call as
+  // "authorization: Bearer <token>"; empty: none. It decides the tenant the client's arrays,
+  // sessions and programs belong to.
+  std::string token;
+  // TLS to a daemon run with --tls_cert_file. `tls_root_certs_pem` verifies the server (empty:
+  // the system's roots); a client certificate and key (PEM) answer --tls_client_ca_file.
+  bool tls = false;
+  std::string tls_root_certs_pem;
+  std::string tls_client_cert_pem;
+  std::string tls_client_key_pem;
 };
 
 // The layout and identity of a new array.
@@ -110,7 +120,7 @@ class Client {
 
   v1::ArrayService::Stub& stub() const { return *stub_; }
   const std::string& session_id() const;
-  // Adds this client's session to a context for a call made through stub() directly.
+  // Adds this client's session and token to a context for a call made through stub() directly.
   void AttachSession(grpc::ClientContext& context) const;
 
   // Untyped transfers the typed wrappers use.
