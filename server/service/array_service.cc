@@ -103,6 +103,11 @@ grpc::Status ArrayServiceImpl::GetServerInfo(grpc::ServerContext* context,
                                              v1::GetServerInfoResponse* response) {
   return Handle("GetServerInfo", context, [&](const CallContext&) {
     *response = engine_.ServerInfo();
+    if (shared_memory_.enabled && !shared_memory_.host_id.empty()) {
+      response->set_host_id(shared_memory_.host_id);
+      response->add_features("upload_from_shared_memory");
+      response->add_features("download_to_shared_memory");
+    }
     return absl::OkStatus();
   });
 }
@@ -199,6 +204,38 @@ grpc::Status ArrayServiceImpl::DownloadArray(
     RETURN_IF_ERROR(downloaded);
     transfer.Succeed();
     metrics_.RecordTransferBytes("download", sent);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status ArrayServiceImpl::UploadFromSharedMemory(
+    grpc::ServerContext* context, const v1::UploadFromSharedMemoryRequest* request,
+    v1::UploadFromSharedMemoryResponse* response) {
+  return Handle("UploadFromSharedMemory", context, [&](const CallContext& call) -> absl::Status {
+    RETURN_IF_ERROR(CheckSharedMemoryEnabled(shared_memory_));
+    TransferLog::Stream transfer = transfer_log_->Begin("shared-memory upload", call.tenant,
+                                                        request->header().handle());
+    ASSIGN_OR_RETURN(ArrayPtr array, distarray::UploadFromSharedMemory(engine_, *request, call));
+    metrics_.RecordTransferBytes("upload", request->source().bytes());
+    transfer.Add(request->source().bytes());
+    transfer.set_array(array->handle);
+    transfer.Succeed();
+    *response->mutable_array() = ToArrayInfo(*array);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status ArrayServiceImpl::DownloadToSharedMemory(
+    grpc::ServerContext* context, const v1::DownloadToSharedMemoryRequest* request,
+    v1::DownloadToSharedMemoryResponse* response) {
+  return Handle("DownloadToSharedMemory", context, [&](const CallContext& call) -> absl::Status {
+    RETURN_IF_ERROR(CheckSharedMemoryEnabled(shared_memory_));
+    TransferLog::Stream transfer =
+        transfer_log_->Begin("shared-memory download", call.tenant, request->handle());
+    ASSIGN_OR_RETURN(*response, distarray::DownloadToSharedMemory(engine_, *request, call));
+    metrics_.RecordTransferBytes("download", response->bytes());
+    transfer.Add(response->bytes());
+    transfer.Succeed();
     return absl::OkStatus();
   });
 }

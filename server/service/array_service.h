@@ -15,6 +15,7 @@
 #include "server/logging/transfer_log.h"
 #include "server/metrics/metrics.h"
 #include "server/security/authenticator.h"
+#include "server/service/shared_memory_transfer.h"
 #include "server/service/upload_watchdog.h"
 
 namespace distarray {
@@ -22,10 +23,13 @@ namespace distarray {
 class ArrayServiceImpl final : public v1::ArrayService::Service {
  public:
   // Uploads idle for engine.options().upload_idle_timeout_ms are cancelled (0: never).
-  ArrayServiceImpl(Engine& engine, Metrics& metrics)
+  // `shared_memory` is the --shared_memory setting (on unless given).
+  ArrayServiceImpl(Engine& engine, Metrics& metrics,
+                   SharedMemoryOptions shared_memory = MakeSharedMemoryOptions(true))
       : engine_(engine),
         metrics_(metrics),
-        upload_watchdog_(absl::Milliseconds(engine.options().upload_idle_timeout_ms)) {}
+        upload_watchdog_(absl::Milliseconds(engine.options().upload_idle_timeout_ms)),
+        shared_memory_(std::move(shared_memory)) {}
 
   // While `gate` drains, new calls and (once the drain time is spent) running ones answer
   // UNAVAILABLE. Not owned; unset: never drains.
@@ -47,6 +51,12 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
                            v1::UploadArrayResponse* response) override;
   grpc::Status DownloadArray(grpc::ServerContext* context, const v1::DownloadArrayRequest* request,
                              grpc::ServerWriter<v1::DownloadArrayResponse>* writer) override;
+  grpc::Status UploadFromSharedMemory(grpc::ServerContext* context,
+                                      const v1::UploadFromSharedMemoryRequest* request,
+                                      v1::UploadFromSharedMemoryResponse* response) override;
+  grpc::Status DownloadToSharedMemory(grpc::ServerContext* context,
+                                      const v1::DownloadToSharedMemoryRequest* request,
+                                      v1::DownloadToSharedMemoryResponse* response) override;
   grpc::Status DescribeArray(grpc::ServerContext* context, const v1::DescribeArrayRequest* request,
                              v1::DescribeArrayResponse* response) override;
   grpc::Status ListArrays(grpc::ServerContext* context, const v1::ListArraysRequest* request,
@@ -88,6 +98,7 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
   daemon::DrainGate* drain_gate_ = nullptr;
   TransferLog default_transfer_log_;
   TransferLog* transfer_log_ = &default_transfer_log_;
+  const SharedMemoryOptions shared_memory_;
 };
 
 }  // namespace distarray

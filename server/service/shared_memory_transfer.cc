@@ -1,0 +1,136 @@
+#include "server/service/shared_memory_transfer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "common/box.h"
+#include "common/checked.h"
+#include "common/dtype.h"
+#include "common/index_map.h"
+#include "common/proto_convert.h"
+#include "common/status_macros.h"
+#include "server/engine/upload_session.h"
+#include "server/service/shared_memory_segment.h"
+
+namespace distarray {
+namespace {
+
+// Uploads hand the mapping to the session in pieces this large, checking between pieces that
+// the call is still wanted (a 1 GiB copy should not outlive its cancelled call by seconds).
+constexpr int64_t kUploadPieceBytes = int64_t{64} << 20;
+// Downloads ask the engine for pieces this large (its maximum message size); each is copied
+// into the mapping as it arrives.
+constexpr int64_t kDownloadPieceBytes = int64_t{64} << 20;
+
+}  // namespace
+
+SharedMemoryOptions MakeSharedMemoryOptions(bool enabled) {
+  SharedMemoryOptions options;
+  options.enabled = enabled;
+  if (enabled) options.host_id = SharedMemoryHostId();
+  return options;
+}
+
+absl::Status CheckSharedMemoryEnabled(const SharedMemoryOptions& options) {
+  if (!options.enabled) {
+    return absl::FailedPreconditionError(
+        "shared-memory transfers are off on this daemon (--shared_memory=off); stream with "
+        "UploadArray / DownloadArray");
+  }
+  if (options.host_id.empty()) {
+    return absl::FailedPreconditionError(
+        "shared-memory transfers are unavailable: the daemon cannot read /dev/shm or the boot "
+        "id; stream with UploadArray / DownloadArray");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ArrayPtr> UploadFromSharedMemory(Engine& engine,
+                                                const v1::UploadFromSharedMemoryRequest& request,
+                                                const CallContext& call) {
+  if (!request.has_header()) return absl::InvalidArgumentError("header: required");
+  if (!request.has_source()) return absl::InvalidArgumentError("source: required");
+  RETURN_IF_ERROR(CheckSharedMemoryRange(request.source(), "source"));
+  ASSIGN_OR_RETURN(std::unique_ptr<UploadSession> session,
+                   engine.BeginUpload(request.header(), call));
+  if (session->expected_bytes() != request.source().bytes()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("source.bytes: ", request.source().bytes(), ", but the region holds ",
+                     session->expected_bytes(), " bytes (its elements times the dtype's size)"));
+  }
+  ASSIGN_OR_RETURN(MappedSegment segment,
+                   MappedSegment::Open(request.source(), SegmentAccess::kRead, "source"));
+  absl::string_view bytes(segment.data(), static_cast<size_t>(segment.size()));
+  while (!bytes.empty()) {
+    RETURN_IF_ERROR(call.CheckAlive());
+    const size_t n = std::min<size_t>(bytes.size(), kUploadPieceBytes);
+    RETURN_IF_ERROR(session->Append(bytes.substr(0, n)));
+    bytes.remove_prefix(n);
+  }
+  RETURN_IF_ERROR(call.CheckAlive());
+  return session->Finish();
+}
+
+absl::StatusOr<v1::DownloadToSharedMemoryResponse> DownloadToSharedMemory(
+    Engine& engine, const v1::DownloadToSharedMemoryRequest& request, const CallContext& call) {
+  if (!request.has_destination()) return absl::InvalidArgumentError("destination: required");
+  RETURN_IF_ERROR(CheckSharedMemoryRange(request.destination(), "destination"));
+  // The region's size is known before any device read, so a wrong length fails early.
+  ASSIGN_OR_RETURN(ArrayPtr array, engine.Describe(request.handle(), call));
+  ASSIGN_OR_RETURN(Box box, NormalizeRegion(request.region(), array->shape, "region"));
+  const Shape shape = BoxShape(box);
+  // A live array's bytes fit in int64, and a region holds no more than its array.
+  const int64_t region_bytes = NumElements(shape) * DTypeSize(array->dtype);
+  if (request.destination().bytes() != region_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "destination.bytes: ", request.destination().bytes(), ", but the region holds ",
+        region_bytes, " bytes (its elements times the dtype's size)"));
+  }
+  ASSIGN_OR_RETURN(
+      MappedSegment segment,
+      MappedSegment::Open(request.destination(), SegmentAccess::kReadWrite, "destination"));
+  v1::DownloadArrayRequest download;
+  download.set_handle(request.handle());
+  *download.mutable_region() = request.region();
+  download.set_max_message_bytes(kDownloadPieceBytes);
+  int64_t written = 0;
+  absl::Status emit_error;
+  const absl::Status downloaded = engine.Download(
+      download,
+      [&](const Shape& emitted_shape, DType dtype, absl::string_view bytes) {
+        // The array may have been replaced under its handle since Describe; never write past the
+        // range whatever the engine sends.
+        if (static_cast<int64_t>(bytes.size()) > segment.size() - written) {
+          emit_error = absl::FailedPreconditionError(
+              absl::StrCat("handle: the array changed during the download (more than the ",
+                           segment.size(), " bytes described); retry"));
+          return false;
+        }
+        if (absl::Status alive = call.CheckAlive(); !alive.ok()) {
+          emit_error = alive;
+          return false;
+        }
+        std::memcpy(segment.data() + written, bytes.data(), bytes.size());
+        written += static_cast<int64_t>(bytes.size());
+        return true;
+      },
+      call);
+  RETURN_IF_ERROR(emit_error);  // why emit stopped, rather than the engine's "stopped reading"
+  RETURN_IF_ERROR(downloaded);
+  RETURN_IF_ERROR(call.CheckAlive());
+  if (written != segment.size()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("handle: the array changed during the download (", written, " of ",
+                     segment.size(), " bytes described); retry"));
+  }
+  v1::DownloadToSharedMemoryResponse response;
+  *response.mutable_shape() = ToProto(shape);
+  response.set_dtype(ToProto(array->dtype));
+  response.set_bytes(written);
+  return response;
+}
+
+}  // namespace distarray

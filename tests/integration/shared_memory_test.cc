@@ -1,0 +1,469 @@
+// Transfers through shared memory (UploadFromSharedMemory / DownloadToSharedMemory) against the
+// real daemon: round trips of every dtype through several layouts compared with the streaming
+// path, every malformed or hostile segment, the daemon with the feature off, and the SDK's
+// automatic choice between shared memory and streaming.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "client/shared_memory.h"
+#include "tests/support/backend_fixture.h"
+#include "tests/support/reference.h"
+
+namespace distarray::testing {
+namespace {
+
+// A segment the test makes by hand, to hand the daemon exactly what an attacker could: any size,
+// mode or owner. Removed when destroyed.
+class TestSegment {
+ public:
+  explicit TestSegment(int64_t bytes, mode_t mode = 0600) {
+    static int counter = 0;
+    name_ = absl::StrCat("/distarray-test-", getpid(), "-", counter++);
+    fd_ = shm_open(name_.c_str(), O_RDWR | O_CREAT | O_EXCL, mode);
+    EXPECT_GE(fd_, 0) << std::strerror(errno);
+    EXPECT_EQ(fchmod(fd_, mode), 0);  // past the umask
+    EXPECT_EQ(ftruncate(fd_, bytes), 0);
+  }
+  ~TestSegment() {
+    close(fd_);
+    shm_unlink(name_.c_str());
+  }
+  const std::string& name() const { return name_; }
+  int fd() const { return fd_; }
+  void Write(const void* data, int64_t bytes, int64_t offset = 0) const {
+    ASSERT_EQ(pwrite(fd_, data, bytes, offset), bytes);
+  }
+  std::string Read(int64_t bytes, int64_t offset = 0) const {
+    std::string out(bytes, '\0');
+    EXPECT_EQ(pread(fd_, out.data(), bytes, offset), bytes);
+    return out;
+  }
+  v1::SharedMemoryRange Range(int64_t segment_bytes, int64_t offset, int64_t bytes) const {
+    v1::SharedMemoryRange range;
+    range.set_name(name_);
+    range.set_segment_bytes(segment_bytes);
+    range.set_offset(offset);
+    range.set_bytes(bytes);
+    return range;
+  }
+
+ private:
+  std::string name_;
+  int fd_ = -1;
+};
+
+ConnectOptions WithSharedMemory(SharedMemoryUse use) {
+  ConnectOptions options;
+  options.shared_memory = use;
+  return options;
+}
+
+class SharedMemoryTest : public BackendTest {
+ protected:
+  void SetUp() override {
+    BackendTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    auto always = Client::Connect(address(), 5000, WithSharedMemory(SharedMemoryUse::kAlways));
+    ASSERT_TRUE(always.ok()) << always.status();
+    always_.emplace(*std::move(always));
+    auto never = Client::Connect(address(), 5000, WithSharedMemory(SharedMemoryUse::kNever));
+    ASSERT_TRUE(never.ok()) << never.status();
+    never_.emplace(*std::move(never));
+  }
+
+  grpc::Status Upload(const v1::UploadFromSharedMemoryRequest& request,
+                      v1::UploadFromSharedMemoryResponse* response = nullptr) const {
+    grpc::ClientContext context;
+    client().AttachSession(context);
+    v1::UploadFromSharedMemoryResponse ignored;
+    return client().stub().UploadFromSharedMemory(&context, request,
+                                                  response ? response : &ignored);
+  }
+  grpc::Status Download(const v1::DownloadToSharedMemoryRequest& request,
+                        v1::DownloadToSharedMemoryResponse* response = nullptr) const {
+    grpc::ClientContext context;
+    client().AttachSession(context);
+    v1::DownloadToSharedMemoryResponse ignored;
+    return client().stub().DownloadToSharedMemory(&context, request,
+                                                  response ? response : &ignored);
+  }
+  // A header creating a float32 vector of `n` elements on device 0.
+  static v1::UploadHeader NewVector(int64_t n, v1::DType dtype = v1::DTYPE_FLOAT32) {
+    v1::UploadHeader header;
+    v1::ArraySpec* spec = header.mutable_new_array();
+    spec->mutable_shape()->add_dims(n);
+    spec->set_dtype(dtype);
+    *spec->mutable_index_map() = OnDevice(1, 0);
+    return header;
+  }
+  int64_t ArrayCount() const {
+    auto list = client().List();
+    EXPECT_TRUE(list.ok()) << list.status();
+    return list.ok() ? static_cast<int64_t>(list->size()) : -1;
+  }
+
+  const Client& always() const { return *always_; }
+  const Client& never() const { return *never_; }
+
+ private:
+  std::optional<Client> always_;
+  std::optional<Client> never_;
+};
+
+TEST_P(SharedMemoryTest, ReportsTheHostIdTheSdkComputes) {
+  ASSERT_OK_AND_ASSIGN(v1::GetServerInfoResponse info, client().ServerInfo());
+  EXPECT_FALSE(LocalHostId().empty());
+  EXPECT_EQ(info.host_id(), LocalHostId());
+  EXPECT_EQ(info.host_id().size(), 16u);
+  EXPECT_NE(std::find(info.features().begin(), info.features().end(), "upload_from_shared_memory"),
+            info.features().end());
+  EXPECT_TRUE(client().shared_memory_available());
+  EXPECT_FALSE(never().shared_memory_available());
+}
+
+TEST_P(SharedMemoryTest, EveryDTypeThroughRandomLayoutsMatchesStreaming) {
+  std::mt19937_64 rng(4321);
+  const std::vector<Shape> shapes = {{37}, {9, 13}, {5, 6, 7}};
+  ForEachDType([&](auto tag) {
+    using T = decltype(tag);
+    for (const Shape& shape : shapes) {
+      for (int trial = 0; trial < 2; ++trial) {
+        const TestMap map = RandomMap(shape, devices(), rng);
+        const std::vector<T> values = RandomValues<T>(NumElements(shape), rng);
+        const std::unique_ptr<T[]> data = Contiguous(values);
+        const int64_t bytes = NumElements(shape) * static_cast<int64_t>(sizeof(T));
+        v1::UploadHeader header;
+        v1::ArraySpec* spec = header.mutable_new_array();
+        for (int64_t d : shape) spec->mutable_shape()->add_dims(d);
+        spec->set_dtype(DTypeOf<T>());
+        *spec->mutable_index_map() = ToProto(map, shape);
+        ASSERT_OK_AND_ASSIGN(v1::ArrayInfo info,
+                             always().UploadThroughSharedMemory(header, data.get(), bytes));
+        Array array(client(), info, /*owned=*/true);
+        const std::vector<T> want = Expected(values, map, shape, v1::MODE_REPLICA);
+
+        // Streamed back: what went in through shared memory is what a streamed upload stores.
+        std::string streamed;
+        ASSERT_OK(never().DownloadBytes(info.handle(), {}, &streamed));
+        ASSERT_EQ(static_cast<int64_t>(streamed.size()), bytes);
+        ASSERT_EQ(std::memcmp(streamed.data(), Contiguous(want).get(), bytes), 0)
+            << v1::DType_Name(DTypeOf<T>()) << " rank " << shape.size();
+
+        // Back through shared memory: the same bytes as the stream.
+        std::string shared(bytes, '\0');
+        ASSERT_OK(always().DownloadThroughSharedMemory(info.handle(), {}, shared.data(), bytes));
+        ASSERT_EQ(shared, streamed) << v1::DType_Name(DTypeOf<T>()) << " rank " << shape.size();
+      }
+    }
+  });
+}
+
+TEST_P(SharedMemoryTest, RegionsWithNegativeStepsMatchStreaming) {
+  std::mt19937_64 rng(7);
+  const Shape shape = {6, 5, 8};
+  const TestMap map = RandomMap(shape, devices(), rng, /*allow_gaps=*/false);
+  const std::vector<double> values = RandomValues<double>(NumElements(shape), rng);
+  ASSERT_OK_AND_ASSIGN(Array array, never().Upload<double>(values, shape, {ToProto(map, shape)}));
+  const v1::Region region =
+      MakeRegion({SliceSpec{1, 5, 2}, SliceSpec{std::nullopt, std::nullopt, -1},
+                  SliceSpec{3, std::nullopt, std::nullopt}});
+  const int64_t region_bytes = 2 * 5 * 5 * sizeof(double);
+  std::string streamed;
+  ASSERT_OK(never().DownloadBytes(array.handle(), region, &streamed));
+  std::string shared(region_bytes, '\0');
+  ASSERT_OK(
+      always().DownloadThroughSharedMemory(array.handle(), region, shared.data(), region_bytes));
+  EXPECT_EQ(shared, streamed);
+
+  // Writing that region through shared memory puts the bytes where a streamed write would.
+  std::vector<double> patch(2 * 5 * 5);
+  for (size_t i = 0; i < patch.size(); ++i) patch[i] = -1.0 - static_cast<double>(i);
+  ASSERT_OK_AND_ASSIGN(Array twin, never().Upload<double>(values, shape, {ToProto(map, shape)}));
+  v1::UploadHeader header;
+  header.set_handle(array.handle());
+  *header.mutable_region() = region;
+  ASSERT_OK(always()
+                .UploadThroughSharedMemory(header, patch.data(),
+                                           static_cast<int64_t>(patch.size() * sizeof(double)))
+                .status());
+  ASSERT_OK(twin.Write<double>(patch, region));
+  ASSERT_OK_AND_ASSIGN(std::vector<double> got, array.Download<double>());
+  ASSERT_OK_AND_ASSIGN(std::vector<double> want, twin.Download<double>());
+  EXPECT_EQ(got, want);
+}
+
+TEST_P(SharedMemoryTest, RangesAtAnOffsetInsideALargerSegment) {
+  const int64_t n = 1000, offset = 4096 + 12;  // not page aligned
+  TestSegment segment(offset + n * 4 + 100);
+  std::vector<float> values(n);
+  for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(i) * 0.5f;
+  segment.Write(values.data(), n * 4, offset);
+  v1::UploadFromSharedMemoryRequest request;
+  *request.mutable_header() = NewVector(n);
+  *request.mutable_source() = segment.Range(offset + n * 4 + 100, offset, n * 4);
+  v1::UploadFromSharedMemoryResponse uploaded;
+  ASSERT_TRUE(Upload(request, &uploaded).ok());
+  Array array(client(), uploaded.array(), /*owned=*/true);
+  ASSERT_OK_AND_ASSIGN(std::vector<float> back, never().Open(array.handle())->Download<float>());
+  EXPECT_EQ(back, values);
+
+  // Download into the middle of a segment: the bytes around the range stay as they were.
+  TestSegment out(3 * 4096);
+  const std::string before(3 * 4096, '\x5a');
+  out.Write(before.data(), before.size());
+  v1::DownloadToSharedMemoryRequest download;
+  download.set_handle(array.handle());
+  *download.mutable_region() = MakeRegion({SliceSpec{10, 20}});
+  *download.mutable_destination() = out.Range(3 * 4096, 4095, 40);
+  v1::DownloadToSharedMemoryResponse response;
+  ASSERT_TRUE(Download(download, &response).ok());
+  EXPECT_EQ(response.bytes(), 40);
+  EXPECT_EQ(response.dtype(), v1::DTYPE_FLOAT32);
+  ASSERT_EQ(response.shape().dims_size(), 1);
+  EXPECT_EQ(response.shape().dims(0), 10);
+  const std::string after = out.Read(3 * 4096);
+  EXPECT_EQ(after.substr(0, 4095), before.substr(0, 4095));
+  EXPECT_EQ(std::memcmp(after.data() + 4095, values.data() + 10, 40), 0);
+  EXPECT_EQ(after.substr(4095 + 40), before.substr(4095 + 40));
+}
+
+// Expects `status` to have `code` and a message naming `field`.
+void ExpectRefused(const grpc::Status& status, grpc::StatusCode code, const std::string& field) {
+  EXPECT_EQ(status.error_code(), code) << status.error_message();
+  EXPECT_NE(status.error_message().find(field), std::string::npos) << status.error_message();
+}
+
+TEST_P(SharedMemoryTest, BadUploadsAreRefusedAndLeaveNothing) {
+  const int64_t arrays_before = ArrayCount();
+  TestSegment segment(4096);
+  const auto upload = [&](v1::SharedMemoryRange range, v1::UploadHeader header = NewVector(16)) {
+    v1::UploadFromSharedMemoryRequest request;
+    *request.mutable_header() = std::move(header);
+    *request.mutable_source() = std::move(range);
+    return Upload(request);
+  };
+  // Missing segment: the daemon does not see it, as from another host.
+  v1::SharedMemoryRange missing = segment.Range(4096, 0, 64);
+  missing.set_name("/distarray-test-no-such-segment");
+  ExpectRefused(upload(missing), grpc::StatusCode::FAILED_PRECONDITION, "source.name");
+  // Smaller than claimed: never mapped past its end.
+  ExpectRefused(upload(segment.Range(1 << 20, 1 << 19, 64)), grpc::StatusCode::INVALID_ARGUMENT,
+                "source.segment_bytes");
+  // Names outside one /dev/shm component.
+  for (const std::string& name :
+       {std::string("no-slash"), std::string("/"), std::string("/a/b"), std::string("/.."),
+        std::string("/."), std::string("/a b"), std::string("/\xc3\xa9"), std::string(""),
+        "/" + std::string(201, 'a'), std::string("//etc/passwd")}) {
+    v1::SharedMemoryRange range = segment.Range(4096, 0, 64);
+    range.set_name(name);
+    ExpectRefused(upload(range), grpc::StatusCode::INVALID_ARGUMENT, "source.name");
+  }
+  // Offsets and sizes: overflow, negative, past the segment.
+  ExpectRefused(upload(segment.Range(4096, INT64_MAX, 64)), grpc::StatusCode::INVALID_ARGUMENT,
+                "source.offset");
+  ExpectRefused(upload(segment.Range(INT64_MAX, INT64_MAX - 10, 64)),
+                grpc::StatusCode::INVALID_ARGUMENT, "source.offset");
+  ExpectRefused(upload(segment.Range(4096, -1, 64)), grpc::StatusCode::INVALID_ARGUMENT,
+                "source.offset");
+  ExpectRefused(upload(segment.Range(4096, 0, -64)), grpc::StatusCode::INVALID_ARGUMENT,
+                "source.bytes");
+  ExpectRefused(upload(segment.Range(-1, 0, 0)), grpc::StatusCode::INVALID_ARGUMENT,
+                "source.segment_bytes");
+  ExpectRefused(upload(segment.Range(4096, 4090, 64)), grpc::StatusCode::INVALID_ARGUMENT,
+                "source.offset + source.bytes");
+  // Bytes that do not match the array: 16 float64 elements are 128 bytes, not 64.
+  ExpectRefused(upload(segment.Range(4096, 0, 64), NewVector(16, v1::DTYPE_FLOAT64)),
+                grpc::StatusCode::INVALID_ARGUMENT, "source.bytes");
+  // A bool element is 0 or 1, whatever the bytes came through.
+  const std::string twos(16, '\x02');
+  segment.Write(twos.data(), twos.size());
+  ExpectRefused(upload(segment.Range(4096, 0, 16), NewVector(16, v1::DTYPE_BOOL)),
+                grpc::StatusCode::INVALID_ARGUMENT, "data");
+  // Missing parts of the request.
+  ExpectRefused(Upload(v1::UploadFromSharedMemoryRequest()), grpc::StatusCode::INVALID_ARGUMENT,
+                "header");
+  // Nothing was left behind by any of them.
+  EXPECT_EQ(ArrayCount(), arrays_before);
+}
+
+TEST_P(SharedMemoryTest, SegmentsOthersCouldChangeOrThatAreNotSegmentsAreRefused) {
+  const auto upload = [&](const std::string& name, int64_t segment_bytes) {
+    v1::UploadFromSharedMemoryRequest request;
+    *request.mutable_header() = NewVector(16);
+    v1::SharedMemoryRange* range = request.mutable_source();
+    range->set_name(name);
+    range->set_segment_bytes(segment_bytes);
+    range->set_bytes(64);
+    return Upload(request);
+  };
+  // Writable by others: another user could shrink it under the daemon's copy.
+  TestSegment shared(4096, 0666);
+  ExpectRefused(upload(shared.name(), 4096), grpc::StatusCode::PERMISSION_DENIED, "source.name");
+  TestSegment group(4096, 0620);
+  ExpectRefused(upload(group.name(), 4096), grpc::StatusCode::PERMISSION_DENIED, "source.name");
+  // Owned by another user (only root can give a file away; tests as another user skip this).
+  if (geteuid() == 0) {
+    TestSegment foreign(4096);
+    ASSERT_EQ(fchown(foreign.fd(), 65534, 65534), 0);
+    ExpectRefused(upload(foreign.name(), 4096), grpc::StatusCode::PERMISSION_DENIED,
+                  "owned by uid 65534");
+  }
+  // A symbolic link planted in /dev/shm is not followed.
+  const std::string link = absl::StrCat("distarray-test-link-", getpid());
+  ASSERT_EQ(symlink("/etc/hostname", ("/dev/shm/" + link).c_str()), 0) << std::strerror(errno);
+  ExpectRefused(upload("/" + link, 64), grpc::StatusCode::INVALID_ARGUMENT, "symbolic link");
+  unlink(("/dev/shm/" + link).c_str());
+  // A FIFO does not block the call, and is not a regular file.
+  const std::string fifo = absl::StrCat("distarray-test-fifo-", getpid());
+  ASSERT_EQ(mkfifo(("/dev/shm/" + fifo).c_str(), 0600), 0) << std::strerror(errno);
+  ExpectRefused(upload("/" + fifo, 64), grpc::StatusCode::INVALID_ARGUMENT, "not a regular");
+  unlink(("/dev/shm/" + fifo).c_str());
+  // Nor is a directory.
+  const std::string dir = absl::StrCat("distarray-test-dir-", getpid());
+  ASSERT_EQ(mkdir(("/dev/shm/" + dir).c_str(), 0700), 0) << std::strerror(errno);
+  ExpectRefused(upload("/" + dir, 64), grpc::StatusCode::INVALID_ARGUMENT, "not a regular");
+  rmdir(("/dev/shm/" + dir).c_str());
+}
+
+TEST_P(SharedMemoryTest, BadDownloadsAreRefused) {
+  std::vector<float> values(16, 1.5f);
+  ASSERT_OK_AND_ASSIGN(Array array, never().Upload<float>(values, {16}, {OnDevice(1, 0)}));
+  TestSegment segment(4096);
+  const auto download = [&](v1::SharedMemoryRange range, const std::string& handle) {
+    v1::DownloadToSharedMemoryRequest request;
+    request.set_handle(handle);
+    *request.mutable_destination() = std::move(range);
+    return Download(request);
+  };
+  ExpectRefused(download(segment.Range(4096, 0, 32), array.handle()),
+                grpc::StatusCode::INVALID_ARGUMENT, "destination.bytes");
+  ExpectRefused(download(segment.Range(4096, 4064, 64), array.handle()),
+                grpc::StatusCode::INVALID_ARGUMENT, "destination.offset + destination.bytes");
+  ExpectRefused(download(segment.Range(8192, 0, 64), array.handle()),
+                grpc::StatusCode::INVALID_ARGUMENT, "destination.segment_bytes");
+  v1::SharedMemoryRange missing = segment.Range(4096, 0, 64);
+  missing.set_name("/distarray-test-no-such-segment");
+  ExpectRefused(download(missing, array.handle()), grpc::StatusCode::FAILED_PRECONDITION,
+                "destination.name");
+  ExpectRefused(download(segment.Range(4096, 0, 64), "no-such-array"), grpc::StatusCode::NOT_FOUND,
+                "no-such-array");
+  v1::DownloadToSharedMemoryRequest no_destination;
+  no_destination.set_handle(array.handle());
+  ExpectRefused(Download(no_destination), grpc::StatusCode::INVALID_ARGUMENT, "destination");
+  // A refused download wrote nothing.
+  EXPECT_EQ(segment.Read(4096), std::string(4096, '\0'));
+}
+
+TEST_P(SharedMemoryTest, TheSdkRemovesItsSegments) {
+  std::vector<float> values(1 << 20, 2.0f);  // 4 MiB: over the automatic threshold
+  ASSERT_OK_AND_ASSIGN(Array array, client().Upload<float>(values, {1 << 20}, {OnDevice(1, 0)}));
+  ASSERT_OK_AND_ASSIGN(std::vector<float> back, array.Download<float>());
+  EXPECT_EQ(back, values);
+  // The SDK names its segments "distarray-<pid>-<random digits>"; none may be left.
+  const std::string prefix = absl::StrCat("distarray-", getpid(), "-");
+  DIR* dir = opendir("/dev/shm");
+  ASSERT_NE(dir, nullptr);
+  while (dirent* entry = readdir(dir)) {
+    EXPECT_NE(std::string(entry->d_name).rfind(prefix, 0), 0u)
+        << "segment /dev/shm/" << entry->d_name << " was left behind";
+  }
+  closedir(dir);
+}
+
+DISTARRAY_INSTANTIATE_BACKENDS(SharedMemoryTest);
+
+// The SDK's choice, seen from the daemon's log (--log_level=debug logs every transfer and its
+// path), and the daemon with the feature off.
+class SharedMemoryChoiceTest : public ::testing::Test {
+ protected:
+  void Start(const std::string& shared_memory) {
+    Daemon::Options options;
+    options.extra_flags = {"--log_level=debug", "--shared_memory=" + shared_memory};
+    auto started = Daemon::Start(options);
+    ASSERT_TRUE(started.ok()) << started.status();
+    daemon_ = *std::move(started);
+  }
+  void TearDown() override {
+    if (daemon_) EXPECT_TRUE(daemon_->alive()) << "distarrayd died during the test";
+  }
+  // Whether the daemon logged a shared-memory transfer of `handle`.
+  bool LoggedSharedMemory(const std::string& what, const std::string& handle) const {
+    return daemon_->log().find(absl::StrCat("shared-memory ", what, " ", handle)) !=
+           std::string::npos;
+  }
+  std::unique_ptr<Daemon> daemon_;
+};
+
+TEST_F(SharedMemoryChoiceTest, AutomaticAboveTheThresholdStreamingBelow) {
+  ASSERT_NO_FATAL_FAILURE(Start("on"));
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon_->address()));
+  EXPECT_TRUE(client.shared_memory_available());
+  const std::vector<int32_t> large(1 << 19, 7);  // 2 MiB
+  const std::vector<int32_t> small(1000, 3);
+  ASSERT_OK_AND_ASSIGN(Array big, client.Upload<int32_t>(large, {1 << 19}, {OnDevice(1, 0)}));
+  ASSERT_OK_AND_ASSIGN(Array little, client.Upload<int32_t>(small, {1000}, {OnDevice(1, 0)}));
+  ASSERT_OK_AND_ASSIGN(std::vector<int32_t> big_back, big.Download<int32_t>());
+  ASSERT_OK_AND_ASSIGN(std::vector<int32_t> little_back, little.Download<int32_t>());
+  EXPECT_EQ(big_back, large);
+  EXPECT_EQ(little_back, small);
+  EXPECT_TRUE(LoggedSharedMemory("upload", big.handle())) << daemon_->log();
+  EXPECT_TRUE(LoggedSharedMemory("download", big.handle())) << daemon_->log();
+  EXPECT_FALSE(LoggedSharedMemory("upload", little.handle())) << daemon_->log();
+  EXPECT_FALSE(LoggedSharedMemory("download", little.handle())) << daemon_->log();
+
+  // Forbidden by the options: streams whatever the size.
+  ConnectOptions never;
+  never.shared_memory = SharedMemoryUse::kNever;
+  ASSERT_OK_AND_ASSIGN(Client streaming, Client::Connect(daemon_->address(), 5000, never));
+  ASSERT_OK_AND_ASSIGN(Array streamed,
+                       streaming.Upload<int32_t>(large, {1 << 19}, {OnDevice(1, 0)}));
+  EXPECT_FALSE(LoggedSharedMemory("upload", streamed.handle()));
+}
+
+TEST_F(SharedMemoryChoiceTest, OffMeansNoHostIdRefusalsAndStreaming) {
+  ASSERT_NO_FATAL_FAILURE(Start("off"));
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon_->address()));
+  ASSERT_OK_AND_ASSIGN(v1::GetServerInfoResponse info, client.ServerInfo());
+  EXPECT_TRUE(info.host_id().empty());
+  EXPECT_FALSE(client.shared_memory_available());
+
+  // The automatic SDK streams, and the data arrives.
+  const std::vector<float> values(1 << 19, 0.25f);
+  ASSERT_OK_AND_ASSIGN(Array array, client.Upload<float>(values, {1 << 19}, {OnDevice(1, 0)}));
+  ASSERT_OK_AND_ASSIGN(std::vector<float> back, array.Download<float>());
+  EXPECT_EQ(back, values);
+  EXPECT_FALSE(LoggedSharedMemory("upload", array.handle()));
+
+  // Forced, the refusal comes back as it is.
+  ConnectOptions always;
+  always.shared_memory = SharedMemoryUse::kAlways;
+  ASSERT_OK_AND_ASSIGN(Client forced, Client::Connect(daemon_->address(), 5000, always));
+  absl::StatusOr<Array> refused = forced.Upload<float>(values, {1 << 19}, {OnDevice(1, 0)});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+  EXPECT_NE(refused.status().message().find("--shared_memory=off"), std::string::npos);
+  std::vector<float> out(1 << 19);
+  absl::Status download = forced.DownloadAll(array.info(), out.data(), 4 << 19);
+  EXPECT_EQ(download.code(), absl::StatusCode::kFailedPrecondition) << download;
+}
+
+TEST_F(SharedMemoryChoiceTest, TheFlagTakesOnlyOnOrOff) {
+  Daemon::Options options;
+  options.extra_flags = {"--shared_memory=maybe"};
+  auto started = Daemon::Start(options);
+  ASSERT_FALSE(started.ok());
+  EXPECT_NE(started.status().message().find("--shared_memory"), std::string::npos)
+      << started.status();
+}
+
+}  // namespace
+}  // namespace distarray::testing
