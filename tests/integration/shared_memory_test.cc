@@ -456,6 +456,50 @@ TEST_F(SharedMemoryChoiceTest, OffMeansNoHostIdRefusalsAndStreaming) {
   EXPECT_EQ(download.code(), absl::StatusCode::kFailedPrecondition) << download;
 }
 
+// Arrays are found as by the streaming calls, with the caller's tenant: another tenant's array
+// is NOT_FOUND through shared memory too, and an unknown token reaches nothing.
+TEST_F(SharedMemoryChoiceTest, TenantsSeeOnlyTheirOwnArrays) {
+  const std::string dir = absl::StrCat("/tmp/distarray-shm-tenants-", getpid());
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0) << std::strerror(errno);
+  const std::string tokens = dir + "/tokens";
+  {
+    FILE* f = std::fopen(tokens.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("alice: alice-token-0123456789abcdef\nbob: bob-token-0123456789abcdef\n", f);
+    std::fclose(f);
+  }
+  Daemon::Options options;
+  options.extra_flags = {"--auth_tokens_file=" + tokens};
+  auto started = Daemon::Start(options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  daemon_ = *std::move(started);
+  const auto connect = [&](const std::string& token) {
+    ConnectOptions connect_options;
+    connect_options.token = token;
+    connect_options.shared_memory = SharedMemoryUse::kAlways;
+    return Client::Connect(daemon_->address(), 5000, connect_options);
+  };
+  ASSERT_OK_AND_ASSIGN(Client alice, connect("alice-token-0123456789abcdef"));
+  ASSERT_OK_AND_ASSIGN(Client bob, connect("bob-token-0123456789abcdef"));
+  const std::vector<float> values(1000, 4.0f);
+  ASSERT_OK_AND_ASSIGN(Array array, alice.Upload<float>(values, {1000}, {OnDevice(1, 0)}));
+  std::vector<float> out(1000);
+  ASSERT_OK(alice.DownloadThroughSharedMemory(array.handle(), {}, out.data(), 4000));
+  EXPECT_EQ(out, values);
+  const absl::Status foreign =
+      bob.DownloadThroughSharedMemory(array.handle(), {}, out.data(), 4000);
+  EXPECT_EQ(foreign.code(), absl::StatusCode::kNotFound) << foreign;
+  v1::UploadHeader overwrite;
+  overwrite.set_handle(array.handle());
+  const absl::Status written =
+      bob.UploadThroughSharedMemory(overwrite, values.data(), 4000).status();
+  EXPECT_EQ(written.code(), absl::StatusCode::kNotFound) << written;
+  const absl::Status anonymous = connect("").status();
+  EXPECT_EQ(anonymous.code(), absl::StatusCode::kUnauthenticated) << anonymous;
+  unlink(tokens.c_str());
+  rmdir(dir.c_str());
+}
+
 TEST_F(SharedMemoryChoiceTest, TheFlagTakesOnlyOnOrOff) {
   Daemon::Options options;
   options.extra_flags = {"--shared_memory=maybe"};
