@@ -15,6 +15,7 @@ packages=(
   libabsl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
   prometheus-cpp-dev civetweb libcivetweb-dev libcurl4-openssl-dev zlib1g-dev
   libopenblas-dev clang-format
+  libssl-dev openssl
   clang-14 libclang-rt-14-dev llvm-14
   python3 python3-venv python3-pip
   debootstrap
