@@ -279,13 +279,32 @@ v1::Region RowRange(const v1::ArrayInfo& info, int64_t begin, int64_t end) {
 }  // namespace
 
 absl::Status Client::WriteAll(const v1::ArrayInfo& info, const void* data, int64_t bytes) const {
+  const char* base = static_cast<const char*>(data);
   if (UseSharedMemory(bytes)) {
-    v1::UploadHeader header;
-    header.set_handle(info.handle());
-    absl::Status s = UploadThroughSharedMemory(header, data, bytes).status();
+    // One segment; the row ranges (the same split as the streams below) are copied in and sent
+    // by one thread and call each, so the copies on both sides run in parallel.
+    absl::StatusOr<internal::SharedMemorySegment> segment =
+        internal::SharedMemorySegment::Create(bytes);
+    absl::Status s = segment.status();
+    if (segment.ok()) {
+      s = SplitRows(info, bytes,
+                    [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end, int64_t offset,
+                        int64_t length) {
+                      if (length > 0) std::memcpy(segment->data() + offset, base + offset, length);
+                      v1::UploadFromSharedMemoryRequest request;
+                      request.mutable_header()->set_handle(info.handle());
+                      *request.mutable_header()->mutable_region() = RowRange(info, begin, end);
+                      *request.mutable_source() = segment->Range();
+                      request.mutable_source()->set_offset(offset);
+                      request.mutable_source()->set_bytes(length);
+                      grpc::ClientContext context;
+                      AttachSession(context);
+                      v1::UploadFromSharedMemoryResponse response;
+                      return FromGrpc(stub.UploadFromSharedMemory(&context, request, &response));
+                    });
+    }
     if (!FallBackToStreaming(s)) return s;
   }
-  const char* base = static_cast<const char*>(data);
   return SplitRows(info, bytes,
                    [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end, int64_t offset,
                        int64_t length) {
@@ -299,11 +318,38 @@ absl::Status Client::WriteAll(const v1::ArrayInfo& info, const void* data, int64
 }
 
 absl::Status Client::DownloadAll(const v1::ArrayInfo& info, void* dst, int64_t bytes) const {
+  char* base = static_cast<char*>(dst);
   if (UseSharedMemory(bytes)) {
-    absl::Status s = DownloadThroughSharedMemory(info.handle(), {}, dst, bytes);
+    // As WriteAll: one segment, a thread and a call per row range, each copying its range out.
+    absl::StatusOr<internal::SharedMemorySegment> segment =
+        internal::SharedMemorySegment::Create(bytes);
+    absl::Status s = segment.status();
+    if (segment.ok()) {
+      s = SplitRows(
+          info, bytes,
+          [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end, int64_t offset,
+              int64_t length) {
+            v1::DownloadToSharedMemoryRequest request;
+            request.set_handle(info.handle());
+            *request.mutable_region() = RowRange(info, begin, end);
+            *request.mutable_destination() = segment->Range();
+            request.mutable_destination()->set_offset(offset);
+            request.mutable_destination()->set_bytes(length);
+            grpc::ClientContext context;
+            AttachSession(context);
+            v1::DownloadToSharedMemoryResponse response;
+            absl::Status part = FromGrpc(stub.DownloadToSharedMemory(&context, request, &response));
+            if (!part.ok()) return part;
+            if (response.bytes() != length) {
+              return absl::FailedPreconditionError(absl::StrCat(
+                  "download wrote ", response.bytes(), " bytes, expected ", length));
+            }
+            if (length > 0) std::memcpy(base + offset, segment->data() + offset, length);
+            return absl::OkStatus();
+          });
+    }
     if (!FallBackToStreaming(s)) return s;
   }
-  char* base = static_cast<char*>(dst);
   return SplitRows(info, bytes,
                    [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end, int64_t offset,
                        int64_t length) {

@@ -456,6 +456,29 @@ TEST_F(SharedMemoryChoiceTest, OffMeansNoHostIdRefusalsAndStreaming) {
   EXPECT_EQ(download.code(), absl::StatusCode::kFailedPrecondition) << download;
 }
 
+// Whole-array transfers above parallel_min_bytes go as one call per row range into one segment.
+TEST_F(SharedMemoryChoiceTest, RowRangesInParallelThroughOneSegment) {
+  ASSERT_NO_FATAL_FAILURE(Start("on"));
+  ConnectOptions options;
+  options.shared_memory = SharedMemoryUse::kAlways;
+  options.parallel_min_bytes = 1 << 20;
+  options.parallel_streams = 3;
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon_->address(), 5000, options));
+  const int64_t rows = 1001, cols = 517;  // rows do not divide evenly among the streams
+  std::vector<int64_t> values(rows * cols);
+  for (int64_t i = 0; i < rows * cols; ++i) values[i] = i * 7 - 3;
+  ASSERT_OK_AND_ASSIGN(
+      Array array,
+      client.Upload<int64_t>(values, {rows, cols}, {BlockGrid2D(rows, cols, 2, 2, {0, 1, 2, 3})}));
+  ASSERT_OK_AND_ASSIGN(std::vector<int64_t> back, array.Download<int64_t>());
+  EXPECT_EQ(back, values);
+  const std::string log = daemon_->log();
+  EXPECT_NE(log.find(absl::StrCat("shared-memory upload ", array.handle(), ": ")),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("over 3 streams"), std::string::npos) << log;
+}
+
 // Arrays are found as by the streaming calls, with the caller's tenant: another tenant's array
 // is NOT_FOUND through shared memory too, and an unknown token reaches nothing.
 TEST_F(SharedMemoryChoiceTest, TenantsSeeOnlyTheirOwnArrays) {
