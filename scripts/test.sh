@@ -5,7 +5,8 @@
 # ASan+UBSan (scripts/sanitize.sh) and the request fuzzer for FUZZ_SECONDS (scripts/fuzz.sh).
 # The Python SDK's pytest suite runs against the freshly built daemon (scripts/test-python.sh).
 # Then the installed C++ SDK is built against from outside the tree (scripts/check-install.sh).
-# SANITIZE=0, FUZZ=0, PYTHON=0 or INSTALL=0 leaves a stage out.
+# scripts/check-metrics.sh checks /metrics and deploy/monitoring/ with promtool.
+# SANITIZE=0, FUZZ=0, PYTHON=0, INSTALL=0 or METRICS=0 leaves a stage out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage() { echo "test: == $1 ($(date -u +%H:%M:%S))"; }

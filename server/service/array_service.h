@@ -31,16 +31,15 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
         upload_watchdog_(absl::Milliseconds(engine.options().upload_idle_timeout_ms)),
         shared_memory_(std::move(shared_memory)) {}
 
+  // Every call is first mapped to its tenant by `authenticator` (not owned; it outlives the
+  // service): a call it refuses gets UNAUTHENTICATED and reaches nothing else. Unset: every call
+  // is the default tenant.
+  void set_authenticator(const Authenticator* authenticator) { authenticator_ = authenticator; }
   // While `gate` drains, new calls and (once the drain time is spent) running ones answer
   // UNAVAILABLE. Not owned; unset: never drains.
   void set_drain_gate(daemon::DrainGate* gate) { drain_gate_ = gate; }
   // Where uploads and downloads are logged (not owned); unset: a default TransferLog.
   void set_transfer_log(TransferLog* log) { transfer_log_ = log; }
-
-  // Every call is first mapped to its tenant by `authenticator` (not owned; it outlives the
-  // service): a call it refuses gets UNAUTHENTICATED and reaches nothing else. Unset: every call
-  // is the default tenant.
-  void set_authenticator(const Authenticator* authenticator) { authenticator_ = authenticator; }
 
   grpc::Status GetServerInfo(grpc::ServerContext* context, const v1::GetServerInfoRequest* request,
                              v1::GetServerInfoResponse* response) override;
