@@ -53,6 +53,6 @@ hadolint Dockerfile && echo "deploy: hadolint: Dockerfile clean"
 
 if [ "${ROOTFS:-1}" != 0 ]; then
   step "runtime stage (root filesystem)"
-  DEPLOY_PYTHON=$venv/bin/python bash deploy/container/check-runtime-rootfs.sh
+  bash deploy/container/check-runtime-rootfs.sh
 fi
 step "done in $((SECONDS - start)) s"

@@ -9,7 +9,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "absl/flags/flag.h"
 #include "server/backend/backend_factory.h"
 #include "server/daemon/api_server.h"
 #include "server/daemon/command_line.h"
@@ -31,12 +30,6 @@
 #include "server/security/authenticator.h"
 #include "server/service/array_service.h"
 
-ABSL_FLAG(
-    std::string, shared_memory, "on",
-    "on: clients that see this host's /dev/shm (GetServerInfo's host_id) may transfer through "
-    "shared-memory segments of the daemon's user; off: those calls answer "
-    "FAILED_PRECONDITION and clients stream");
-
 namespace distarray {
 namespace {
 
@@ -46,8 +39,7 @@ int RunDaemon(int argc, char** argv) {
   daemon::BlockDaemonSignals();
   daemon::ConfigureUsage();
   daemon::CommandLineSources sources;
-  if (absl::Status parsed = daemon::ParseDaemonCommandLine(argc, argv, &sources);
-      !parsed.ok()) {
+  if (absl::Status parsed = daemon::ParseDaemonCommandLine(argc, argv, &sources); !parsed.ok()) {
     spdlog::critical("{}", std::string(parsed.message()));
     return daemon::kExitBadFlags;
   }
@@ -98,12 +90,7 @@ int RunDaemon(int argc, char** argv) {
   Engine engine(std::move(*backend), options->engine);
   // Scrapes read the engine from here on; declared after it, so it stops first.
   const Metrics::EngineObservation observed = (*metrics)->ObserveEngine(engine);
-  const std::string shared_memory = absl::GetFlag(FLAGS_shared_memory);
-  if (shared_memory != "on" && shared_memory != "off") {
-    spdlog::critical("--shared_memory: on or off, got \"{}\"", shared_memory);
-    return daemon::kExitBadFlags;
-  }
-  ArrayServiceImpl service(engine, **metrics, MakeSharedMemoryOptions(shared_memory == "on"));
+  ArrayServiceImpl service(engine, **metrics, MakeSharedMemoryOptions(options->shared_memory));
   // Expired sessions are swept a few times per lease, so their memory returns within about
   // lease * 1.25 of the client's last call.
   Ticker session_sweeper(

@@ -70,15 +70,10 @@ env_file=deploy/k8s/base/distarrayd.env
 probe_cmd=(/usr/local/bin/distarray_probe "--address=127.0.0.1:$health" --timeout_ms=2000)
 health_flag=--health_listen=127.0.0.1:$health
 daemon_help=$("$daemon" --helpfull 2>&1 || true)
-if ! grep -q -- --health_listen <<< "$daemon_help"; then
-  say "this distarrayd has no --health_listen yet: probing the API port's health service"
-  health_flag="" probe_cmd=()
-elif [ ! -x "$probe" ]; then
-  say "FAILED: $probe not built"; exit 1
-fi
+[ -x "$probe" ] || { say "FAILED: $probe not built"; exit 1; }
 export ROOT=$root API=$api METRICS=$metrics HEALTH_FLAG=$health_flag
 export CONFIG_ENV="$(grep -v -e '^#' -e '^$' "$env_file")"
-export PROBE="${probe_cmd[*]}" FALLBACK_PYTHON=${DEPLOY_PYTHON:-python3} CHECK_JSON_LOG=""
+export PROBE="${probe_cmd[*]}" CHECK_JSON_LOG=""
 if grep -q '^DISTARRAY_LOG_FORMAT=json$' "$env_file" && grep -q -- --log_format <<< "$daemon_help"; then
   CHECK_JSON_LOG=1
 fi
@@ -101,29 +96,15 @@ unshare --fork --pid --mount --propagation private bash -euo pipefail -c '
   serving=""
   for _ in $(seq 100); do
     kill -0 $pid 2>/dev/null || break
-    if [ -n "$PROBE" ]; then
-      as_user $PROBE --service=readiness >/dev/null 2>&1 && serving=readiness && break
-    else
-      "$FALLBACK_PYTHON" - "$API" <<PY >/dev/null 2>&1 && serving=api && break
-import sys, grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-with grpc.insecure_channel(f"127.0.0.1:{sys.argv[1]}") as channel:
-    reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=2)
-sys.exit(0 if reply.status == health_pb2.HealthCheckResponse.SERVING else 1)
-PY
-    fi
+    as_user $PROBE --service=readiness >/dev/null 2>&1 && serving=readiness && break
     sleep 0.2
   done
   uid=$(awk "/^Uid:/{print \$2}" "$ROOT/proc/$pid/status" 2>/dev/null || echo none)
   if [ -z "$serving" ]; then
     cat "$ROOT/tmp/daemon.log"; echo "rootfs: FAILED: the daemon never answered SERVING"; exit 1
   fi
-  if [ -n "$PROBE" ]; then
-    as_user $PROBE --service=liveness >/dev/null || { echo "rootfs: FAILED: liveness not SERVING"; exit 1; }
-    echo "rootfs: distarray_probe inside the root filesystem: readiness and liveness SERVING"
-  else
-    echo "rootfs: no distarray_probe built yet: grpc.health.v1 checked on the API port from outside"
-  fi
+  as_user $PROBE --service=liveness >/dev/null || { echo "rootfs: FAILED: liveness not SERVING"; exit 1; }
+  echo "rootfs: distarray_probe inside the root filesystem: readiness and liveness SERVING"
   [ "$uid" = 65532 ] || { echo "rootfs: FAILED: the daemon ran as uid $uid, not 65532"; exit 1; }
   trap - EXIT
   kill -TERM $pid

@@ -80,6 +80,10 @@ ABSL_FLAG(int64_t, max_loop_iterations, int64_t{1} << 30,
 ABSL_FLAG(int, max_program_statements, 4096,
           "RunGraph: most statements in a program, counted over every body");
 ABSL_FLAG(int, max_registered_programs, 1024, "Most programs kept by RegisterProgram");
+ABSL_FLAG(std::string, shared_memory, "on",
+          "on: clients that see this host's /dev/shm (GetServerInfo's host_id) may transfer "
+          "through shared-memory segments of the daemon's user; off: those calls answer "
+          "FAILED_PRECONDITION and clients stream");
 ABSL_FLAG(int, max_cached_graphs, 64,
           "Most executable graphs RunGraph keeps (least recently used goes first)");
 
@@ -95,8 +99,9 @@ ABSL_FLAG(std::string, auth_tokens_file, "",
           "authentication, everything is the tenant 'default'");
 ABSL_FLAG(std::string, tenant_memory_quota, "",
           "Per-device memory quota of each tenant's arrays, e.g. 8GiB; 0 or empty: none");
-ABSL_FLAG(std::string, tenant_memory_quota_overrides, "",
-          "Per-tenant quotas replacing --tenant_memory_quota, e.g. 'alice=16GiB,batch=0' (0: none)");
+ABSL_FLAG(
+    std::string, tenant_memory_quota_overrides, "",
+    "Per-tenant quotas replacing --tenant_memory_quota, e.g. 'alice=16GiB,batch=0' (0: none)");
 
 namespace distarray::daemon {
 namespace {
@@ -263,6 +268,11 @@ absl::StatusOr<DaemonOptions> DaemonOptionsFromFlags() {
   o.tls.key_file = absl::GetFlag(FLAGS_tls_key_file);
   o.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
   o.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens_file);
+  const std::string shared_memory = absl::GetFlag(FLAGS_shared_memory);
+  if (shared_memory != "on" && shared_memory != "off") {
+    return BadFlag("shared_memory", absl::StrCat("'on' or 'off', got '", shared_memory, "'"));
+  }
+  o.shared_memory = shared_memory == "on";
   const std::string quota = absl::GetFlag(FLAGS_tenant_memory_quota);
   absl::StatusOr<int64_t> quota_bytes = ParseQuota(quota);
   if (!quota_bytes.ok()) {

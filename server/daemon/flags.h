@@ -45,6 +45,9 @@ struct DaemonOptions {
   // authentication, every call is the default tenant). docs/operations.md, "Security".
   TlsFiles tls;
   std::string auth_tokens_file;
+
+  // Uploads and downloads through the client's POSIX shared-memory segments (--shared_memory).
+  bool shared_memory = true;
 };
 
 // Parses a --log_level value, in any case: trace, debug, info, warn (or warning), error,

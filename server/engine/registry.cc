@@ -139,13 +139,14 @@ int64_t Registry::EraseSession(absl::string_view session_key) {
     absl::MutexLock lock(&mu_);
     auto it = handles_by_session_.find(session_key);
     if (it == handles_by_session_.end()) return 0;
-    const absl::flat_hash_set<std::string> handles = std::move(it->second);
+    absl::flat_hash_set<std::string> handles = std::move(it->second);
     handles_by_session_.erase(it);
     for (const std::string& handle : handles) {
       auto found = by_handle_.find(handle);
       if (found == by_handle_.end()) continue;
+      // EraseLocked erases the map slot `found` points into: hand it our own reference.
       doomed.push_back(found->second);
-      EraseLocked(found->second);
+      EraseLocked(doomed.back());
     }
   }
   return static_cast<int64_t>(doomed.size());
