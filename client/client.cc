@@ -25,6 +25,8 @@ struct Client::Session {
   std::thread keepalive;
   // The daemon reported this host's host_id, and has not refused a segment since.
   std::atomic<bool> same_host{false};
+  // Set at Connect from ConnectOptions::shared_memory_cache_bytes.
+  std::unique_ptr<internal::SegmentCache> segments;
 
   ~Session() {
     {
@@ -140,6 +142,8 @@ absl::StatusOr<Client> Client::Connect(const std::string& address, int timeout_m
   auto session = std::make_shared<Session>();
   session->id = options.session_id.empty() ? RandomSessionId() : options.session_id;
   if (!options.token.empty()) session->authorization = "Bearer " + options.token;
+  session->segments = std::make_unique<internal::SegmentCache>(
+      std::max<int64_t>(0, options.shared_memory_cache_bytes));
   const bool keepalive = options.keepalive;
   Client client(stub, std::move(bulk), std::move(options), session);
   absl::StatusOr<v1::GetServerInfoResponse> info = client.ServerInfo();
@@ -283,8 +287,7 @@ absl::Status Client::WriteAll(const v1::ArrayInfo& info, const void* data, int64
   if (UseSharedMemory(bytes)) {
     // One segment; the row ranges (the same split as the streams below) are copied in and sent
     // by one thread and call each, so the copies on both sides run in parallel.
-    absl::StatusOr<internal::SharedMemorySegment> segment =
-        internal::SharedMemorySegment::Create(bytes);
+    absl::StatusOr<internal::SharedMemorySegment> segment = session_->segments->Take(bytes);
     absl::Status s = segment.status();
     if (segment.ok()) {
       s = SplitRows(info, bytes,
@@ -294,14 +297,13 @@ absl::Status Client::WriteAll(const v1::ArrayInfo& info, const void* data, int64
                       v1::UploadFromSharedMemoryRequest request;
                       request.mutable_header()->set_handle(info.handle());
                       *request.mutable_header()->mutable_region() = RowRange(info, begin, end);
-                      *request.mutable_source() = segment->Range();
-                      request.mutable_source()->set_offset(offset);
-                      request.mutable_source()->set_bytes(length);
+                      *request.mutable_source() = segment->Range(offset, length);
                       grpc::ClientContext context;
                       AttachSession(context);
                       v1::UploadFromSharedMemoryResponse response;
                       return FromGrpc(stub.UploadFromSharedMemory(&context, request, &response));
                     });
+      if (s.ok()) session_->segments->Give(*std::move(segment));
     }
     if (!FallBackToStreaming(s)) return s;
   }
@@ -321,32 +323,30 @@ absl::Status Client::DownloadAll(const v1::ArrayInfo& info, void* dst, int64_t b
   char* base = static_cast<char*>(dst);
   if (UseSharedMemory(bytes)) {
     // As WriteAll: one segment, a thread and a call per row range, each copying its range out.
-    absl::StatusOr<internal::SharedMemorySegment> segment =
-        internal::SharedMemorySegment::Create(bytes);
+    absl::StatusOr<internal::SharedMemorySegment> segment = session_->segments->Take(bytes);
     absl::Status s = segment.status();
     if (segment.ok()) {
-      s = SplitRows(
-          info, bytes,
-          [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end, int64_t offset,
-              int64_t length) {
-            v1::DownloadToSharedMemoryRequest request;
-            request.set_handle(info.handle());
-            *request.mutable_region() = RowRange(info, begin, end);
-            *request.mutable_destination() = segment->Range();
-            request.mutable_destination()->set_offset(offset);
-            request.mutable_destination()->set_bytes(length);
-            grpc::ClientContext context;
-            AttachSession(context);
-            v1::DownloadToSharedMemoryResponse response;
-            absl::Status part = FromGrpc(stub.DownloadToSharedMemory(&context, request, &response));
-            if (!part.ok()) return part;
-            if (response.bytes() != length) {
-              return absl::FailedPreconditionError(absl::StrCat(
-                  "download wrote ", response.bytes(), " bytes, expected ", length));
-            }
-            if (length > 0) std::memcpy(base + offset, segment->data() + offset, length);
-            return absl::OkStatus();
-          });
+      s = SplitRows(info, bytes,
+                    [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end, int64_t offset,
+                        int64_t length) {
+                      v1::DownloadToSharedMemoryRequest request;
+                      request.set_handle(info.handle());
+                      *request.mutable_region() = RowRange(info, begin, end);
+                      *request.mutable_destination() = segment->Range(offset, length);
+                      grpc::ClientContext context;
+                      AttachSession(context);
+                      v1::DownloadToSharedMemoryResponse response;
+                      absl::Status part =
+                          FromGrpc(stub.DownloadToSharedMemory(&context, request, &response));
+                      if (!part.ok()) return part;
+                      if (response.bytes() != length) {
+                        return absl::FailedPreconditionError(absl::StrCat(
+                            "download wrote ", response.bytes(), " bytes, expected ", length));
+                      }
+                      if (length > 0) std::memcpy(base + offset, segment->data() + offset, length);
+                      return absl::OkStatus();
+                    });
+      if (s.ok()) session_->segments->Give(*std::move(segment));
     }
     if (!FallBackToStreaming(s)) return s;
   }
@@ -381,16 +381,15 @@ absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& 
   }
   int64_t got = 0;
   char* out = static_cast<char*>(dst);
-  absl::Status s =
-      StreamDownload(*stub_, *this, handle, region, [&](const std::string& piece) {
-        if (got + static_cast<int64_t>(piece.size()) > bytes) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("download of ", handle, " holds more than the ", bytes, " bytes given"));
-        }
-        std::memcpy(out + got, piece.data(), piece.size());
-        got += piece.size();
-        return absl::OkStatus();
-      });
+  absl::Status s = StreamDownload(*stub_, *this, handle, region, [&](const std::string& piece) {
+    if (got + static_cast<int64_t>(piece.size()) > bytes) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("download of ", handle, " holds more than the ", bytes, " bytes given"));
+    }
+    std::memcpy(out + got, piece.data(), piece.size());
+    got += piece.size();
+    return absl::OkStatus();
+  });
   if (s.ok() && got != bytes) {
     return absl::FailedPreconditionError(
         absl::StrCat("download of ", handle, " carried ", got, " bytes, expected ", bytes));
@@ -441,42 +440,41 @@ bool Client::FallBackToStreaming(const absl::Status& status) const {
 absl::StatusOr<v1::ArrayInfo> Client::UploadThroughSharedMemory(const v1::UploadHeader& header,
                                                                 const void* data,
                                                                 int64_t bytes) const {
-  absl::StatusOr<internal::SharedMemorySegment> segment =
-      internal::SharedMemorySegment::Create(bytes);
+  absl::StatusOr<internal::SharedMemorySegment> segment = session_->segments->Take(bytes);
   if (!segment.ok()) return segment.status();
   if (bytes > 0) std::memcpy(segment->data(), data, bytes);
   v1::UploadFromSharedMemoryRequest request;
   *request.mutable_header() = header;
-  *request.mutable_source() = segment->Range();
+  *request.mutable_source() = segment->Range(0, bytes);
   grpc::ClientContext context;
   AttachSession(context);
   v1::UploadFromSharedMemoryResponse response;
   absl::Status s = FromGrpc(stub_->UploadFromSharedMemory(&context, request, &response));
   if (!s.ok()) return s;
+  session_->segments->Give(*std::move(segment));
   return response.array();
 }
 
 absl::Status Client::DownloadThroughSharedMemory(const std::string& handle,
                                                  const v1::Region& region, void* dst,
                                                  int64_t bytes) const {
-  absl::StatusOr<internal::SharedMemorySegment> segment =
-      internal::SharedMemorySegment::Create(bytes);
+  absl::StatusOr<internal::SharedMemorySegment> segment = session_->segments->Take(bytes);
   if (!segment.ok()) return segment.status();
   v1::DownloadToSharedMemoryRequest request;
   request.set_handle(handle);
   *request.mutable_region() = region;
-  *request.mutable_destination() = segment->Range();
+  *request.mutable_destination() = segment->Range(0, bytes);
   grpc::ClientContext context;
   AttachSession(context);
   v1::DownloadToSharedMemoryResponse response;
   absl::Status s = FromGrpc(stub_->DownloadToSharedMemory(&context, request, &response));
   if (!s.ok()) return s;
   if (response.bytes() != bytes) {
-    return absl::FailedPreconditionError(absl::StrCat("download of ", handle, " wrote ",
-                                                      response.bytes(), " bytes, expected ",
-                                                      bytes));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "download of ", handle, " wrote ", response.bytes(), " bytes, expected ", bytes));
   }
   if (bytes > 0) std::memcpy(dst, segment->data(), bytes);
+  session_->segments->Give(*std::move(segment));
   return absl::OkStatus();
 }
 

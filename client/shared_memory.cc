@@ -90,13 +90,37 @@ SharedMemorySegment::~SharedMemorySegment() {
   if (!name_.empty()) shm_unlink(name_.c_str());
 }
 
-v1::SharedMemoryRange SharedMemorySegment::Range() const {
+v1::SharedMemoryRange SharedMemorySegment::Range(int64_t offset, int64_t bytes) const {
   v1::SharedMemoryRange range;
   range.set_name(name_);
   range.set_segment_bytes(size_);
-  range.set_offset(0);
-  range.set_bytes(size_);
+  range.set_offset(offset);
+  range.set_bytes(bytes);
   return range;
+}
+
+absl::StatusOr<SharedMemorySegment> SegmentCache::Take(int64_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (kept_.has_value() && kept_->size() >= bytes) {
+      SharedMemorySegment segment = std::move(*kept_);
+      kept_.reset();
+      return segment;
+    }
+  }
+  return SharedMemorySegment::Create(bytes);
+}
+
+void SegmentCache::Give(SharedMemorySegment segment) {
+  if (segment.size() > max_bytes_) return;     // removed here
+  std::optional<SharedMemorySegment> dropped;  // removed after the lock
+  std::lock_guard<std::mutex> lock(mu_);
+  if (kept_.has_value() && kept_->size() >= segment.size()) return;
+  if (kept_.has_value()) {
+    dropped.emplace(std::move(*kept_));
+    kept_.reset();
+  }
+  kept_.emplace(std::move(segment));
 }
 
 const std::string& LocalHostId() {

@@ -79,17 +79,28 @@ absl::Status UploadSession::Append(absl::string_view bytes) {
   }
   received_bytes_ += bytes.size();
   while (!bytes.empty()) {
-    const int64_t want = walker_->bytes() - static_cast<int64_t>(slab_.size());
+    const int64_t slab_bytes = walker_->bytes();
+    if (slab_.empty() && static_cast<int64_t>(bytes.size()) >= slab_bytes) {
+      // A whole slab is here already (a shared-memory segment, a large message): written from
+      // where it lies, without a copy into slab_ first.
+      RETURN_IF_ERROR(FlushSlab(bytes.data()));
+      bytes.remove_prefix(slab_bytes);
+      continue;
+    }
+    const int64_t want = slab_bytes - static_cast<int64_t>(slab_.size());
     const size_t take = std::min<size_t>(want, bytes.size());
-    if (slab_.empty()) slab_.reserve(walker_->bytes());
+    if (slab_.empty()) slab_.reserve(slab_bytes);
     slab_.append(bytes.data(), take);
     bytes.remove_prefix(take);
-    if (static_cast<int64_t>(slab_.size()) == walker_->bytes()) RETURN_IF_ERROR(FlushSlab());
+    if (static_cast<int64_t>(slab_.size()) == slab_bytes) {
+      RETURN_IF_ERROR(FlushSlab(slab_.data()));
+      slab_.clear();
+    }
   }
   return absl::OkStatus();
 }
 
-absl::Status UploadSession::FlushSlab() {
+absl::Status UploadSession::FlushSlab(const char* slab_data) {
   const Box& slab = walker_->box();
   const std::vector<bool>& mirrored = walker_->mirrored();
   const Shape slab_shape = BoxShape(slab);
@@ -111,9 +122,9 @@ absl::Status UploadSession::FlushSlab() {
     std::optional<int64_t> contiguous;
     if (!walker_->any_mirrored()) contiguous = ContiguousOffset(slab_shape, in_slab);
     if (contiguous) {
-      source = slab_.data() + *contiguous * element_size_;
+      source = slab_data + *contiguous * element_size_;
     } else {
-      gathered = GatherOnHost(array_.dtype, slab_.data(), slab_shape, in_slab, mirrored);
+      gathered = GatherOnHost(array_.dtype, slab_data, slab_shape, in_slab, mirrored);
       source = gathered.data();
     }
     if (auto offset = ContiguousOffset(chunk_shape, in_chunk)) {
@@ -130,7 +141,6 @@ absl::Status UploadSession::FlushSlab() {
     }
   }
   walker_->Next();
-  slab_.clear();
   return absl::OkStatus();
 }
 

@@ -40,7 +40,9 @@ class UploadSession {
   int64_t expected_bytes() const { return expected_bytes_; }
 
  private:
-  absl::Status FlushSlab();
+  // Writes the walker's current slab, whose bytes (in the client's order) start at `slab_data`,
+  // to the chunks it meets, and moves the walker on.
+  absl::Status FlushSlab(const char* slab_data);
 
   Engine& engine_;
   Array array_;
@@ -52,7 +54,7 @@ class UploadSession {
   std::optional<SlabWalker> walker_;  // the slab being filled; set when plan_status_ is OK
   int64_t expected_bytes_ = 0;
   int64_t received_bytes_ = 0;
-  std::string slab_;
+  std::string slab_;  // a slab's bytes as they arrive over several messages
 };
 
 }  // namespace distarray

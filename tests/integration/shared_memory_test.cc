@@ -364,20 +364,41 @@ TEST_P(SharedMemoryTest, BadDownloadsAreRefused) {
   EXPECT_EQ(segment.Read(4096), std::string(4096, '\0'));
 }
 
-TEST_P(SharedMemoryTest, TheSdkRemovesItsSegments) {
+// The SDK names its segments "distarray-<pid>-<random digits>": how many of this process's exist.
+int SdkSegmentsInDevShm() {
+  const std::string prefix = absl::StrCat("distarray-", getpid(), "-");
+  int count = 0;
+  DIR* dir = opendir("/dev/shm");
+  if (dir == nullptr) return -1;
+  while (dirent* entry = readdir(dir)) count += std::string(entry->d_name).rfind(prefix, 0) == 0;
+  closedir(dir);
+  return count;
+}
+
+TEST_P(SharedMemoryTest, TheSdkKeepsOneSegmentAndRemovesItWithTheClient) {
+  ASSERT_EQ(SdkSegmentsInDevShm(), 0);
   std::vector<float> values(1 << 20, 2.0f);  // 4 MiB: over the automatic threshold
-  ASSERT_OK_AND_ASSIGN(Array array, client().Upload<float>(values, {1 << 20}, {OnDevice(1, 0)}));
+  std::vector<float> half(1 << 19, 3.0f);
+  {
+    ASSERT_OK_AND_ASSIGN(Client kept, Client::Connect(address()));
+    ASSERT_OK_AND_ASSIGN(Array array, kept.Upload<float>(values, {1 << 20}, {OnDevice(1, 0)}));
+    ASSERT_OK_AND_ASSIGN(std::vector<float> back, array.Download<float>());
+    EXPECT_EQ(back, values);
+    // A smaller transfer reuses the kept segment (a prefix of it): still one.
+    ASSERT_OK_AND_ASSIGN(Array smaller, kept.Upload<float>(half, {1 << 19}, {OnDevice(1, 0)}));
+    ASSERT_OK_AND_ASSIGN(std::vector<float> smaller_back, smaller.Download<float>());
+    EXPECT_EQ(smaller_back, half);
+    EXPECT_EQ(SdkSegmentsInDevShm(), 1);
+  }
+  EXPECT_EQ(SdkSegmentsInDevShm(), 0) << "a segment outlived its client";
+  // With no cache, none outlives its transfer.
+  ConnectOptions uncached;
+  uncached.shared_memory_cache_bytes = 0;
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(address(), 5000, uncached));
+  ASSERT_OK_AND_ASSIGN(Array array, client.Upload<float>(values, {1 << 20}, {OnDevice(1, 0)}));
   ASSERT_OK_AND_ASSIGN(std::vector<float> back, array.Download<float>());
   EXPECT_EQ(back, values);
-  // The SDK names its segments "distarray-<pid>-<random digits>"; none may be left.
-  const std::string prefix = absl::StrCat("distarray-", getpid(), "-");
-  DIR* dir = opendir("/dev/shm");
-  ASSERT_NE(dir, nullptr);
-  while (dirent* entry = readdir(dir)) {
-    EXPECT_NE(std::string(entry->d_name).rfind(prefix, 0), 0u)
-        << "segment /dev/shm/" << entry->d_name << " was left behind";
-  }
-  closedir(dir);
+  EXPECT_EQ(SdkSegmentsInDevShm(), 0);
 }
 
 DISTARRAY_INSTANTIATE_BACKENDS(SharedMemoryTest);

@@ -33,10 +33,17 @@ inline CommandResult RunCommand(const std::string& command) {
   return result;
 }
 
-// The distarray_probe the tests run: $DISTARRAY_PROBE when set, else the build tree's.
+// The distarray_probe the tests run: $DISTARRAY_PROBE when set; else the one beside $DISTARRAYD
+// when that is set (a bundle of binaries run on another machine); else the build tree's.
 inline std::string ProbeBinary() {
-  const char* binary = std::getenv("DISTARRAY_PROBE");
-  return binary != nullptr ? binary : DISTARRAY_PROBE_PATH;
+  if (const char* probe = std::getenv("DISTARRAY_PROBE"); probe != nullptr) return probe;
+  if (const char* daemon = std::getenv("DISTARRAYD"); daemon != nullptr) {
+    const std::string path = std::string(daemon);
+    const size_t slash = path.rfind('/');
+    return (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) +
+           "distarray_probe";
+  }
+  return DISTARRAY_PROBE_PATH;
 }
 
 // distarray_probe against `address` for `service`: exit 0 SERVING, 1 otherwise.

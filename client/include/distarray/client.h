@@ -53,6 +53,9 @@ struct ConnectOptions {
   bool keepalive = true;
   SharedMemoryUse shared_memory = SharedMemoryUse::kAuto;
   int64_t shared_memory_min_bytes = 1 << 20;  // kAuto: smaller transfers stream
+  // After a shared-memory transfer the client keeps its segment (if at most this large) for the
+  // next one: making a segment costs more than the copy it saves. 0: a segment per transfer.
+  int64_t shared_memory_cache_bytes = int64_t{1} << 30;
   // The bearer token of a daemon run with --auth_tokens_file, sent on every call as
   // "authorization: Bearer <token>"; empty: none. It decides the tenant the client's arrays,
   // sessions and programs belong to.
