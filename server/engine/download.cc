@@ -45,8 +45,12 @@ struct SlabRead {
   Box box;                     // global coordinates, ascending
   std::vector<bool> mirrored;  // axes along which `values` runs downwards (the client's order)
   std::vector<char> values;    // the slab's logical values, dense (pointer-stable across moves)
+  char* external = nullptr;    // where the values land instead of `values` (DownloadInto)
+  int64_t bytes = 0;
   std::vector<PieceRead> pieces;
   Combine combine = Combine::kAssign;
+
+  char* data() { return external != nullptr ? external : values.data(); }
 
   SlabRead() = default;
   SlabRead(SlabRead&&) = default;
@@ -56,6 +60,8 @@ struct SlabRead {
       box = std::move(other.box);
       mirrored = std::move(other.mirrored);
       values = std::move(other.values);
+      external = other.external;
+      bytes = other.bytes;
       pieces = std::move(other.pieces);
       combine = other.combine;
     }
@@ -64,19 +70,22 @@ struct SlabRead {
   ~SlabRead() { pieces.clear(); }
 };
 
-// Starts the device reads of the walker's current slab. `recycled` is a previous slab's buffer:
-// reusing it spares zeroing and page-faulting fresh memory for every slab, which cost more than
-// the copies themselves.
+// Starts the device reads of the walker's current slab, into `external` (the slab's bytes of the
+// caller's destination) or, when that is null, into `recycled`: a previous slab's buffer, whose
+// reuse spares zeroing and page-faulting fresh memory for every slab, which cost more than the
+// copies themselves.
 absl::StatusOr<SlabRead> StartSlab(Backend& backend, const Array& array, const IndexMap& map,
                                    const ChunkIndex& index, const SlabWalker& walker,
-                                   std::vector<char> recycled) {
+                                   std::vector<char> recycled, char* external) {
   const int64_t element_size = DTypeSize(array.dtype);
   const Box& slab = walker.box();
   SlabRead read;
   read.box = slab;
   read.mirrored = walker.mirrored();
+  read.bytes = walker.bytes();  // at most max(slab target, one element)
+  read.external = external;
   read.values = std::move(recycled);
-  read.values.resize(walker.bytes());  // at most max(slab target, one element)
+  if (external == nullptr) read.values.resize(read.bytes);
   read.combine = CombineFor(array.mode);
 
   // REPLICA copies are equal, so each element is read once; op modes need every copy. The
@@ -99,7 +108,7 @@ absl::StatusOr<SlabRead> StartSlab(Backend& backend, const Array& array, const I
     // The whole slab gets the identity, so the order its values are kept in does not matter.
     DispatchDType(array.dtype, [&](auto tag) {
       using T = decltype(tag);
-      FillBoxOnHost(reinterpret_cast<T*>(read.values.data()),
+      FillBoxOnHost(reinterpret_cast<T*>(read.data()),
                     MakeStridedBox(slab_shape, FullBox(slab_shape)), ModeIdentity<T>(array.mode));
     });
   }
@@ -116,7 +125,7 @@ absl::StatusOr<SlabRead> StartSlab(Backend& backend, const Array& array, const I
     read.pieces.emplace_back();
     PieceRead& pr = read.pieces.back();
     pr.in_slab = ToLocal(slab, piece.global);
-    char* target = read.values.data();
+    char* target = read.data();
     if (!in_place) {
       pr.dense.resize(bytes);
       target = pr.dense.data();
@@ -146,7 +155,7 @@ absl::Status FinishSlab(DType dtype, SlabRead& read) {
       using T = decltype(tag);
       CopyBoxOnHost(reinterpret_cast<const T*>(piece.dense.data()),
                     MakeStridedBox(piece_shape, FullBox(piece_shape)),
-                    reinterpret_cast<T*>(read.values.data()),
+                    reinterpret_cast<T*>(read.data()),
                     MakeMirroredStridedBox(slab_shape, piece.in_slab, read.mirrored), read.combine);
     });
   }
@@ -155,8 +164,12 @@ absl::Status FinishSlab(DType dtype, SlabRead& read) {
 
 }  // namespace
 
-absl::Status Engine::Download(const v1::DownloadArrayRequest& request, const EmitFn& emit,
-                              const CallContext& call) {
+// The region of `request`, slab by slab: each slab's values go to `emit` in messages of at most
+// the request's size, or, with `destination` set, land in it directly (the region's bytes in the
+// client's order, no more than `destination_bytes`).
+absl::Status Engine::DownloadSlabs(const v1::DownloadArrayRequest& request, const EmitFn* emit,
+                                   char* destination, int64_t destination_bytes,
+                                   const CallContext& call) {
   ASSIGN_OR_RETURN(ArrayPtr array, registry_.Find(call.tenant, request.handle(), "handle"));
   ASSIGN_OR_RETURN(RegionSelection region,
                    NormalizeRegionSelection(request.region(), array->shape, "region"));
@@ -170,29 +183,48 @@ absl::Status Engine::Download(const v1::DownloadArrayRequest& request, const Emi
   const Shape region_shape = BoxShape(region.box);
   ASSIGN_OR_RETURN(SlabWalker walker, SlabWalker::Create(std::move(region), DTypeSize(array->dtype),
                                                          DownloadSlabTargetBytes(), "region"));
+  if (destination != nullptr && walker.total_bytes() != destination_bytes) {
+    // The array was replaced under its handle since the caller sized the destination.
+    return absl::FailedPreconditionError(
+        absl::StrCat("handle: the array changed during the download (", walker.total_bytes(),
+                     " bytes now, ", destination_bytes, " described); retry"));
+  }
   const IndexMap map = array->index_map();
   const ChunkIndex index(map);
+  int64_t offset = 0;  // of the next slab to start, in `destination`
+  auto slab_destination = [&]() -> char* {
+    if (destination == nullptr) return nullptr;
+    char* at = destination + offset;
+    offset += walker.bytes();
+    return at;
+  };
 
   // Slabs are read in the client's order; the reads of the next slab overlap emitting this one.
   // Declared before the slabs, so it is freed after them.
   std::vector<char> spare;
-  ASSIGN_OR_RETURN(SlabRead current, StartSlab(*backend_, *array, map, index, walker, {}));
+  ASSIGN_OR_RETURN(SlabRead current,
+                   StartSlab(*backend_, *array, map, index, walker, {}, slab_destination()));
   walker.Next();
   while (true) {
     std::optional<SlabRead> next;
     if (!walker.done()) {
-      ASSIGN_OR_RETURN(next, StartSlab(*backend_, *array, map, index, walker, std::move(spare)));
+      ASSIGN_OR_RETURN(next, StartSlab(*backend_, *array, map, index, walker, std::move(spare),
+                                       slab_destination()));
       walker.Next();
     }
     RETURN_IF_ERROR(FinishSlab(array->dtype, current));
-    absl::string_view values(current.values.data(), current.values.size());
-    while (!values.empty()) {
-      const size_t n = std::min<size_t>(message_bytes, values.size());
-      if (!emit(region_shape, array->dtype, values.substr(0, n))) {
-        // `next` and `current` wait for their reads as they go out of scope.
-        return absl::CancelledError("the client stopped reading");
+    if (emit != nullptr) {
+      absl::string_view values(current.data(), static_cast<size_t>(current.bytes));
+      while (!values.empty()) {
+        const size_t n = std::min<size_t>(message_bytes, values.size());
+        if (!(*emit)(region_shape, array->dtype, values.substr(0, n))) {
+          // `next` and `current` wait for their reads as they go out of scope.
+          return absl::CancelledError("the client stopped reading");
+        }
+        values.remove_prefix(n);
       }
-      values.remove_prefix(n);
+    } else {
+      RETURN_IF_ERROR(call.CheckAlive());
     }
     if (!next) break;
     current.pieces.clear();  // all waited for in FinishSlab
@@ -200,6 +232,16 @@ absl::Status Engine::Download(const v1::DownloadArrayRequest& request, const Emi
     current = std::move(*next);
   }
   return absl::OkStatus();
+}
+
+absl::Status Engine::Download(const v1::DownloadArrayRequest& request, const EmitFn& emit,
+                              const CallContext& call) {
+  return DownloadSlabs(request, &emit, nullptr, 0, call);
+}
+
+absl::Status Engine::DownloadInto(const v1::DownloadArrayRequest& request, char* destination,
+                                  int64_t destination_bytes, const CallContext& call) {
+  return DownloadSlabs(request, nullptr, destination, destination_bytes, call);
 }
 
 }  // namespace distarray

@@ -125,8 +125,7 @@ class Engine {
                                            const CallContext& call = {});
   absl::StatusOr<std::string> RegisterProgram(const v1::RegisterProgramRequest& request,
                                               const CallContext& call = {});
-  absl::Status DeleteProgram(const v1::DeleteProgramRequest& request,
-                             const CallContext& call = {});
+  absl::Status DeleteProgram(const v1::DeleteProgramRequest& request, const CallContext& call = {});
   // Frees the executable graphs RunGraph cached (and the device memory of their slots).
   void ClearGraphCache() { runner_->ClearCache(); }
   GraphRunCounters graph_run_counters() const {
@@ -150,6 +149,11 @@ class Engine {
   using EmitFn = std::function<bool(const Shape& shape, DType dtype, absl::string_view bytes)>;
   absl::Status Download(const v1::DownloadArrayRequest& request, const EmitFn& emit,
                         const CallContext& call = {});
+  // As Download, but the region's bytes land in `destination` (which holds exactly
+  // `destination_bytes`, the region's size; FAILED_PRECONDITION when the array changed to
+  // another size) with no host copy in between: shared-memory downloads.
+  absl::Status DownloadInto(const v1::DownloadArrayRequest& request, char* destination,
+                            int64_t destination_bytes, const CallContext& call = {});
 
   // Device memory held by each tenant's arrays, against its quota (metrics).
   std::vector<TenantDeviceMemory> TenantMemoryUsage() const {
@@ -158,6 +162,9 @@ class Engine {
 
  private:
   friend class UploadSession;
+  // Download and DownloadInto: exactly one of `emit` and `destination` is set.
+  absl::Status DownloadSlabs(const v1::DownloadArrayRequest& request, const EmitFn* emit,
+                             char* destination, int64_t destination_bytes, const CallContext& call);
   // Registers a result unless the call was abandoned meanwhile (CANCELLED/DEADLINE_EXCEEDED).
   absl::StatusOr<ArrayPtr> Register(Array array, bool in_place, const CallContext& call = {});
   // Index map normalization with this daemon's chunk limit and the ArrayInfo size bound.

@@ -21,9 +21,6 @@ namespace {
 // Uploads hand the mapping to the session in pieces this large, checking between pieces that
 // the call is still wanted (a 1 GiB copy should not outlive its cancelled call by seconds).
 constexpr int64_t kUploadPieceBytes = int64_t{64} << 20;
-// Downloads ask the engine for pieces this large (its maximum message size); each is copied
-// into the mapping as it arrives.
-constexpr int64_t kDownloadPieceBytes = int64_t{64} << 20;
 
 }  // namespace
 
@@ -95,37 +92,10 @@ absl::StatusOr<v1::DownloadToSharedMemoryResponse> DownloadToSharedMemory(
   v1::DownloadArrayRequest download;
   download.set_handle(request.handle());
   *download.mutable_region() = request.region();
-  download.set_max_message_bytes(kDownloadPieceBytes);
-  int64_t written = 0;
-  absl::Status emit_error;
-  const absl::Status downloaded = engine.Download(
-      download,
-      [&](const Shape& emitted_shape, DType dtype, absl::string_view bytes) {
-        // The array may have been replaced under its handle since Describe; never write past the
-        // range whatever the engine sends.
-        if (static_cast<int64_t>(bytes.size()) > segment.size() - written) {
-          emit_error = absl::FailedPreconditionError(
-              absl::StrCat("handle: the array changed during the download (more than the ",
-                           segment.size(), " bytes described); retry"));
-          return false;
-        }
-        if (absl::Status alive = call.CheckAlive(); !alive.ok()) {
-          emit_error = alive;
-          return false;
-        }
-        std::memcpy(segment.data() + written, bytes.data(), bytes.size());
-        written += static_cast<int64_t>(bytes.size());
-        return true;
-      },
-      call);
-  RETURN_IF_ERROR(emit_error);  // why emit stopped, rather than the engine's "stopped reading"
-  RETURN_IF_ERROR(downloaded);
+  // Straight into the mapping: the device reads land in the segment, slab by slab.
+  RETURN_IF_ERROR(engine.DownloadInto(download, segment.data(), segment.size(), call));
   RETURN_IF_ERROR(call.CheckAlive());
-  if (written != segment.size()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("handle: the array changed during the download (", written, " of ",
-                     segment.size(), " bytes described); retry"));
-  }
+  const int64_t written = segment.size();
   v1::DownloadToSharedMemoryResponse response;
   *response.mutable_shape() = ToProto(shape);
   response.set_dtype(ToProto(array->dtype));
