@@ -174,7 +174,7 @@ class DistributedArray(ArrayOps):
         if out is not None:
             raise ValueError("out= takes whole-array downloads only")
         return _transfer.download_region(
-            self._client, self.handle, _region_proto(region, self.ndim), timeout=timeout
+            self._client, self._info, _region_proto(region, self.ndim), timeout=timeout
         )
 
     def get(self, **kwargs: Any) -> np.ndarray:

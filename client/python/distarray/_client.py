@@ -17,6 +17,7 @@ from . import _transfer
 from ._array import DistributedArray
 from ._errors import UnavailableError, UnimplementedError, from_rpc_error, translate_errors
 from ._index_map import IndexMapLike, on_device, to_proto_index_map
+from ._shared_memory import SharedMemoryPolicy, check_mode
 from ._wire import Connection
 from ._types import DTypeLike, ModeLike, to_proto_dtype, to_proto_mode, to_proto_scalar
 from .v1 import distarray_pb2 as pb
@@ -49,6 +50,14 @@ class ConnectOptions:
     session: bool = True
     #: Renew the session's lease from a daemon thread every lease/3.
     keepalive: bool = True
+    #: Transfers through POSIX shared memory when the daemon shares this process's /dev/shm
+    #: (docs/api.md, "Transfers through shared memory"). "auto": transfers of at least
+    #: ``shared_memory_min_bytes`` when GetServerInfo's host_id is this process's; a refusal
+    #: (another /dev/shm or user, an older daemon, --shared_memory=off) streams instead, and so
+    #: does the client from then on. "always": every transfer (FailedPreconditionError when the
+    #: daemon does not share /dev/shm; its refusals are raised). "never": always stream.
+    shared_memory: str = "auto"
+    shared_memory_min_bytes: int = 1 << 20
 
 
 def _read_pem(value: PemLike) -> Optional[bytes]:
@@ -92,6 +101,7 @@ class Client:
         self, address: str, credentials: Optional[grpc.ChannelCredentials], token: Optional[str],
         options: ConnectOptions, timeout: float,
     ):
+        check_mode(options.shared_memory)  # a bad option fails before anything connects
         self.address = address
         self.options = options
         self._credentials = credentials
@@ -134,6 +144,9 @@ class Client:
             self._finalizer()
             raise
         self.lease_seconds = info.session_lease_seconds
+        self._shared_memory = SharedMemoryPolicy(
+            options.shared_memory, options.shared_memory_min_bytes, info.host_id, address
+        )
         if options.session and options.keepalive and info.session_lease_seconds > 0:
             # A third of the lease: two renewals may be lost before the session expires.
             period = max(0.1, info.session_lease_seconds / 3)
@@ -213,6 +226,13 @@ class Client:
         if self._features is None:
             self.server_info()
         return self._features  # type: ignore[return-value]
+
+    @property
+    def shared_memory_available(self) -> bool:
+        """Whether transfers may go through shared memory now: the daemon reported this
+        process's host id at connect (and has not refused a segment since), and the
+        ``shared_memory`` option allows it."""
+        return self._shared_memory.available
 
     def _require(self, feature: str) -> None:
         if feature not in self.features:
@@ -423,7 +443,11 @@ def connect(
     ``root_certificates`` (PEM bytes or a path; default: the system's roots);
     ``client_certificate`` and ``client_key`` present a client certificate (mutual TLS).
     ``timeout``: seconds to wait for the daemon (UnavailableError after). ``options`` or keyword
-    overrides of ``ConnectOptions`` (``parallel_streams=8``, ``session=False``...).
+    overrides of ``ConnectOptions`` (``parallel_streams=8``, ``session=False``,
+    ``shared_memory="never"``...).
+
+    On the daemon's host (the same /dev/shm), transfers of at least 1 MiB go through POSIX shared
+    memory rather than gRPC (``shared_memory="auto"``, the default; ``ConnectOptions``).
 
     The session's lease is renewed from a daemon thread until the client closes; use the client
     as a context manager::

@@ -1,30 +1,39 @@
 """Moving bytes between NumPy arrays and the daemon.
 
-Every transfer of the SDK goes through ``upload_new``, ``write`` and ``download`` here, so a
-faster path (shared memory with a daemon on the same host) can be chosen in one place, falling
-back to the gRPC streams below.
+Every transfer of the SDK goes through ``upload_new``, ``write``, ``download`` and
+``download_region`` here, which choose between the two paths:
 
-The split rule, shared with the C++ SDK (docs/api.md, "Transfers"): a whole-array transfer of at
-least ``parallel_min_bytes`` (64 MiB) is cut along the first axis into
+* **Shared memory** (``_shared_memory``), when the daemon shares this process's /dev/shm and the
+  client's ``shared_memory`` option allows it (docs/api.md, "Transfers through shared memory"):
+  the bytes go through a segment of the client's own, copied in or out by one ``numpy.copyto``
+  per range (NumPy converts layout and byte order in that copy, and releases the GIL for it).
+  A refusal the option allows falls back to the streams below.
+* **gRPC streams** otherwise. Uploads send messages of ``upload_message_bytes`` (1 MiB); downloads
+  ask for ``download_message_bytes`` (4 MiB). The bulk messages are encoded and decoded by
+  ``_wire`` so each byte is copied once.
+
+The split rule, shared with the C++ SDK (docs/api.md, "Transfers"), holds for both paths: a
+whole-array transfer of at least ``parallel_min_bytes`` (64 MiB) is cut along the first axis into
 ``min(parallel_streams, shape[0])`` row ranges, range ``i`` of ``n`` being rows
-``[rows*i//n, rows*(i+1)//n)``, each moved by its own stream on its own connection at the same
-time. An upload of a new array takes that path only when it is REPLICA with ``shape[0] > 1``: the
-array is created first, then its rows written. Everything else is one stream. Uploads send
-messages of ``upload_message_bytes`` (1 MiB); downloads ask for ``download_message_bytes`` (4 MiB).
-The bulk messages are encoded and decoded by ``_wire`` so each byte is copied once.
+``[rows*i//n, rows*(i+1)//n)``, each moved by its own call on its own connection at the same
+time (through shared memory: one segment, each range at its offset in it, copied by its own
+thread). An upload of a new array takes that path only when it is REPLICA with ``shape[0] > 1``:
+the array is created first, then its rows written. Everything else is one call.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, TypeVar
 
 import grpc
 import numpy as np
 
-from ._errors import FailedPreconditionError, from_rpc_error
+from ._errors import DistarrayError, FailedPreconditionError, from_rpc_error
+from ._shared_memory import Segment
 from ._types import from_proto_dtype
 from ._wire import Connection, download_data, upload_data_message
 from .v1 import distarray_pb2 as pb
@@ -34,6 +43,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Transfers at least this large show a progress bar when stderr is a terminal.
 PROGRESS_MIN_BYTES = 32 << 20
+
+T = TypeVar("T")
 
 
 class _Progress:
@@ -57,6 +68,12 @@ class _Progress:
             with self._lock:
                 self._bar.update(n)
 
+    def reset(self) -> None:
+        """Back to zero: a transfer that falls back to streaming starts over."""
+        if self._bar is not None:
+            with self._lock:
+                self._bar.reset()
+
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
@@ -79,6 +96,38 @@ def _row_region(shape: Sequence[int], begin: int, end: int) -> "pb.Region":
     return region
 
 
+def _row_shape(shape: Sequence[int], begin: int, end: int) -> Tuple[int, ...]:
+    """The shape of rows [begin, end) of an array of ``shape`` (a 0-d array is its own row)."""
+    return (end - begin,) + tuple(shape[1:]) if shape else ()
+
+
+def _rows(arr: np.ndarray, begin: int, end: int) -> np.ndarray:
+    """Rows [begin, end) of ``arr``, a view (a 0-d array is its own row)."""
+    return arr[begin:end] if arr.ndim else arr
+
+
+def _region_shape(region: "pb.Region", shape: Sequence[int]) -> Tuple[int, ...]:
+    """The shape of ``a[region]`` for an array ``a`` of ``shape``, as the daemon selects it.
+
+    Exact for every region the daemon accepts (where its rule and Python's slices agree); for one
+    it refuses (a bound outside the array, a zero step, the wrong number of slices) some shape:
+    the daemon checks the region before the byte count, so its refusal is the error then.
+    """
+    if not region.slices:
+        return tuple(shape)
+    if len(region.slices) != len(shape):
+        return (0,)
+    dims = []
+    for s, dim in zip(region.slices, shape):
+        step = s.step if s.HasField("step") else None
+        if step == 0:
+            return (0,)
+        selected = slice(s.start if s.HasField("start") else None,
+                         s.stop if s.HasField("stop") else None, step)
+        dims.append(len(range(*selected.indices(dim))))
+    return tuple(dims)
+
+
 def _parts(client: "Client", shape: Sequence[int], nbytes: int) -> int:
     """How many streams a whole-array transfer uses (the rule above)."""
     rows = shape[0] if shape else 1
@@ -91,7 +140,8 @@ def _run_parts(
     client: "Client", shape: Sequence[int], nbytes: int, part: Callable[..., None]
 ) -> None:
     """Runs part(connection, row_begin, row_end, byte_offset, byte_length) over the row ranges
-    (each range on a connection of its own)."""
+    (each range on a connection and a thread of its own); raises the first range's error once
+    every range has ended."""
     rows = shape[0] if shape else 1
     n = _parts(client, shape, nbytes)
     if n <= 1:
@@ -110,6 +160,31 @@ def _run_parts(
         if e is not None:
             raise e
 
+
+def _choose(
+    client: "Client", nbytes: int, progress: _Progress, shared_memory: Callable[[], T],
+    streams: Callable[[], T],
+) -> T:
+    """Runs a transfer through shared memory when the client's policy wants it, else (or after
+    a refusal the policy allows) through the streams. A refusal is remembered only once streaming
+    has delivered: a FAILED_PRECONDITION both paths answer (an upload into a SUM array) is the
+    array's, not shared memory's."""
+    policy = client._shared_memory
+    if not policy.wants(nbytes):
+        return streams()
+    try:
+        return shared_memory()
+    except DistarrayError as e:
+        if not policy.streams_after(e):
+            raise
+        refusal = e
+    progress.reset()
+    result = streams()
+    policy.turn_off(refusal)
+    return result
+
+
+# ---- gRPC streams -------------------------------------------------------------------------------
 
 def _stream_upload(
     client: "Client", conn: Connection, header: "pb.UploadHeader", data: memoryview,
@@ -163,100 +238,42 @@ def _stream_download(
     return got
 
 
-def upload_new(
-    client: "Client", arr: np.ndarray, spec: "pb.ArraySpec", *, progress: Optional[bool] = None,
-    timeout: Optional[float] = None,
-) -> "pb.ArrayInfo":
-    """Creates the array `spec` describes holding `arr`'s values."""
+def _stream_write_rows(
+    client: "Client", handle: str, shape: Sequence[int], arr: np.ndarray, progress: _Progress,
+    timeout: Optional[float],
+) -> None:
     data = _flat_bytes(arr)
-    shape = tuple(arr.shape)
-    bar = _Progress(len(data), "upload", progress)
-    try:
-        if (
-            spec.mode == pb.MODE_REPLICA
-            and len(shape) > 0
-            and shape[0] > 1
-            and _parts(client, shape, len(data)) > 1
-        ):
-            info = client._create(spec, pb.Fill(), timeout=timeout)
-            try:
-                _write_rows(client, info, data, bar, timeout)
-            except BaseException:
-                client._delete_quietly(info.handle)  # no half-written array left behind
-                raise
-            return info
-        header = pb.UploadHeader(new_array=spec)
-        return _stream_upload(client, client._conn, header, data, bar, timeout)
-    finally:
-        bar.close()
-
-
-def _write_rows(client, info, data: memoryview, bar: _Progress, timeout) -> None:
-    shape = tuple(info.shape.dims)
 
     def part(conn, begin, end, offset, length):
-        header = pb.UploadHeader(handle=info.handle, region=_row_region(shape, begin, end))
-        _stream_upload(client, conn, header, data[offset : offset + length], bar, timeout)
+        header = pb.UploadHeader(handle=handle, region=_row_region(shape, begin, end))
+        _stream_upload(client, conn, header, data[offset : offset + length], progress, timeout)
 
     _run_parts(client, shape, len(data), part)
 
 
-def write(
-    client: "Client", info: "pb.ArrayInfo", arr: np.ndarray, region: Optional["pb.Region"] = None,
-    *, progress: Optional[bool] = None, timeout: Optional[float] = None,
+def _stream_download_rows(
+    client: "Client", info: "pb.ArrayInfo", out: np.ndarray, progress: _Progress,
+    timeout: Optional[float],
 ) -> None:
-    """Overwrites a REPLICA array (or a region of it) with `arr`'s values, C order."""
-    data = _flat_bytes(arr)
-    bar = _Progress(len(data), "write", progress)
-    try:
-        if region is None:
-            _write_rows(client, info, data, bar, timeout)
-        else:
-            header = pb.UploadHeader(handle=info.handle, region=region)
-            _stream_upload(client, client._conn, header, data, bar, timeout)
-    finally:
-        bar.close()
-
-
-def download(
-    client: "Client", info: "pb.ArrayInfo", *, out: Optional[np.ndarray] = None,
-    progress: Optional[bool] = None, timeout: Optional[float] = None,
-) -> np.ndarray:
-    """The logical values of the whole array, over parallel streams when large; into `out` (a
-    C-contiguous array of the array's shape and dtype) when given."""
-    dtype = from_proto_dtype(info.dtype)
     shape = tuple(info.shape.dims)
-    if out is None:
-        out = np.empty(shape, dtype=dtype)
-    elif (
-        not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != dtype
-        or not out.flags.c_contiguous or not out.flags.writeable
-    ):
-        raise ValueError(
-            f"out must be a writeable C-contiguous {dtype} array of shape {shape}"
-        )
     buf = out.reshape(-1).view(np.uint8)
     nbytes = len(buf)
-    bar = _Progress(nbytes, "download", progress)
-    try:
+    whole = _parts(client, shape, nbytes) == 1
 
-        def part(conn, begin, end, offset, length):
-            piece = buf[offset : offset + length]
-            rows = None if _parts(client, shape, nbytes) == 1 else _row_region(shape, begin, end)
-            got = _stream_download(client, conn, info.handle, rows, piece, bar, timeout)
-            _check_count(info.handle, got, length)
+    def part(conn, begin, end, offset, length):
+        rows = None if whole else _row_region(shape, begin, end)
+        got = _stream_download(
+            client, conn, info.handle, rows, buf[offset : offset + length], progress, timeout
+        )
+        _check_count(info.handle, got, length)
 
-        _run_parts(client, shape, nbytes, part)
-        return out
-    finally:
-        bar.close()
+    _run_parts(client, shape, nbytes, part)
 
 
-def download_region(
-    client: "Client", handle: str, region: "pb.Region", *, timeout: Optional[float] = None
+def _stream_download_region(
+    client: "Client", handle: str, region: "pb.Region", timeout: Optional[float]
 ) -> np.ndarray:
-    """The values of a region (NumPy's ``a[region]``), shaped as the daemon's first message
-    says; one stream."""
+    """One stream; the result is shaped as the daemon's first message says."""
     request = pb.DownloadArrayRequest(handle=handle, region=region)
     out: Optional[np.ndarray] = None
     buf = memoryview(b"")
@@ -284,6 +301,219 @@ def download_region(
         )
     _check_count(handle, got, len(buf))
     return out
+
+
+# ---- shared memory ------------------------------------------------------------------------------
+
+
+def _shm_upload_call(
+    client: "Client", conn: Connection, header: "pb.UploadHeader",
+    source: "pb.SharedMemoryRange", timeout: Optional[float],
+) -> "pb.ArrayInfo":
+    request = pb.UploadFromSharedMemoryRequest(header=header, source=source)
+    try:
+        response = conn.stub.UploadFromSharedMemory(
+            request, metadata=client._metadata(), timeout=timeout
+        )
+    except grpc.RpcError as e:
+        raise from_rpc_error(e) from None
+    return response.array
+
+
+def _shm_download_call(
+    client: "Client", conn: Connection, handle: str, region: Optional["pb.Region"],
+    destination: "pb.SharedMemoryRange", timeout: Optional[float],
+) -> "pb.DownloadToSharedMemoryResponse":
+    request = pb.DownloadToSharedMemoryRequest(handle=handle, destination=destination)
+    if region is not None:
+        request.region.CopyFrom(region)
+    try:
+        response = conn.stub.DownloadToSharedMemory(
+            request, metadata=client._metadata(), timeout=timeout
+        )
+    except grpc.RpcError as e:
+        raise from_rpc_error(e) from None
+    if response.bytes != destination.bytes:
+        raise FailedPreconditionError(
+            grpc.StatusCode.FAILED_PRECONDITION,
+            f"download of {handle} wrote {response.bytes} bytes, expected {destination.bytes}",
+        )
+    return response
+
+
+def _shm_upload_one(
+    client: "Client", header: "pb.UploadHeader", arr: np.ndarray, progress: _Progress,
+    timeout: Optional[float],
+) -> "pb.ArrayInfo":
+    with Segment(arr.nbytes) as segment:
+        np.copyto(segment.view(arr.dtype, arr.shape), arr)
+        info = _shm_upload_call(client, client._conn, header, segment.range(), timeout)
+    progress.add(arr.nbytes)
+    return info
+
+
+def _shm_write_rows(
+    client: "Client", handle: str, shape: Sequence[int], arr: np.ndarray, progress: _Progress,
+    timeout: Optional[float],
+) -> None:
+    with Segment(arr.nbytes) as segment:
+
+        def part(conn, begin, end, offset, length):
+            np.copyto(segment.view(arr.dtype, _row_shape(shape, begin, end), offset),
+                      _rows(arr, begin, end))
+            header = pb.UploadHeader(handle=handle, region=_row_region(shape, begin, end))
+            _shm_upload_call(client, conn, header, segment.range(offset, length), timeout)
+            progress.add(length)
+
+        _run_parts(client, shape, arr.nbytes, part)
+
+
+def _shm_download_rows(
+    client: "Client", info: "pb.ArrayInfo", out: np.ndarray, progress: _Progress,
+    timeout: Optional[float],
+) -> None:
+    shape = tuple(info.shape.dims)
+    whole = _parts(client, shape, out.nbytes) == 1
+    with Segment(out.nbytes) as segment:
+
+        def part(conn, begin, end, offset, length):
+            rows = None if whole else _row_region(shape, begin, end)
+            _shm_download_call(client, conn, info.handle, rows, segment.range(offset, length),
+                               timeout)
+            np.copyto(_rows(out, begin, end),
+                      segment.view(out.dtype, _row_shape(shape, begin, end), offset))
+            progress.add(length)
+
+        _run_parts(client, shape, out.nbytes, part)
+
+
+def _shm_download_region(
+    client: "Client", handle: str, region: "pb.Region", shape: Tuple[int, ...], dtype: np.dtype,
+    timeout: Optional[float],
+) -> np.ndarray:
+    out = np.empty(shape, dtype=dtype)
+    with Segment(out.nbytes) as segment:
+        response = _shm_download_call(client, client._conn, handle, region, segment.range(),
+                                      timeout)
+        np.copyto(out, segment.view(dtype, shape))
+    # The byte count matched, so only a shape written differently (never, by the rule) could
+    # differ: the daemon's is the one NumPy's a[region] has.
+    return out.reshape(tuple(response.shape.dims))
+
+
+# ---- the seam -----------------------------------------------------------------------------------
+
+
+def _upload_one(
+    client: "Client", header: "pb.UploadHeader", arr: np.ndarray, progress: _Progress,
+    timeout: Optional[float],
+) -> "pb.ArrayInfo":
+    """One call: a new array (``header.new_array``) or a region of an existing one."""
+    return _choose(
+        client, arr.nbytes, progress,
+        lambda: _shm_upload_one(client, header, arr, progress, timeout),
+        lambda: _stream_upload(client, client._conn, header, _flat_bytes(arr), progress, timeout),
+    )
+
+
+def _write_whole(
+    client: "Client", info: "pb.ArrayInfo", arr: np.ndarray, progress: _Progress,
+    timeout: Optional[float],
+) -> None:
+    """Overwrites the whole array with ``arr`` (of its shape), over the split's row ranges."""
+    shape = tuple(info.shape.dims)
+    _choose(
+        client, arr.nbytes, progress,
+        lambda: _shm_write_rows(client, info.handle, shape, arr, progress, timeout),
+        lambda: _stream_write_rows(client, info.handle, shape, arr, progress, timeout),
+    )
+
+
+def upload_new(
+    client: "Client", arr: np.ndarray, spec: "pb.ArraySpec", *, progress: Optional[bool] = None,
+    timeout: Optional[float] = None,
+) -> "pb.ArrayInfo":
+    """Creates the array `spec` describes holding `arr`'s values (any layout or byte order)."""
+    shape = tuple(arr.shape)
+    bar = _Progress(arr.nbytes, "upload", progress)
+    try:
+        if (
+            spec.mode == pb.MODE_REPLICA
+            and len(shape) > 0
+            and shape[0] > 1
+            and _parts(client, shape, arr.nbytes) > 1
+        ):
+            info = client._create(spec, pb.Fill(), timeout=timeout)
+            try:
+                _write_whole(client, info, arr, bar, timeout)
+            except BaseException:
+                client._delete_quietly(info.handle)  # no half-written array left behind
+                raise
+            return info
+        return _upload_one(client, pb.UploadHeader(new_array=spec), arr, bar, timeout)
+    finally:
+        bar.close()
+
+
+def write(
+    client: "Client", info: "pb.ArrayInfo", arr: np.ndarray, region: Optional["pb.Region"] = None,
+    *, progress: Optional[bool] = None, timeout: Optional[float] = None,
+) -> None:
+    """Overwrites a REPLICA array (or a region of it) with `arr`'s values, C order."""
+    bar = _Progress(arr.nbytes, "write", progress)
+    try:
+        if region is None:
+            _write_whole(client, info, arr, bar, timeout)
+        else:
+            _upload_one(client, pb.UploadHeader(handle=info.handle, region=region), arr, bar,
+                        timeout)
+    finally:
+        bar.close()
+
+
+def download(
+    client: "Client", info: "pb.ArrayInfo", *, out: Optional[np.ndarray] = None,
+    progress: Optional[bool] = None, timeout: Optional[float] = None,
+) -> np.ndarray:
+    """The logical values of the whole array, over parallel streams when large; into `out` (a
+    C-contiguous array of the array's shape and dtype) when given, copied straight from the
+    shared-memory segment or the messages into it."""
+    dtype = from_proto_dtype(info.dtype)
+    shape = tuple(info.shape.dims)
+    if out is None:
+        out = np.empty(shape, dtype=dtype)
+    elif (
+        not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != dtype
+        or not out.flags.c_contiguous or not out.flags.writeable
+    ):
+        raise ValueError(
+            f"out must be a writeable C-contiguous {dtype} array of shape {shape}"
+        )
+    bar = _Progress(out.nbytes, "download", progress)
+    try:
+        _choose(
+            client, out.nbytes, bar,
+            lambda: _shm_download_rows(client, info, out, bar, timeout),
+            lambda: _stream_download_rows(client, info, out, bar, timeout),
+        )
+        return out
+    finally:
+        bar.close()
+
+
+def download_region(
+    client: "Client", info: "pb.ArrayInfo", region: "pb.Region", *,
+    timeout: Optional[float] = None,
+) -> np.ndarray:
+    """The values of a region (NumPy's ``a[region]``) of the array ``info`` describes; one call."""
+    dtype = from_proto_dtype(info.dtype)
+    shape = _region_shape(region, tuple(info.shape.dims))
+    nbytes = math.prod(shape) * dtype.itemsize
+    return _choose(
+        client, nbytes, _Progress(nbytes, "download", False),
+        lambda: _shm_download_region(client, info.handle, region, shape, dtype, timeout),
+        lambda: _stream_download_region(client, info.handle, region, timeout),
+    )
 
 
 def _check_count(handle: str, got: int, expected: int) -> None:
