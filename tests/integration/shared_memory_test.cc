@@ -500,6 +500,35 @@ TEST_F(SharedMemoryChoiceTest, RowRangesInParallelThroughOneSegment) {
   EXPECT_NE(log.find("over 3 streams"), std::string::npos) << log;
 }
 
+// Each stream's range goes in calls of at most 32 MiB of whole rows (the SDK's piece size): 96 MiB
+// over 2 streams is 1500 rows each, 1024 and then 476 per call.
+TEST_F(SharedMemoryChoiceTest, LargeRangesGoInSeveralCallsOfWholeRows) {
+  ASSERT_NO_FATAL_FAILURE(Start("on"));
+  ConnectOptions options;
+  options.shared_memory = SharedMemoryUse::kAlways;
+  options.parallel_min_bytes = 1 << 20;
+  options.parallel_streams = 2;
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon_->address(), 5000, options));
+  const int64_t rows = 3000, cols = 8192;
+  std::vector<float> values(rows * cols);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  for (float& v : values) v = uniform(rng);
+  ASSERT_OK_AND_ASSIGN(Array array,
+                       client.Upload<float>(values, {rows, cols}, {Split(2, 0, rows, {0, 1})}));
+  ASSERT_OK_AND_ASSIGN(std::vector<float> back, array.Download<float>());
+  EXPECT_TRUE(back == values) << "the round trip changed the values";
+  // Two calls each way per stream (the daemon logs each call at debug level).
+  const std::string log = daemon_->log();
+  const auto calls = [&](const std::string& method) {
+    int n = 0;
+    for (size_t at = 0; (at = log.find(method + " ok in", at)) != std::string::npos; ++at) ++n;
+    return n;
+  };
+  EXPECT_EQ(calls("UploadFromSharedMemory"), 4) << log;
+  EXPECT_EQ(calls("DownloadToSharedMemory"), 4) << log;
+}
+
 // Arrays are found as by the streaming calls, with the caller's tenant: another tenant's array
 // is NOT_FOUND through shared memory too, and an unknown token reaches nothing.
 TEST_F(SharedMemoryChoiceTest, TenantsSeeOnlyTheirOwnArrays) {
