@@ -17,7 +17,7 @@ from . import _transfer
 from ._array import DistributedArray
 from ._errors import UnavailableError, UnimplementedError, from_rpc_error, translate_errors
 from ._index_map import IndexMapLike, on_device, to_proto_index_map
-from ._shared_memory import SharedMemoryPolicy, check_mode
+from ._shared_memory import SegmentCache, SharedMemoryPolicy, check_mode
 from ._wire import Connection
 from ._types import DTypeLike, ModeLike, to_proto_dtype, to_proto_mode, to_proto_scalar
 from .v1 import distarray_pb2 as pb
@@ -58,6 +58,9 @@ class ConnectOptions:
     #: daemon does not share /dev/shm; its refusals are raised). "never": always stream.
     shared_memory: str = "auto"
     shared_memory_min_bytes: int = 1 << 20
+    #: After a shared-memory transfer the client keeps its segment (if at most this large) for
+    #: the next one: making a segment costs more than the copies it saves. 0: one per transfer.
+    shared_memory_cache_bytes: int = 1 << 30
 
 
 def _read_pem(value: PemLike) -> Optional[bytes]:
@@ -81,12 +84,14 @@ def _keepalive_loop(stub, metadata, period: float, stop: threading.Event) -> Non
             _log.debug("distarray: keepalive failed: %s", e)
 
 
-def _shutdown(stop: threading.Event, thread: Optional[threading.Thread], channels: list) -> None:
+def _shutdown(stop: threading.Event, thread: Optional[threading.Thread], channels: list,
+              segments: SegmentCache) -> None:
     stop.set()
     if thread is not None and thread is not threading.current_thread():
         thread.join(timeout=5)
     for channel in channels:
         channel.close()
+    segments.close()
 
 
 class Client:
@@ -125,10 +130,13 @@ class Client:
         self._metadata_tuple = tuple(metadata)
         self._owned: "weakref.WeakValueDictionary[str, DistributedArray]" = weakref.WeakValueDictionary()
         self._features: Optional[frozenset] = None
+        self._segments = SegmentCache(options.shared_memory_cache_bytes)
         self.closed = False
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
-        self._finalizer = weakref.finalize(self, _shutdown, self._stop, None, self._channels)
+        self._finalizer = weakref.finalize(
+            self, _shutdown, self._stop, None, self._channels, self._segments
+        )
 
         try:
             grpc.channel_ready_future(self._channel).result(timeout=timeout)
@@ -157,7 +165,7 @@ class Client:
             self._thread.start()
             self._finalizer.detach()
             self._finalizer = weakref.finalize(
-                self, _shutdown, self._stop, self._thread, self._channels
+                self, _shutdown, self._stop, self._thread, self._channels, self._segments
             )
 
     def _new_channel(self, options) -> grpc.Channel:
@@ -186,8 +194,9 @@ class Client:
     # ---- lifetime ---------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Deletes the arrays this client still owns, stops the keepalive thread and closes the
-        connections. Named and released arrays stay."""
+        """Deletes the arrays this client still owns, stops the keepalive thread, closes the
+        connections and removes the kept shared-memory segment. Named and released arrays
+        stay."""
         if self.closed:
             return
         for array in list(self._owned.values()):

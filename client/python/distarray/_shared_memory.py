@@ -8,7 +8,9 @@ transfer seam (``_transfer``) needs:
 
 * ``local_host_id``: this process's host id by the daemon's rule, compared with
   ``GetServerInfoResponse.host_id`` to know whether both see the same ``/dev/shm``;
-* ``Segment``: a segment created for one transfer and always removed after it;
+* ``Segment``: a segment of this process's own, always removed in the end;
+* ``SegmentCache``: a client's last segment kept for its next transfer, since making one costs
+  more than the copies it saves;
 * ``SharedMemoryPolicy``: a client's ``shared_memory`` option ("auto", "always", "never") and
   whether a transfer goes through shared memory, including the refusal remembered for the
   client's lifetime (as the C++ SDK's ``ConnectOptions::shared_memory``).
@@ -22,6 +24,7 @@ import math
 import mmap
 import os
 import secrets
+import threading
 from typing import Optional, Sequence
 
 import grpc
@@ -97,12 +100,14 @@ def new_segment_name() -> str:
 
 
 class Segment:
-    """A shared-memory segment of this process's own for one transfer, mapped read-write.
+    """A shared-memory segment of this process's own, mapped read-write, for one transfer at a
+    time.
 
     Created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` and mode 0600 (never someone else's file,
     never through a link), sized with ``ftruncate`` and reserved with ``posix_fallocate``, so a
     full /dev/shm is an error here (``FailedPreconditionError``) rather than a SIGBUS when a page
-    is first touched. Use it as a context manager: ``close`` unlinks and unmaps it on every path.
+    is first touched. ``close`` unlinks and unmaps it (a context manager closes it on every path);
+    only the process that made it unlinks it, so a forked child never removes its parent's.
     """
 
     def __init__(self, nbytes: int):
@@ -110,6 +115,7 @@ class Segment:
             raise ValueError(f"a segment's size cannot be negative, got {nbytes}")
         self.name = new_segment_name()
         self.nbytes = nbytes
+        self._pid = os.getpid()
         self._path = os.path.join(SHM_DIR, self.name[1:])
         self._created = False
         self._mmap: Optional[mmap.mmap] = None
@@ -164,7 +170,7 @@ class Segment:
 
     def close(self) -> None:
         """Unlinks and unmaps the segment; safe to call twice."""
-        if self._created:
+        if self._created and os.getpid() == self._pid:
             self._created = False
             try:
                 os.unlink(self._path)
@@ -186,8 +192,59 @@ class Segment:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    @property
+    def mine(self) -> bool:
+        """Whether this process made the segment (a forked child holds its parent's)."""
+        return os.getpid() == self._pid
+
     def __repr__(self) -> str:
         return f"<distarray shared-memory segment {self.name} ({self.nbytes} bytes)>"
+
+
+class SegmentCache:
+    """A client's segments: one idle segment of at most ``max_bytes`` is kept for the next
+    transfer, as the C++ SDK's ``ConnectOptions::shared_memory_cache_bytes``.
+
+    Making a 1 GiB segment (allocating, zeroing and mapping 262,144 pages, then freeing them)
+    costs several times the copies it carries, so a client that moves large arrays repeatedly
+    reuses one. Concurrent transfers each get their own; a transfer that fails closes its segment
+    instead of handing it back (the daemon may still be writing into it). ``close`` removes the
+    kept one; a process killed while one is kept leaves it in /dev/shm (its pid is in the name).
+    Thread-safe.
+    """
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max(0, max_bytes)
+        self._lock = threading.Lock()
+        self._kept: Optional[Segment] = None
+
+    def take(self, nbytes: int) -> Segment:
+        """A segment of at least ``nbytes``: the kept one when it is large enough, else a new one
+        (FailedPreconditionError when it cannot be made)."""
+        with self._lock:
+            kept = self._kept
+            if kept is not None and kept.nbytes >= nbytes and kept.mine:
+                self._kept = None
+                return kept
+        return Segment(nbytes)
+
+    def give(self, segment: Segment) -> None:
+        """Hands ``segment`` back after a transfer that succeeded: kept in place of a smaller one
+        when it holds at most ``max_bytes``, closed otherwise."""
+        dropped = segment
+        if segment.nbytes <= self.max_bytes and segment.mine:
+            with self._lock:
+                if self._kept is None or self._kept.nbytes < segment.nbytes:
+                    dropped, self._kept = self._kept, segment
+        if dropped is not None:
+            dropped.close()  # outside the lock: unmapping a large segment takes a while
+
+    def close(self) -> None:
+        """Removes the kept segment."""
+        with self._lock:
+            kept, self._kept = self._kept, None
+        if kept is not None:
+            kept.close()
 
 
 def check_mode(mode: str) -> str:
@@ -264,6 +321,6 @@ class SharedMemoryPolicy:
 
 
 __all__ = [
-    "FALLBACK_CODES", "MODES", "Segment", "SharedMemoryPolicy", "check_mode", "compute_host_id",
-    "fnv1a_64", "local_host_id", "new_segment_name",
+    "FALLBACK_CODES", "MODES", "Segment", "SegmentCache", "SharedMemoryPolicy", "check_mode",
+    "compute_host_id", "fnv1a_64", "local_host_id", "new_segment_name",
 ]

@@ -5,9 +5,10 @@ Every transfer of the SDK goes through ``upload_new``, ``write``, ``download`` a
 
 * **Shared memory** (``_shared_memory``), when the daemon shares this process's /dev/shm and the
   client's ``shared_memory`` option allows it (docs/api.md, "Transfers through shared memory"):
-  the bytes go through a segment of the client's own, copied in or out by one ``numpy.copyto``
-  per range (NumPy converts layout and byte order in that copy, and releases the GIL for it).
-  A refusal the option allows falls back to the streams below.
+  the bytes go through a segment of the client's own (the client keeps its last one for the next
+  transfer), copied in or out by one ``numpy.copyto`` per call (NumPy converts layout and byte
+  order in that copy, and releases the GIL for it). A refusal the option allows falls back to the
+  streams below.
 * **gRPC streams** otherwise. Uploads send messages of ``upload_message_bytes`` (1 MiB); downloads
   ask for ``download_message_bytes`` (4 MiB). The bulk messages are encoded and decoded by
   ``_wire`` so each byte is copied once.
@@ -16,18 +17,22 @@ The split rule, shared with the C++ SDK (docs/api.md, "Transfers"), holds for bo
 whole-array transfer of at least ``parallel_min_bytes`` (64 MiB) is cut along the first axis into
 ``min(parallel_streams, shape[0])`` row ranges, range ``i`` of ``n`` being rows
 ``[rows*i//n, rows*(i+1)//n)``, each moved by its own call on its own connection at the same
-time (through shared memory: one segment, each range at its offset in it, copied by its own
-thread). An upload of a new array takes that path only when it is REPLICA with ``shape[0] > 1``:
-the array is created first, then its rows written. Everything else is one call.
+time. Through shared memory the ranges share one segment, each at its offset in it, and each
+range's thread moves it in calls of at most ``SHARED_MEMORY_PIECE_BYTES`` of whole rows (the C++
+SDK's rule), copying each piece just before (upload) or after (download) its call while the
+thread's other call is in flight, so the copies overlap the daemon's side of the transfer. An
+upload of a new array takes the split path only when it is REPLICA with ``shape[0] > 1``: the
+array is created first, then its rows written. Everything else is one call.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 import grpc
 import numpy as np
@@ -43,6 +48,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Transfers at least this large show a progress bar when stderr is a terminal.
 PROGRESS_MIN_BYTES = 32 << 20
+
+#: Shared-memory transfers of whole arrays go in calls of about this many bytes (whole rows)
+#: within each stream's row range, as the C++ SDK's: with one call per range every thread would
+#: copy at once and then call at once, and neither side's copies would overlap the other's.
+SHARED_MEMORY_PIECE_BYTES = 32 << 20
 
 T = TypeVar("T")
 
@@ -104,6 +114,22 @@ def _row_shape(shape: Sequence[int], begin: int, end: int) -> Tuple[int, ...]:
 def _rows(arr: np.ndarray, begin: int, end: int) -> np.ndarray:
     """Rows [begin, end) of ``arr``, a view (a 0-d array is its own row)."""
     return arr[begin:end] if arr.ndim else arr
+
+
+def _row_pieces(
+    begin: int, end: int, offset: int, length: int
+) -> Iterator[Tuple[int, int, int, int]]:
+    """Consecutive pieces (row_begin, row_end, byte_offset, byte_length) of whole rows of the
+    range [begin, end), which holds ``length`` bytes from ``offset``: each at most
+    ``SHARED_MEMORY_PIECE_BYTES``, or one row where a row is larger."""
+    if end - begin <= 1 or length == 0:
+        yield begin, end, offset, length
+        return
+    row_bytes = length // (end - begin)
+    rows_per_piece = max(1, SHARED_MEMORY_PIECE_BYTES // row_bytes)
+    for row in range(begin, end, rows_per_piece):
+        stop = min(end, row + rows_per_piece)
+        yield row, stop, offset + (row - begin) * row_bytes, (stop - row) * row_bytes
 
 
 def _region_shape(region: "pb.Region", shape: Sequence[int]) -> Tuple[int, ...]:
@@ -306,48 +332,106 @@ def _stream_download_region(
 # ---- shared memory ------------------------------------------------------------------------------
 
 
-def _shm_upload_call(
+class _PendingCall:
+    """A shared-memory call in flight (a gRPC future): ``result`` waits for its response,
+    raising the daemon's error as a DistarrayError; ``cancel`` abandons it."""
+
+    def __init__(self, future: "grpc.Future", check: Callable[[object], object]):
+        self._future = future
+        self._check = check
+
+    def result(self):
+        try:
+            response = self._future.result()
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from None
+        return self._check(response)
+
+    def cancel(self) -> None:
+        self._future.cancel()
+
+
+def _shm_upload_start(
     client: "Client", conn: Connection, header: "pb.UploadHeader",
     source: "pb.SharedMemoryRange", timeout: Optional[float],
-) -> "pb.ArrayInfo":
+) -> _PendingCall:
+    """Starts UploadFromSharedMemory; its result is the array's ArrayInfo."""
     request = pb.UploadFromSharedMemoryRequest(header=header, source=source)
-    try:
-        response = conn.stub.UploadFromSharedMemory(
-            request, metadata=client._metadata(), timeout=timeout
-        )
-    except grpc.RpcError as e:
-        raise from_rpc_error(e) from None
-    return response.array
+    future = conn.stub.UploadFromSharedMemory.future(
+        request, metadata=client._metadata(), timeout=timeout
+    )
+    return _PendingCall(future, lambda response: response.array)
 
 
-def _shm_download_call(
+def _shm_download_start(
     client: "Client", conn: Connection, handle: str, region: Optional["pb.Region"],
     destination: "pb.SharedMemoryRange", timeout: Optional[float],
-) -> "pb.DownloadToSharedMemoryResponse":
+) -> _PendingCall:
+    """Starts DownloadToSharedMemory; its result is the response, once the daemon has written
+    exactly ``destination.bytes`` (FailedPreconditionError otherwise)."""
     request = pb.DownloadToSharedMemoryRequest(handle=handle, destination=destination)
     if region is not None:
         request.region.CopyFrom(region)
+    future = conn.stub.DownloadToSharedMemory.future(
+        request, metadata=client._metadata(), timeout=timeout
+    )
+
+    def check(response):
+        if response.bytes != destination.bytes:
+            raise FailedPreconditionError(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"download of {handle} wrote {response.bytes} bytes, expected "
+                f"{destination.bytes}",
+            )
+        return response
+
+    return _PendingCall(future, check)
+
+
+def _overlapped(pieces: Iterator[T], start: Callable[[T], _PendingCall],
+                before: Callable[[T], None], after: Callable[[T], None]) -> None:
+    """For each piece in turn: ``before(piece)``, the call ``start(piece)``, ``after(piece)``
+    once the call has returned; the next piece's ``before`` and call run while a call is in
+    flight, so a stream's copies overlap its own calls (at most two in flight). An error cancels
+    the call left in flight."""
+    pending: Optional[Tuple[T, _PendingCall]] = None
     try:
-        response = conn.stub.DownloadToSharedMemory(
-            request, metadata=client._metadata(), timeout=timeout
-        )
-    except grpc.RpcError as e:
-        raise from_rpc_error(e) from None
-    if response.bytes != destination.bytes:
-        raise FailedPreconditionError(
-            grpc.StatusCode.FAILED_PRECONDITION,
-            f"download of {handle} wrote {response.bytes} bytes, expected {destination.bytes}",
-        )
-    return response
+        for piece in pieces:
+            before(piece)
+            previous, pending = pending, (piece, start(piece))
+            if previous is not None:
+                previous[1].result()
+                after(previous[0])
+        if pending is not None:
+            last, pending = pending, None
+            last[1].result()
+            after(last[0])
+    finally:
+        if pending is not None:
+            pending[1].cancel()
+
+
+@contextlib.contextmanager
+def _segment(client: "Client", nbytes: int) -> Iterator[Segment]:
+    """A segment of at least ``nbytes`` from the client's cache for one transfer: handed back
+    when the transfer succeeds, closed (unlinked and unmapped) when it fails in any way."""
+    segment = client._segments.take(nbytes)
+    try:
+        yield segment
+    except BaseException:
+        segment.close()
+        raise
+    client._segments.give(segment)
 
 
 def _shm_upload_one(
     client: "Client", header: "pb.UploadHeader", arr: np.ndarray, progress: _Progress,
     timeout: Optional[float],
 ) -> "pb.ArrayInfo":
-    with Segment(arr.nbytes) as segment:
+    with _segment(client, arr.nbytes) as segment:
         np.copyto(segment.view(arr.dtype, arr.shape), arr)
-        info = _shm_upload_call(client, client._conn, header, segment.range(), timeout)
+        info = _shm_upload_start(client, client._conn, header, segment.range(0, arr.nbytes),
+                                 timeout).result()
     progress.add(arr.nbytes)
     return info
 
@@ -356,14 +440,20 @@ def _shm_write_rows(
     client: "Client", handle: str, shape: Sequence[int], arr: np.ndarray, progress: _Progress,
     timeout: Optional[float],
 ) -> None:
-    with Segment(arr.nbytes) as segment:
+    with _segment(client, arr.nbytes) as segment:
+
+        def copy_in(piece):
+            b, e, o, _ = piece
+            np.copyto(segment.view(arr.dtype, _row_shape(shape, b, e), o), _rows(arr, b, e))
 
         def part(conn, begin, end, offset, length):
-            np.copyto(segment.view(arr.dtype, _row_shape(shape, begin, end), offset),
-                      _rows(arr, begin, end))
-            header = pb.UploadHeader(handle=handle, region=_row_region(shape, begin, end))
-            _shm_upload_call(client, conn, header, segment.range(offset, length), timeout)
-            progress.add(length)
+            def start(piece):
+                b, e, o, n = piece
+                header = pb.UploadHeader(handle=handle, region=_row_region(shape, b, e))
+                return _shm_upload_start(client, conn, header, segment.range(o, n), timeout)
+
+            _overlapped(_row_pieces(begin, end, offset, length), start, copy_in,
+                        lambda piece: progress.add(piece[3]))
 
         _run_parts(client, shape, arr.nbytes, part)
 
@@ -373,16 +463,21 @@ def _shm_download_rows(
     timeout: Optional[float],
 ) -> None:
     shape = tuple(info.shape.dims)
-    whole = _parts(client, shape, out.nbytes) == 1
-    with Segment(out.nbytes) as segment:
+    with _segment(client, out.nbytes) as segment:
+
+        def copy_out(piece):
+            b, e, o, n = piece
+            np.copyto(_rows(out, b, e), segment.view(out.dtype, _row_shape(shape, b, e), o))
+            progress.add(n)
 
         def part(conn, begin, end, offset, length):
-            rows = None if whole else _row_region(shape, begin, end)
-            _shm_download_call(client, conn, info.handle, rows, segment.range(offset, length),
-                               timeout)
-            np.copyto(_rows(out, begin, end),
-                      segment.view(out.dtype, _row_shape(shape, begin, end), offset))
-            progress.add(length)
+            def start(piece):
+                b, e, o, n = piece
+                return _shm_download_start(client, conn, info.handle, _row_region(shape, b, e),
+                                           segment.range(o, n), timeout)
+
+            _overlapped(_row_pieces(begin, end, offset, length), start, lambda piece: None,
+                        copy_out)
 
         _run_parts(client, shape, out.nbytes, part)
 
@@ -392,9 +487,9 @@ def _shm_download_region(
     timeout: Optional[float],
 ) -> np.ndarray:
     out = np.empty(shape, dtype=dtype)
-    with Segment(out.nbytes) as segment:
-        response = _shm_download_call(client, client._conn, handle, region, segment.range(),
-                                      timeout)
+    with _segment(client, out.nbytes) as segment:
+        response = _shm_download_start(client, client._conn, handle, region,
+                                       segment.range(0, out.nbytes), timeout).result()
         np.copyto(out, segment.view(dtype, shape))
     # The byte count matched, so only a shape written differently (never, by the rule) could
     # differ: the daemon's is the one NumPy's a[region] has.

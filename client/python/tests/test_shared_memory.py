@@ -7,6 +7,7 @@ that expects shared memory fails when the SDK streamed, and the other way round.
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import stat
@@ -232,23 +233,25 @@ def test_row_ranges_in_parallel_through_one_segment(shm_daemon, rng, monkeypatch
     """The split rule with a low threshold: one segment, one call per row range at its offset;
     inputs of any layout and byte order, broadcast writes, and out= downloads."""
     calls = []
-    real_call = _transfer._shm_upload_call
+    real_call = _transfer._shm_upload_start
 
     def recording_call(client, conn, header, source, timeout):
         calls.append((source.name, source.segment_bytes, source.offset, source.bytes,
                       own_segments()))
         return real_call(client, conn, header, source, timeout)
 
-    monkeypatch.setattr(_transfer, "_shm_upload_call", recording_call)
+    monkeypatch.setattr(_transfer, "_shm_upload_start", recording_call)
     with distarray.connect(shm_daemon.address, shared_memory="always", parallel_min_bytes=1024,
                            parallel_streams=streams) as client:
         values = rng.integers(-1000, 1000, (1001, 67)).astype(np.int64)  # rows do not divide
         a = client.from_numpy(values, distarray.split_index_map(values.shape, 1, [0, 2]))
         np.testing.assert_array_equal(a.to_numpy(), values)
         assert {c[0] for c in calls} == {calls[0][0]} and len(calls) == streams
+        row_bytes = 67 * 8
+        bounds = [1001 * i // streams for i in range(streams + 1)]
         assert sorted((c[2], c[3]) for c in calls) == [
-            (1001 * i // streams * 67 * 8, (1001 * (i + 1) // streams - 1001 * i // streams) * 67 * 8)
-            for i in range(streams)]
+            (begin * row_bytes, (end - begin) * row_bytes)
+            for begin, end in zip(bounds, bounds[1:])]
         assert all(c[1] == values.nbytes and c[4] == [calls[0][0][1:]] for c in calls)
         # Ranges that overlap in time log as one transfer, others each on its own line.
         assert transfer_count(shm_daemon, "upload", a.handle, "shared-memory") >= 1
@@ -270,6 +273,39 @@ def test_row_ranges_in_parallel_through_one_segment(shm_daemon, rng, monkeypatch
         scalar = client.from_numpy(np.float64(2.5))
         assert scalar.shape == () and scalar.to_numpy() == 2.5
         assert path_of(shm_daemon, "upload", scalar.handle) == "shared-memory"
+
+
+def test_pieces_of_whole_rows(shm_daemon, rng, monkeypatch):
+    """Each stream's range goes in calls of at most SHARED_MEMORY_PIECE_BYTES of whole rows (one
+    row where a row is larger), which together cover the array once."""
+    monkeypatch.setattr(_transfer, "SHARED_MEMORY_PIECE_BYTES", 10_000)
+    calls = []
+    for name in ("_shm_upload_start", "_shm_download_start"):
+        real = getattr(_transfer, name)
+
+        def recording(*args, _real=real, _name=name):
+            destination = args[-2]
+            calls.append((_name, destination.offset, destination.bytes))
+            return _real(*args)
+
+        monkeypatch.setattr(_transfer, name, recording)
+    with distarray.connect(shm_daemon.address, shared_memory="always", parallel_min_bytes=1024,
+                           parallel_streams=3) as client:
+        for shape, row_bytes, per_piece in [((1001, 67), 536, 18), ((5, 4000), 32000, 1)]:
+            values = rng.integers(-9, 9, shape).astype(np.int64)
+            calls.clear()
+            a = client.from_numpy(values)
+            np.testing.assert_array_equal(a.to_numpy(), values)
+            rows = shape[0]
+            ranges = [(rows * i // 3, rows * (i + 1) // 3) for i in range(3)]
+            expected = sorted((r * row_bytes, (min(end, r + per_piece) - r) * row_bytes)
+                              for begin, end in ranges for r in range(begin, end, per_piece))
+            for name in ("_shm_upload_start", "_shm_download_start"):
+                got = sorted((o, n) for c, o, n in calls if c == name)
+                assert got == expected, (shape, name)
+                assert sum(n for _, n in got) == values.nbytes, (shape, name)
+                assert all(n <= max(10_000, row_bytes) and n % row_bytes == 0 for _, n in got)
+    assert list(_transfer._row_pieces(0, 1, 0, 10**9)) == [(0, 1, 0, 10**9)]
 
 
 def test_regions_through_shared_memory(shm_daemon, rng):
@@ -345,8 +381,8 @@ def test_refusal_falls_back_and_is_remembered(off_daemon, rng):
         assert not client.shared_memory_available  # the refusal is remembered
     with distarray.connect(off_daemon.address, shared_memory="always") as client:
         client._shared_memory.daemon_host_id = client._shared_memory.local_host_id
-        with pytest.raises(distarray.FailedPreconditionError,
-                           match=r"shared-memory transfers are off on this daemon \(--shared_memory=off\)"):
+        refusal = r"shared-memory transfers are off on this daemon \(--shared_memory=off\)"
+        with pytest.raises(distarray.FailedPreconditionError, match=refusal):
             client.from_numpy(values)
         assert client.shared_memory_available  # "always" keeps trying
 
@@ -415,6 +451,62 @@ def test_the_arrays_own_refusal_is_not_remembered(shm_daemon, rng):
         assert path_of(shm_daemon, "upload", b.handle) == "shared-memory"
 
 
+# ---- the kept segment -----------------------------------------------------------------------------
+
+
+def test_the_last_segment_is_kept_for_the_next_transfer(shm_daemon, rng):
+    values = rng.uniform(size=(512, 512))  # 2 MiB
+    with distarray.connect(shm_daemon.address) as client:
+        assert client.options.shared_memory_cache_bytes == 1 << 30
+        a = client.from_numpy(values)
+        kept = own_segments()
+        assert len(kept) == 1
+        np.testing.assert_array_equal(a.to_numpy(), values)
+        np.testing.assert_array_equal(a.to_numpy(slice(0, 256)), values[:256])  # 1 MiB region
+        client.from_numpy(values[:256])
+        assert own_segments() == kept  # the same segment served every transfer since
+        bigger = np.concatenate([values, values])
+        client.from_numpy(bigger)  # too large for the kept one: a new one, kept in its place
+        assert len(own_segments()) == 1 and own_segments() != kept
+    assert own_segments() == []  # removed when the client closes
+
+    with distarray.connect(shm_daemon.address, shared_memory_cache_bytes=0) as client:
+        a = client.from_numpy(values)
+        assert own_segments() == []
+        assert path_of(shm_daemon, "upload", a.handle) == "shared-memory"
+    with distarray.connect(shm_daemon.address, shared_memory_cache_bytes=3 << 20) as client:
+        client.from_numpy(values)
+        kept = own_segments()
+        client.from_numpy(bigger)  # above the cap: removed after its transfer
+        assert own_segments() == kept
+
+    client = distarray.connect(shm_daemon.address)
+    a = client.from_numpy(values)
+    assert len(own_segments()) == 1
+    del a, client
+    gc.collect()
+    assert own_segments() == []  # a client collected without close() removes it too
+
+
+def test_a_forked_child_never_removes_the_parents_segment(shm_daemon, rng, monkeypatch):
+    values = rng.uniform(size=(512, 512))
+    with distarray.connect(shm_daemon.address) as client:
+        a = client.from_numpy(values)
+        kept = own_segments()
+        parent = os.getpid()
+        with monkeypatch.context() as child:
+            child.setattr(os, "getpid", lambda: parent + 1)  # as in a child after fork()
+            fresh = client._segments.take(1)
+            assert fresh.nbytes == 1  # the child makes its own rather than use the parent's
+            fresh.close()
+            client._segments.close()  # as the child's exit would
+        assert kept[0] in os.listdir(_shared_memory.SHM_DIR)
+        # The parent's cache let go of it in this simulation (a real child has a copy of the
+        # cache); remove it by hand, and the next transfer makes a new one.
+        (Path(_shared_memory.SHM_DIR) / kept[0]).unlink()
+        np.testing.assert_array_equal(a.to_numpy(), values)
+
+
 # ---- errors and cleanup ---------------------------------------------------------------------------
 
 
@@ -446,7 +538,7 @@ def test_errors_are_mapped_as_when_streaming(shm_daemon, monkeypatch):
     """Each failing call raises the same class through shared memory as through the streams,
     from the daemon's answer to the shared-memory call, and leaves no segment behind."""
     shm_calls = []
-    for name in ("_shm_upload_call", "_shm_download_call"):
+    for name in ("_shm_upload_start", "_shm_download_start"):
         real = getattr(_transfer, name)
 
         def counted(*args, _real=real, _name=name):
@@ -473,7 +565,7 @@ def test_errors_are_mapped_as_when_streaming(shm_daemon, monkeypatch):
 
 def test_segment_removed_when_a_range_fails_mid_transfer(shm_daemon, rng, monkeypatch):
     seen = []
-    real_call = _transfer._shm_download_call
+    real_call = _transfer._shm_download_start
 
     def failing_call(client, conn, handle, region, destination, timeout):
         seen.append(own_segments())
@@ -481,7 +573,7 @@ def test_segment_removed_when_a_range_fails_mid_transfer(shm_daemon, rng, monkey
             raise RuntimeError("the call broke")
         return real_call(client, conn, handle, region, destination, timeout)
 
-    monkeypatch.setattr(_transfer, "_shm_download_call", failing_call)
+    monkeypatch.setattr(_transfer, "_shm_download_start", failing_call)
     values = rng.uniform(size=(300, 40))
     with distarray.connect(shm_daemon.address, shared_memory="always", parallel_min_bytes=1024,
                            parallel_streams=3) as client:
@@ -508,3 +600,36 @@ def test_interrupted_copy_removes_the_segment(shm_daemon):
         with pytest.raises(Interrupted):
             _transfer.upload_new(client, np.ones((4, 4)).view(Values),
                                  client._spec((4, 4), np.float64, None, "replica", None))
+
+
+def test_overlapped_calls_order_and_cancel():
+    """Each piece: before, start; the previous piece's result and after run while the next
+    piece's call is in flight; an error cancels the call left in flight."""
+    events = []
+
+    class Call:
+        def __init__(self, piece, fail=False):
+            self.piece, self.fail = piece, fail
+
+        def result(self):
+            events.append(("result", self.piece))
+            if self.fail:
+                raise distarray.NotFoundError(grpc.StatusCode.NOT_FOUND, "gone")
+
+        def cancel(self):
+            events.append(("cancel", self.piece))
+
+    def run(pieces, fail_at=None):
+        events.clear()
+        _transfer._overlapped(iter(pieces), lambda p: Call(p, p == fail_at),
+                              lambda p: events.append(("before", p)),
+                              lambda p: events.append(("after", p)))
+        return events
+
+    assert run([1, 2, 3]) == [
+        ("before", 1), ("before", 2), ("result", 1), ("after", 1), ("before", 3),
+        ("result", 2), ("after", 2), ("result", 3), ("after", 3)]
+    with pytest.raises(distarray.NotFoundError):
+        run([1, 2, 3], fail_at=1)
+    assert events == [("before", 1), ("before", 2), ("result", 1), ("cancel", 2)]
+    assert run([]) == []
