@@ -238,11 +238,16 @@ absl::Status Client::Synchronize() const {
 
 absl::StatusOr<v1::ArrayInfo> Client::UploadBytes(const v1::UploadHeader& header, const void* data,
                                                   int64_t bytes) const {
+  bool refused = false;
   if (UseSharedMemory(bytes)) {
     absl::StatusOr<v1::ArrayInfo> info = UploadThroughSharedMemory(header, data, bytes);
     if (!FallBackToStreaming(info.status())) return info;
+    refused = true;
   }
-  return StreamUpload(*stub_, *this, header, data, bytes, options_.upload_message_bytes);
+  absl::StatusOr<v1::ArrayInfo> streamed =
+      StreamUpload(*stub_, *this, header, data, bytes, options_.upload_message_bytes);
+  RememberRefusal(refused, streamed.status());
+  return streamed;
 }
 
 template <typename Part>
@@ -307,6 +312,7 @@ v1::Region RowRange(const v1::ArrayInfo& info, int64_t begin, int64_t end) {
 
 absl::Status Client::WriteAll(const v1::ArrayInfo& info, const void* data, int64_t bytes) const {
   const char* base = static_cast<const char*>(data);
+  bool refused = false;  // shared memory was refused, and the transfer streams instead
   if (UseSharedMemory(bytes)) {
     // One segment; the row ranges (the same split as the streams below) are copied in and sent
     // by one thread each, in pieces of kSharedMemoryPieceBytes, so the copies on both sides run
@@ -337,21 +343,26 @@ absl::Status Client::WriteAll(const v1::ArrayInfo& info, const void* data, int64
       if (s.ok()) session_->segments->Give(*std::move(segment));
     }
     if (!FallBackToStreaming(s)) return s;
+    refused = true;
   }
-  return SplitRows(info, bytes,
-                   [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end, int64_t offset,
-                       int64_t length) {
-                     v1::UploadHeader header;
-                     header.set_handle(info.handle());
-                     *header.mutable_region() = RowRange(info, begin, end);
-                     return StreamUpload(stub, *this, header, base + offset, length,
-                                         options_.upload_message_bytes)
-                         .status();
-                   });
+  const absl::Status streamed =
+      SplitRows(info, bytes,
+                [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end, int64_t offset,
+                    int64_t length) {
+                  v1::UploadHeader header;
+                  header.set_handle(info.handle());
+                  *header.mutable_region() = RowRange(info, begin, end);
+                  return StreamUpload(stub, *this, header, base + offset, length,
+                                      options_.upload_message_bytes)
+                      .status();
+                });
+  RememberRefusal(refused, streamed);
+  return streamed;
 }
 
 absl::Status Client::DownloadAll(const v1::ArrayInfo& info, void* dst, int64_t bytes) const {
   char* base = static_cast<char*>(dst);
+  bool refused = false;
   if (UseSharedMemory(bytes)) {
     // As WriteAll: one segment, a thread per row range calling for its pieces and copying each
     // out as it lands.
@@ -388,35 +399,40 @@ absl::Status Client::DownloadAll(const v1::ArrayInfo& info, void* dst, int64_t b
       if (s.ok()) session_->segments->Give(*std::move(segment));
     }
     if (!FallBackToStreaming(s)) return s;
+    refused = true;
   }
-  return SplitRows(info, bytes,
-                   [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end, int64_t offset,
-                       int64_t length) {
-                     int64_t got = 0;
-                     absl::Status s = StreamDownload(
-                         stub, *this, info.handle(), RowRange(info, begin, end),
-                         [&](const std::string& piece) {
-                           if (got + static_cast<int64_t>(piece.size()) > length) {
-                             return absl::FailedPreconditionError(
-                                 "download carried more bytes than the array holds");
-                           }
-                           std::memcpy(base + offset + got, piece.data(), piece.size());
-                           got += piece.size();
-                           return absl::OkStatus();
-                         });
-                     if (s.ok() && got != length) {
-                       return absl::FailedPreconditionError(
-                           absl::StrCat("download carried ", got, " bytes, expected ", length));
-                     }
-                     return s;
-                   });
+  const absl::Status streamed = SplitRows(
+      info, bytes,
+      [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end, int64_t offset,
+          int64_t length) {
+        int64_t got = 0;
+        absl::Status s = StreamDownload(
+            stub, *this, info.handle(), RowRange(info, begin, end), [&](const std::string& piece) {
+              if (got + static_cast<int64_t>(piece.size()) > length) {
+                return absl::FailedPreconditionError(
+                    "download carried more bytes than the array holds");
+              }
+              std::memcpy(base + offset + got, piece.data(), piece.size());
+              got += piece.size();
+              return absl::OkStatus();
+            });
+        if (s.ok() && got != length) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("download carried ", got, " bytes, expected ", length));
+        }
+        return s;
+      });
+  RememberRefusal(refused, streamed);
+  return streamed;
 }
 
 absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& region, void* dst,
                                    int64_t bytes) const {
+  bool refused = false;
   if (UseSharedMemory(bytes)) {
     absl::Status s = DownloadThroughSharedMemory(handle, region, dst, bytes);
     if (!FallBackToStreaming(s)) return s;
+    refused = true;
   }
   int64_t got = 0;
   char* out = static_cast<char*>(dst);
@@ -433,6 +449,7 @@ absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& 
     return absl::FailedPreconditionError(
         absl::StrCat("download of ", handle, " carried ", got, " bytes, expected ", bytes));
   }
+  RememberRefusal(refused, s);
   return s;
 }
 
@@ -463,13 +480,19 @@ bool Client::UseSharedMemory(int64_t bytes) const {
   return false;
 }
 
+void Client::RememberRefusal(bool refused, const absl::Status& streamed) const {
+  // A refusal that streaming then got past was about shared memory (another /dev/shm, another
+  // user, the feature off): later transfers stream at once. A refusal streaming repeats (say,
+  // a write into a SUM-mode array, FAILED_PRECONDITION either way) was about the request.
+  if (refused && streamed.ok()) session_->same_host = false;
+}
+
 bool Client::FallBackToStreaming(const absl::Status& status) const {
   if (options_.shared_memory != SharedMemoryUse::kAuto) return false;
   switch (status.code()) {
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kPermissionDenied:
     case absl::StatusCode::kUnimplemented:
-      session_->same_host = false;
       return true;
     default:
       return false;

@@ -451,6 +451,22 @@ TEST_F(SharedMemoryChoiceTest, AutomaticAboveTheThresholdStreamingBelow) {
   EXPECT_FALSE(LoggedSharedMemory("upload", streamed.handle()));
 }
 
+// A refusal that streaming repeats is about the request, not shared memory: the client keeps
+// using shared memory afterwards.
+TEST_F(SharedMemoryChoiceTest, ARequestsOwnErrorDoesNotTurnSharedMemoryOff) {
+  ASSERT_NO_FATAL_FAILURE(Start("on"));
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon_->address()));
+  ASSERT_TRUE(client.shared_memory_available());
+  ArrayOptions sum_mode{OnDevice(1, 0), v1::MODE_SUM};
+  ASSERT_OK_AND_ASSIGN(Array partial, client.Create({1 << 19}, v1::DTYPE_FLOAT32, sum_mode));
+  const std::vector<float> values(1 << 19, 1.5f);  // 2 MiB: over the automatic threshold
+  const absl::Status refused = partial.Write<float>(values);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_TRUE(client.shared_memory_available());
+  ASSERT_OK_AND_ASSIGN(Array array, client.Upload<float>(values, {1 << 19}, {OnDevice(1, 0)}));
+  EXPECT_TRUE(LoggedSharedMemory("upload", array.handle())) << daemon_->log();
+}
+
 TEST_F(SharedMemoryChoiceTest, OffMeansNoHostIdRefusalsAndStreaming) {
   ASSERT_NO_FATAL_FAILURE(Start("off"));
   ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon_->address()));

@@ -162,9 +162,11 @@ class Client {
   absl::Status SplitRows(const v1::ArrayInfo& info, int64_t bytes, Part&& part) const;
   // Whether a transfer of `bytes` should try shared memory first.
   bool UseSharedMemory(int64_t bytes) const;
-  // Whether `status`, from a shared-memory attempt, means "stream instead" (kAuto only); such a
-  // refusal also turns shared memory off for this client.
+  // Whether `status`, from a shared-memory attempt, means "stream instead" (kAuto only).
   bool FallBackToStreaming(const absl::Status& status) const;
+  // After a transfer that streamed: when shared memory had been `refused` and streaming then
+  // worked, this client streams from now on.
+  void RememberRefusal(bool refused, const absl::Status& streamed) const;
 
   std::shared_ptr<v1::ArrayService::Stub> stub_;
   std::vector<std::shared_ptr<v1::ArrayService::Stub>> bulk_stubs_;  // one per connection
