@@ -5,7 +5,10 @@
 # CuPy and cupyx peers (skipped with a note when absent).
 # BENCH_ONLY=compute,latency bench/run.sh BIN_DIR runs only those sections of distarray_bench
 # (reshard, transfer, latency, compute; default: all) and only the peers they need; the section
-# "loop" runs loop_bench (the seed's loop through RunGraph) against loop_peers.py.
+# "loop" runs loop_bench (the seed's loop through RunGraph) against loop_peers.py, and "python"
+# runs python_transfer_bench.py (the Python SDK's 1 GiB transfers through gRPC and shared memory,
+# against a host memcpy and the C++ SDK's figures of section "transfer") when python3 can import
+# distarray (pip install ./client/python, or PYTHONPATH naming an installed copy).
 set -euo pipefail
 bin=$(cd "${1:?usage: bench/run.sh BIN_DIR [OUT_DIR]}" && pwd)
 out=${2:-$(mktemp -d)}
@@ -45,12 +48,25 @@ if want loop; then
   "$bin/loop_bench" --server="127.0.0.1:$(cat "$out/port")" --peers_file="$out/loop_peers.txt" \
     | tee "$out/loop.txt"
 fi
-# distarray_bench's sections: what --only names besides "loop".
-bench_only=$(echo "$only" | tr ',' '\n' | grep -v '^loop$' | paste -sd, || true)
-[ -n "$only" ] && [ -z "$bench_only" ] && exit 0
-"$bin/distarray_bench" --server="127.0.0.1:$(cat "$out/port")" --peer_file="$out/peer.txt" \
-  --cupyx_file="$out/cupyx.txt" --compute_file="$out/cupy_compute.txt" ${bench_only:+--only="$bench_only"} \
-  | tee "$out/bench.txt"
+# distarray_bench's sections: what --only names besides "loop" and "python".
+bench_only=$(echo "$only" | tr ',' '\n' | grep -v -e '^loop$' -e '^python$' | paste -sd, || true)
+if [ -z "$only" ] || [ -n "$bench_only" ]; then
+  "$bin/distarray_bench" --server="127.0.0.1:$(cat "$out/port")" --peer_file="$out/peer.txt" \
+    --cupyx_file="$out/cupyx.txt" --compute_file="$out/cupy_compute.txt" \
+    ${bench_only:+--only="$bench_only"} | tee "$out/bench.txt"
+fi
+if want python; then
+  echo "== Python SDK transfers (python_transfer_bench.py)"
+  if python3 -c 'import distarray' 2>/dev/null; then
+    # The C++ SDK's gRPC figures of this run, when section "transfer" ran.
+    cpp() { awk -F'|' -v m="$1" '$2 ~ m {gsub(/[^0-9.]/, "", $3); print $3; exit}' "$out/bench.txt" 2>/dev/null; }
+    up=$(cpp "upload 1 GiB \\(SDK"); down=$(cpp "download 1 GiB \\(SDK")
+    python3 "$here/python_transfer_bench.py" --address="127.0.0.1:$(cat "$out/port")" \
+      ${up:+--cpp_upload_GBps="$up"} ${down:+--cpp_download_GBps="$down"} | tee "$out/python.txt"
+  else
+    echo "python3 cannot import distarray: the Python SDK's figures are missing" >&2
+  fi
+fi
 # Server-side time per RPC (from the daemon's own histogram), to split RPC latency into transport
 # and work.
 if command -v curl >/dev/null; then
