@@ -240,9 +240,11 @@ absl::StatusOr<v1::ArrayInfo> Client::UploadBytes(const v1::UploadHeader& header
                                                   int64_t bytes) const {
   bool refused = false;
   if (UseSharedMemory(bytes)) {
-    absl::StatusOr<v1::ArrayInfo> info = UploadThroughSharedMemory(header, data, bytes);
+    bool asked_daemon = false;
+    absl::StatusOr<v1::ArrayInfo> info =
+        UploadThroughSharedMemory(header, data, bytes, &asked_daemon);
     if (!FallBackToStreaming(info.status())) return info;
-    refused = true;
+    refused = asked_daemon;
   }
   absl::StatusOr<v1::ArrayInfo> streamed =
       StreamUpload(*stub_, *this, header, data, bytes, options_.upload_message_bytes);
@@ -318,7 +320,8 @@ absl::Status Client::WriteAll(const v1::ArrayInfo& info, const void* data, int64
     // by one thread each, in pieces of kSharedMemoryPieceBytes, so the copies on both sides run
     // in parallel and overlap the calls.
     absl::StatusOr<internal::SharedMemorySegment> segment = session_->segments->Take(bytes);
-    absl::Status s = segment.status();
+    absl::Status s =
+        segment.status();  // a segment not made is this client's failure, not a refusal
     if (segment.ok()) {
       auto upload_piece = [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end,
                               int64_t offset, int64_t length) {
@@ -343,7 +346,7 @@ absl::Status Client::WriteAll(const v1::ArrayInfo& info, const void* data, int64
       if (s.ok()) session_->segments->Give(*std::move(segment));
     }
     if (!FallBackToStreaming(s)) return s;
-    refused = true;
+    refused = segment.ok();
   }
   const absl::Status streamed =
       SplitRows(info, bytes,
@@ -367,7 +370,8 @@ absl::Status Client::DownloadAll(const v1::ArrayInfo& info, void* dst, int64_t b
     // As WriteAll: one segment, a thread per row range calling for its pieces and copying each
     // out as it lands.
     absl::StatusOr<internal::SharedMemorySegment> segment = session_->segments->Take(bytes);
-    absl::Status s = segment.status();
+    absl::Status s =
+        segment.status();  // a segment not made is this client's failure, not a refusal
     if (segment.ok()) {
       auto download_piece = [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end,
                                 int64_t offset, int64_t length) {
@@ -399,7 +403,7 @@ absl::Status Client::DownloadAll(const v1::ArrayInfo& info, void* dst, int64_t b
       if (s.ok()) session_->segments->Give(*std::move(segment));
     }
     if (!FallBackToStreaming(s)) return s;
-    refused = true;
+    refused = segment.ok();
   }
   const absl::Status streamed = SplitRows(
       info, bytes,
@@ -430,9 +434,10 @@ absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& 
                                    int64_t bytes) const {
   bool refused = false;
   if (UseSharedMemory(bytes)) {
-    absl::Status s = DownloadThroughSharedMemory(handle, region, dst, bytes);
+    bool asked_daemon = false;
+    absl::Status s = DownloadThroughSharedMemory(handle, region, dst, bytes, &asked_daemon);
     if (!FallBackToStreaming(s)) return s;
-    refused = true;
+    refused = asked_daemon;
   }
   int64_t got = 0;
   char* out = static_cast<char*>(dst);
@@ -502,8 +507,16 @@ bool Client::FallBackToStreaming(const absl::Status& status) const {
 absl::StatusOr<v1::ArrayInfo> Client::UploadThroughSharedMemory(const v1::UploadHeader& header,
                                                                 const void* data,
                                                                 int64_t bytes) const {
+  bool asked_daemon = false;
+  return UploadThroughSharedMemory(header, data, bytes, &asked_daemon);
+}
+
+absl::StatusOr<v1::ArrayInfo> Client::UploadThroughSharedMemory(const v1::UploadHeader& header,
+                                                                const void* data, int64_t bytes,
+                                                                bool* asked_daemon) const {
   absl::StatusOr<internal::SharedMemorySegment> segment = session_->segments->Take(bytes);
   if (!segment.ok()) return segment.status();
+  *asked_daemon = true;
   if (bytes > 0) std::memcpy(segment->data(), data, bytes);
   v1::UploadFromSharedMemoryRequest request;
   *request.mutable_header() = header;
@@ -520,8 +533,16 @@ absl::StatusOr<v1::ArrayInfo> Client::UploadThroughSharedMemory(const v1::Upload
 absl::Status Client::DownloadThroughSharedMemory(const std::string& handle,
                                                  const v1::Region& region, void* dst,
                                                  int64_t bytes) const {
+  bool asked_daemon = false;
+  return DownloadThroughSharedMemory(handle, region, dst, bytes, &asked_daemon);
+}
+
+absl::Status Client::DownloadThroughSharedMemory(const std::string& handle,
+                                                 const v1::Region& region, void* dst, int64_t bytes,
+                                                 bool* asked_daemon) const {
   absl::StatusOr<internal::SharedMemorySegment> segment = session_->segments->Take(bytes);
   if (!segment.ok()) return segment.status();
+  *asked_daemon = true;
   v1::DownloadToSharedMemoryRequest request;
   request.set_handle(handle);
   *request.mutable_region() = region;

@@ -76,19 +76,23 @@ absl::StatusOr<SharedMemorySegment> SharedMemorySegment::Create(int64_t bytes) {
     if (data == MAP_FAILED) return fail("mmap", errno);
   }
   close(fd);  // the mapping keeps the segment's pages
-  return SharedMemorySegment(name, static_cast<char*>(data), bytes, mapped);
+  return SharedMemorySegment(name, static_cast<char*>(data), bytes, mapped, getpid());
 }
 
 SharedMemorySegment::SharedMemorySegment(SharedMemorySegment&& other) noexcept
     : name_(std::exchange(other.name_, std::string())),
       data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
-      mapped_(std::exchange(other.mapped_, 0)) {}
+      mapped_(std::exchange(other.mapped_, 0)),
+      owner_pid_(other.owner_pid_) {}
 
 SharedMemorySegment::~SharedMemorySegment() {
   if (data_ != nullptr) munmap(data_, mapped_);
-  if (!name_.empty()) shm_unlink(name_.c_str());
+  // A child of fork() holds a copy of its parent's segments: only their creator removes them.
+  if (!name_.empty() && owned_by_this_process()) shm_unlink(name_.c_str());
 }
+
+bool SharedMemorySegment::owned_by_this_process() const { return owner_pid_ == getpid(); }
 
 v1::SharedMemoryRange SharedMemorySegment::Range(int64_t offset, int64_t bytes) const {
   v1::SharedMemoryRange range;
@@ -100,20 +104,27 @@ v1::SharedMemoryRange SharedMemorySegment::Range(int64_t offset, int64_t bytes) 
 }
 
 absl::StatusOr<SharedMemorySegment> SegmentCache::Take(int64_t bytes) {
+  std::optional<SharedMemorySegment> kept;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (kept_.has_value() && kept_->size() >= bytes) {
-      SharedMemorySegment segment = std::move(*kept_);
+    if (kept_.has_value()) {
+      kept.emplace(std::move(*kept_));
       kept_.reset();
-      return segment;
     }
   }
+  // The kept segment serves when it is large enough and this process made it (after fork() the
+  // parent may be using it). Otherwise it is removed before a new one is made, so that the two
+  // never hold /dev/shm at once: with both, a full /dev/shm refused the new one.
+  if (kept.has_value() && kept->size() >= bytes && kept->owned_by_this_process()) {
+    return *std::move(kept);
+  }
+  kept.reset();
   return SharedMemorySegment::Create(bytes);
 }
 
 void SegmentCache::Give(SharedMemorySegment segment) {
-  if (segment.size() > max_bytes_) return;     // removed here
-  std::optional<SharedMemorySegment> dropped;  // removed after the lock
+  if (max_bytes_ <= 0 || segment.size() > max_bytes_) return;  // removed here
+  std::optional<SharedMemorySegment> dropped;                  // removed after the lock
   std::lock_guard<std::mutex> lock(mu_);
   if (kept_.has_value() && kept_->size() >= segment.size()) return;
   if (kept_.has_value()) {

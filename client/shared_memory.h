@@ -4,6 +4,8 @@
 #ifndef DISTARRAY_CLIENT_SHARED_MEMORY_H_
 #define DISTARRAY_CLIENT_SHARED_MEMORY_H_
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -34,17 +36,20 @@ class SharedMemorySegment {
   char* data() const { return data_; }
   int64_t size() const { return size_; }
   const std::string& name() const { return name_; }
+  // False in a child of fork(): the segment is its parent's, which alone removes or reuses it.
+  bool owned_by_this_process() const;
   // `bytes` of the segment from `offset` as a request's range.
   v1::SharedMemoryRange Range(int64_t offset, int64_t bytes) const;
 
  private:
-  SharedMemorySegment(std::string name, char* data, int64_t size, size_t mapped)
-      : name_(std::move(name)), data_(data), size_(size), mapped_(mapped) {}
+  SharedMemorySegment(std::string name, char* data, int64_t size, size_t mapped, pid_t owner_pid)
+      : name_(std::move(name)), data_(data), size_(size), mapped_(mapped), owner_pid_(owner_pid) {}
 
   std::string name_;  // empty once moved from
   char* data_ = nullptr;
   int64_t size_ = 0;
   size_t mapped_ = 0;  // bytes mapped (at least one page, even for an empty segment)
+  pid_t owner_pid_ = 0;
 };
 
 // Keeps the last segment a transfer used, so the next transfer of at most its size reuses it.
@@ -56,10 +61,12 @@ class SegmentCache {
  public:
   explicit SegmentCache(int64_t max_bytes) : max_bytes_(max_bytes) {}
 
-  // A segment of at least `bytes`: the kept one when it is large enough, else a new one.
+  // A segment of at least `bytes`: the kept one when it is large enough, else a new one (the
+  // kept one, too small, is removed first). A failure here is the client's own (FAILED_PRECONDITION
+  // from SharedMemorySegment::Create), never the daemon's refusal.
   absl::StatusOr<SharedMemorySegment> Take(int64_t bytes);
   // Hands `segment` back after a transfer; it is kept (in place of a smaller one) when it holds
-  // at most max_bytes, and removed otherwise.
+  // at most max_bytes, and removed otherwise (always, when max_bytes is 0).
   void Give(SharedMemorySegment segment);
 
  private:

@@ -183,11 +183,12 @@ absl::Status Engine::DownloadSlabs(const v1::DownloadArrayRequest& request, cons
   const Shape region_shape = BoxShape(region.box);
   ASSIGN_OR_RETURN(SlabWalker walker, SlabWalker::Create(std::move(region), DTypeSize(array->dtype),
                                                          DownloadSlabTargetBytes(), "region"));
-  if (destination != nullptr && walker.total_bytes() != destination_bytes) {
-    // The array was replaced under its handle since the caller sized the destination.
-    return absl::FailedPreconditionError(
-        absl::StrCat("handle: the array changed during the download (", walker.total_bytes(),
-                     " bytes now, ", destination_bytes, " described); retry"));
+  if (emit == nullptr && walker.total_bytes() != destination_bytes) {
+    // The service sized the destination from the array it described, so this is an array
+    // replaced under its handle since.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "handle: the region holds ", walker.total_bytes(), " bytes, the destination ",
+        destination_bytes, " (was the array replaced under its handle during the call?); retry"));
   }
   const IndexMap map = array->index_map();
   const ChunkIndex index(map);

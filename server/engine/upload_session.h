@@ -38,6 +38,7 @@ class UploadSession {
   absl::StatusOr<ArrayPtr> Finish();
 
   int64_t expected_bytes() const { return expected_bytes_; }
+  int64_t element_size() const { return element_size_; }
 
  private:
   // Writes the walker's current slab, whose bytes (in the client's order) start at `slab_data`,

@@ -22,6 +22,16 @@ namespace {
 // the call is still wanted (a 1 GiB copy should not outlive its cancelled call by seconds).
 constexpr int64_t kUploadPieceBytes = int64_t{64} << 20;
 
+// The slabs are read and written as arrays of the element type in place in the mapping, so a
+// range must start on an element boundary (a mapping starts on a page, so the offset decides).
+absl::Status CheckAligned(const v1::SharedMemoryRange& range, int64_t element_size,
+                          absl::string_view field) {
+  if (range.offset() % element_size == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ".offset: ", range.offset(), " is not a multiple of the dtype's size (",
+                   element_size, " bytes); a range starts on an element"));
+}
+
 }  // namespace
 
 SharedMemoryOptions MakeSharedMemoryOptions(bool enabled) {
@@ -58,6 +68,7 @@ absl::StatusOr<ArrayPtr> UploadFromSharedMemory(Engine& engine,
         absl::StrCat("source.bytes: ", request.source().bytes(), ", but the region holds ",
                      session->expected_bytes(), " bytes (its elements times the dtype's size)"));
   }
+  RETURN_IF_ERROR(CheckAligned(request.source(), session->element_size(), "source"));
   ASSIGN_OR_RETURN(MappedSegment segment,
                    MappedSegment::Open(request.source(), SegmentAccess::kRead, "source"));
   absl::string_view bytes(segment.data(), static_cast<size_t>(segment.size()));
@@ -86,6 +97,7 @@ absl::StatusOr<v1::DownloadToSharedMemoryResponse> DownloadToSharedMemory(
         "destination.bytes: ", request.destination().bytes(), ", but the region holds ",
         region_bytes, " bytes (its elements times the dtype's size)"));
   }
+  RETURN_IF_ERROR(CheckAligned(request.destination(), DTypeSize(array->dtype), "destination"));
   ASSIGN_OR_RETURN(
       MappedSegment segment,
       MappedSegment::Open(request.destination(), SegmentAccess::kReadWrite, "destination"));

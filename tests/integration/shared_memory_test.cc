@@ -168,6 +168,25 @@ TEST_P(SharedMemoryTest, EveryDTypeThroughRandomLayoutsMatchesStreaming) {
   });
 }
 
+TEST_P(SharedMemoryTest, OpModeArraysArriveAsTheirLogicalValues) {
+  // Copies overlap in a random map, so each element's value is the mode's op over its copies
+  // (the daemon combines them into the mapping slab by slab), and uncovered ones the identity.
+  std::mt19937_64 rng(99);
+  const Shape shape = {12, 7};
+  for (v1::Mode mode : {v1::MODE_SUM, v1::MODE_PROD, v1::MODE_MAX, v1::MODE_MIN}) {
+    const TestMap map = RandomMap(shape, devices(), rng);
+    const std::vector<double> values = RandomValues<double>(NumElements(shape), rng);
+    ASSERT_OK_AND_ASSIGN(Array array,
+                         never().Upload<double>(values, shape, {ToProto(map, shape), mode}));
+    const int64_t bytes = NumElements(shape) * static_cast<int64_t>(sizeof(double));
+    std::vector<double> shared(NumElements(shape));
+    ASSERT_OK(always().DownloadThroughSharedMemory(array.handle(), {}, shared.data(), bytes));
+    EXPECT_EQ(shared, Expected(values, map, shape, mode)) << v1::Mode_Name(mode);
+    ASSERT_OK_AND_ASSIGN(std::vector<double> streamed, array.Download<double>());
+    EXPECT_EQ(shared, streamed) << v1::Mode_Name(mode);
+  }
+}
+
 TEST_P(SharedMemoryTest, RegionsWithNegativeStepsMatchStreaming) {
   std::mt19937_64 rng(7);
   const Shape shape = {6, 5, 8};
@@ -224,7 +243,7 @@ TEST_P(SharedMemoryTest, RangesAtAnOffsetInsideALargerSegment) {
   v1::DownloadToSharedMemoryRequest download;
   download.set_handle(array.handle());
   *download.mutable_region() = MakeRegion({SliceSpec{10, 20}});
-  *download.mutable_destination() = out.Range(3 * 4096, 4095, 40);
+  *download.mutable_destination() = out.Range(3 * 4096, 4092, 40);  // on a float, not a page
   v1::DownloadToSharedMemoryResponse response;
   ASSERT_TRUE(Download(download, &response).ok());
   EXPECT_EQ(response.bytes(), 40);
@@ -232,9 +251,9 @@ TEST_P(SharedMemoryTest, RangesAtAnOffsetInsideALargerSegment) {
   ASSERT_EQ(response.shape().dims_size(), 1);
   EXPECT_EQ(response.shape().dims(0), 10);
   const std::string after = out.Read(3 * 4096);
-  EXPECT_EQ(after.substr(0, 4095), before.substr(0, 4095));
-  EXPECT_EQ(std::memcmp(after.data() + 4095, values.data() + 10, 40), 0);
-  EXPECT_EQ(after.substr(4095 + 40), before.substr(4095 + 40));
+  EXPECT_EQ(after.substr(0, 4092), before.substr(0, 4092));
+  EXPECT_EQ(std::memcmp(after.data() + 4092, values.data() + 10, 40), 0);
+  EXPECT_EQ(after.substr(4092 + 40), before.substr(4092 + 40));
 }
 
 // Expects `status` to have `code` and a message naming `field`.
@@ -281,6 +300,11 @@ TEST_P(SharedMemoryTest, BadUploadsAreRefusedAndLeaveNothing) {
                 "source.segment_bytes");
   ExpectRefused(upload(segment.Range(4096, 4090, 64)), grpc::StatusCode::INVALID_ARGUMENT,
                 "source.offset + source.bytes");
+  // A range that does not start on an element: the daemon reads elements in place.
+  ExpectRefused(upload(segment.Range(4096, 2, 64)), grpc::StatusCode::INVALID_ARGUMENT,
+                "source.offset: 2 is not a multiple");
+  ExpectRefused(upload(segment.Range(4096, 4, 128), NewVector(16, v1::DTYPE_FLOAT64)),
+                grpc::StatusCode::INVALID_ARGUMENT, "source.offset: 4 is not a multiple");
   // Bytes that do not match the array: 16 float64 elements are 128 bytes, not 64.
   ExpectRefused(upload(segment.Range(4096, 0, 64), NewVector(16, v1::DTYPE_FLOAT64)),
                 grpc::StatusCode::INVALID_ARGUMENT, "source.bytes");
@@ -351,6 +375,9 @@ TEST_P(SharedMemoryTest, BadDownloadsAreRefused) {
                 grpc::StatusCode::INVALID_ARGUMENT, "destination.offset + destination.bytes");
   ExpectRefused(download(segment.Range(8192, 0, 64), array.handle()),
                 grpc::StatusCode::INVALID_ARGUMENT, "destination.segment_bytes");
+  ExpectRefused(download(segment.Range(4096, 4095 - 64, 64), array.handle()),
+                grpc::StatusCode::INVALID_ARGUMENT, "destination.offset: 4031 is not a multiple");
+
   v1::SharedMemoryRange missing = segment.Range(4096, 0, 64);
   missing.set_name("/distarray-test-no-such-segment");
   ExpectRefused(download(missing, array.handle()), grpc::StatusCode::FAILED_PRECONDITION,
@@ -364,33 +391,46 @@ TEST_P(SharedMemoryTest, BadDownloadsAreRefused) {
   EXPECT_EQ(segment.Read(4096), std::string(4096, '\0'));
 }
 
-// The SDK names its segments "distarray-<pid>-<random digits>": how many of this process's exist.
-int SdkSegmentsInDevShm() {
+// The SDK names its segments "distarray-<pid>-<random digits>": this process's, in /dev/shm.
+std::vector<std::string> SdkSegmentsInDevShm() {
   const std::string prefix = absl::StrCat("distarray-", getpid(), "-");
-  int count = 0;
+  std::vector<std::string> names;
   DIR* dir = opendir("/dev/shm");
-  if (dir == nullptr) return -1;
-  while (dirent* entry = readdir(dir)) count += std::string(entry->d_name).rfind(prefix, 0) == 0;
+  if (dir == nullptr) return {"(cannot read /dev/shm)"};
+  while (dirent* entry = readdir(dir)) {
+    if (std::string(entry->d_name).rfind(prefix, 0) == 0) names.push_back(entry->d_name);
+  }
   closedir(dir);
-  return count;
+  return names;
 }
 
 TEST_P(SharedMemoryTest, TheSdkKeepsOneSegmentAndRemovesItWithTheClient) {
-  ASSERT_EQ(SdkSegmentsInDevShm(), 0);
+  ASSERT_EQ(SdkSegmentsInDevShm().size(), 0u);
   std::vector<float> values(1 << 20, 2.0f);  // 4 MiB: over the automatic threshold
   std::vector<float> half(1 << 19, 3.0f);
+  std::vector<float> twice(1 << 21, 4.0f);
   {
     ASSERT_OK_AND_ASSIGN(Client kept, Client::Connect(address()));
     ASSERT_OK_AND_ASSIGN(Array array, kept.Upload<float>(values, {1 << 20}, {OnDevice(1, 0)}));
+    const std::vector<std::string> first = SdkSegmentsInDevShm();
+    ASSERT_EQ(first.size(), 1u);
     ASSERT_OK_AND_ASSIGN(std::vector<float> back, array.Download<float>());
     EXPECT_EQ(back, values);
-    // A smaller transfer reuses the kept segment (a prefix of it): still one.
+    // A smaller transfer reuses the kept segment (a prefix of it): the same one.
     ASSERT_OK_AND_ASSIGN(Array smaller, kept.Upload<float>(half, {1 << 19}, {OnDevice(1, 0)}));
     ASSERT_OK_AND_ASSIGN(std::vector<float> smaller_back, smaller.Download<float>());
     EXPECT_EQ(smaller_back, half);
-    EXPECT_EQ(SdkSegmentsInDevShm(), 1);
+    EXPECT_EQ(SdkSegmentsInDevShm(), first);
+    // A larger one replaces it (the small one is removed before the large one is made).
+    ASSERT_OK_AND_ASSIGN(Array larger, kept.Upload<float>(twice, {1 << 21}, {OnDevice(1, 0)}));
+    const std::vector<std::string> second = SdkSegmentsInDevShm();
+    ASSERT_EQ(second.size(), 1u);
+    EXPECT_NE(second, first);
+    ASSERT_OK_AND_ASSIGN(std::vector<float> larger_back, larger.Download<float>());
+    EXPECT_EQ(larger_back, twice);
+    EXPECT_EQ(SdkSegmentsInDevShm(), second);
   }
-  EXPECT_EQ(SdkSegmentsInDevShm(), 0) << "a segment outlived its client";
+  EXPECT_EQ(SdkSegmentsInDevShm().size(), 0u) << "a segment outlived its client";
   // With no cache, none outlives its transfer.
   ConnectOptions uncached;
   uncached.shared_memory_cache_bytes = 0;
@@ -398,7 +438,7 @@ TEST_P(SharedMemoryTest, TheSdkKeepsOneSegmentAndRemovesItWithTheClient) {
   ASSERT_OK_AND_ASSIGN(Array array, client.Upload<float>(values, {1 << 20}, {OnDevice(1, 0)}));
   ASSERT_OK_AND_ASSIGN(std::vector<float> back, array.Download<float>());
   EXPECT_EQ(back, values);
-  EXPECT_EQ(SdkSegmentsInDevShm(), 0);
+  EXPECT_EQ(SdkSegmentsInDevShm().size(), 0u);
 }
 
 DISTARRAY_INSTANTIATE_BACKENDS(SharedMemoryTest);

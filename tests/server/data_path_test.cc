@@ -172,8 +172,8 @@ class DataPathTest : public ::testing::Test {
     }));
     // The shared-memory path's DownloadInto lands the same bytes in a buffer of their size.
     std::string direct(bytes.size(), '\x5a');
-    RETURN_IF_ERROR(engine_->DownloadInto(request, direct.data(),
-                                          static_cast<int64_t>(direct.size())));
+    RETURN_IF_ERROR(
+        engine_->DownloadInto(request, direct.data(), static_cast<int64_t>(direct.size())));
     if (direct != bytes) return absl::InternalError("DownloadInto differs from Download");
     std::vector<int32_t> out(bytes.size() / sizeof(int32_t));
     std::memcpy(out.data(), bytes.data(), bytes.size());
@@ -187,14 +187,25 @@ class DataPathTest : public ::testing::Test {
     UploadSession session(*engine_, *array, /*is_new=*/false, std::move(selection));
     const char* bytes = reinterpret_cast<const char*>(values.data());
     const size_t total = values.size() * sizeof(int32_t);
-    // An odd first piece, then the rest at once: the first slab fills through the session's
-    // buffer, whole slabs after it are written from where they lie (as from a shared-memory
-    // segment).
-    const size_t first = std::min<size_t>(total, 11);
-    RETURN_IF_ERROR(session.Append(absl::string_view(bytes, first)));
-    RETURN_IF_ERROR(session.Append(absl::string_view(bytes + first, total - first)));
+    if (++uploads_ % 2 == 0) {
+      // Pieces of 11 bytes (as a stream's messages): every slab fills through the session's
+      // buffer, its boundaries inside pieces and elements.
+      for (size_t at = 0; at < total;) {
+        const size_t n = std::min<size_t>(total - at, 11);
+        RETURN_IF_ERROR(session.Append(absl::string_view(bytes + at, n)));
+        at += n;
+      }
+    } else {
+      // An odd first piece, then the rest at once: the first slab fills through the session's
+      // buffer, whole slabs after it are written from where they lie (as from a shared-memory
+      // segment).
+      const size_t first = std::min<size_t>(total, 11);
+      RETURN_IF_ERROR(session.Append(absl::string_view(bytes, first)));
+      RETURN_IF_ERROR(session.Append(absl::string_view(bytes + first, total - first)));
+    }
     return session.Finish().status();
   }
+  int uploads_ = 0;  // Upload alternates between its two ways of cutting the bytes
 
   std::mt19937 rng_{42};
   std::vector<int32_t> Random(int64_t n) {
@@ -288,6 +299,20 @@ TEST_F(DataPathTest, ZeroDimensionalArraysRoundTrip) {
   auto got = Download(array, v1::Region());
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(*got, std::vector<int32_t>{1234567});
+}
+
+TEST_F(DataPathTest, DownloadIntoRefusesADestinationOfAnotherSize) {
+  const std::vector<int32_t> values = Random(5 * 6);
+  ArrayPtr array = Make({5, 6}, values, 2, false);
+  v1::DownloadArrayRequest request;
+  request.set_handle(array->handle);
+  std::string destination(values.size() * sizeof(int32_t) + 4, '\x5a');
+  for (int64_t bytes : {int64_t{0}, int64_t{4}, static_cast<int64_t>(destination.size())}) {
+    const absl::Status status = engine_->DownloadInto(request, destination.data(), bytes);
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << bytes << ": " << status;
+  }
+  // Nothing was written past what a refusal may touch: the extra bytes are as they were.
+  EXPECT_EQ(destination.substr(values.size() * sizeof(int32_t)), std::string(4, '\x5a'));
 }
 
 // ---- The slab walker itself. ----

@@ -162,10 +162,17 @@ class Client {
   absl::Status SplitRows(const v1::ArrayInfo& info, int64_t bytes, Part&& part) const;
   // Whether a transfer of `bytes` should try shared memory first.
   bool UseSharedMemory(int64_t bytes) const;
+  // As the public ones; `*asked_daemon` tells whether the daemon was called, so that a segment
+  // this client could not make (its own /dev/shm full) is not taken for the daemon's refusal.
+  absl::StatusOr<v1::ArrayInfo> UploadThroughSharedMemory(const v1::UploadHeader& header,
+                                                          const void* data, int64_t bytes,
+                                                          bool* asked_daemon) const;
+  absl::Status DownloadThroughSharedMemory(const std::string& handle, const v1::Region& region,
+                                           void* dst, int64_t bytes, bool* asked_daemon) const;
   // Whether `status`, from a shared-memory attempt, means "stream instead" (kAuto only).
   bool FallBackToStreaming(const absl::Status& status) const;
-  // After a transfer that streamed: when shared memory had been `refused` and streaming then
-  // worked, this client streams from now on.
+  // After a transfer that streamed: when the daemon had `refused` shared memory and streaming
+  // then worked, this client streams from now on.
   void RememberRefusal(bool refused, const absl::Status& streamed) const;
 
   std::shared_ptr<v1::ArrayService::Stub> stub_;

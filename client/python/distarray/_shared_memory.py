@@ -99,13 +99,19 @@ def new_segment_name() -> str:
     return f"/distarray-{os.getpid()}-{secrets.token_hex(16)}"
 
 
+class SegmentUnavailableError(FailedPreconditionError):
+    """This process could not make a shared-memory segment (its /dev/shm missing, full or not
+    writable). The transfer streams, and unlike a daemon's refusal this is not remembered: the
+    next transfer tries shared memory again."""
+
+
 class Segment:
     """A shared-memory segment of this process's own, mapped read-write, for one transfer at a
     time.
 
     Created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` and mode 0600 (never someone else's file,
     never through a link), sized with ``ftruncate`` and reserved with ``posix_fallocate``, so a
-    full /dev/shm is an error here (``FailedPreconditionError``) rather than a SIGBUS when a page
+    full /dev/shm is an error here (``SegmentUnavailableError``) rather than a SIGBUS when a page
     is first touched. ``close`` unlinks and unmaps it (a context manager closes it on every path);
     only the process that made it unlinks it, so a forked child never removes its parent's.
     """
@@ -139,7 +145,7 @@ class Segment:
                 self._bytes = np.frombuffer(self._mmap, dtype=np.uint8)
         except OSError as e:
             self.close()
-            raise FailedPreconditionError(
+            raise SegmentUnavailableError(
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"shared-memory segment {self.name}: {step}: {e.strerror or e}",
             ) from e
@@ -219,13 +225,16 @@ class SegmentCache:
         self._kept: Optional[Segment] = None
 
     def take(self, nbytes: int) -> Segment:
-        """A segment of at least ``nbytes``: the kept one when it is large enough, else a new one
-        (FailedPreconditionError when it cannot be made)."""
+        """A segment of at least ``nbytes``: the kept one when it is large enough and this
+        process made it, else a new one (SegmentUnavailableError when it cannot be made). A kept
+        one too small is removed first, so the two never hold /dev/shm at once (with both, a full
+        /dev/shm refused the new one)."""
         with self._lock:
-            kept = self._kept
-            if kept is not None and kept.nbytes >= nbytes and kept.mine:
-                self._kept = None
+            kept, self._kept = self._kept, None
+        if kept is not None:
+            if kept.nbytes >= nbytes and kept.mine:
                 return kept
+            kept.close()  # unlinks only a segment of this process's own
         return Segment(nbytes)
 
     def give(self, segment: Segment) -> None:
@@ -321,6 +330,7 @@ class SharedMemoryPolicy:
 
 
 __all__ = [
-    "FALLBACK_CODES", "MODES", "Segment", "SegmentCache", "SharedMemoryPolicy", "check_mode",
+    "FALLBACK_CODES", "MODES", "Segment", "SegmentCache", "SegmentUnavailableError",
+    "SharedMemoryPolicy", "check_mode",
     "compute_host_id", "fnv1a_64", "local_host_id", "new_segment_name",
 ]

@@ -38,7 +38,7 @@ import grpc
 import numpy as np
 
 from ._errors import DistarrayError, FailedPreconditionError, from_rpc_error
-from ._shared_memory import Segment
+from ._shared_memory import Segment, SegmentUnavailableError
 from ._types import from_proto_dtype
 from ._wire import Connection, download_data, upload_data_message
 from .v1 import distarray_pb2 as pb
@@ -192,9 +192,10 @@ def _choose(
     streams: Callable[[], T],
 ) -> T:
     """Runs a transfer through shared memory when the client's policy wants it, else (or after
-    a refusal the policy allows) through the streams. A refusal is remembered only once streaming
-    has delivered: a FAILED_PRECONDITION both paths answer (an upload into a SUM array) is the
-    array's, not shared memory's."""
+    a refusal the policy allows) through the streams. A daemon's refusal is remembered only once
+    streaming has delivered: a FAILED_PRECONDITION both paths answer (an upload into a SUM array)
+    is the array's, not shared memory's. A segment this process could not make is never
+    remembered: its /dev/shm may have room for the next one."""
     policy = client._shared_memory
     if not policy.wants(nbytes):
         return streams()
@@ -206,7 +207,8 @@ def _choose(
         refusal = e
     progress.reset()
     result = streams()
-    policy.turn_off(refusal)
+    if not isinstance(refusal, SegmentUnavailableError):
+        policy.turn_off(refusal)
     return result
 
 

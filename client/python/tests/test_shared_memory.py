@@ -431,7 +431,14 @@ def test_segment_that_cannot_be_made_falls_back(shm_daemon, rng, monkeypatch):
         a = client.from_numpy(values)
         np.testing.assert_array_equal(a.to_numpy(), values)
         assert path_of(shm_daemon, "upload", a.handle) == "stream"
-        assert not client.shared_memory_available
+        # This process's /dev/shm was full, not the daemon's refusal: not remembered, and once
+        # there is room the next transfer goes through shared memory again.
+        assert client.shared_memory_available
+        monkeypatch.undo()
+        b = client.from_numpy(values)
+        assert path_of(shm_daemon, "upload", b.handle) == "shared-memory"
+        np.testing.assert_array_equal(b.to_numpy(), values)
+    monkeypatch.setattr(os, "posix_fallocate", full)
     with distarray.connect(shm_daemon.address, shared_memory="always") as client:
         with pytest.raises(distarray.FailedPreconditionError, match="is /dev/shm full"):
             client.from_numpy(values)
@@ -477,8 +484,10 @@ def test_the_last_segment_is_kept_for_the_next_transfer(shm_daemon, rng):
     with distarray.connect(shm_daemon.address, shared_memory_cache_bytes=3 << 20) as client:
         client.from_numpy(values)
         kept = own_segments()
-        client.from_numpy(bigger)  # above the cap: removed after its transfer
-        assert own_segments() == kept
+        client.from_numpy(bigger)  # above the cap: removed after its transfer, and the kept
+        assert own_segments() == []  # one was removed before it was made (room in /dev/shm)
+        client.from_numpy(values)
+        assert len(own_segments()) == 1 and own_segments() != kept
 
     client = distarray.connect(shm_daemon.address)
     a = client.from_numpy(values)
@@ -486,6 +495,26 @@ def test_the_last_segment_is_kept_for_the_next_transfer(shm_daemon, rng):
     del a, client
     gc.collect()
     assert own_segments() == []  # a client collected without close() removes it too
+
+
+def test_a_kept_segment_too_small_is_removed_before_a_new_one_is_made(monkeypatch):
+    cache = _shared_memory.SegmentCache(1 << 20)
+    small = _shared_memory.Segment(4096)
+    cache.give(small)
+    seen = []
+    reserve = os.posix_fallocate
+
+    def recording(fd, offset, length):
+        seen.append(own_segments())
+        reserve(fd, offset, length)
+
+    monkeypatch.setattr(os, "posix_fallocate", recording)
+    large = cache.take(8192)
+    assert large.nbytes == 8192
+    assert seen == [[large.name[1:]]]  # while the new one was reserved, the small one was gone
+    large.close()
+    cache.close()
+    assert own_segments() == []
 
 
 def test_a_forked_child_never_removes_the_parents_segment(shm_daemon, rng, monkeypatch):
