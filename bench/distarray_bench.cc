@@ -43,8 +43,9 @@ ABSL_FLAG(std::string, server, "127.0.0.1:50051", "distarrayd address");
 ABSL_FLAG(std::string, peer_file, "", "key value lines from peer_limit");
 ABSL_FLAG(std::string, cupyx_file, "", "key value lines from cupyx_reshard.py");
 ABSL_FLAG(std::string, compute_file, "", "key value lines from cupy_compute.py");
-ABSL_FLAG(std::string, only, "",
-          "comma-separated sections to run: reshard, transfer, latency, compute (default: all)");
+ABSL_FLAG(
+    std::string, only, "",
+    "comma-separated sections to run: reshard, transfer, shm, latency, compute (default: all)");
 ABSL_FLAG(int, streams, 4, "parallel streams for bulk transfers");
 ABSL_FLAG(int64_t, compute_side, 16384,
           "compute section: arrays are side x side float32 (16384: 1 GiB, the size cupy_compute.py "
@@ -619,8 +620,9 @@ int main(int argc, char** argv) {
         Must(distarray::Client::Connect(absl::GetFlag(FLAGS_server), 10000, shm_options),
              "connect (shared memory)");
     if (!shm_client.shared_memory_available()) {
-      std::fprintf(stderr, "shm: the daemon's host_id is not this host's (or --shared_memory=off); "
-                           "the calls below will fail\n");
+      std::fprintf(stderr,
+                   "shm: the daemon's host_id is not this host's (or --shared_memory=off); "
+                   "the calls below will fail\n");
     }
     const auto layout = distarray::Split(1, 0, bytes / 4, [&] {
       std::vector<int> all(info.devices_size());

@@ -74,7 +74,7 @@ def main() -> None:
     parser.add_argument("--gib", type=float, default=1.0, help="array size in GiB")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--streams", type=int, default=4, help="ConnectOptions.parallel_streams")
-    parser.add_argument("--upload_message_mib", type=float, default=1,
+    parser.add_argument("--upload_message_mib", type=float, default=4,
                         help="ConnectOptions.upload_message_bytes in MiB")
     parser.add_argument("--download_message_mib", type=float, default=4,
                         help="ConnectOptions.download_message_bytes in MiB")

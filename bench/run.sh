@@ -4,7 +4,7 @@
 # BIN_DIR holds distarrayd, distarray_bench, loop_bench and peer_limit. Needs python3 with cupy for the
 # CuPy and cupyx peers (skipped with a note when absent).
 # BENCH_ONLY=compute,latency bench/run.sh BIN_DIR runs only those sections of distarray_bench
-# (reshard, transfer, latency, compute; default: all) and only the peers they need; the section
+# (reshard, transfer, shm, latency, compute; default: all) and only the peers they need; the section
 # "loop" runs loop_bench (the seed's loop through RunGraph) against loop_peers.py, and "python"
 # runs python_transfer_bench.py (the Python SDK's 1 GiB transfers through gRPC and shared memory,
 # against a host memcpy and the C++ SDK's figures of section "transfer") when python3 can import

@@ -9,9 +9,10 @@ Every transfer of the SDK goes through ``upload_new``, ``write``, ``download`` a
   transfer), copied in or out by one ``numpy.copyto`` per call (NumPy converts layout and byte
   order in that copy, and releases the GIL for it). A refusal the option allows falls back to the
   streams below.
-* **gRPC streams** otherwise. Uploads send messages of ``upload_message_bytes`` (1 MiB); downloads
+* **gRPC streams** otherwise. Uploads send messages of ``upload_message_bytes`` (4 MiB); downloads
   ask for ``download_message_bytes`` (4 MiB). The bulk messages are encoded and decoded by
-  ``_wire`` so each byte is copied once.
+  ``_wire`` so each byte is copied once by Python (an upload's copy
+  outside the GIL) besides gRPC's own copy.
 
 The split rule, shared with the C++ SDK (docs/api.md, "Transfers"), holds for both paths: a
 whole-array transfer of at least ``parallel_min_bytes`` (64 MiB) is cut along the first axis into

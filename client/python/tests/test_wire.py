@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from distarray import _wire
 from distarray.v1 import distarray_pb2 as pb
 
 
-@pytest.mark.parametrize("size", [0, 1, 127, 128, 300, 1 << 20])
+@pytest.mark.parametrize("size", [0, 1, 127, 128, 300, (64 << 10) - 1, 64 << 10, 1 << 20,
+                                  (4 << 20) + 3])
 def test_upload_message_parses_as_the_proto(size):
     payload = bytes(range(256)) * (size // 256) + bytes(size % 256)
     message = pb.UploadArrayRequest.FromString(_wire.upload_data_message(memoryview(payload)))
@@ -16,6 +18,16 @@ def test_upload_message_parses_as_the_proto(size):
     if size:
         assert _wire.upload_data_message(memoryview(payload)) == pb.UploadArrayRequest(
             data=payload).SerializeToString()
+
+
+def test_upload_message_of_array_views():
+    """Pieces as the SDK cuts them: byte views of NumPy arrays, whole and from the middle."""
+    values = np.random.default_rng(5).uniform(size=(300, 1000))
+    whole = memoryview(values).cast("B")
+    middle = whole[8 * 1000 : 8 * 200_000]
+    for piece in (whole, middle):
+        message = pb.UploadArrayRequest.FromString(_wire.upload_data_message(piece))
+        assert message.data == piece.tobytes()
 
 
 @pytest.mark.parametrize("size", [0, 5, 200, 70000])
