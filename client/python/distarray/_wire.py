@@ -69,8 +69,8 @@ def upload_data_message(piece: memoryview) -> bytes:
     gRPC takes a message as `bytes` and copies it once more, holding the GIL, so an upload's
     streams share one core for two copies of every byte. On CPython the payload is copied into
     a new, not yet shared bytes object by ctypes.memmove, which releases the GIL, so only gRPC's
-    copy is serial: on a 16-core host this took Python's 1 GiB upload from 2.45 GB/s (with
-    b"".join) to the figure in docs/performance.md.
+    copy is serial: on a 16-core host this (with 4 MiB messages) took a 1 GiB upload from
+    2.05-2.45 GB/s with b"".join to 4.7-5.2 GB/s (docs/performance.md).
     """
     prefix = _UPLOAD_DATA_TAG + _varint(len(piece))
     if _new_bytes is None or len(piece) < _FILL_OUTSIDE_GIL_MIN_BYTES:
