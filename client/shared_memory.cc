@@ -126,7 +126,10 @@ void SegmentCache::Give(SharedMemorySegment segment) {
   if (max_bytes_ <= 0 || segment.size() > max_bytes_) return;  // removed here
   std::optional<SharedMemorySegment> dropped;                  // removed after the lock
   std::lock_guard<std::mutex> lock(mu_);
-  if (kept_.has_value() && kept_->size() >= segment.size()) return;
+  // A kept segment of a fork()ed parent's counts as none (Take would not use it).
+  if (kept_.has_value() && kept_->size() >= segment.size() && kept_->owned_by_this_process()) {
+    return;
+  }
   if (kept_.has_value()) {
     dropped.emplace(std::move(*kept_));
     kept_.reset();

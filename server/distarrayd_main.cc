@@ -99,7 +99,11 @@ int RunDaemon(int argc, char** argv) {
 
   daemon::DrainGate drain_gate;
   service.set_drain_gate(&drain_gate);
-  TransferLog transfer_log(options->log_progress);
+  // A transfer waits this long for another stream of its array before it is logged, so a
+  // shared-memory transfer's calls (not always overlapping) make one line (transfer_log.h).
+  constexpr absl::Duration kTransferLinger = absl::Milliseconds(20);
+  TransferLog transfer_log(options->log_progress, int64_t{64} << 20, kTransferLinger);
+  Ticker transfer_log_flusher(kTransferLinger, [&transfer_log] { transfer_log.FlushLingering(); });
   service.set_transfer_log(&transfer_log);
   service.set_authenticator(authenticator->get());
 
@@ -144,6 +148,7 @@ int RunDaemon(int argc, char** argv) {
   drain.health = health.get();
   drain.gate = &drain_gate;
   drain.api = api->server.get();
+  drain.after_calls = [&transfer_log] { transfer_log.FlushAll(); };
   drain.release_devices = [&] {
     device_health.reset();
     // The graph cache's slots are device memory of their own; the arrays' memory is freed with

@@ -72,6 +72,7 @@ void DrainAndExit(const DaemonOptions& options, const DrainParts& parts) {
   // executor thread that sleeps in epoll for up to 10 s (measured: 3 s and more on a loaded
   // 2-core machine), which would stretch SIGTERM-to-exit past the drain time. A sanitizer build
   // still runs its leak check first.
+  if (parts.after_calls) parts.after_calls();
   const absl::Status released = parts.release_devices();
   if (!released.ok()) spdlog::error("devices at exit: {}", released.ToString());
   spdlog::info("stopped {:.2f} s after the signal",

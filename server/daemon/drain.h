@@ -25,6 +25,9 @@ struct DrainParts {
   HealthServer* health = nullptr;  // nullptr: no health port
   DrainGate* gate = nullptr;
   grpc::Server* api = nullptr;
+  // Once every call has ended, before the devices: logs what is still pending (the transfer
+  // log's lingering transfers), since the process then exits without running destructors.
+  std::function<void()> after_calls;
   // Once every call has ended: finishes the devices' queued work and frees their memory. Its
   // error makes the exit code kExitDevicesFailed.
   std::function<absl::Status()> release_devices;

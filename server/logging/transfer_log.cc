@@ -20,7 +20,12 @@ TransferLog::Stream TransferLog::Begin(std::string direction, std::string tenant
   std::string key = array.empty() ? absl::StrCat("#", next_anonymous_++)
                                   : absl::StrCat(direction, "\x1f", tenant, "\x1f", array);
   Transfer& t = running_[key];
-  if (t.streams_running == 0) {
+  if (t.streams_running == 0 && t.streams > 0 &&
+      Clock::now() - t.end > absl::ToChronoNanoseconds(linger_)) {
+    Log(t);  // lingered too long to be this transfer's: it is over (under mu_, rare)
+    t = Transfer{};
+  }
+  if (t.streams == 0) {  // a new transfer (else a lingering one goes on)
     t = Transfer{};
     t.direction = std::move(direction);
     t.array = array.empty() ? "(new array)" : std::move(array);
@@ -71,10 +76,48 @@ void TransferLog::End(const std::string& key, bool failed) {
     Transfer& t = it->second;
     if (failed) ++t.failed;
     if (--t.streams_running > 0) return;
+    t.end = Clock::now();
+    // An anonymous transfer (an upload creating its array) has no later stream to wait for.
+    if (linger_ > absl::ZeroDuration() && key[0] != '#') return;  // FlushLingering logs it
     done = std::move(t);
     running_.erase(it);
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - done.start).count();
+  Log(done);
+}
+
+void TransferLog::TakeEnded(Clock::time_point cutoff, std::vector<Transfer>* out) {
+  for (auto it = running_.begin(); it != running_.end();) {
+    if (it->second.streams_running == 0 && it->second.end <= cutoff) {
+      out->push_back(std::move(it->second));
+      running_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void TransferLog::FlushLingering() {
+  std::vector<Transfer> ended;
+  {
+    absl::MutexLock lock(&mu_);
+    TakeEnded(Clock::now() - absl::ToChronoNanoseconds(linger_), &ended);
+  }
+  for (const Transfer& t : ended) Log(t);
+}
+
+TransferLog::~TransferLog() { FlushAll(); }
+
+void TransferLog::FlushAll() {
+  std::vector<Transfer> ended;
+  {
+    absl::MutexLock lock(&mu_);
+    TakeEnded(Clock::time_point::max(), &ended);
+  }
+  for (const Transfer& t : ended) Log(t);
+}
+
+void TransferLog::Log(const Transfer& done) const {
+  const double seconds = std::chrono::duration<double>(done.end - done.start).count();
   const auto level =
       done.bytes >= info_bytes_ || done.failed > 0 ? spdlog::level::info : spdlog::level::debug;
   spdlog::log(level, "{} {}: {} MiB in {:.3f} s ({:.2f} GB/s) over {} stream{}{}", done.direction,

@@ -4,6 +4,12 @@
 // and tenant that overlap in time are one transfer here: its line gives the total bytes, the
 // stream count and the aggregate rate (bytes over the time from the first stream's start to the
 // last one's end). A transfer running longer than the progress interval logs its progress.
+//
+// The SDKs move a shared-memory transfer in calls of about 32 MiB per stream, with a copy between
+// one call and the next, so its streams do not always overlap: logged at once when the running
+// count reached zero, one 1 GiB transfer made 6 to 8 lines of 128 or 256 MiB. With a `linger`,
+// a transfer whose streams have all ended waits that long for another stream of the same array
+// before FlushLingering (the daemon calls it from a ticker) or the destructor logs it.
 #ifndef DISTARRAY_SERVER_LOGGING_TRANSFER_LOG_H_
 #define DISTARRAY_SERVER_LOGGING_TRANSFER_LOG_H_
 
@@ -11,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
@@ -21,16 +28,27 @@ namespace distarray {
 class TransferLog {
  public:
   // Transfers of at least `info_bytes` log at info, smaller ones at debug. `progress`: how often
-  // a running transfer logs its progress (zero: never).
+  // a running transfer logs its progress (zero: never). `linger`: see above (zero: a transfer is
+  // logged when its last stream ends).
   explicit TransferLog(absl::Duration progress = absl::Seconds(10),
-                       int64_t info_bytes = int64_t{64} << 20)
-      : progress_(progress), info_bytes_(info_bytes) {}
+                       int64_t info_bytes = int64_t{64} << 20,
+                       absl::Duration linger = absl::ZeroDuration())
+      : progress_(progress), info_bytes_(info_bytes), linger_(linger) {}
+  // Logs the transfers still lingering.
+  ~TransferLog();
+  TransferLog(const TransferLog&) = delete;
+  TransferLog& operator=(const TransferLog&) = delete;
 
   class Stream;
   // One stream of the transfer `direction` ("upload", "download", ...) of `array` (a handle or a
   // name; empty: a stream of its own, e.g. an upload that creates its array). Count its bytes
   // with Add; the transfer is logged when its last stream is destroyed.
   Stream Begin(std::string direction, std::string tenant, std::string array);
+
+  // Logs the transfers whose streams all ended at least `linger` ago.
+  void FlushLingering();
+  // Logs every transfer whose streams have all ended, lingering or not.
+  void FlushAll();
 
   class Stream {
    public:
@@ -66,12 +84,19 @@ class TransferLog {
     int64_t bytes = 0;
     Clock::time_point start;
     Clock::time_point last_progress;
+    Clock::time_point end;  // when streams_running last fell to zero
   };
   void Add(const std::string& key, int64_t bytes);
   void End(const std::string& key, bool failed);
+  // Writes the line of a transfer whose streams have all ended.
+  void Log(const Transfer& done) const;
+  // Takes out (into `out`) the lingering transfers that ended at `cutoff` or before.
+  void TakeEnded(Clock::time_point cutoff, std::vector<Transfer>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const absl::Duration progress_;
   const int64_t info_bytes_;
+  const absl::Duration linger_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, Transfer> running_ ABSL_GUARDED_BY(mu_);
   int64_t next_anonymous_ ABSL_GUARDED_BY(mu_) = 0;

@@ -139,6 +139,37 @@ TEST(TransferLog, OverlappingStreamsOfOneArrayAreOneTransfer) {
   EXPECT_NE(text.find("over 1 stream\n"), std::string::npos) << text;
 }
 
+TEST(TransferLog, AStreamWithinTheLingerContinuesTheTransfer) {
+  CapturedLog log;
+  {
+    TransferLog transfers(absl::ZeroDuration(), /*info_bytes=*/100, absl::Milliseconds(200));
+    for (int call = 0; call < 3; ++call) {  // one after another, as a segment's calls
+      TransferLog::Stream stream = transfers.Begin("shared-memory upload", "t", "arr-1");
+      stream.Add(int64_t{32} << 20);
+      stream.Succeed();
+    }
+    transfers.FlushLingering();  // ended just now: still lingering
+    EXPECT_EQ(log.text(), "");
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    transfers.FlushLingering();
+    EXPECT_NE(log.text().find("info shared-memory upload arr-1: 96 MiB in "), std::string::npos)
+        << log.text();
+    EXPECT_NE(log.text().find("over 3 streams"), std::string::npos) << log.text();
+
+    // A stream after the linger (not yet flushed) starts a transfer of its own, and the one it
+    // found is logged then; the last one is logged when the log goes.
+    { transfers.Begin("download", "t", "arr-2").Succeed(); }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    { transfers.Begin("download", "t", "arr-2").Succeed(); }
+    EXPECT_NE(log.text().find("download arr-2: 0 MiB"), std::string::npos) << log.text();
+  }
+  const std::string text = log.text();
+  const size_t first = text.find("download arr-2: 0 MiB");
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_NE(text.find("download arr-2: 0 MiB", first + 1), std::string::npos) << text;
+  EXPECT_EQ(text.find("32 MiB"), std::string::npos) << "a call's share was logged: " << text;
+}
+
 TEST(TransferLog, FailedStreamsAndProgress) {
   CapturedLog log;
   TransferLog transfers(absl::Milliseconds(1));

@@ -311,6 +311,9 @@ TEST_F(DataPathTest, DownloadIntoRefusesADestinationOfAnotherSize) {
     const absl::Status status = engine_->DownloadInto(request, destination.data(), bytes);
     EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << bytes << ": " << status;
   }
+  // No destination at all (an empty mapping has none) is no way around the check.
+  EXPECT_EQ(engine_->DownloadInto(request, nullptr, 0).code(),
+            absl::StatusCode::kFailedPrecondition);
   // Nothing was written past what a refusal may touch: the extra bytes are as they were.
   EXPECT_EQ(destination.substr(values.size() * sizeof(int32_t)), std::string(4, '\x5a'));
 }

@@ -19,8 +19,8 @@ whole-array transfer of at least ``parallel_min_bytes`` (64 MiB) is cut along th
 ``min(parallel_streams, shape[0])`` row ranges, range ``i`` of ``n`` being rows
 ``[rows*i//n, rows*(i+1)//n)``, each moved by its own call on its own connection at the same
 time. Through shared memory the ranges share one segment, each at its offset in it, and each
-range's thread moves it in calls of at most ``SHARED_MEMORY_PIECE_BYTES`` of whole rows (the C++
-SDK's rule), copying each piece just before (upload) or after (download) its call while the
+range's thread moves it in calls of at most ``SHARED_MEMORY_PIECE_BYTES`` of whole rows, or one
+row where a row is larger (the C++ SDK's rule), copying each piece just before (upload) or after (download) its call while the
 thread's other call is in flight, so the copies overlap the daemon's side of the transfer. An
 upload of a new array takes the split path only when it is REPLICA with ``shape[0] > 1``: the
 array is created first, then its rows written. Everything else is one call.

@@ -56,26 +56,44 @@ def _read_varint(buf, i: int) -> Tuple[int, int]:
 _FILL_OUTSIDE_GIL_MIN_BYTES = 64 << 10
 # CPython: a bytes object's payload starts this far past its address (PyBytesObject.ob_sval).
 _BYTES_PAYLOAD_OFFSET = sys.getsizeof(b"") - 1
-_new_bytes = None
-if sys.implementation.name == "cpython":
-    _new_bytes = ctypes.pythonapi.PyBytes_FromStringAndSize
-    _new_bytes.restype = ctypes.py_object
-    _new_bytes.argtypes = (ctypes.c_void_p, ctypes.c_ssize_t)
+
+
+def _bytes_maker():
+    """PyBytes_FromStringAndSize as a function object of our own (ctypes.pythonapi's attributes
+    are shared with every library in the process, which may set other result types), or None
+    where the payload is not where _BYTES_PAYLOAD_OFFSET says (not CPython, or another layout)."""
+    if sys.implementation.name != "cpython":
+        return None
+    probe = b"distarray"
+    if ctypes.string_at(id(probe) + _BYTES_PAYLOAD_OFFSET, len(probe)) != probe:
+        return None
+    prototype = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_ssize_t)
+    return prototype(("PyBytes_FromStringAndSize", ctypes.pythonapi))
+
+
+_new_bytes = _bytes_maker()
 
 
 def upload_data_message(piece: memoryview) -> bytes:
-    """A serialized UploadArrayRequest whose `data` is `piece` (C-contiguous bytes).
+    """A serialized UploadArrayRequest whose `data` is `piece` (a C-contiguous buffer).
 
     gRPC takes a message as `bytes` and copies it once more, holding the GIL, so an upload's
     streams share one core for two copies of every byte. On CPython the payload is copied into
     a new, not yet shared bytes object by ctypes.memmove, which releases the GIL, so only gRPC's
     copy is serial: on a 16-core host this (with 4 MiB messages) took a 1 GiB upload from
-    2.05-2.45 GB/s with b"".join to 4.7-5.2 GB/s (docs/performance.md).
+    2.05-2.45 GB/s with b"".join to 4.7-5.2 GB/s (docs/performance.md). Without the GIL,
+    another thread writing the source array meanwhile can be seen half written (as it always
+    could with shared memory): do not change an array while it uploads.
     """
+    if piece.format != "B" or piece.ndim != 1:
+        piece = piece.cast("B")  # lengths below are in bytes
     prefix = _UPLOAD_DATA_TAG + _varint(len(piece))
     if _new_bytes is None or len(piece) < _FILL_OUTSIDE_GIL_MIN_BYTES:
         return b"".join((prefix, piece))
-    message = _new_bytes(None, len(prefix) + len(piece))  # uninitialized, owned only here
+    size = len(prefix) + len(piece)
+    message = _new_bytes(None, size)  # uninitialized, and no one else holds it yet
+    if type(message) is not bytes or len(message) != size:
+        return b"".join((prefix, piece))
     payload = id(message) + _BYTES_PAYLOAD_OFFSET
     ctypes.memmove(payload, prefix, len(prefix))
     source = np.frombuffer(piece, dtype=np.uint8)  # a view: its address, no copy

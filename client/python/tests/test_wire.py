@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -25,9 +27,20 @@ def test_upload_message_of_array_views():
     values = np.random.default_rng(5).uniform(size=(300, 1000))
     whole = memoryview(values).cast("B")
     middle = whole[8 * 1000 : 8 * 200_000]
-    for piece in (whole, middle):
+    typed = memoryview(values)  # format "d", two dimensions: its length is not its bytes
+    for piece in (whole, middle, typed):
         message = pb.UploadArrayRequest.FromString(_wire.upload_data_message(piece))
         assert message.data == piece.tobytes()
+
+
+def test_upload_message_ignores_other_users_of_ctypes_pythonapi(monkeypatch):
+    """Another library setting a result type on ctypes.pythonapi's shared function object does
+    not reach the SDK's own."""
+    shared = ctypes.pythonapi.PyBytes_FromStringAndSize
+    monkeypatch.setattr(shared, "restype", ctypes.c_void_p)
+    payload = bytes(range(256)) * 1024
+    message = pb.UploadArrayRequest.FromString(_wire.upload_data_message(memoryview(payload)))
+    assert message.data == payload
 
 
 @pytest.mark.parametrize("size", [0, 5, 200, 70000])
