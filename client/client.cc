@@ -7,7 +7,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <future>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -300,6 +302,50 @@ absl::Status ForEachRowPiece(int64_t begin, int64_t end, int64_t offset, int64_t
   return absl::OkStatus();
 }
 
+// A piece of a stream's row range: rows [begin, end), `length` bytes from `offset`.
+struct RowPiece {
+  int64_t begin, end, offset, length;
+};
+
+// For each piece of [begin, end) in turn (ForEachRowPiece's): `before(piece)`, then
+// `call(piece)` on a thread of its own, then `after(piece)` once that returned. The next piece's
+// `before` runs while the previous call is in flight, and `after` while the next one is, so a
+// stream's copies overlap its own calls (as the Python SDK's _overlapped): copying and calling in
+// turn, a 1 GiB upload measured 5.0 GB/s where the Python SDK's overlapped one measured 8.4-10.8
+// on the same host. Stops at the first error, once the call in flight has returned (the segment
+// stays untouched by the daemon after this returns).
+template <typename Before, typename Call, typename After>
+absl::Status OverlapRowPieces(int64_t begin, int64_t end, int64_t offset, int64_t length,
+                              Before&& before, Call&& call, After&& after) {
+  std::vector<RowPiece> pieces;
+  ForEachRowPiece(begin, end, offset, length, [&](int64_t b, int64_t e, int64_t o, int64_t n) {
+    pieces.push_back({b, e, o, n});
+    return absl::OkStatus();
+  }).IgnoreError();          // the callback never fails
+  if (pieces.size() == 1) {  // nothing to overlap: no thread
+    before(pieces[0]);
+    const absl::Status called = call(pieces[0]);
+    return called.ok() ? after(pieces[0]) : called;
+  }
+  absl::Status status;
+  std::optional<std::pair<RowPiece, std::future<absl::Status>>> in_flight;
+  const auto finish = [&] {  // waits for the call in flight, then `after` (if all went well)
+    absl::Status called = in_flight->second.get();
+    if (status.ok()) status = called.ok() ? after(in_flight->first) : called;
+    in_flight.reset();
+  };
+  for (const RowPiece& piece : pieces) {
+    before(piece);
+    std::future<absl::Status> started =
+        std::async(std::launch::async, [&call, piece] { return call(piece); });
+    if (in_flight.has_value()) finish();
+    in_flight.emplace(piece, std::move(started));
+    if (!status.ok()) break;
+  }
+  if (in_flight.has_value()) finish();
+  return status;
+}
+
 v1::Region RowRange(const v1::ArrayInfo& info, int64_t begin, int64_t end) {
   v1::Region region;
   if (info.shape().dims_size() == 0) return region;
@@ -320,16 +366,17 @@ absl::Status Client::WriteAll(const v1::ArrayInfo& info, const void* data, int64
     // by one thread each, in pieces of kSharedMemoryPieceBytes, so the copies on both sides run
     // in parallel and overlap the calls.
     absl::StatusOr<internal::SharedMemorySegment> segment = session_->segments->Take(bytes);
-    absl::Status s =
-        segment.status();  // a segment not made is this client's failure, not a refusal
+    // A segment not made is this client's failure, not the daemon's refusal.
+    absl::Status s = segment.status();
     if (segment.ok()) {
-      auto upload_piece = [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end,
-                              int64_t offset, int64_t length) {
-        if (length > 0) std::memcpy(segment->data() + offset, base + offset, length);
+      const auto copy_in = [&](const RowPiece& p) {
+        if (p.length > 0) std::memcpy(segment->data() + p.offset, base + p.offset, p.length);
+      };
+      const auto upload = [&](v1::ArrayService::Stub& stub, const RowPiece& p) {
         v1::UploadFromSharedMemoryRequest request;
         request.mutable_header()->set_handle(info.handle());
-        *request.mutable_header()->mutable_region() = RowRange(info, begin, end);
-        *request.mutable_source() = segment->Range(offset, length);
+        *request.mutable_header()->mutable_region() = RowRange(info, p.begin, p.end);
+        *request.mutable_source() = segment->Range(p.offset, p.length);
         grpc::ClientContext context;
         AttachSession(context);
         v1::UploadFromSharedMemoryResponse response;
@@ -338,10 +385,10 @@ absl::Status Client::WriteAll(const v1::ArrayInfo& info, const void* data, int64
       s = SplitRows(info, bytes,
                     [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end, int64_t offset,
                         int64_t length) {
-                      return ForEachRowPiece(begin, end, offset, length,
-                                             [&](int64_t b, int64_t e, int64_t o, int64_t n) {
-                                               return upload_piece(stub, b, e, o, n);
-                                             });
+                      return OverlapRowPieces(
+                          begin, end, offset, length, copy_in,
+                          [&](const RowPiece& p) { return upload(stub, p); },
+                          [](const RowPiece&) { return absl::OkStatus(); });
                     });
       if (s.ok()) session_->segments->Give(*std::move(segment));
     }
@@ -370,35 +417,36 @@ absl::Status Client::DownloadAll(const v1::ArrayInfo& info, void* dst, int64_t b
     // As WriteAll: one segment, a thread per row range calling for its pieces and copying each
     // out as it lands.
     absl::StatusOr<internal::SharedMemorySegment> segment = session_->segments->Take(bytes);
-    absl::Status s =
-        segment.status();  // a segment not made is this client's failure, not a refusal
+    // A segment not made is this client's failure, not the daemon's refusal.
+    absl::Status s = segment.status();
     if (segment.ok()) {
-      auto download_piece = [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end,
-                                int64_t offset, int64_t length) {
+      const auto download = [&](v1::ArrayService::Stub& stub, const RowPiece& p) {
         v1::DownloadToSharedMemoryRequest request;
         request.set_handle(info.handle());
-        *request.mutable_region() = RowRange(info, begin, end);
-        *request.mutable_destination() = segment->Range(offset, length);
+        *request.mutable_region() = RowRange(info, p.begin, p.end);
+        *request.mutable_destination() = segment->Range(p.offset, p.length);
         grpc::ClientContext context;
         AttachSession(context);
         v1::DownloadToSharedMemoryResponse response;
         const absl::Status called =
             FromGrpc(stub.DownloadToSharedMemory(&context, request, &response));
         if (!called.ok()) return called;
-        if (response.bytes() != length) {
+        if (response.bytes() != p.length) {
           return absl::FailedPreconditionError(
-              absl::StrCat("download wrote ", response.bytes(), " bytes, expected ", length));
+              absl::StrCat("download wrote ", response.bytes(), " bytes, expected ", p.length));
         }
-        if (length > 0) std::memcpy(base + offset, segment->data() + offset, length);
+        return absl::OkStatus();
+      };
+      const auto copy_out = [&](const RowPiece& p) {
+        if (p.length > 0) std::memcpy(base + p.offset, segment->data() + p.offset, p.length);
         return absl::OkStatus();
       };
       s = SplitRows(info, bytes,
                     [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end, int64_t offset,
                         int64_t length) {
-                      return ForEachRowPiece(begin, end, offset, length,
-                                             [&](int64_t b, int64_t e, int64_t o, int64_t n) {
-                                               return download_piece(stub, b, e, o, n);
-                                             });
+                      return OverlapRowPieces(
+                          begin, end, offset, length, [](const RowPiece&) {},
+                          [&](const RowPiece& p) { return download(stub, p); }, copy_out);
                     });
       if (s.ok()) session_->segments->Give(*std::move(segment));
     }
