@@ -137,8 +137,16 @@ absl::StatusOr<Client> Client::Connect(const std::string& address, int timeout_m
   for (int i = 0; i < options.parallel_streams; ++i) {
     grpc::ChannelArguments bulk_args = args;
     bulk_args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own
-    bulk.push_back(v1::ArrayService::NewStub(
-        grpc::CreateCustomChannel(address, ChannelCredentials(options), bulk_args)));
+    auto bulk_channel = grpc::CreateCustomChannel(address, ChannelCredentials(options), bulk_args);
+    // Connected now, within the same deadline: a first call on a channel still connecting fails
+    // at once if that attempt fails (seen once on a loaded 2-core machine), where waiting here
+    // rides out a failed attempt.
+    if (!bulk_channel->WaitForConnected(deadline)) {
+      return absl::UnavailableError(absl::StrCat("distarrayd at ", address,
+                                                 " answered, but parallel stream connection ", i,
+                                                 " did not connect within ", timeout_ms, " ms"));
+    }
+    bulk.push_back(v1::ArrayService::NewStub(bulk_channel));
   }
   auto stub = std::shared_ptr<v1::ArrayService::Stub>(v1::ArrayService::NewStub(channel));
   auto session = std::make_shared<Session>();

@@ -111,6 +111,7 @@ class Client:
         check_mode(options.shared_memory)  # a bad option fails before anything connects
         self.address = address
         self.options = options
+        self._connect_timeout = timeout
         self._credentials = credentials
         self._channel_options = [
             ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
@@ -177,13 +178,23 @@ class Client:
 
     def _bulk_connections(self, n: int) -> List[Connection]:
         """n connections of their own (opened on first use) for the parallel streams of a
-        transfer."""
+        transfer. Each is connected before it is used (within the connect timeout): a first call
+        on a channel still connecting fails at once if that attempt fails, where waiting rides
+        it out."""
         with self._bulk_lock:
             while len(self._bulk) < n:
                 channel = self._new_channel(
                     self._channel_options + [("grpc.use_local_subchannel_pool", 1)]
                 )
                 self._channels.append(channel)
+                try:
+                    grpc.channel_ready_future(channel).result(timeout=self._connect_timeout)
+                except grpc.FutureTimeoutError:
+                    raise UnavailableError(
+                        grpc.StatusCode.UNAVAILABLE,
+                        f"distarrayd at {self.address} answered, but parallel stream connection "
+                        f"{len(self._bulk)} did not connect within {self._connect_timeout:g} s",
+                    ) from None
                 self._bulk.append(Connection(channel, pb_grpc.ArrayServiceStub(channel)))
             return self._bulk[:n]
 
