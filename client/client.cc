@@ -293,29 +293,26 @@ namespace {
 // the daemon's side alone ran at 8 to 9.6 (docs/performance.md).
 constexpr int64_t kSharedMemoryPieceBytes = int64_t{32} << 20;
 
-// Calls `piece(begin_row, end_row, offset, length)` for consecutive pieces of whole rows of the
-// range [begin, end), which holds `length` bytes from `offset`; stops at the first error.
-template <typename Piece>
-absl::Status ForEachRowPiece(int64_t begin, int64_t end, int64_t offset, int64_t length,
-                             Piece&& piece) {
-  if (end - begin <= 1 || length == 0) return piece(begin, end, offset, length);
-  const int64_t row_bytes = length / (end - begin);
-  const int64_t rows_per_piece = std::max<int64_t>(1, kSharedMemoryPieceBytes / row_bytes);
-  for (int64_t row = begin; row < end; row += rows_per_piece) {
-    const int64_t stop = std::min(end, row + rows_per_piece);
-    const absl::Status status =
-        piece(row, stop, offset + (row - begin) * row_bytes, (stop - row) * row_bytes);
-    if (!status.ok()) return status;
-  }
-  return absl::OkStatus();
-}
-
 // A piece of a stream's row range: rows [begin, end), `length` bytes from `offset`.
 struct RowPiece {
   int64_t begin, end, offset, length;
 };
 
-// For each piece of [begin, end) in turn (ForEachRowPiece's): `before(piece)`, then
+// The consecutive pieces of whole rows of the range [begin, end), which holds `length` bytes
+// from `offset`: each at most kSharedMemoryPieceBytes, or one row where a row is larger.
+std::vector<RowPiece> RowPieces(int64_t begin, int64_t end, int64_t offset, int64_t length) {
+  if (end - begin <= 1 || length == 0) return {{begin, end, offset, length}};
+  const int64_t row_bytes = length / (end - begin);
+  const int64_t rows_per_piece = std::max<int64_t>(1, kSharedMemoryPieceBytes / row_bytes);
+  std::vector<RowPiece> pieces;
+  for (int64_t row = begin; row < end; row += rows_per_piece) {
+    const int64_t stop = std::min(end, row + rows_per_piece);
+    pieces.push_back({row, stop, offset + (row - begin) * row_bytes, (stop - row) * row_bytes});
+  }
+  return pieces;
+}
+
+// For each piece of [begin, end) in turn (RowPieces'): `before(piece)`, then
 // `call(piece)` on a thread of its own, then `after(piece)` once that returned. The next piece's
 // `before` runs while the previous call is in flight, and `after` while the next one is, so a
 // stream's copies overlap its own calls (as the Python SDK's _overlapped): copying and calling in
@@ -325,11 +322,7 @@ struct RowPiece {
 template <typename Before, typename Call, typename After>
 absl::Status OverlapRowPieces(int64_t begin, int64_t end, int64_t offset, int64_t length,
                               Before&& before, Call&& call, After&& after) {
-  std::vector<RowPiece> pieces;
-  ForEachRowPiece(begin, end, offset, length, [&](int64_t b, int64_t e, int64_t o, int64_t n) {
-    pieces.push_back({b, e, o, n});
-    return absl::OkStatus();
-  }).IgnoreError();          // the callback never fails
+  const std::vector<RowPiece> pieces = RowPieces(begin, end, offset, length);
   if (pieces.size() == 1) {  // nothing to overlap: no thread
     before(pieces[0]);
     const absl::Status called = call(pieces[0]);

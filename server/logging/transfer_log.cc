@@ -85,36 +85,29 @@ void TransferLog::End(const std::string& key, bool failed) {
   Log(done);
 }
 
-void TransferLog::TakeEnded(Clock::time_point cutoff, std::vector<Transfer>* out) {
-  for (auto it = running_.begin(); it != running_.end();) {
-    if (it->second.streams_running == 0 && it->second.end <= cutoff) {
-      out->push_back(std::move(it->second));
-      running_.erase(it++);
-    } else {
-      ++it;
+void TransferLog::FlushEndedBy(Clock::time_point cutoff) {
+  std::vector<Transfer> ended;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = running_.begin(); it != running_.end();) {
+      if (it->second.streams_running == 0 && it->second.end <= cutoff) {
+        ended.push_back(std::move(it->second));
+        running_.erase(it++);
+      } else {
+        ++it;
+      }
     }
   }
+  for (const Transfer& t : ended) Log(t);  // outside the lock
 }
 
 void TransferLog::FlushLingering() {
-  std::vector<Transfer> ended;
-  {
-    absl::MutexLock lock(&mu_);
-    TakeEnded(Clock::now() - absl::ToChronoNanoseconds(linger_), &ended);
-  }
-  for (const Transfer& t : ended) Log(t);
+  FlushEndedBy(Clock::now() - absl::ToChronoNanoseconds(linger_));
 }
+
+void TransferLog::FlushAll() { FlushEndedBy(Clock::time_point::max()); }
 
 TransferLog::~TransferLog() { FlushAll(); }
-
-void TransferLog::FlushAll() {
-  std::vector<Transfer> ended;
-  {
-    absl::MutexLock lock(&mu_);
-    TakeEnded(Clock::time_point::max(), &ended);
-  }
-  for (const Transfer& t : ended) Log(t);
-}
 
 void TransferLog::Log(const Transfer& done) const {
   const double seconds = std::chrono::duration<double>(done.end - done.start).count();

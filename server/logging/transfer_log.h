@@ -90,9 +90,8 @@ class TransferLog {
   void End(const std::string& key, bool failed);
   // Writes the line of a transfer whose streams have all ended.
   void Log(const Transfer& done) const;
-  // Takes out (into `out`) the lingering transfers that ended at `cutoff` or before.
-  void TakeEnded(Clock::time_point cutoff, std::vector<Transfer>* out)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Logs (and forgets) the transfers whose streams all ended at `cutoff` or before.
+  void FlushEndedBy(Clock::time_point cutoff) ABSL_LOCKS_EXCLUDED(mu_);
 
   const absl::Duration progress_;
   const int64_t info_bytes_;

@@ -423,7 +423,8 @@ TEST_P(SharedMemoryTest, TheSdkKeepsOneSegmentAndRemovesItWithTheClient) {
     ASSERT_OK_AND_ASSIGN(std::vector<float> smaller_back, smaller.Download<float>());
     EXPECT_EQ(smaller_back, half);
     EXPECT_EQ(SdkSegmentsInDevShm(), first);
-    // A larger one replaces it (the small one is removed before the large one is made).
+    // A larger one replaces it (that the small one goes before the large one is made is
+    // checked by the Python SDK's test of the same rule).
     ASSERT_OK_AND_ASSIGN(Array larger, kept.Upload<float>(twice, {1 << 21}, {OnDevice(1, 0)}));
     const std::vector<std::string> second = SdkSegmentsInDevShm();
     ASSERT_EQ(second.size(), 1u);

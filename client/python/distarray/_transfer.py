@@ -11,8 +11,8 @@ Every transfer of the SDK goes through ``upload_new``, ``write``, ``download`` a
   streams below.
 * **gRPC streams** otherwise. Uploads send messages of ``upload_message_bytes`` (4 MiB); downloads
   ask for ``download_message_bytes`` (4 MiB). The bulk messages are encoded and decoded by
-  ``_wire`` so each byte is copied once by Python (an upload's copy
-  outside the GIL) besides gRPC's own copy.
+  ``_wire`` so each byte is copied once by Python (an upload's copy outside the GIL) besides
+  gRPC's own copy.
 
 The split rule, shared with the C++ SDK (docs/api.md, "Transfers"), holds for both paths: a
 whole-array transfer of at least ``parallel_min_bytes`` (64 MiB) is cut along the first axis into
@@ -20,8 +20,8 @@ whole-array transfer of at least ``parallel_min_bytes`` (64 MiB) is cut along th
 ``[rows*i//n, rows*(i+1)//n)``, each moved by its own call on its own connection at the same
 time. Through shared memory the ranges share one segment, each at its offset in it, and each
 range's thread moves it in calls of at most ``SHARED_MEMORY_PIECE_BYTES`` of whole rows, or one
-row where a row is larger (the C++ SDK's rule), copying each piece just before (upload) or after (download) its call while the
-thread's other call is in flight, so the copies overlap the daemon's side of the transfer. An
+row where a row is larger (the C++ SDK's rule), copying each piece just before (upload) or after
+(download) its call while the thread's other call is in flight, so the copies overlap the daemon's side of the transfer. An
 upload of a new array takes the split path only when it is REPLICA with ``shape[0] > 1``: the
 array is created first, then its rows written. Everything else is one call.
 """
