@@ -2,12 +2,17 @@
 // short sequence of distarray.v1 requests run in-process against a fresh engine on the host
 // backend (4 simulated devices, 4 MiB each), with no network in between. It drives every
 // request the daemon serves through the same Engine calls the gRPC service makes, including
-// upload streams, downloads the client cancels, and uploads it abandons.
+// upload streams, downloads the client cancels, uploads it abandons, and shared-memory transfers
+// (through a segment of the fuzzer's own).
 //
 // Besides the sanitizers' reports, the target aborts when
 //  - a request answers UNKNOWN, INTERNAL or DATA_LOSS (a client mistake has a precise code);
 //  - a finished download carries a byte count other than its shape and dtype imply;
 //  - memory is still charged to a device once every array is deleted and the devices are idle.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -25,6 +30,7 @@
 #include "server/engine/engine.h"
 #include "server/engine/upload_session.h"
 #include "server/host/host_backend.h"
+#include "server/service/shared_memory_transfer.h"
 #include "tests/fuzz/fuzz_case.pb.h"
 
 namespace distarray::fuzz {
@@ -76,6 +82,28 @@ void CheckStatus(const absl::Status& status, const Action& action) {
     default:
       break;
   }
+}
+
+// The segment shared-memory actions use when their range names none: 1 MiB of this process's
+// own, made on first use and removed at exit.
+constexpr int64_t kSegmentBytes = int64_t{1} << 20;
+const std::string& SegmentName() {
+  static const std::string* const name = [] {
+    auto* made = new std::string("/distarray-fuzz-" + std::to_string(getpid()));
+    const int fd = shm_open(made->c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || ftruncate(fd, kSegmentBytes) != 0) {
+      std::perror("request_fuzzer: the shared-memory segment");
+      std::abort();
+    }
+    close(fd);
+    std::atexit([] { shm_unlink(SegmentName().c_str()); });
+    return made;
+  }();
+  return *name;
+}
+
+void UseSegmentIfUnnamed(v1::SharedMemoryRange* range) {
+  if (range->name().empty()) range->set_name(SegmentName());
 }
 
 class Runner {
@@ -181,6 +209,22 @@ class Runner {
         absl::StatusOr<std::string> id = engine_.RegisterProgram(action.register_program());
         CheckStatus(id.status(), action);
         if (id.ok()) programs_.push_back(*id);
+        break;
+      }
+      case Action::kUploadFromSharedMemory: {
+        v1::UploadFromSharedMemoryRequest request = action.upload_from_shared_memory();
+        if (request.has_header() && !request.header().has_new_array()) {
+          SetHandle(action, request.mutable_header()->mutable_handle());
+        }
+        if (request.has_source()) UseSegmentIfUnnamed(request.mutable_source());
+        Keep(UploadFromSharedMemory(engine_, request, call), action);
+        break;
+      }
+      case Action::kDownloadToSharedMemory: {
+        v1::DownloadToSharedMemoryRequest request = action.download_to_shared_memory();
+        SetHandle(action, request.mutable_handle());
+        if (request.has_destination()) UseSegmentIfUnnamed(request.mutable_destination());
+        CheckStatus(DownloadToSharedMemory(engine_, request, call).status(), action);
         break;
       }
       case Action::kSynchronize: {

@@ -197,12 +197,36 @@ class Case {
   // Sets the session, or the cancellation point, of the last action.
   void SetSession(uint32_t session) { Last().set_session(session); }
   void SetCancelAt(uint32_t check) { Last().set_cancel_at_check(check); }
+  // Shared-memory transfers through the fuzzer's own segment (the range names none).
+  v1::UploadFromSharedMemoryRequest& UploadFromSegment(const v1::ArraySpec& spec, int64_t offset,
+                                                       int64_t bytes) {
+    auto* request = Add().mutable_upload_from_shared_memory();
+    *request->mutable_header()->mutable_new_array() = spec;
+    *request->mutable_source() = SegmentRange(offset, bytes);
+    return *request;
+  }
+  v1::DownloadToSharedMemoryRequest& DownloadToSegment(uint32_t from, int64_t offset,
+                                                       int64_t bytes) {
+    Action& action = Add();
+    action.set_handle_from(from);
+    auto* request = action.mutable_download_to_shared_memory();
+    request->set_handle("placeholder");
+    *request->mutable_destination() = SegmentRange(offset, bytes);
+    return *request;
+  }
   void SetHandleFrom(uint32_t from) { Last().set_handle_from(from); }
 
   const FuzzCase& proto() const { return case_; }
 
  private:
   Action& Add() { return *case_.add_actions(); }
+  static v1::SharedMemoryRange SegmentRange(int64_t offset, int64_t bytes) {
+    v1::SharedMemoryRange range;
+    range.set_segment_bytes(1 << 20);
+    range.set_offset(offset);
+    range.set_bytes(bytes);
+    return range;
+  }
   Action& Last() { return *case_.mutable_actions(case_.actions_size() - 1); }
   FuzzCase case_;
 };
@@ -549,6 +573,18 @@ std::vector<std::pair<std::string, Case>> Seeds() {
     c.SetCancelAt(3);
     c.RunGraph(loop, {0});
     c.DownloadFrom(2);
+  }
+  {
+    Case& c = add("shared_memory");
+    // A round trip through the segment, then a misaligned range, a range of the wrong size,
+    // one past the segment, and a bool upload of whatever bytes the segment holds.
+    c.UploadFromSegment(Spec({4, 4}, kF32, RowBlocks({4, 4}, 2)), 0, 64);
+    c.DownloadToSegment(0, 4096, 64);
+    c.DownloadToSegment(0, 4098, 64);
+    c.DownloadToSegment(0, 0, 60);
+    c.UploadFromSegment(Spec({4, 4}, kF32, Replicated({4, 4}, 1)), (1 << 20) - 32, 64);
+    c.UploadFromSegment(Spec({64}, v1::DTYPE_BOOL, Replicated({64}, 1)), 4096, 64);
+    c.DownloadFrom(0);
   }
   {
     Case& c = add("cancelled_calls");

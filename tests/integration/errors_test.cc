@@ -590,6 +590,38 @@ std::vector<BadCase> Cases() {
         return Upload(stub, {h, Data(16)});
       },
       StatusCode::FAILED_PRECONDITION, "uploads overwrite REPLICA arrays only");
+  // Shared-memory ranges must start on an element; checked before the segment is opened, so no
+  // segment needs to exist.
+  const auto range = [](int64_t offset, int64_t bytes) {
+    v1::SharedMemoryRange r;
+    r.set_name("/distarray-errors-test-no-segment");
+    r.set_segment_bytes(1 << 20);
+    r.set_offset(offset);
+    r.set_bytes(bytes);
+    return r;
+  };
+  add(
+      "upload from shared memory at an offset inside an element",
+      [=](auto& stub, auto&) {
+        grpc::ClientContext c;
+        v1::UploadFromSharedMemoryRequest r;
+        *r.mutable_header() = Header({4}, one).header();
+        *r.mutable_source() = range(2, 16);
+        v1::UploadFromSharedMemoryResponse out;
+        return stub.UploadFromSharedMemory(&c, r, &out);
+      },
+      StatusCode::INVALID_ARGUMENT, "source.offset: 2 is not a multiple of the dtype's size (4");
+  add(
+      "download to shared memory at an offset inside an element",
+      [=](auto& stub, auto& bystander) {
+        grpc::ClientContext c;
+        v1::DownloadToSharedMemoryRequest r;
+        r.set_handle(bystander);
+        *r.mutable_destination() = range(4097, 400);
+        v1::DownloadToSharedMemoryResponse out;
+        return stub.DownloadToSharedMemory(&c, r, &out);
+      },
+      StatusCode::INVALID_ARGUMENT, "destination.offset: 4097 is not a multiple");
   add(
       "empty Reduce request",
       [](auto& stub, auto&) {

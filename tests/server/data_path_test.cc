@@ -314,8 +314,9 @@ TEST_F(DataPathTest, DownloadIntoRefusesADestinationOfAnotherSize) {
   // No destination at all (an empty mapping has none) is no way around the check.
   EXPECT_EQ(engine_->DownloadInto(request, nullptr, 0).code(),
             absl::StatusCode::kFailedPrecondition);
-  // Nothing was written past what a refusal may touch: the extra bytes are as they were.
+  // A refusal comes before any device read: nothing was written, not even the tail.
   EXPECT_EQ(destination.substr(values.size() * sizeof(int32_t)), std::string(4, '\x5a'));
+  EXPECT_EQ(destination, std::string(destination.size(), '\x5a'));
 }
 
 // ---- The slab walker itself. ----
