@@ -13,7 +13,6 @@
 #include <functional>
 #include <limits>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,35 +21,10 @@
 #include "common/status_macros.h"
 #include "server/backend/graph_recorder.h"
 #include "server/cuda/cuda_backend.h"
+#include "tests/support/in_process_backend.h"
 
 namespace distarray {
 namespace {
-
-#define DA_ASSERT_OK(expr)          \
-  do {                              \
-    const absl::Status s_ = (expr); \
-    ASSERT_TRUE(s_.ok()) << s_;     \
-  } while (false)
-#define DA_CONCAT_TEST_INNER_(a, b) a##b
-#define DA_CONCAT_TEST_(a, b) DA_CONCAT_TEST_INNER_(a, b)
-#define DA_ASSERT_OK_AND_ASSIGN(lhs, expr)             \
-  auto DA_CONCAT_TEST_(result_, __LINE__) = (expr);    \
-  ASSERT_TRUE(DA_CONCAT_TEST_(result_, __LINE__).ok()) \
-      << DA_CONCAT_TEST_(result_, __LINE__).status();  \
-  lhs = *std::move(DA_CONCAT_TEST_(result_, __LINE__))
-
-// Whether DISTARRAY_REQUIRE_BACKENDS (a comma-separated list) names "cuda". The same rule as
-// BackendRequired in tests/support/backend_fixture.h, which this test cannot include: that header
-// starts daemons and links the client.
-bool CudaRequired() {
-  const char* list = std::getenv("DISTARRAY_REQUIRE_BACKENDS");
-  if (list == nullptr) return false;
-  std::stringstream names(list);
-  for (std::string name; std::getline(names, name, ',');) {
-    if (name == "cuda") return true;
-  }
-  return false;
-}
 
 absl::Status Alive() { return absl::OkStatus(); }
 
@@ -102,7 +76,7 @@ class GraphRecorderTest : public ::testing::Test {
   void SetUp() override {
     if (backend_ == nullptr) {
       ASSERT_EQ(create_status_->code(), absl::StatusCode::kUnavailable) << *create_status_;
-      if (CudaRequired()) {
+      if (testing::BackendRequired("cuda")) {
         GTEST_FAIL() << "backend cuda unavailable, and required (DISTARRAY_REQUIRE_BACKENDS): "
                      << create_status_->message();
       }

@@ -19,22 +19,10 @@
 #include "server/backend/graph_recorder.h"
 #include "server/backend/memory_ledger.h"
 #include "server/host/host_backend.h"
+#include "tests/support/in_process_backend.h"
 
 namespace distarray {
 namespace {
-
-#define DA_ASSERT_OK(expr)          \
-  do {                              \
-    const absl::Status s_ = (expr); \
-    ASSERT_TRUE(s_.ok()) << s_;     \
-  } while (false)
-#define DA_CONCAT_TEST_INNER_(a, b) a##b
-#define DA_CONCAT_TEST_(a, b) DA_CONCAT_TEST_INNER_(a, b)
-#define DA_ASSERT_OK_AND_ASSIGN(lhs, expr)             \
-  auto DA_CONCAT_TEST_(result_, __LINE__) = (expr);    \
-  ASSERT_TRUE(DA_CONCAT_TEST_(result_, __LINE__).ok()) \
-      << DA_CONCAT_TEST_(result_, __LINE__).status();  \
-  lhs = *std::move(DA_CONCAT_TEST_(result_, __LINE__))
 
 // A FAILED_PRECONDITION whose message names `call`.
 void ExpectRefused(const absl::Status& status, const std::string& call) {

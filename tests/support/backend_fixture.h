@@ -21,20 +21,9 @@
 
 #include "distarray/client.h"
 #include "tests/support/daemon.h"
+#include "tests/support/required_backends.h"
 
 namespace distarray::testing {
-
-// Whether DISTARRAY_REQUIRE_BACKENDS names `param` (the host backend is always required).
-inline bool BackendRequired(const std::string& param) {
-  if (param == "host") return true;
-  const char* list = std::getenv("DISTARRAY_REQUIRE_BACKENDS");
-  if (list == nullptr) return false;
-  std::stringstream names(list);
-  for (std::string name; std::getline(names, name, ',');) {
-    if (name == param) return true;
-  }
-  return false;
-}
 
 // The daemon options a test parameter stands for.
 inline Daemon::Options OptionsFor(const std::string& param) {

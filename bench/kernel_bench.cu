@@ -1,0 +1,321 @@
+// The CUDA backend's compute kernels on their own, without the daemon or an RPC: device time of
+// the elementwise and reduction launchers on 1 GiB operands, each against the physical limit and
+// the peer measured in the same run (a device-to-device copy, and CUB's DeviceReduce for
+// reductions, which is what cupy.sum runs), and each result checked against a host reference in
+// long double on random inputs. Prints one "key value" line per figure and a table.
+//
+//   kernel_bench [--elements=N]   (default 2^28: 1 GiB of float32)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cub/device/device_reduce.cuh>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "server/cuda/compute_kernels.h"
+
+namespace distarray::cuda {
+namespace {
+
+#define CHECK(x)                                                                           \
+  do {                                                                                     \
+    const cudaError_t e = (x);                                                             \
+    if (e != cudaSuccess) {                                                                \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorName(e)); \
+      std::exit(1);                                                                        \
+    }                                                                                      \
+  } while (0)
+
+// Device memory of `count` T, freed on scope exit.
+template <typename T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(int64_t count) : count_(count) {
+    CHECK(cudaMalloc(&data_, std::max<int64_t>(1, count) * sizeof(T)));
+  }
+  ~DeviceArray() { cudaFree(data_); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  T* get() const { return data_; }
+  int64_t bytes() const { return count_ * static_cast<int64_t>(sizeof(T)); }
+  void Upload(const std::vector<T>& host) const {
+    CHECK(cudaMemcpy(data_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  // bool comes back as uint8_t (std::vector<bool> is packed).
+  using Host = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+  std::vector<Host> Download() const {
+    std::vector<Host> host(count_);
+    CHECK(cudaMemcpy(host.data(), data_, bytes(), cudaMemcpyDeviceToHost));
+    return host;
+  }
+
+ private:
+  T* data_ = nullptr;
+  int64_t count_;
+};
+
+// Median device milliseconds of `enqueue` over 10 timed runs after 2 warm-ups.
+float MedianMs(cudaStream_t stream, const std::function<cudaError_t(cudaStream_t)>& enqueue) {
+  cudaEvent_t start, stop;
+  CHECK(cudaEventCreate(&start));
+  CHECK(cudaEventCreate(&stop));
+  std::vector<float> ms;
+  for (int i = 0; i < 12; ++i) {
+    CHECK(cudaEventRecord(start, stream));
+    CHECK(enqueue(stream));
+    CHECK(cudaEventRecord(stop, stream));
+    CHECK(cudaEventSynchronize(stop));
+    float t = 0;
+    CHECK(cudaEventElapsedTime(&t, start, stop));
+    if (i >= 2) ms.push_back(t);
+  }
+  CHECK(cudaEventDestroy(start));
+  CHECK(cudaEventDestroy(stop));
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+template <typename T>
+std::vector<T> RandomValues(int64_t n, uint64_t seed, double low, double high) {
+  std::vector<T> v(n);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(low, high);
+  for (auto& x : v) x = static_cast<T>(dist(rng));
+  return v;
+}
+
+struct Row {
+  std::string name;
+  double ms;
+  double gbps;
+  double limit_gbps;  // the same bytes at the limit's rate
+  std::string peer;   // "" when the row has no peer
+  double peer_ms;
+  bool correct;
+};
+
+// Device-to-device copy rate, bytes read + written per second (the bound of a streaming kernel).
+double CopyLimitGBps(int64_t bytes, cudaStream_t stream) {
+  DeviceArray<char> a(bytes), b(bytes);
+  CHECK(cudaMemset(a.get(), 1, bytes));
+  const float ms = MedianMs(stream, [&](cudaStream_t s) {
+    return cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, s);
+  });
+  return 2.0 * bytes / (ms * 1e-3) / 1e9;
+}
+
+DeviceArg Dense(const void* data) {
+  DeviceArg arg;
+  arg.data = data;
+  return arg;
+}
+
+DeviceArg ScalarArg(double value) {
+  DeviceArg arg;
+  arg.scalar = Scalar::Float(value);
+  return arg;
+}
+
+// a and b read through a transposed view of a side x side matrix: the strided path.
+DeviceArg Transposed(const void* data, int64_t side) {
+  DeviceArg arg;
+  arg.data = data;
+  arg.contiguous = false;
+  arg.view.rank = 2;
+  arg.view.count[0] = side;
+  arg.view.count[1] = side;
+  arg.view.stride[0] = 1;
+  arg.view.stride[1] = side;
+  return arg;
+}
+
+// Elementwise `op` over float32 operands, checked against `reference(i)` within 1 ulp.
+template <typename Out>
+Row BenchElementwise(const std::string& name, ElementwiseOpId op, DType compute,
+                     std::vector<DeviceArg> args, int64_t n, int64_t bytes_moved, double copy_gbps,
+                     const std::function<long double(int64_t)>& reference, cudaStream_t stream) {
+  DeviceArray<Out> out(n);
+  const float ms = MedianMs(stream, [&](cudaStream_t s) {
+    return LaunchElementwise(op, compute, out.get(), n, args.data(), static_cast<int>(args.size()),
+                             s);
+  });
+  const auto got = out.Download();
+  bool correct = true;
+  for (int64_t i = 0; i < n && correct; ++i) {
+    const long double want = reference(i);
+    const long double tolerance =
+        std::is_same_v<Out, bool> ? 0 : std::fabs(want) * std::numeric_limits<Out>::epsilon();
+    if (std::fabs(static_cast<long double>(got[i]) - want) > tolerance) {
+      std::fprintf(stderr, "%s: element %lld is %.9g, want %.9Lg\n", name.c_str(),
+                   static_cast<long long>(i), static_cast<double>(got[i]), want);
+      correct = false;
+    }
+  }
+  return Row{name, ms, bytes_moved / (ms * 1e-3) / 1e9, copy_gbps, "", 0, correct};
+}
+
+ReduceGeometry FullReduction(int64_t n) {
+  ReduceGeometry g;
+  g.reduced.rank = 1;
+  g.reduced.count[0] = n;
+  g.reduced.stride[0] = 1;
+  g.reduced_contiguous = true;
+  return g;
+}
+
+// A rows x cols matrix reduced over axis 1 (each row's elements consecutive) or axis 0.
+ReduceGeometry AxisReduction(int64_t rows, int64_t cols, int axis) {
+  ReduceGeometry g;
+  g.kept.rank = 1;
+  g.reduced.rank = 1;
+  g.kept.count[0] = axis == 1 ? rows : cols;
+  g.kept.stride[0] = axis == 1 ? cols : 1;
+  g.reduced.count[0] = axis == 1 ? cols : rows;
+  g.reduced.stride[0] = axis == 1 ? 1 : cols;
+  g.reduced_contiguous = axis == 1;
+  return g;
+}
+
+int Main(int argc, char** argv) {
+  int64_t n = int64_t{1} << 28;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--elements=", 11) == 0) {
+      n = std::atoll(argv[i] + 11);
+    } else {
+      std::fprintf(stderr, "usage: kernel_bench [--elements=N]\n");
+      return 2;
+    }
+  }
+  const int64_t side = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
+  int sm_count = 0;
+  CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0));
+  cudaStream_t stream;
+  CHECK(cudaStreamCreate(&stream));
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("kernel_device %s\nkernel_elements %lld\n", prop.name, static_cast<long long>(n));
+
+  const double copy_gbps = CopyLimitGBps(n * 4, stream);
+  std::printf("kernel_device_copy_GBps %.1f\n", copy_gbps);
+
+  const std::vector<float> ha = RandomValues<float>(n, 1, 0.0, 1.0);
+  const std::vector<float> hb = RandomValues<float>(n, 2, 0.0, 1.0);
+  DeviceArray<float> a(n), b(n);
+  a.Upload(ha);
+  b.Upload(hb);
+  std::vector<Row> rows;
+  const int64_t f32 = n * 4;
+  rows.push_back(BenchElementwise<float>(
+      "add_f32", ElementwiseOpId::kAdd, DType::kFloat32, {Dense(a.get()), Dense(b.get())}, n,
+      3 * f32, copy_gbps, [&](int64_t i) { return static_cast<float>(ha[i] + hb[i]); }, stream));
+  rows.push_back(BenchElementwise<float>(
+      "multiply_f32_scalar", ElementwiseOpId::kMultiply, DType::kFloat32,
+      {Dense(a.get()), ScalarArg(2.5)}, n, 2 * f32, copy_gbps,
+      [&](int64_t i) { return static_cast<float>(ha[i] * 2.5f); }, stream));
+  rows.push_back(BenchElementwise<bool>(
+      "less_f32", ElementwiseOpId::kLess, DType::kFloat32, {Dense(a.get()), Dense(b.get())}, n,
+      2 * f32 + n, copy_gbps, [&](int64_t i) { return ha[i] < hb[i] ? 1.0L : 0.0L; }, stream));
+  rows.push_back(BenchElementwise<float>(
+      "add_f32_transposed", ElementwiseOpId::kAdd, DType::kFloat32,
+      {Transposed(a.get(), side), Dense(b.get())}, side * side, 3 * side * side * 4, copy_gbps,
+      [&](int64_t i) {
+        const int64_t r = i / side, c = i % side;
+        return static_cast<float>(ha[c * side + r] + hb[i]);
+      },
+      stream));
+  {
+    const std::vector<double> hd = RandomValues<double>(n / 2, 3, 0.0, 1.0);
+    DeviceArray<double> d(n / 2);
+    d.Upload(hd);
+    rows.push_back(BenchElementwise<double>(
+        "add_f64", ElementwiseOpId::kAdd, DType::kFloat64, {Dense(d.get()), Dense(d.get())}, n / 2,
+        3 * f32, copy_gbps, [&](int64_t i) { return hd[i] + hd[i]; }, stream));
+  }
+
+  // Reductions: sum over everything (against CUB's float sum), over rows and over columns.
+  DeviceArray<char> scratch(size_t{4} << 20);
+  DeviceArray<float> out(side);
+  auto bench_reduce = [&](const std::string& name, ReduceKind kind, const ReduceGeometry& g,
+                          int64_t elements, const std::function<long double(int64_t)>& reference) {
+    const float ms = MedianMs(stream, [&](cudaStream_t s) {
+      return LaunchReduce(kind, DType::kFloat32, a.get(), g, out.get(), 1.0, nullptr, scratch.get(),
+                          scratch.bytes(), sm_count, s);
+    });
+    const std::vector<float> got = out.Download();
+    bool correct = true;
+    for (int64_t o = 0; o < g.outputs() && correct; ++o) {
+      const long double want = reference(o);
+      // The kernels sum floats in double: the float result is the reference, rounded.
+      if (std::fabs(got[o] - want) > std::fabs(want) * 2 * FLT_EPSILON) {
+        std::fprintf(stderr, "%s: output %lld is %.9g, want %.9Lg\n", name.c_str(),
+                     static_cast<long long>(o), got[o], want);
+        correct = false;
+      }
+    }
+    return Row{name, ms, elements * 4.0 / (ms * 1e-3) / 1e9, copy_gbps, "", 0, correct};
+  };
+  {
+    long double total = 0;
+    float max = -1;
+    for (int64_t i = 0; i < n; ++i) {
+      total += ha[i];
+      max = std::max(max, ha[i]);
+    }
+    Row sum = bench_reduce("sum_f32", ReduceKind::kSum, FullReduction(n), n,
+                           [&](int64_t) { return total; });
+    // CUB's sum in float (cupy.sum's algorithm) over the same input.
+    size_t temp_bytes = 0;
+    CHECK(cub::DeviceReduce::Sum(nullptr, temp_bytes, a.get(), out.get(), n, stream));
+    DeviceArray<char> temp(temp_bytes);
+    sum.peer = "cub_sum";
+    sum.peer_ms = MedianMs(stream, [&](cudaStream_t s) {
+      return cub::DeviceReduce::Sum(temp.get(), temp_bytes, a.get(), out.get(), n, s);
+    });
+    rows.push_back(sum);
+    rows.push_back(bench_reduce("max_f32", ReduceKind::kMax, FullReduction(n), n,
+                                [&](int64_t) { return max; }));
+  }
+  {
+    std::vector<long double> row_sums(side, 0), column_sums(side, 0);
+    for (int64_t r = 0; r < side; ++r) {
+      for (int64_t c = 0; c < side; ++c) {
+        row_sums[r] += ha[r * side + c];
+        column_sums[c] += ha[r * side + c];
+      }
+    }
+    rows.push_back(bench_reduce("sum_f32_axis1", ReduceKind::kSum, AxisReduction(side, side, 1),
+                                side * side, [&](int64_t o) { return row_sums[o]; }));
+    rows.push_back(bench_reduce("sum_f32_axis0", ReduceKind::kSum, AxisReduction(side, side, 0),
+                                side * side, [&](int64_t o) { return column_sums[o]; }));
+  }
+
+  std::printf(
+      "\n| kernel | device time | GB/s | of device-copy rate | peer | kernel/peer time | "
+      "checked |\n|---|---|---|---|---|---|---|\n");
+  bool all_correct = true;
+  for (const Row& r : rows) {
+    std::printf("kernel_%s_ms %.4f\nkernel_%s_GBps %.1f\n", r.name.c_str(), r.ms, r.name.c_str(),
+                r.gbps);
+    std::printf("| %s | %.3f ms | %.0f | %.2fx | %s | %s | %s |\n", r.name.c_str(), r.ms, r.gbps,
+                r.gbps / r.limit_gbps, r.peer.empty() ? "-" : r.peer.c_str(),
+                r.peer.empty() ? "-" : std::to_string(r.peer_ms / r.ms).c_str(),
+                r.correct ? "yes" : "NO");
+    all_correct = all_correct && r.correct;
+  }
+  CHECK(cudaStreamDestroy(stream));
+  return all_correct ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace distarray::cuda
+
+int main(int argc, char** argv) { return distarray::cuda::Main(argc, argv); }
