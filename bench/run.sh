@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs every benchmark on a GPU machine as one command and prints one table:
 #   bench/run.sh BIN_DIR [OUT_DIR]
-# BIN_DIR holds distarrayd, distarray_bench, loop_bench and peer_limit. Needs python3 with cupy for the
-# CuPy and cupyx peers (skipped with a note when absent).
+# BIN_DIR holds distarrayd, distarray_bench, kernel_bench, loop_bench and peer_limit. Needs python3
+# with cupy for the CuPy and cupyx peers (skipped with a note when absent).
 # BENCH_ONLY=compute,latency bench/run.sh BIN_DIR runs only those sections of distarray_bench
-# (reshard, transfer, shm, latency, compute; default: all) and only the peers they need; the section
-# "loop" runs loop_bench (the seed's loop through RunGraph) against loop_peers.py, and "python"
+# (reshard, transfer, shm, latency, compute; default: all) and only the peers they need. The
+# section "kernels" runs kernel_bench (the compute kernels' device time against a device copy and
+# CUB); "loop" runs loop_bench (the seed's loop through RunGraph) against loop_peers.py; "python"
 # runs python_transfer_bench.py (the Python SDK's 1 GiB transfers through gRPC and shared memory,
 # against a host memcpy and the C++ SDK's figures of section "transfer") when python3 can import
 # distarray (pip install ./client/python, or PYTHONPATH naming an installed copy).
@@ -21,6 +22,10 @@ rm -f "$out/cupyx.txt" "$out/cupy_compute.txt" "$out/loop_peers.txt"  # no stale
 
 echo "== limits: peer and device copies (peer_limit)"
 "$bin/peer_limit" | tee "$out/peer.txt"
+if want kernels; then
+  echo "== the compute kernels alone against a device copy and CUB (kernel_bench)"
+  "$bin/kernel_bench" | tee "$out/kernels.txt"
+fi
 if want reshard; then
   echo "== peer: cupyx.distributed.array reshards"
   python3 "$here/cupyx_reshard.py" | tee "$out/cupyx.txt" || echo "cupyx unavailable" >&2
@@ -48,8 +53,8 @@ if want loop; then
   "$bin/loop_bench" --server="127.0.0.1:$(cat "$out/port")" --peers_file="$out/loop_peers.txt" \
     | tee "$out/loop.txt"
 fi
-# distarray_bench's sections: what --only names besides "loop" and "python".
-bench_only=$(echo "$only" | tr ',' '\n' | grep -v -e '^loop$' -e '^python$' | paste -sd, || true)
+# distarray_bench's sections: what --only names besides "kernels", "loop" and "python".
+bench_only=$(echo "$only" | tr ',' '\n' | grep -v -e '^kernels$' -e '^loop$' -e '^python$' | paste -sd, || true)
 if [ -z "$only" ] || [ -n "$bench_only" ]; then
   "$bin/distarray_bench" --server="127.0.0.1:$(cat "$out/port")" --peer_file="$out/peer.txt" \
     --cupyx_file="$out/cupyx.txt" --compute_file="$out/cupy_compute.txt" \
