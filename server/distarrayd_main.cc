@@ -9,12 +9,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include "server/backend/backend_factory.h"
 #include "server/daemon/api_server.h"
+#include "server/daemon/backend_factory.h"
 #include "server/daemon/command_line.h"
 #include "server/daemon/device_health.h"
 #include "server/daemon/drain.h"
-#include "server/daemon/drain_gate.h"
 #include "server/daemon/exit_codes.h"
 #include "server/daemon/flags.h"
 #include "server/daemon/health_server.h"
@@ -29,6 +28,7 @@
 #include "server/metrics/metrics.h"
 #include "server/security/authenticator.h"
 #include "server/service/array_service.h"
+#include "server/service/drain_gate.h"
 
 namespace distarray {
 namespace {
@@ -97,7 +97,7 @@ int RunDaemon(int argc, char** argv) {
       std::clamp(options->engine.session_lease / 4, absl::Milliseconds(100), absl::Seconds(5)),
       [&engine] { engine.SweepExpiredSessions(); });
 
-  daemon::DrainGate drain_gate;
+  DrainGate drain_gate;
   service.set_drain_gate(&drain_gate);
   // A transfer waits this long for another stream of its array before it is logged, so a
   // shared-memory transfer's calls (not always overlapping) make one line (transfer_log.h).

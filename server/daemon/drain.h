@@ -15,9 +15,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
-#include "server/daemon/drain_gate.h"
 #include "server/daemon/flags.h"
 #include "server/daemon/health_server.h"
+#include "server/service/drain_gate.h"
 
 namespace distarray::daemon {
 

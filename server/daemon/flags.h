@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "server/backend/backend_factory.h"
+#include "server/daemon/backend_factory.h"
 #include "server/engine/engine.h"
 #include "server/security/tls_credentials.h"
 

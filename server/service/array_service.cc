@@ -38,7 +38,7 @@ absl::StatusOr<std::string> SessionOf(const grpc::ServerContext& context) {
 
 // OK while the call is wanted. The deadline is checked directly so an expired call answers
 // DEADLINE_EXCEEDED rather than the CANCELLED that IsCancelled() alone would suggest.
-absl::Status CallAlive(grpc::ServerContext* context, const daemon::DrainGate* drain) {
+absl::Status CallAlive(grpc::ServerContext* context, const DrainGate* drain) {
   if (drain != nullptr) RETURN_IF_ERROR(drain->CheckRunning());
   if (context->deadline() <= std::chrono::system_clock::now()) {
     return absl::DeadlineExceededError("the call's deadline passed; its result was discarded");
@@ -55,7 +55,7 @@ template <typename Body>
 grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerContext* context,
                                       Body&& body) {
   const auto start = std::chrono::steady_clock::now();
-  const daemon::DrainGate::CallScope in_flight(drain_gate_);
+  const DrainGate::CallScope in_flight(drain_gate_);
   RequestLogContext log_context = MakeRequestLogContext(method, *context);
   ScopedRequestLog log_scope(&log_context);
   absl::Status status;
@@ -176,14 +176,14 @@ grpc::Status ArrayServiceImpl::DownloadArray(
     grpc::ServerContext* context, const v1::DownloadArrayRequest* request,
     grpc::ServerWriter<v1::DownloadArrayResponse>* writer) {
   return Handle("DownloadArray", context, [&](const CallContext& call) -> absl::Status {
-    TransferLog::Stream transfer =
-        transfer_log_->Begin("download", call.tenant, request->handle());
+    TransferLog::Stream transfer = transfer_log_->Begin("download", call.tenant, request->handle());
     bool first = true;
     int64_t sent = 0;
     v1::DownloadArrayResponse message;
     absl::Status stopped;  // why the download stopped early, when the call ended
-    absl::Status downloaded =
-        engine_.Download(*request, [&](const Shape& shape, DType dtype, absl::string_view bytes) {
+    absl::Status downloaded = engine_.Download(
+        *request,
+        [&](const Shape& shape, DType dtype, absl::string_view bytes) {
           if (absl::Status alive = call.CheckAlive(); !alive.ok()) {
             stopped = alive;  // cancelled, past its deadline, or cut off by the drain
             return false;
@@ -213,8 +213,8 @@ grpc::Status ArrayServiceImpl::UploadFromSharedMemory(
     v1::UploadFromSharedMemoryResponse* response) {
   return Handle("UploadFromSharedMemory", context, [&](const CallContext& call) -> absl::Status {
     RETURN_IF_ERROR(CheckSharedMemoryEnabled(shared_memory_));
-    TransferLog::Stream transfer = transfer_log_->Begin("shared-memory upload", call.tenant,
-                                                        request->header().handle());
+    TransferLog::Stream transfer =
+        transfer_log_->Begin("shared-memory upload", call.tenant, request->header().handle());
     ASSIGN_OR_RETURN(ArrayPtr array, distarray::UploadFromSharedMemory(engine_, *request, call));
     metrics_.RecordTransferBytes("upload", request->source().bytes());
     transfer.Add(request->source().bytes());

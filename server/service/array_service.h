@@ -10,11 +10,11 @@
 
 #include "absl/strings/string_view.h"
 #include "distarray/v1/distarray.grpc.pb.h"
-#include "server/daemon/drain_gate.h"
 #include "server/engine/engine.h"
 #include "server/logging/transfer_log.h"
 #include "server/metrics/metrics.h"
 #include "server/security/authenticator.h"
+#include "server/service/drain_gate.h"
 #include "server/service/shared_memory_transfer.h"
 #include "server/service/upload_watchdog.h"
 
@@ -37,7 +37,7 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
   void set_authenticator(const Authenticator* authenticator) { authenticator_ = authenticator; }
   // While `gate` drains, new calls and (once the drain time is spent) running ones answer
   // UNAVAILABLE. Not owned; unset: never drains.
-  void set_drain_gate(daemon::DrainGate* gate) { drain_gate_ = gate; }
+  void set_drain_gate(DrainGate* gate) { drain_gate_ = gate; }
   // Where uploads and downloads are logged (not owned); unset: a default TransferLog.
   void set_transfer_log(TransferLog* log) { transfer_log_ = log; }
 
@@ -94,7 +94,7 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
   Metrics& metrics_;
   UploadWatchdog upload_watchdog_;
   const Authenticator* authenticator_ = nullptr;
-  daemon::DrainGate* drain_gate_ = nullptr;
+  DrainGate* drain_gate_ = nullptr;
   TransferLog default_transfer_log_;
   TransferLog* transfer_log_ = &default_transfer_log_;
   const SharedMemoryOptions shared_memory_;

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "server/backend/backend.h"
-#include "server/backend/backend_factory.h"
+#include "server/daemon/backend_factory.h"
 #include "tests/support/in_process_backend.h"
 
 namespace distarray {

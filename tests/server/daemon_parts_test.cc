@@ -9,11 +9,11 @@
 #include <string>
 #include <thread>
 
-#include "server/daemon/drain_gate.h"
 #include "server/daemon/flags.h"
 #include "server/daemon/health_server.h"
 #include "server/daemon/log_setup.h"
 #include "server/logging/transfer_log.h"
+#include "server/service/drain_gate.h"
 
 namespace distarray::daemon {
 namespace {

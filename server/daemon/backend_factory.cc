@@ -1,4 +1,4 @@
-#include "server/backend/backend_factory.h"
+#include "server/daemon/backend_factory.h"
 
 #include <spdlog/spdlog.h>
 

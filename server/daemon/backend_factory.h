@@ -1,5 +1,7 @@
-#ifndef DISTARRAY_SERVER_BACKEND_BACKEND_FACTORY_H_
-#define DISTARRAY_SERVER_BACKEND_BACKEND_FACTORY_H_
+// Creates the backend the flags name. The only code that knows every backend implementation,
+// kept with the daemon so the interface layer (server/backend/) includes none of them.
+#ifndef DISTARRAY_SERVER_DAEMON_BACKEND_FACTORY_H_
+#define DISTARRAY_SERVER_DAEMON_BACKEND_FACTORY_H_
 
 #include <memory>
 #include <string>
@@ -23,4 +25,4 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& opt
 
 }  // namespace distarray
 
-#endif  // DISTARRAY_SERVER_BACKEND_BACKEND_FACTORY_H_
+#endif  // DISTARRAY_SERVER_DAEMON_BACKEND_FACTORY_H_

@@ -3,9 +3,10 @@
 // answer UNAVAILABLE, the code clients retry on (another replica, or this node's next daemon),
 // never CANCELLED, which would read as the client's own doing.
 //
-// Header-only and free of gRPC so that the service (server/service/) can consult it.
-#ifndef DISTARRAY_SERVER_DAEMON_DRAIN_GATE_H_
-#define DISTARRAY_SERVER_DAEMON_DRAIN_GATE_H_
+// The daemon owns the gate (its drain opens it, server/daemon/drain.h); the service consults it on
+// every call. Header-only and free of gRPC.
+#ifndef DISTARRAY_SERVER_SERVICE_DRAIN_GATE_H_
+#define DISTARRAY_SERVER_SERVICE_DRAIN_GATE_H_
 
 #include <atomic>
 
@@ -13,7 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
-namespace distarray::daemon {
+namespace distarray {
 
 class DrainGate {
  public:
@@ -72,6 +73,6 @@ class DrainGate {
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-}  // namespace distarray::daemon
+}  // namespace distarray
 
-#endif  // DISTARRAY_SERVER_DAEMON_DRAIN_GATE_H_
+#endif  // DISTARRAY_SERVER_SERVICE_DRAIN_GATE_H_
