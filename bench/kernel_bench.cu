@@ -243,6 +243,7 @@ int Main(int argc, char** argv) {
 
   // Reductions: sum over everything (against CUB's float sum), over rows and over columns.
   DeviceArray<char> scratch(size_t{4} << 20);
+  CHECK(cudaMemset(scratch.get(), 0, scratch.bytes()));  // the reductions' tickets start at zero
   DeviceArray<float> out(side);
   auto bench_reduce = [&](const std::string& name, ReduceKind kind, const ReduceGeometry& g,
                           int64_t elements, const std::function<long double(int64_t)>& reference) {

@@ -37,8 +37,13 @@ cudaError_t LaunchTernary(ElementwiseOpId op, DType compute, void* out, int64_t 
 cudaError_t LaunchCast(DType from, DType to, const void* src, void* dst, int64_t n,
                        cudaStream_t stream);
 
-// `scratch` (device memory of `scratch_bytes`) holds partial results when one output's
-// reduction is split over several blocks; the launcher sizes the split to fit it.
+// `scratch` (device memory of `scratch_bytes`, more than kReduceTicketBytes) holds partial results
+// when one output's reduction is split over several blocks; the launcher sizes the split to fit
+// it. Its first kReduceTicketBytes are per-output counters that must be zero before the first
+// launch (a zeroed cuda::DeviceBlock) and that every launch leaves zero. Launches sharing a scratch
+// must be ordered (one stream).
+constexpr int64_t kReduceTicketBytes = 16 << 10;
+constexpr int64_t kReduceTickets = kReduceTicketBytes / sizeof(unsigned);
 cudaError_t LaunchReduce(ReduceKind kind, DType in, const void* src, const ReduceGeometry& g,
                          void* dst, double scale, const void* extreme, void* scratch,
                          int64_t scratch_bytes, int sm_count, cudaStream_t stream);

@@ -115,7 +115,12 @@ absl::StatusOr<DeviceBlock> DeviceBlock::Allocate(int device, size_t bytes) {
   ScopedDevice scope(device);
   void* data = nullptr;
   CUDA_RETURN_IF_ERROR(cudaMalloc(&data, bytes));
-  return DeviceBlock(data, bytes, device);
+  DeviceBlock block(data, bytes, device);
+  // Zeroed before first use (the reduction's tickets rely on it): the memset runs on the legacy
+  // stream, which the daemon's non-blocking streams do not wait for, so wait here.
+  CUDA_RETURN_IF_ERROR(cudaMemset(data, 0, bytes));
+  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(nullptr));
+  return block;
 }
 
 DeviceBlock::~DeviceBlock() {

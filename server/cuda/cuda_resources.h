@@ -109,7 +109,7 @@ class PinnedPool {
 };
 
 // Device memory from cudaMalloc, outside the stream-ordered pool: fixed per-device scratch that
-// lives as long as the backend (reduction partials, the cuBLAS workspace).
+// lives as long as the backend (reduction partials, the cuBLAS workspace). Zeroed at allocation.
 class DeviceBlock {
  public:
   static absl::StatusOr<DeviceBlock> Allocate(int device, size_t bytes);

@@ -120,11 +120,16 @@ __device__ Acc<K, T> ReduceDenseRange(const T* row, const ReduceGeometry& g, int
 }
 
 // Block b reduces split (b % splits) of output (b / splits). With one split it writes the
-// output; otherwise its partial goes to scratch[o * splits + s].
+// output; otherwise its partial goes to scratch[o * splits + s]. With `tickets` (one zeroed
+// counter per output), the block that finishes an output's last split combines its partials in
+// split order (deterministic) and writes the output, so no second kernel runs: one launch less per
+// reduction, which a recorded loop pays every iteration. It leaves the counter zero again.
 template <ReduceKind K, typename T>
 __global__ void ReducePerBlock(const T* src, ReduceGeometry g, Out<K, T>* dst, double scale,
-                               const T* extreme, Acc<K, T>* scratch, int64_t splits) {
+                               const T* extreme, Acc<K, T>* scratch, int64_t splits,
+                               unsigned* tickets) {
   using R = Reducer<K, T>;
+  __shared__ bool last_split;
   const int64_t outputs = g.outputs(), n = g.reduced_size();
   // Splits start on a whole step of dense loads from the row's start, so a warp's loads stay on
   // 128-byte lines when the row does, as a whole chunk does (the last splits may be empty and
@@ -140,11 +145,30 @@ __global__ void ReducePerBlock(const T* src, ReduceGeometry g, Out<K, T>* dst, d
                               ? ReduceDenseRange<K, T>(row, g, begin, end, e)
                               : ReduceRange<K, T>(row, g, begin + threadIdx.x, end, blockDim.x, e);
     const Acc<K, T> block = BlockCombine<K, T>(acc);
+    if (splits == 1) {
+      if (threadIdx.x == 0) dst[o] = R::Finish(block, scale);
+      continue;
+    }
     if (threadIdx.x == 0) {
-      if (splits == 1)
-        dst[o] = R::Finish(block, scale);
-      else
-        scratch[o * splits + s] = block;
+      scratch[o * splits + s] = block;
+      if (tickets != nullptr) {
+        __threadfence();  // the partial is visible device-wide before the ticket counts it
+        last_split = atomicAdd(&tickets[o], 1u) == static_cast<unsigned>(splits - 1);
+      }
+    }
+    if (tickets == nullptr) continue;
+    __syncthreads();
+    if (!last_split) continue;  // uniform across the block
+    __threadfence();
+    // Volatile: the other blocks' partials, not a stale cached copy.
+    const volatile Acc<K, T>* partials = scratch + o * splits;
+    Acc<K, T> total = R::Identity();
+    for (int64_t t = threadIdx.x; t < splits; t += blockDim.x)
+      total = R::Combine(total, partials[t]);
+    const Acc<K, T> combined = BlockCombine<K, T>(total);
+    if (threadIdx.x == 0) {
+      dst[o] = R::Finish(combined, scale);
+      tickets[o] = 0;
     }
   }
 }
@@ -189,9 +213,11 @@ cudaError_t Launch(const T* src, const ReduceGeometry& g, Out<K, T>* dst, double
                    cudaStream_t stream) {
   const int64_t outputs = g.outputs(), n = g.reduced_size();
   if (outputs == 0) return cudaSuccess;
-  Acc<K, T>* partials = static_cast<Acc<K, T>*>(scratch);
-  const int64_t max_splits =
-      std::max<int64_t>(1, scratch_bytes / (outputs * int64_t{sizeof(Acc<K, T>)}));
+  // The scratch holds the tickets, then the partials.
+  Acc<K, T>* partials =
+      reinterpret_cast<Acc<K, T>*>(static_cast<char*>(scratch) + kReduceTicketBytes);
+  const int64_t max_splits = std::max<int64_t>(
+      1, (scratch_bytes - kReduceTicketBytes) / (outputs * int64_t{sizeof(Acc<K, T>)}));
   // Strided reduced elements with the kept axes innermost: a thread per output reads coalesced
   // across the warp (a block per output would read one element per 32-byte sector). The reduced
   // range is split until the threads fill the GPU (axis 0 of a 16384^2 matrix has only 64 blocks
@@ -217,8 +243,10 @@ cudaError_t Launch(const T* src, const ReduceGeometry& g, Out<K, T>* dst, double
     splits = std::min<int64_t>(splits, std::max<int64_t>(1, n / (kThreads * kDenseItems<T> * 2)));
     splits = std::min(splits, max_splits);
     blocks = static_cast<unsigned>(std::min<int64_t>(outputs * splits, target_blocks));
+    unsigned* tickets = outputs <= kReduceTickets ? static_cast<unsigned*>(scratch) : nullptr;
     ReducePerBlock<K, T>
-        <<<blocks, kThreads, 0, stream>>>(src, g, dst, scale, extreme, partials, splits);
+        <<<blocks, kThreads, 0, stream>>>(src, g, dst, scale, extreme, partials, splits, tickets);
+    if (tickets != nullptr) return cudaGetLastError();  // the last block of each output combined
   }
   if (splits > 1) {
     if (splits >= 64) {
