@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "server/cuda/compute_kernels.h"
+#include "tests/support/reduce_geometries.h"
 
 namespace distarray::cuda {
 namespace {
@@ -163,28 +164,6 @@ Row BenchElementwise(const std::string& name, ElementwiseOpId op, DType compute,
   return Row{name, ms, bytes_moved / (ms * 1e-3) / 1e9, copy_gbps, "", 0, correct};
 }
 
-ReduceGeometry FullReduction(int64_t n) {
-  ReduceGeometry g;
-  g.reduced.rank = 1;
-  g.reduced.count[0] = n;
-  g.reduced.stride[0] = 1;
-  g.reduced_contiguous = true;
-  return g;
-}
-
-// A rows x cols matrix reduced over axis 1 (each row's elements consecutive) or axis 0.
-ReduceGeometry AxisReduction(int64_t rows, int64_t cols, int axis) {
-  ReduceGeometry g;
-  g.kept.rank = 1;
-  g.reduced.rank = 1;
-  g.kept.count[0] = axis == 1 ? rows : cols;
-  g.kept.stride[0] = axis == 1 ? cols : 1;
-  g.reduced.count[0] = axis == 1 ? cols : rows;
-  g.reduced.stride[0] = axis == 1 ? 1 : cols;
-  g.reduced_contiguous = axis == 1;
-  return g;
-}
-
 int Main(int argc, char** argv) {
   int64_t n = int64_t{1} << 28;
   for (int i = 1; i < argc; ++i) {
@@ -271,7 +250,7 @@ int Main(int argc, char** argv) {
       total += ha[i];
       max = std::max(max, ha[i]);
     }
-    Row sum = bench_reduce("sum_f32", ReduceKind::kSum, FullReduction(n), n,
+    Row sum = bench_reduce("sum_f32", ReduceKind::kSum, testing::AllOf(n), n,
                            [&](int64_t) { return total; });
     // CUB's sum in float (cupy.sum's algorithm) over the same input.
     size_t temp_bytes = 0;
@@ -282,7 +261,7 @@ int Main(int argc, char** argv) {
       return cub::DeviceReduce::Sum(temp.get(), temp_bytes, a.get(), out.get(), n, s);
     });
     rows.push_back(sum);
-    rows.push_back(bench_reduce("max_f32", ReduceKind::kMax, FullReduction(n), n,
+    rows.push_back(bench_reduce("max_f32", ReduceKind::kMax, testing::AllOf(n), n,
                                 [&](int64_t) { return max; }));
   }
   {
@@ -293,10 +272,12 @@ int Main(int argc, char** argv) {
         column_sums[c] += ha[r * side + c];
       }
     }
-    rows.push_back(bench_reduce("sum_f32_axis1", ReduceKind::kSum, AxisReduction(side, side, 1),
-                                side * side, [&](int64_t o) { return row_sums[o]; }));
-    rows.push_back(bench_reduce("sum_f32_axis0", ReduceKind::kSum, AxisReduction(side, side, 0),
-                                side * side, [&](int64_t o) { return column_sums[o]; }));
+    rows.push_back(bench_reduce("sum_f32_axis1", ReduceKind::kSum,
+                                testing::OverMatrixAxis(side, side, 1), side * side,
+                                [&](int64_t o) { return row_sums[o]; }));
+    rows.push_back(bench_reduce("sum_f32_axis0", ReduceKind::kSum,
+                                testing::OverMatrixAxis(side, side, 0), side * side,
+                                [&](int64_t o) { return column_sums[o]; }));
   }
 
   std::printf(

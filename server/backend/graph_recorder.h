@@ -48,8 +48,9 @@ class RecordedGraph {
   virtual absl::Status Launch(absl::Span<const BufferPtr> reads,
                               absl::Span<const BufferPtr> writes) = 0;
   // Waits for the replay started by the last Launch. Every ~millisecond it calls `alive`; once
-  // that returns an error, it sets the cancel word the device reads every loop iteration, so a
-  // running loop stops within about an iteration, waits for the graph to drain, and returns that
+  // that returns an error, it sets the cancel word the loops read (on the CUDA backend at most
+  // every 50 µs of device time, loop_control.h), so a running loop stops within about an
+  // iteration or 50 µs, whichever is longer, waits for the graph to drain, and returns that
   // error. Otherwise returns the replay's statistics (or the device's error).
   virtual absl::StatusOr<GraphRunStats> Wait(const std::function<absl::Status()>& alive) = 0;
 };

@@ -40,7 +40,7 @@ cudaError_t LaunchCast(DType from, DType to, const void* src, void* dst, int64_t
 // `scratch` (device memory of `scratch_bytes`, more than kReduceTicketBytes) holds partial results
 // when one output's reduction is split over several blocks; the launcher sizes the split to fit
 // it. Its first kReduceTicketBytes are per-output counters that must be zero before the first
-// launch (a zeroed cuda::DeviceBlock) and that every launch leaves zero. Launches sharing a scratch
+// launch (cuda::DeviceBlock::AllocateZeroed) and that every launch leaves zero. Launches sharing a scratch
 // must be ordered (one stream).
 constexpr int64_t kReduceTicketBytes = 16 << 10;
 constexpr int64_t kReduceTickets = kReduceTicketBytes / sizeof(unsigned);

@@ -90,7 +90,7 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
     if (!transfer.ok()) return transfer.status();
     state.transfer_stream.emplace(*std::move(transfer));
     state.sm_count = props.multiProcessorCount;
-    auto scratch = cuda::DeviceBlock::Allocate(d, kReduceScratchBytes);
+    auto scratch = cuda::DeviceBlock::AllocateZeroed(d, kReduceScratchBytes);
     if (!scratch.ok()) return scratch.status();
     state.reduce_scratch.emplace(*std::move(scratch));
     auto workspace = cuda::DeviceBlock::Allocate(d, kCublasWorkspaceBytes);

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "common/status_macros.h"
 #include "server/cuda/cuda_status.h"
 
 namespace distarray::cuda {
@@ -115,10 +116,15 @@ absl::StatusOr<DeviceBlock> DeviceBlock::Allocate(int device, size_t bytes) {
   ScopedDevice scope(device);
   void* data = nullptr;
   CUDA_RETURN_IF_ERROR(cudaMalloc(&data, bytes));
-  DeviceBlock block(data, bytes, device);
-  // Zeroed before first use (the reduction's tickets rely on it): the memset runs on the legacy
-  // stream, which the daemon's non-blocking streams do not wait for, so wait here.
-  CUDA_RETURN_IF_ERROR(cudaMemset(data, 0, bytes));
+  return DeviceBlock(data, bytes, device);
+}
+
+absl::StatusOr<DeviceBlock> DeviceBlock::AllocateZeroed(int device, size_t bytes) {
+  ASSIGN_OR_RETURN(DeviceBlock block, Allocate(device, bytes));
+  ScopedDevice scope(device);
+  // The memset runs on the legacy stream, which the daemon's non-blocking streams do not wait
+  // for: wait here, so the first user sees zeros.
+  CUDA_RETURN_IF_ERROR(cudaMemset(block.data(), 0, bytes));
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(nullptr));
   return block;
 }

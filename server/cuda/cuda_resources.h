@@ -109,10 +109,12 @@ class PinnedPool {
 };
 
 // Device memory from cudaMalloc, outside the stream-ordered pool: fixed per-device scratch that
-// lives as long as the backend (reduction partials, the cuBLAS workspace). Zeroed at allocation.
+// lives as long as the backend (reduction partials, the cuBLAS workspace).
 class DeviceBlock {
  public:
   static absl::StatusOr<DeviceBlock> Allocate(int device, size_t bytes);
+  // The same, zeroed before it returns (the reduction scratch's tickets start at zero).
+  static absl::StatusOr<DeviceBlock> AllocateZeroed(int device, size_t bytes);
   DeviceBlock(DeviceBlock&& other) noexcept
       : data_(other.data_), bytes_(other.bytes_), device_(other.device_) {
     other.data_ = nullptr;

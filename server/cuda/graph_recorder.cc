@@ -117,8 +117,9 @@ absl::StatusOr<GraphRunStats> CudaRecordedGraph::Wait(const std::function<absl::
     if (stop.ok() && alive && now >= next_check) {
       stop = alive();
       next_check = now + kAliveInterval;
-      // Every loop condition reads the word: a running loop ends at its next evaluation and the
-      // rest of the replay drains, so the device is left in a consistent state.
+      // The loop conditions read the word (loop_control.h): a running loop ends at an
+      // evaluation within ~50 µs of device time and the rest of the replay drains, so the
+      // device is left in a consistent state.
       if (!stop.ok()) SetCancelWord(*control(), 1);
     }
     std::this_thread::sleep_for(kPollInterval);

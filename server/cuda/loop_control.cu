@@ -13,8 +13,13 @@ __global__ void LoopConditionKernel(const unsigned char* flag, int64_t* count,
   if (first) *count = 0;
   unsigned int run = 0;
   if (flag[0] != 0) {
-    // Volatile: the host sets the word while the graph runs; every evaluation must read it anew.
-    if (*cancel_word != 0) {
+    unsigned long long now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    // The counters start zeroed on every replay, so its first evaluation reads the word.
+    const bool read = now - counters->last_cancel_read_ns >= kCancelReadIntervalNs;
+    if (read) counters->last_cancel_read_ns = now;
+    // Volatile: the host sets the word while the graph runs; a read must fetch it anew.
+    if (read && *cancel_word != 0) {
       counters->cancelled = 1;
     } else if (*count >= max_iterations) {
       counters->hit_iteration_cap = 1;

@@ -17,11 +17,20 @@ struct GraphCounters {
   unsigned long long iterations;   // loop bodies started, over every loop
   unsigned int hit_iteration_cap;  // a loop stopped at its cap with its flag still true
   unsigned int cancelled;          // the cancel word stopped a loop
+  // The device clock (%globaltimer, ns) when a loop condition last read the cancel word.
+  unsigned long long last_cancel_read_ns;
 };
+
+// A loop condition reads the cancel word, which lives in host memory, when this long has passed
+// since the last read (and on a replay's first evaluation): a read is a PCIe round trip on the
+// path every iteration waits for, so short bodies share one, while a cancel still stops a loop at
+// the first evaluation this long after it is set, however long its body runs.
+constexpr unsigned long long kCancelReadIntervalNs = 50'000;
 
 // Evaluates a WHILE loop's condition: the body runs again when flag[0] (a bool) is true, the
 // loop has run fewer than `max_iterations` times (`count`, device memory of the loop) and
-// `cancel_word` (mapped host memory, read through its device address) is zero. Counts the body
+// `cancel_word` (mapped host memory, read through its device address, at most every
+// kCancelReadIntervalNs) is zero. Counts the body
 // it starts in `count` and counters->iterations; records why a true flag did not start one.
 // `first` marks the evaluation before the WHILE node, which also restarts `count` at zero (the
 // loop may run again, inside an enclosing loop, or on the next replay).

@@ -10,12 +10,13 @@
 namespace distarray::cuda {
 
 // Blocks of `threads` that `kernel` keeps resident on one SM (the same on every device of one
-// architecture, so callers cache it per kernel); 8 if the query fails, whose error, if sticky,
-// the launch reports.
+// architecture, so callers cache it per kernel); 8 if the query fails (a sticky device error
+// then surfaces at the launch).
 template <typename Kernel>
 int BlocksPerSm(Kernel kernel, int threads) {
   int per_sm = 0;
   if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0) != cudaSuccess) {
+    cudaGetLastError();  // not the launch's error: a failed query would otherwise read as one
     return 8;
   }
   return std::max(1, per_sm);

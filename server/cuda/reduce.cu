@@ -1,8 +1,9 @@
 // Reductions over one chunk: an output per thread where the reduced elements are strided and the
 // kept axes innermost (coalesced across threads); otherwise blocks per output. Either way the
-// reduced range is split until the grid fills the GPU, with partials in a fixed scratch buffer and
-// a second kernel combining them. Deterministic: no atomics, a fixed combination order
-// per launch shape.
+// reduced range is split until the grid fills the GPU, with partials in a fixed scratch buffer:
+// on the block path the block finishing an output's last split combines them (an atomic ticket
+// per output says which block is last), on the thread path a second kernel does. Deterministic:
+// partials are combined in split order, in a fixed tree per launch shape.
 #include <algorithm>
 
 #include "server/cuda/compute_kernels.h"

@@ -39,7 +39,8 @@ void RunBlock(const std::vector<HostGraphNode>& block, HostGraphReplay& replay);
 
 // The same decisions, in the same order, as the CUDA backend's loop condition kernel: a true flag
 // starts another body unless the cancel word is set or the cap is reached; a false flag ends the
-// loop without a note.
+// loop without a note. (The kernel reads its word, in host memory, at most every 50 µs; here the
+// word is an atomic read every iteration.)
 void RunWhile(const HostGraphNode& loop, HostGraphReplay& replay) {
   int64_t count = 0;
   bool go = ReadFlag(*loop.flag);

@@ -132,13 +132,28 @@ DA_HD T GeneratedValue(const Generator& g, int64_t linear_index) {
   }
 }
 
-// Element offset of the `linear`-th element (C order) of a strided box.
+// Element offset of the `linear`-th element (C order) of a strided box. Kernels call it per
+// element, so the division is what a strided kernel spends its time on: a 1-d box needs none, and
+// on the GPU a 64-bit division (a long emulated sequence) becomes a 32-bit one when both operands
+// fit, as they do below 2^32 elements (the sum over axis 0 of a 16384^2 matrix ran at 0.29x of
+// the copy rate, compute-bound on 64-bit divisions).
 DA_HD int64_t BoxOffset(const StridedBox& box, int64_t linear) {
+  if (box.rank == 1) return box.offset + linear * box.stride[0];
   int64_t offset = box.offset;
   for (int d = box.rank - 1; d >= 0; --d) {
     const int64_t c = box.count[d];
-    offset += (linear % c) * box.stride[d];
-    linear /= c;
+    int64_t quotient;
+#ifdef __CUDA_ARCH__
+    if (((static_cast<uint64_t>(linear) | static_cast<uint64_t>(c)) >> 32) == 0) {
+      quotient = static_cast<uint32_t>(linear) / static_cast<uint32_t>(c);
+    } else {
+      quotient = linear / c;
+    }
+#else
+    quotient = linear / c;
+#endif
+    offset += (linear - quotient * c) * box.stride[d];
+    linear = quotient;
   }
   return offset;
 }

@@ -26,34 +26,12 @@
 namespace distarray {
 namespace {
 
+using testing::AllOf;
+using testing::ArrayArg;
+using testing::ScalarArg;
+using testing::Whole;
+
 absl::Status Alive() { return absl::OkStatus(); }
-
-ElementwiseArg Arg(const BufferPtr& buffer) {
-  ElementwiseArg arg;
-  arg.buffer = buffer;
-  return arg;
-}
-
-ElementwiseArg Constant(double value) {
-  ElementwiseArg arg;
-  arg.scalar = Scalar::Float(value);
-  return arg;
-}
-
-BufferBox Whole(const BufferPtr& buffer, int64_t n) {
-  return BufferBox{buffer, Shape{n}, FullBox(Shape{n})};
-}
-
-// All of a dense 1-d chunk of n elements reduced into one output.
-ReduceGeometry AllOf(int64_t n) {
-  ReduceGeometry g;
-  g.reduced.rank = 1;
-  g.reduced.count[0] = n;
-  g.reduced.stride[0] = 1;
-  g.index = g.reduced;
-  g.reduced_contiguous = true;
-  return g;
-}
 
 class GraphRecorderTest : public ::testing::Test {
  protected:
@@ -118,13 +96,13 @@ class GraphRecorderTest : public ::testing::Test {
     ASSIGN_OR_RETURN(BufferPtr flag, backend_->Allocate(0, 1));
     auto condition = [&]() -> absl::Status {
       RETURN_IF_ERROR(backend_->Elementwise(ElementwiseOpId::kLess, DType::kFloat32, less, n,
-                                            {Arg(a), Constant(limit)}));
+                                            {ArrayArg(a), ScalarArg(limit)}));
       return backend_->Reduce(ReduceKind::kAll, DType::kBool, less, AllOf(n), flag, 1, nullptr);
     };
     RETURN_IF_ERROR(condition());
     RETURN_IF_ERROR(recording->BeginWhile(flag, cap));
-    RETURN_IF_ERROR(
-        backend_->Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, a, n, {Arg(a), Constant(1)}));
+    RETURN_IF_ERROR(backend_->Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, a, n,
+                                          {ArrayArg(a), ScalarArg(1)}));
     RETURN_IF_ERROR(condition());
     RETURN_IF_ERROR(recording->EndWhile(flag));
     return recording->Finish();
@@ -253,7 +231,7 @@ TEST_F(GraphRecorderTest, IfElsePicksBranch) {
   DA_ASSERT_OK(recording->EndIf());
   DA_ASSERT_OK(recording->BeginIf(flag));
   DA_ASSERT_OK(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, out, kN,
-                                     {Arg(out), Constant(10)}));
+                                     {ArrayArg(out), ScalarArg(10)}));
   DA_ASSERT_OK(recording->EndIf());
   DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
   recording.reset();
@@ -276,8 +254,8 @@ TEST_F(GraphRecorderTest, CancelStopsRunningLoop) {
   DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> recording, recorder_->Begin(0));
   // The flag never changes: only the cap (out of reach) or the cancel word ends the loop.
   DA_ASSERT_OK(recording->BeginWhile(flag, std::numeric_limits<int64_t>::max()));
-  DA_ASSERT_OK(
-      backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, a, kN, {Arg(a), Constant(1)}));
+  DA_ASSERT_OK(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, a, kN,
+                                     {ArrayArg(a), ScalarArg(1)}));
   DA_ASSERT_OK(recording->EndWhile(flag));
   DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
   recording.reset();
@@ -320,11 +298,11 @@ TEST_F(GraphRecorderTest, NestedLoops) {
   DA_ASSERT_OK_AND_ASSIGN(BufferPtr inner_flag, backend().Allocate(0, 1));
   auto less = [&](const BufferPtr& flag, const BufferPtr& x, double limit) {
     return backend().Elementwise(ElementwiseOpId::kLess, DType::kFloat32, flag, 1,
-                                 {Arg(x), Constant(limit)});
+                                 {ArrayArg(x), ScalarArg(limit)});
   };
   auto increment = [&](const BufferPtr& x) {
     return backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, x, 1,
-                                 {Arg(x), Constant(1)});
+                                 {ArrayArg(x), ScalarArg(1)});
   };
   DA_ASSERT_OK(less(outer_flag, o, 3));
   DA_ASSERT_OK(recording->BeginWhile(outer_flag, 100));
@@ -379,13 +357,13 @@ TEST_F(GraphRecorderTest, GemmInsideLoop) {
   DA_ASSERT_OK_AND_ASSIGN(BufferPtr flag, backend().Allocate(0, 1));
   auto condition = [&] {
     return backend().Elementwise(ElementwiseOpId::kLess, DType::kFloat32, flag, 1,
-                                 {Arg(count), Constant(3)});
+                                 {ArrayArg(count), ScalarArg(3)});
   };
   DA_ASSERT_OK(condition());
   DA_ASSERT_OK(recording->BeginWhile(flag, 10));
   DA_ASSERT_OK(backend().Gemm(DType::kFloat32, da, db, dc, kM, kN, kK, /*allow_tf32=*/false));
   DA_ASSERT_OK(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, count, 1,
-                                     {Arg(count), Constant(1)}));
+                                     {ArrayArg(count), ScalarArg(1)}));
   DA_ASSERT_OK(condition());
   DA_ASSERT_OK(recording->EndWhile(flag));
   DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
@@ -442,9 +420,9 @@ TEST_F(GraphRecorderTest, RefusesOtherDevicesWork) {
   expect_refused(backend().Allocate(1, 64).status(), "Allocate");
   expect_refused(backend().FillConstant(DType::kFloat32, Whole(y, 16), Scalar::Float(3)),
                  "FillConstant");
-  expect_refused(
-      backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, x, 16, {Arg(y), Constant(1)}),
-      "Elementwise");
+  expect_refused(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, x, 16,
+                                       {ArrayArg(y), ScalarArg(1)}),
+                 "Elementwise");
   BoxCopy copy{Whole(x, 16), Whole(y, 16)};
   expect_refused(backend().Copy(DType::kFloat32, {copy}), "Copy");
   // A same-device copy is recorded.
@@ -491,8 +469,8 @@ TEST_F(GraphRecorderTest, OtherThreadsRunEagerly) {
     auto run = [&]() -> absl::StatusOr<std::vector<float>> {
       ASSIGN_OR_RETURN(BufferPtr y, backend().Allocate(0, 16 * sizeof(float)));
       RETURN_IF_ERROR(backend().FillConstant(DType::kFloat32, Whole(y, 16), Scalar::Float(7)));
-      RETURN_IF_ERROR(
-          backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, y, 16, {Arg(y), Arg(x)}));
+      RETURN_IF_ERROR(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, y, 16,
+                                            {ArrayArg(y), ArrayArg(x)}));
       return Read<float>(y, 16);
     };
     seen = run();
@@ -512,8 +490,8 @@ TEST_F(GraphRecorderTest, OtherThreadsRunEagerly) {
   DA_ASSERT_OK(replayed.status());
   EXPECT_EQ(*replayed, std::vector<float>(16, 4.0f));
   // The capture survived all that.
-  DA_ASSERT_OK(
-      backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, x, 16, {Arg(x), Constant(1)}));
+  DA_ASSERT_OK(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, x, 16,
+                                     {ArrayArg(x), ScalarArg(1)}));
   DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
   recording.reset();
   DA_ASSERT_OK(graph->Launch({}, {x}));

@@ -24,6 +24,11 @@
 namespace distarray {
 namespace {
 
+using testing::AllOf;
+using testing::ArrayArg;
+using testing::ScalarArg;
+using testing::Whole;
+
 // A FAILED_PRECONDITION whose message names `call`.
 void ExpectRefused(const absl::Status& status, const std::string& call) {
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
@@ -31,34 +36,6 @@ void ExpectRefused(const absl::Status& status, const std::string& call) {
 }
 
 absl::Status Alive() { return absl::OkStatus(); }
-
-ElementwiseArg Arg(const BufferPtr& buffer) {
-  ElementwiseArg arg;
-  arg.buffer = buffer;
-  return arg;
-}
-
-ElementwiseArg Constant(double value) {
-  ElementwiseArg arg;
-  arg.scalar = Scalar::Float(value);
-  return arg;
-}
-
-BufferBox Whole(const BufferPtr& buffer, int64_t n) {
-  return BufferBox{buffer, Shape{n}, FullBox(Shape{n})};
-}
-
-// all() of a dense 1-d chunk of n elements into one 0-d output, as ExecuteReduce plans it for a
-// single chunk.
-ReduceGeometry AllOf(int64_t n) {
-  ReduceGeometry g;
-  g.reduced.rank = 1;
-  g.reduced.count[0] = n;
-  g.reduced.stride[0] = 1;
-  g.index = g.reduced;
-  g.reduced_contiguous = true;
-  return g;
-}
 
 // bool as the devices store it, without std::vector<bool>'s bit packing.
 using bool8 = unsigned char;
@@ -111,13 +88,13 @@ class HostGraphRecorderTest : public ::testing::Test {
     ASSIGN_OR_RETURN(BufferPtr flag, backend_->Allocate(0, 1));
     auto condition = [&]() -> absl::Status {
       RETURN_IF_ERROR(backend_->Elementwise(ElementwiseOpId::kLess, DType::kFloat32, less, n,
-                                            {Arg(a), Constant(limit)}));
+                                            {ArrayArg(a), ScalarArg(limit)}));
       return backend_->Reduce(ReduceKind::kAll, DType::kBool, less, AllOf(n), flag, 1, nullptr);
     };
     RETURN_IF_ERROR(condition());
     RETURN_IF_ERROR(recording->BeginWhile(flag, cap));
-    RETURN_IF_ERROR(
-        backend_->Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, a, n, {Arg(a), Constant(1)}));
+    RETURN_IF_ERROR(backend_->Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, a, n,
+                                          {ArrayArg(a), ScalarArg(1)}));
     RETURN_IF_ERROR(condition());
     RETURN_IF_ERROR(recording->EndWhile(flag));
     return recording->Finish();
@@ -242,7 +219,7 @@ TEST_F(HostGraphRecorderTest, IfElsePicksBranch) {
   DA_ASSERT_OK(recording->EndIf());
   DA_ASSERT_OK(recording->BeginIf(flag));
   DA_ASSERT_OK(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, out, kN,
-                                     {Arg(out), Constant(10)}));
+                                     {ArrayArg(out), ScalarArg(10)}));
   DA_ASSERT_OK(recording->EndIf());
   DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
   recording.reset();
@@ -267,11 +244,11 @@ TEST_F(HostGraphRecorderTest, NestedLoops) {
   DA_ASSERT_OK_AND_ASSIGN(BufferPtr inner_flag, backend().Allocate(0, 1));
   auto less = [&](const BufferPtr& flag, const BufferPtr& x, double limit) {
     return backend().Elementwise(ElementwiseOpId::kLess, DType::kFloat32, flag, 1,
-                                 {Arg(x), Constant(limit)});
+                                 {ArrayArg(x), ScalarArg(limit)});
   };
   auto increment = [&](const BufferPtr& x) {
     return backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, x, 1,
-                                 {Arg(x), Constant(1)});
+                                 {ArrayArg(x), ScalarArg(1)});
   };
   DA_ASSERT_OK(less(outer_flag, o, 3));
   DA_ASSERT_OK(recording->BeginWhile(outer_flag, 100));
@@ -316,7 +293,7 @@ TEST_F(HostGraphRecorderTest, WhileReadsEntryAndExitFlagsSeparately) {
   DA_ASSERT_OK_AND_ASSIGN(BufferPtr exit, backend().Allocate(0, 1));
   DA_ASSERT_OK(recording->BeginWhile(entry, 10));
   DA_ASSERT_OK(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, count, 1,
-                                     {Arg(count), Constant(1)}));
+                                     {ArrayArg(count), ScalarArg(1)}));
   DA_ASSERT_OK(backend().FillConstant(DType::kBool, Whole(exit, 1), Scalar::Bool(false)));
   DA_ASSERT_OK(recording->EndWhile(exit));
   DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
@@ -354,8 +331,8 @@ TEST_F(HostGraphRecorderTest, CancelStopsRunningLoop) {
   DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> recording, recorder_->Begin(0));
   // The flag never changes: only the cap (out of reach) or the cancel word ends the loop.
   DA_ASSERT_OK(recording->BeginWhile(flag, 1'000'000'000));
-  DA_ASSERT_OK(
-      backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, a, kN, {Arg(a), Constant(1)}));
+  DA_ASSERT_OK(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, a, kN,
+                                     {ArrayArg(a), ScalarArg(1)}));
   DA_ASSERT_OK(recording->EndWhile(flag));
   DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
   recording.reset();
@@ -394,11 +371,11 @@ TEST_F(HostGraphRecorderTest, RefusesOtherDevicesAndHostTransfers) {
   DA_ASSERT_OK_AND_ASSIGN(BufferPtr on1, Upload(std::vector<float>{3, 4}, 1));
   DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> recording, recorder_->Begin(0));
   ExpectRefused(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, on1, 2,
-                                      {Arg(on1), Constant(1)}),
+                                      {ArrayArg(on1), ScalarArg(1)}),
                 "Elementwise");
   // Work for device 0 that reads a buffer of device 1.
   ExpectRefused(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, on0, 2,
-                                      {Arg(on1), Constant(1)}),
+                                      {ArrayArg(on1), ScalarArg(1)}),
                 "Elementwise");
   ExpectRefused(backend().FillConstant(DType::kFloat32, Whole(on1, 2), Scalar::Float(0)),
                 "FillConstant");
@@ -421,7 +398,7 @@ TEST_F(HostGraphRecorderTest, RefusesOtherDevicesAndHostTransfers) {
 
   // What was refused left the recording intact: it still records and finishes.
   DA_ASSERT_OK(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, on0, 2,
-                                     {Arg(on0), Constant(1)}));
+                                     {ArrayArg(on0), ScalarArg(1)}));
   DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
   // After Finish the thread records no more.
   DA_ASSERT_OK(graph->Launch({on0}, {on0}));
@@ -469,7 +446,7 @@ TEST_F(HostGraphRecorderTest, AbandonedRecordingFreesEverything) {
     DA_ASSERT_OK(backend().FillConstant(DType::kBool, Whole(flag, 1), Scalar::Bool(true)));
     DA_ASSERT_OK(recording->BeginWhile(flag, 10));
     DA_ASSERT_OK(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, a, 1000,
-                                       {Arg(a), Constant(1)}));
+                                       {ArrayArg(a), ScalarArg(1)}));
     EXPECT_GT(used(), used_before);
     // Dropped with a loop still open, without Finish.
   }
@@ -495,7 +472,7 @@ TEST_F(HostGraphRecorderTest, BuffersDroppedWhileRecordingStayWithTheGraph) {
   DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> recording, recorder_->Begin(0));
   DA_ASSERT_OK(backend().FillConstant(DType::kFloat32, Whole(temp, 64), Scalar::Float(5)));
   DA_ASSERT_OK(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, out, 64,
-                                     {Arg(temp), Constant(1)}));
+                                     {ArrayArg(temp), ScalarArg(1)}));
   DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
   recording.reset();
   temp.reset();

@@ -1,5 +1,5 @@
-// Helpers for unit tests that drive a backend in-process (no daemon): status assertions and typed
-// uploads and reads of device buffers.
+// Helpers for unit tests that drive a backend in-process (no daemon): status assertions, operands,
+// and typed uploads and reads of device buffers.
 #ifndef DISTARRAY_TESTS_SUPPORT_IN_PROCESS_BACKEND_H_
 #define DISTARRAY_TESTS_SUPPORT_IN_PROCESS_BACKEND_H_
 
@@ -12,8 +12,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/box.h"
 #include "common/status_macros.h"
 #include "server/backend/backend.h"
+#include "tests/support/reduce_geometries.h"
 #include "tests/support/required_backends.h"
 
 #define DA_ASSERT_OK(expr)          \
@@ -34,6 +36,24 @@ namespace distarray::testing {
 // How a host vector holds elements of T: bool as one byte each (std::vector<bool> is packed).
 template <typename T>
 using HostElement = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+
+// Elementwise operands: all of a buffer, or a scalar.
+inline ElementwiseArg ArrayArg(const BufferPtr& buffer) {
+  ElementwiseArg arg;
+  arg.buffer = buffer;
+  return arg;
+}
+inline ElementwiseArg ScalarArg(Scalar value) {
+  ElementwiseArg arg;
+  arg.scalar = value;
+  return arg;
+}
+inline ElementwiseArg ScalarArg(double value) { return ScalarArg(Scalar::Float(value)); }
+
+// All of a dense 1-d buffer of n elements, as a copy's box.
+inline BufferBox Whole(const BufferPtr& buffer, int64_t n) {
+  return BufferBox{buffer, Shape{n}, FullBox(Shape{n})};
+}
 
 // A new buffer on `device` holding `values`.
 template <typename T>
