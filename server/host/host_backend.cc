@@ -188,9 +188,10 @@ absl::Status HostBackend::WriteFromHost(const BufferPtr& dst, int64_t offset, co
   RETURN_IF_ERROR(RefuseWhileRecording("WriteFromHost", "host transfers cannot be recorded"));
   auto buffer = AsHost(dst);
   auto staged = std::make_shared<std::vector<std::byte>>(bytes);
-  std::memcpy(staged->data(), src, bytes);
+  // memcpy's pointers must be valid even for zero bytes, and an empty source may be null.
+  if (bytes > 0) std::memcpy(staged->data(), src, bytes);
   auto work = [buffer, staged, offset] {
-    std::memcpy(buffer->data() + offset, staged->data(), staged->size());
+    if (!staged->empty()) std::memcpy(buffer->data() + offset, staged->data(), staged->size());
   };
   return Launch("WriteFromHost", buffer->device(), {}, {buffer.get()}, std::move(work)).status();
 }
@@ -200,7 +201,9 @@ absl::StatusOr<std::unique_ptr<PendingRead>> HostBackend::ReadToHost(const Buffe
                                                                      void* dst) {
   RETURN_IF_ERROR(RefuseWhileRecording("ReadToHost", "host transfers cannot be recorded"));
   auto buffer = AsHost(src);
-  auto work = [buffer, offset, bytes, dst] { std::memcpy(dst, buffer->data() + offset, bytes); };
+  auto work = [buffer, offset, bytes, dst] {
+    if (bytes > 0) std::memcpy(dst, buffer->data() + offset, bytes);  // an empty `dst` may be null
+  };
   ASSIGN_OR_RETURN(HostEventPtr done,
                    Launch("ReadToHost", buffer->device(), {buffer.get()}, {}, std::move(work)));
   return std::make_unique<HostPendingRead>(std::move(done));
