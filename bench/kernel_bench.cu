@@ -21,27 +21,21 @@
 #include <type_traits>
 #include <vector>
 
+#include "bench/device_timing.h"
 #include "server/cuda/compute_kernels.h"
-#include "tests/support/reduce_geometries.h"
+#include "tests/support/strided_views.h"
 
 namespace distarray::cuda {
 namespace {
 
-#define CHECK(x)                                                                           \
-  do {                                                                                     \
-    const cudaError_t e = (x);                                                             \
-    if (e != cudaSuccess) {                                                                \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorName(e)); \
-      std::exit(1);                                                                        \
-    }                                                                                      \
-  } while (0)
+using bench::MedianMs;
 
 // Device memory of `count` T, freed on scope exit.
 template <typename T>
 class DeviceArray {
  public:
   explicit DeviceArray(int64_t count) : count_(count) {
-    CHECK(cudaMalloc(&data_, std::max<int64_t>(1, count) * sizeof(T)));
+    DA_BENCH_CHECK(cudaMalloc(&data_, std::max<int64_t>(1, count) * sizeof(T)));
   }
   ~DeviceArray() { cudaFree(data_); }
   DeviceArray(const DeviceArray&) = delete;
@@ -49,13 +43,13 @@ class DeviceArray {
   T* get() const { return data_; }
   int64_t bytes() const { return count_ * static_cast<int64_t>(sizeof(T)); }
   void Upload(const std::vector<T>& host) const {
-    CHECK(cudaMemcpy(data_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    DA_BENCH_CHECK(cudaMemcpy(data_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
   }
   // bool comes back as uint8_t (std::vector<bool> is packed).
   using Host = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
   std::vector<Host> Download() const {
     std::vector<Host> host(count_);
-    CHECK(cudaMemcpy(host.data(), data_, bytes(), cudaMemcpyDeviceToHost));
+    DA_BENCH_CHECK(cudaMemcpy(host.data(), data_, bytes(), cudaMemcpyDeviceToHost));
     return host;
   }
 
@@ -63,27 +57,6 @@ class DeviceArray {
   T* data_ = nullptr;
   int64_t count_;
 };
-
-// Median device milliseconds of `enqueue` over 10 timed runs after 2 warm-ups.
-float MedianMs(cudaStream_t stream, const std::function<cudaError_t(cudaStream_t)>& enqueue) {
-  cudaEvent_t start, stop;
-  CHECK(cudaEventCreate(&start));
-  CHECK(cudaEventCreate(&stop));
-  std::vector<float> ms;
-  for (int i = 0; i < 12; ++i) {
-    CHECK(cudaEventRecord(start, stream));
-    CHECK(enqueue(stream));
-    CHECK(cudaEventRecord(stop, stream));
-    CHECK(cudaEventSynchronize(stop));
-    float t = 0;
-    CHECK(cudaEventElapsedTime(&t, start, stop));
-    if (i >= 2) ms.push_back(t);
-  }
-  CHECK(cudaEventDestroy(start));
-  CHECK(cudaEventDestroy(stop));
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
 
 template <typename T>
 std::vector<T> RandomValues(int64_t n, uint64_t seed, double low, double high) {
@@ -107,7 +80,7 @@ struct Row {
 // Device-to-device copy rate, bytes read + written per second (the bound of a streaming kernel).
 double CopyLimitGBps(int64_t bytes, cudaStream_t stream) {
   DeviceArray<char> a(bytes), b(bytes);
-  CHECK(cudaMemset(a.get(), 1, bytes));
+  DA_BENCH_CHECK(cudaMemset(a.get(), 1, bytes));
   const float ms = MedianMs(stream, [&](cudaStream_t s) {
     return cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, s);
   });
@@ -126,16 +99,12 @@ DeviceArg ScalarArg(double value) {
   return arg;
 }
 
-// a and b read through a transposed view of a side x side matrix: the strided path.
+// A side x side matrix read through its transpose: the strided path.
 DeviceArg Transposed(const void* data, int64_t side) {
   DeviceArg arg;
   arg.data = data;
   arg.contiguous = false;
-  arg.view.rank = 2;
-  arg.view.count[0] = side;
-  arg.view.count[1] = side;
-  arg.view.stride[0] = 1;
-  arg.view.stride[1] = side;
+  arg.view = testing::TransposedView(side, side);
   return arg;
 }
 
@@ -143,11 +112,12 @@ DeviceArg Transposed(const void* data, int64_t side) {
 template <typename Out>
 Row BenchElementwise(const std::string& name, ElementwiseOpId op, DType compute,
                      std::vector<DeviceArg> args, int64_t n, int64_t bytes_moved, double copy_gbps,
-                     const std::function<long double(int64_t)>& reference, cudaStream_t stream) {
+                     const std::function<long double(int64_t)>& reference, int sm_count,
+                     cudaStream_t stream) {
   DeviceArray<Out> out(n);
   const float ms = MedianMs(stream, [&](cudaStream_t s) {
     return LaunchElementwise(op, compute, out.get(), n, args.data(), static_cast<int>(args.size()),
-                             s);
+                             sm_count, s);
   });
   const auto got = out.Download();
   bool correct = true;
@@ -176,11 +146,11 @@ int Main(int argc, char** argv) {
   }
   const int64_t side = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
   int sm_count = 0;
-  CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0));
+  DA_BENCH_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0));
   cudaStream_t stream;
-  CHECK(cudaStreamCreate(&stream));
+  DA_BENCH_CHECK(cudaStreamCreate(&stream));
   cudaDeviceProp prop;
-  CHECK(cudaGetDeviceProperties(&prop, 0));
+  DA_BENCH_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("kernel_device %s\nkernel_elements %lld\n", prop.name, static_cast<long long>(n));
 
   const double copy_gbps = CopyLimitGBps(n * 4, stream);
@@ -195,14 +165,16 @@ int Main(int argc, char** argv) {
   const int64_t f32 = n * 4;
   rows.push_back(BenchElementwise<float>(
       "add_f32", ElementwiseOpId::kAdd, DType::kFloat32, {Dense(a.get()), Dense(b.get())}, n,
-      3 * f32, copy_gbps, [&](int64_t i) { return static_cast<float>(ha[i] + hb[i]); }, stream));
+      3 * f32, copy_gbps, [&](int64_t i) { return static_cast<float>(ha[i] + hb[i]); }, sm_count,
+      stream));
   rows.push_back(BenchElementwise<float>(
       "multiply_f32_scalar", ElementwiseOpId::kMultiply, DType::kFloat32,
       {Dense(a.get()), ScalarArg(2.5)}, n, 2 * f32, copy_gbps,
-      [&](int64_t i) { return static_cast<float>(ha[i] * 2.5f); }, stream));
+      [&](int64_t i) { return static_cast<float>(ha[i] * 2.5f); }, sm_count, stream));
   rows.push_back(BenchElementwise<bool>(
       "less_f32", ElementwiseOpId::kLess, DType::kFloat32, {Dense(a.get()), Dense(b.get())}, n,
-      2 * f32 + n, copy_gbps, [&](int64_t i) { return ha[i] < hb[i] ? 1.0L : 0.0L; }, stream));
+      2 * f32 + n, copy_gbps, [&](int64_t i) { return ha[i] < hb[i] ? 1.0L : 0.0L; }, sm_count,
+      stream));
   rows.push_back(BenchElementwise<float>(
       "add_f32_transposed", ElementwiseOpId::kAdd, DType::kFloat32,
       {Transposed(a.get(), side), Dense(b.get())}, side * side, 3 * side * side * 4, copy_gbps,
@@ -210,19 +182,20 @@ int Main(int argc, char** argv) {
         const int64_t r = i / side, c = i % side;
         return static_cast<float>(ha[c * side + r] + hb[i]);
       },
-      stream));
+      sm_count, stream));
   {
     const std::vector<double> hd = RandomValues<double>(n / 2, 3, 0.0, 1.0);
     DeviceArray<double> d(n / 2);
     d.Upload(hd);
     rows.push_back(BenchElementwise<double>(
         "add_f64", ElementwiseOpId::kAdd, DType::kFloat64, {Dense(d.get()), Dense(d.get())}, n / 2,
-        3 * f32, copy_gbps, [&](int64_t i) { return hd[i] + hd[i]; }, stream));
+        3 * f32, copy_gbps, [&](int64_t i) { return hd[i] + hd[i]; }, sm_count, stream));
   }
 
   // Reductions: sum over everything (against CUB's float sum), over rows and over columns.
   DeviceArray<char> scratch(size_t{4} << 20);
-  CHECK(cudaMemset(scratch.get(), 0, scratch.bytes()));  // the reductions' tickets start at zero
+  DA_BENCH_CHECK(
+      cudaMemset(scratch.get(), 0, scratch.bytes()));  // the reductions' tickets start at zero
   DeviceArray<float> out(side);
   auto bench_reduce = [&](const std::string& name, ReduceKind kind, const ReduceGeometry& g,
                           int64_t elements, const std::function<long double(int64_t)>& reference) {
@@ -254,7 +227,7 @@ int Main(int argc, char** argv) {
                            [&](int64_t) { return total; });
     // CUB's sum in float (cupy.sum's algorithm) over the same input.
     size_t temp_bytes = 0;
-    CHECK(cub::DeviceReduce::Sum(nullptr, temp_bytes, a.get(), out.get(), n, stream));
+    DA_BENCH_CHECK(cub::DeviceReduce::Sum(nullptr, temp_bytes, a.get(), out.get(), n, stream));
     DeviceArray<char> temp(temp_bytes);
     sum.peer = "cub_sum";
     sum.peer_ms = MedianMs(stream, [&](cudaStream_t s) {
@@ -293,7 +266,7 @@ int Main(int argc, char** argv) {
                 r.correct ? "yes" : "NO");
     all_correct = all_correct && r.correct;
   }
-  CHECK(cudaStreamDestroy(stream));
+  DA_BENCH_CHECK(cudaStreamDestroy(stream));
   return all_correct ? 0 : 1;
 }
 

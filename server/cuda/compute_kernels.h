@@ -22,26 +22,28 @@ struct DeviceArg {
   Scalar scalar;
 };
 
+// `sm_count`: the SMs of the stream's device, which sizes the grid.
 cudaError_t LaunchElementwise(ElementwiseOpId op, DType compute, void* out, int64_t n,
-                              const DeviceArg* args, int arg_count, cudaStream_t stream);
+                              const DeviceArg* args, int arg_count, int sm_count,
+                              cudaStream_t stream);
 // The per-group launchers LaunchElementwise picks from (one compiled file each).
 cudaError_t LaunchUnary(ElementwiseOpId op, DType compute, void* out, int64_t n,
-                        const DeviceArg* args, cudaStream_t stream);
+                        const DeviceArg* args, int sm_count, cudaStream_t stream);
 cudaError_t LaunchBinary0(ElementwiseOpId op, DType compute, void* out, int64_t n,
-                          const DeviceArg* args, cudaStream_t stream);
+                          const DeviceArg* args, int sm_count, cudaStream_t stream);
 cudaError_t LaunchBinary1(ElementwiseOpId op, DType compute, void* out, int64_t n,
-                          const DeviceArg* args, cudaStream_t stream);
+                          const DeviceArg* args, int sm_count, cudaStream_t stream);
 cudaError_t LaunchTernary(ElementwiseOpId op, DType compute, void* out, int64_t n,
-                          const DeviceArg* args, cudaStream_t stream);
+                          const DeviceArg* args, int sm_count, cudaStream_t stream);
 
-cudaError_t LaunchCast(DType from, DType to, const void* src, void* dst, int64_t n,
+cudaError_t LaunchCast(DType from, DType to, const void* src, void* dst, int64_t n, int sm_count,
                        cudaStream_t stream);
 
 // `scratch` (device memory of `scratch_bytes`, more than kReduceTicketBytes) holds partial results
 // when one output's reduction is split over several blocks; the launcher sizes the split to fit
 // it. Its first kReduceTicketBytes are per-output counters that must be zero before the first
-// launch (cuda::DeviceBlock::AllocateZeroed) and that every launch leaves zero. Launches sharing a scratch
-// must be ordered (one stream).
+// launch (cuda::DeviceBlock::AllocateZeroed) and that every launch leaves zero. Launches sharing a
+// scratch must be ordered (one stream).
 constexpr int64_t kReduceTicketBytes = 16 << 10;
 constexpr int64_t kReduceTickets = kReduceTicketBytes / sizeof(unsigned);
 cudaError_t LaunchReduce(ReduceKind kind, DType in, const void* src, const ReduceGeometry& g,

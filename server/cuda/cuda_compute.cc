@@ -43,7 +43,8 @@ absl::Status CudaBackend::Elementwise(ElementwiseOpId op, DType compute, const B
              [&](cudaStream_t s) {
                return cuda::CudaStatus(
                    cuda::LaunchElementwise(op, compute, out_buffer->data(), n, device_args.data(),
-                                           static_cast<int>(device_args.size()), s),
+                                           static_cast<int>(device_args.size()),
+                                           devices_[out_buffer->device()].sm_count, s),
                    "elementwise kernel");
              })
       .status();
@@ -55,8 +56,9 @@ absl::Status CudaBackend::Cast(DType from, DType to, const BufferPtr& src, const
   CudaBuffer* d = AsCuda(dst);
   return Launch("Cast", d->device(), {s}, {d},
                 [&](cudaStream_t stream) {
-                  return cuda::CudaStatus(
-                      cuda::LaunchCast(from, to, s->data(), d->data(), n, stream), "astype kernel");
+                  return cuda::CudaStatus(cuda::LaunchCast(from, to, s->data(), d->data(), n,
+                                                           devices_[d->device()].sm_count, stream),
+                                          "astype kernel");
                 })
       .status();
 }

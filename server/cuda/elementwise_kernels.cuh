@@ -14,9 +14,10 @@ namespace distarray::cuda {
 
 constexpr int kElementwiseThreads = 256;
 
-inline unsigned ElementwiseBlocks(int64_t n) {
-  return static_cast<unsigned>(
-      std::clamp<int64_t>((n + kElementwiseThreads - 1) / kElementwiseThreads, 1, 132 * 32));
+// A block per kElementwiseThreads elements, at most 32 per SM: grid-stride loops cover the rest.
+inline unsigned ElementwiseBlocks(int64_t n, int sm_count) {
+  return static_cast<unsigned>(std::clamp<int64_t>(
+      (n + kElementwiseThreads - 1) / kElementwiseThreads, 1, int64_t{sm_count} * 32));
 }
 
 // The general path: any operand may be a strided view (broadcasts, transposes, slices).
@@ -138,7 +139,7 @@ KernelArg<T> ToKernelArg(const DeviceArg& arg) {
 // Launches op `op` in `compute` if it belongs to group (kArity, kGroup of kGroups).
 template <int kArity, int kGroup, int kGroups>
 cudaError_t LaunchGroup(ElementwiseOpId op, DType compute, void* out, int64_t n,
-                        const DeviceArg* args, cudaStream_t stream) {
+                        const DeviceArg* args, int sm_count, cudaStream_t stream) {
   const bool launched =
       DispatchElementwise<kArity, kGroup, kGroups>(op, compute, [&](auto functor, auto tag, auto) {
         using Op = decltype(functor);
@@ -158,7 +159,7 @@ cudaError_t LaunchGroup(ElementwiseOpId op, DType compute, void* out, int64_t n,
           // One wave of resident blocks: the grid-stride loop covers the rest.
           static const int per_sm =
               BlocksPerSm(ElementwiseDenseKernel<Op, T, kArity>, kElementwiseThreads);
-          const int64_t resident = int64_t{per_sm} * CurrentSmCount();
+          const int64_t resident = int64_t{per_sm} * sm_count;
           const int64_t steps = (n / kCount + kElementwiseThreads * kPacksPerThread - 1) /
                                 (kElementwiseThreads * kPacksPerThread);
           const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>(steps, 1, resident));
@@ -166,8 +167,8 @@ cudaError_t LaunchGroup(ElementwiseOpId op, DType compute, void* out, int64_t n,
               <<<blocks, kElementwiseThreads, 0, stream>>>(static_cast<Out*>(out), n, ka, kb, kc);
         } else {
           ElementwiseKernel<Op, T, kArity>
-              <<<ElementwiseBlocks(n), kElementwiseThreads, 0, stream>>>(static_cast<Out*>(out), n,
-                                                                         ka, kb, kc);
+              <<<ElementwiseBlocks(n, sm_count), kElementwiseThreads, 0, stream>>>(
+                  static_cast<Out*>(out), n, ka, kb, kc);
         }
       });
   return launched ? cudaGetLastError() : cudaErrorInvalidValue;

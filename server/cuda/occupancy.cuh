@@ -1,5 +1,6 @@
 // Launch shapes from the occupancy calculator: the grid-stride kernels launch one wave of
-// resident blocks, which covers every element with no tail wave and no idle SMs.
+// resident blocks (this many per SM times the device's SMs, which the backend knows), which covers
+// every element with no tail wave and no idle SMs.
 #ifndef DISTARRAY_SERVER_CUDA_OCCUPANCY_CUH_
 #define DISTARRAY_SERVER_CUDA_OCCUPANCY_CUH_
 
@@ -20,16 +21,6 @@ int BlocksPerSm(Kernel kernel, int threads) {
     return 8;
   }
   return std::max(1, per_sm);
-}
-
-// SMs of the current device (the one a launch goes to); an H100's 132 if the query fails.
-inline int CurrentSmCount() {
-  int device = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-    return 132;
-  }
-  return std::max(1, sms);
 }
 
 }  // namespace distarray::cuda

@@ -121,10 +121,10 @@ __device__ Acc<K, T> ReduceDenseRange(const T* row, const ReduceGeometry& g, int
 }
 
 // Block b reduces split (b % splits) of output (b / splits). With one split it writes the
-// output; otherwise its partial goes to scratch[o * splits + s]. With `tickets` (one zeroed
-// counter per output), the block that finishes an output's last split combines its partials in
-// split order (deterministic) and writes the output, so no second kernel runs: one launch less per
-// reduction, which a recorded loop pays every iteration. It leaves the counter zero again.
+// output; otherwise its partial goes to scratch[o * splits + s], and the block that finishes an
+// output's last split (counted by `tickets`, one zeroed counter per output) combines the partials
+// in split order (deterministic) and writes the output, so no second kernel runs: one launch less
+// per reduction, which a recorded loop pays every iteration. It leaves the counter zero again.
 template <ReduceKind K, typename T>
 __global__ void ReducePerBlock(const T* src, ReduceGeometry g, Out<K, T>* dst, double scale,
                                const T* extreme, Acc<K, T>* scratch, int64_t splits,
@@ -152,12 +152,9 @@ __global__ void ReducePerBlock(const T* src, ReduceGeometry g, Out<K, T>* dst, d
     }
     if (threadIdx.x == 0) {
       scratch[o * splits + s] = block;
-      if (tickets != nullptr) {
-        __threadfence();  // the partial is visible device-wide before the ticket counts it
-        last_split = atomicAdd(&tickets[o], 1u) == static_cast<unsigned>(splits - 1);
-      }
+      __threadfence();  // the partial is visible device-wide before the ticket counts it
+      last_split = atomicAdd(&tickets[o], 1u) == static_cast<unsigned>(splits - 1);
     }
-    if (tickets == nullptr) continue;
     __syncthreads();
     if (!last_split) continue;  // uniform across the block
     __threadfence();
@@ -174,9 +171,9 @@ __global__ void ReducePerBlock(const T* src, ReduceGeometry g, Out<K, T>* dst, d
   }
 }
 
-// The partials of each output combined in split order: a thread per output where splits are
-// few, a block per output where they are many (a thread walking ~1000 partials one dependent load
-// at a time cost 0.16 ms of a 0.5 ms sum).
+// The thread path's partials of each output combined in split order: a thread per output where
+// splits are few, a block per output where they are many (a thread walking ~1000 partials one
+// dependent load at a time cost 0.16 ms of a 0.5 ms sum).
 template <ReduceKind K, typename T>
 __global__ void CombineSplitsPerThread(const Acc<K, T>* scratch, int64_t outputs, int64_t splits,
                                        Out<K, T>* dst, double scale) {
@@ -225,30 +222,30 @@ cudaError_t Launch(const T* src, const ReduceGeometry& g, Out<K, T>* dst, double
   // of outputs).
   const bool kept_inner_dense = g.kept.rank > 0 && g.kept.stride[g.kept.rank - 1] == 1;
   const bool per_thread = n < 32 || (!g.reduced_contiguous && kept_inner_dense && outputs >= 32);
-  int64_t splits = 1;
-  unsigned blocks = 0;
-  if (per_thread) {
-    static const int per_sm = BlocksPerSm(ReducePerThread<K, T>, kThreads);
-    const int64_t target_threads = int64_t{sm_count} * per_sm * kThreads;
-    splits = std::clamp<int64_t>(target_threads / outputs, 1, std::max<int64_t>(1, n / 64));
-    splits = std::min(splits, max_splits);
-    blocks = static_cast<unsigned>(std::clamp<int64_t>((outputs * splits + kThreads - 1) / kThreads,
-                                                       1, int64_t{sm_count} * per_sm));
-    ReducePerThread<K, T>
-        <<<blocks, kThreads, 0, stream>>>(src, g, dst, scale, extreme, partials, splits);
-  } else {
+  if (!per_thread) {
     // One wave of resident blocks; each split at least two steps of a block's dense loads.
     static const int per_sm = BlocksPerSm(ReducePerBlock<K, T>, kThreads);
     const int64_t target_blocks = int64_t{sm_count} * per_sm;
-    splits = std::max<int64_t>(1, target_blocks / outputs);
+    int64_t splits = std::max<int64_t>(1, target_blocks / outputs);
     splits = std::min<int64_t>(splits, std::max<int64_t>(1, n / (kThreads * kDenseItems<T> * 2)));
     splits = std::min(splits, max_splits);
-    blocks = static_cast<unsigned>(std::min<int64_t>(outputs * splits, target_blocks));
-    unsigned* tickets = outputs <= kReduceTickets ? static_cast<unsigned*>(scratch) : nullptr;
-    ReducePerBlock<K, T>
-        <<<blocks, kThreads, 0, stream>>>(src, g, dst, scale, extreme, partials, splits, tickets);
-    if (tickets != nullptr) return cudaGetLastError();  // the last block of each output combined
+    // A split needs a ticket per output (never short: splitting needs fewer outputs than resident
+    // blocks).
+    if (outputs > kReduceTickets) splits = 1;
+    const auto blocks = static_cast<unsigned>(std::min<int64_t>(outputs * splits, target_blocks));
+    ReducePerBlock<K, T><<<blocks, kThreads, 0, stream>>>(src, g, dst, scale, extreme, partials,
+                                                          splits, static_cast<unsigned*>(scratch));
+    return cudaGetLastError();  // the last block of each output combined its partials
   }
+  static const int per_sm = BlocksPerSm(ReducePerThread<K, T>, kThreads);
+  const int64_t target_threads = int64_t{sm_count} * per_sm * kThreads;
+  int64_t splits = std::clamp<int64_t>(target_threads / outputs, 1, std::max<int64_t>(1, n / 64));
+  splits = std::min(splits, max_splits);
+  const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(
+      (outputs * splits + kThreads - 1) / kThreads, 1, int64_t{sm_count} * per_sm));
+  ReducePerThread<K, T>
+      <<<blocks, kThreads, 0, stream>>>(src, g, dst, scale, extreme, partials, splits);
+  // Its partials, combined by a second kernel.
   if (splits > 1) {
     if (splits >= 64) {
       CombineSplitsPerBlock<K, T>

@@ -33,6 +33,7 @@ using testing::HostElement;
 using testing::OverMatrixAxis;
 using testing::ReadFrom;
 using testing::ScalarArg;
+using testing::TransposedView;
 using testing::UploadTo;
 
 // Element counts around the kernels' boundaries: below one pack, one pack and a bit, one block
@@ -53,6 +54,12 @@ std::vector<T> Random(int64_t n, uint64_t seed, double low, double high) {
     for (T& v : values) v = static_cast<T>(dist(rng));
   }
   return values;
+}
+
+// Every value of an integer type T is equally likely: wrapping arithmetic gets exercised.
+template <typename T>
+std::vector<T> AnyValues(int64_t n, uint64_t seed) {
+  return Random<T>(n, seed, std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
 }
 
 class BackendConformanceTest : public ::testing::TestWithParam<std::string> {
@@ -152,10 +159,8 @@ TEST_P(BackendConformanceTest, BinaryOpsOnDenseOperandsOfEverySize) {
     ExpectElements(
         less, [&](int64_t i) { return a[i] < b[i] ? 1.0L : 0.0L; }, Exact, "less float32");
 
-    const auto x = Random<int32_t>(n, 30 + n, std::numeric_limits<int32_t>::min(),
-                                   std::numeric_limits<int32_t>::max());
-    const auto y = Random<int32_t>(n, 40 + n, std::numeric_limits<int32_t>::min(),
-                                   std::numeric_limits<int32_t>::max());
+    const auto x = AnyValues<int32_t>(n, 30 + n);
+    const auto y = AnyValues<int32_t>(n, 40 + n);
     DA_ASSERT_OK_AND_ASSIGN(BufferPtr dx, UploadTo(backend(), x));
     DA_ASSERT_OK_AND_ASSIGN(BufferPtr dy, UploadTo(backend(), y));
     DA_ASSERT_OK_AND_ASSIGN(auto diff,
@@ -252,11 +257,7 @@ TEST_P(BackendConformanceTest, StridedAndBroadcastOperands) {
     DA_ASSERT_OK_AND_ASSIGN(BufferPtr drow, UploadTo(backend(), row));
     ElementwiseArg transposed = ArrayArg(db);
     transposed.contiguous = false;
-    transposed.view.rank = 2;
-    transposed.view.count[0] = rows;
-    transposed.view.count[1] = cols;
-    transposed.view.stride[0] = 1;
-    transposed.view.stride[1] = rows;
+    transposed.view = TransposedView(rows, cols);
     ElementwiseArg broadcast = ArrayArg(drow);
     broadcast.contiguous = false;
     broadcast.view = transposed.view;
@@ -368,8 +369,7 @@ TEST_P(BackendConformanceTest, ReductionsOverEveryShapeOfGeometry) {
     ExpectElements(
         first, [&](int64_t o) { return want_argmax[o]; }, Exact, "argmax float32");
 
-    const auto i = Random<int32_t>(n, 300 + n + c.axis, std::numeric_limits<int32_t>::min(),
-                                   std::numeric_limits<int32_t>::max());
+    const auto i = AnyValues<int32_t>(n, 300 + n + c.axis);
     DA_ASSERT_OK_AND_ASSIGN(BufferPtr di, UploadTo(backend(), i));
     DA_ASSERT_OK_AND_ASSIGN(auto isums, RunReduce<int64_t>(ReduceKind::kSum, DType::kInt32, di, g));
     ExpectElements(

@@ -15,7 +15,7 @@
 #include "common/box.h"
 #include "common/status_macros.h"
 #include "server/backend/backend.h"
-#include "tests/support/reduce_geometries.h"
+#include "tests/support/strided_views.h"
 #include "tests/support/required_backends.h"
 
 #define DA_ASSERT_OK(expr)          \

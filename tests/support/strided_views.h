@@ -1,10 +1,12 @@
-// Reduction geometries of the simple shapes tests and benchmarks use: everything of a dense 1-d
-// chunk, and one axis of a dense matrix. (The engine's planner builds the general case.)
-#ifndef DISTARRAY_TESTS_SUPPORT_REDUCE_GEOMETRIES_H_
-#define DISTARRAY_TESTS_SUPPORT_REDUCE_GEOMETRIES_H_
+// Strided views of the simple shapes tests and benchmarks use: reduction geometries (everything of
+// a dense 1-d chunk, one axis of a dense matrix) and a transposed matrix. (The engine's planners
+// build the general case.)
+#ifndef DISTARRAY_TESTS_SUPPORT_STRIDED_VIEWS_H_
+#define DISTARRAY_TESTS_SUPPORT_STRIDED_VIEWS_H_
 
 #include <cstdint>
 
+#include "common/strided_box.h"
 #include "server/kernels/reduce_ops.h"
 
 namespace distarray::testing {
@@ -38,6 +40,17 @@ inline ReduceGeometry OverMatrixAxis(int64_t rows, int64_t cols, int axis) {
   return g;
 }
 
+// A rows x cols view, in C order, of the dense cols x rows matrix it transposes.
+inline StridedBox TransposedView(int64_t rows, int64_t cols) {
+  StridedBox view;
+  view.rank = 2;
+  view.count[0] = rows;
+  view.count[1] = cols;
+  view.stride[0] = 1;
+  view.stride[1] = rows;
+  return view;
+}
+
 }  // namespace distarray::testing
 
-#endif  // DISTARRAY_TESTS_SUPPORT_REDUCE_GEOMETRIES_H_
+#endif  // DISTARRAY_TESTS_SUPPORT_STRIDED_VIEWS_H_
