@@ -777,6 +777,7 @@ absl::StatusOr<GraphRun> Client::RunGraph(const v1::RunGraphRequest& request,
   run.graph_cache_hit = response.graph_cache_hit();
   run.execution = response.execution();
   run.device_seconds = response.device_seconds();
+  run.fused_loops = response.fused_loops();
   return run;
 }
 

@@ -52,6 +52,20 @@ bool BlockReads(const Block& block, int from, const std::string& name) {
   return false;
 }
 
+// Whether a statement from `from` on assigns variable `name` (nested bodies included).
+bool BlockAssigns(const Block& block, int from, const std::string& name) {
+  for (int i = from; i < block.size(); ++i) {
+    const v1::Statement& s = block[i];
+    if (s.target() == name) return true;
+    if (s.has_while_loop() && BlockAssigns(s.while_loop().body(), 0, name)) return true;
+    if (s.has_if_else() && (BlockAssigns(s.if_else().then_body(), 0, name) ||
+                            BlockAssigns(s.if_else().else_body(), 0, name))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 ProgramBuilder& BuilderOf(std::initializer_list<const VarOperand*> operands) {
   for (const VarOperand* o : operands) {
     if (o->var() != nullptr) return o->var()->builder();
@@ -151,10 +165,11 @@ void ProgramBuilder::AssignTo(const std::string& target, const Var& value) {
   for (int i = block.size() - 1; i >= 0; --i) {
     if (block[i].target() != value.name()) continue;
     // The statement that made `value` in this block: give its result the target's name when
-    // nothing after it reads `value` by its old name.
-    // and nothing after it reads the target's current value.
+    // nothing after it reads or assigns `value` by its old name (a loop after it that assigns
+    // the name carries it: renamed, the loop's variable would become local to its body), and
+    // nothing after it reads the target's current value.
     if (value.name()[0] == '_' && !BlockReads(block, i + 1, value.name()) &&
-        !BlockReads(block, i + 1, target)) {
+        !BlockAssigns(block, i + 1, value.name()) && !BlockReads(block, i + 1, target)) {
       block[i].set_target(target);
       return;
     }

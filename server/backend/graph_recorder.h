@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "server/backend/backend.h"
+#include "server/backend/fused_loop.h"
 
 namespace distarray {
 
@@ -68,6 +69,15 @@ class GraphRecording {
   // Closes the innermost loop; `flag` holds the condition as the body computed it (it may be
   // another buffer than BeginWhile's).
   virtual absl::Status EndWhile(const BufferPtr& flag) = 0;
+  // Records a whole WHILE loop whose iteration is one elementwise chain (fused_loop.h): its entry
+  // condition, and a body that computes the chain and the next condition in one pass. Same
+  // semantics as BeginWhile + the chain's ops + EndWhile. UNIMPLEMENTED (with nothing recorded)
+  // where the backend does not fuse, or cannot compile this chain: the caller records the loop
+  // statement by statement instead.
+  virtual absl::Status RecordFusedWhile(const FusedLoop& loop) {
+    (void)loop;
+    return absl::UnimplementedError("this backend records loops statement by statement");
+  }
   // Opens an IF on the 0-d bool in `flag`: work recorded until Else/EndIf runs only when it is
   // true; after Else, only when it is false.
   virtual absl::Status BeginIf(const BufferPtr& flag) = 0;

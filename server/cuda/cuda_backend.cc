@@ -61,7 +61,7 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
                                                e == cudaSuccess ? "0 devices" : cudaGetErrorName(e),
                                                ")"));
   }
-  std::unique_ptr<CudaBackend> backend(new CudaBackend(options.transfer));
+  std::unique_ptr<CudaBackend> backend(new CudaBackend(options.transfer, options.loop_unroll));
   backend->devices_.resize(count);
   for (int d = 0; d < count; ++d) {
     ScopedDevice scope(d);
@@ -138,8 +138,10 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
   return backend;
 }
 
-CudaBackend::CudaBackend(Transfer transfer)
-    : transfer_(transfer), recorder_(std::make_unique<CudaGraphRecorder>(this)) {}
+CudaBackend::CudaBackend(Transfer transfer, int loop_unroll)
+    : transfer_(transfer),
+      loop_unroll_(loop_unroll),
+      recorder_(std::make_unique<CudaGraphRecorder>(this)) {}
 
 CudaBackend::~CudaBackend() { Synchronize().IgnoreError(); }
 

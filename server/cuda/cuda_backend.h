@@ -14,6 +14,7 @@
 #include "server/backend/backend.h"
 #include "server/backend/memory_ledger.h"
 #include "server/cuda/cuda_resources.h"
+#include "server/cuda/fusion/rtc_compiler.h"
 
 namespace distarray {
 
@@ -29,6 +30,9 @@ class CudaBackend final : public Backend {
     double memory_fraction = 0.9;
     // How cross-device copies move; peer copies measured faster on NVLink (docs/performance.md).
     Transfer transfer = Transfer::kPeer;
+    // Copies of a fused loop's body per WHILE iteration (graph_recorder.h); 0: loops are not
+    // fused. docs/performance.md has the measurements behind the default.
+    int loop_unroll = 8;
   };
   // UNAVAILABLE when no GPU is usable; INTERNAL for a CUDA/NCCL failure during setup.
   static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(const Options& options);
@@ -85,7 +89,7 @@ class CudaBackend final : public Backend {
   static constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
   struct CrossDeviceCopy;
 
-  explicit CudaBackend(Transfer transfer);
+  CudaBackend(Transfer transfer, int loop_unroll);
   cudaStream_t stream(int device) const { return devices_[device].stream->get(); }
   cudaStream_t transfer_stream(int device) const { return devices_[device].transfer_stream->get(); }
   // Makes `stream` of the current device wait for `deps`.
@@ -112,7 +116,9 @@ class CudaBackend final : public Backend {
   absl::Status CopyAcrossDevices(DType dtype, absl::Span<const BoxCopy* const> copies);
 
   const Transfer transfer_;
-  std::mutex order_mu_;  // guards buffer hazards; held while enqueueing, so order is consistent
+  const int loop_unroll_;
+  cuda::RtcCompiler rtc_;  // fused loop bodies
+  std::mutex order_mu_;    // guards buffer hazards; held while enqueueing, so order is consistent
   std::vector<DeviceState> devices_;
   std::unique_ptr<cuda::NcclClique> nccl_;
   cuda::PinnedPool pinned_;

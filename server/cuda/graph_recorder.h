@@ -29,6 +29,7 @@
 #include "absl/strings/string_view.h"
 #include "server/backend/graph_recorder.h"
 #include "server/cuda/cuda_resources.h"
+#include "server/cuda/fusion/rtc_compiler.h"
 #include "server/cuda/loop_control.h"
 
 namespace distarray {
@@ -44,8 +45,11 @@ struct CudaGraphResources {
   // conditions read and the statistics the graph's last node copies back.
   std::optional<cuda::DeviceBlock> counters;
   std::optional<cuda::MappedHostBlock> control;
-  // Each loop's iteration count (an int64 each), restarted before its WHILE node runs.
+  // Each loop's iteration count (an int64 each), restarted before its WHILE node runs, and each
+  // fused loop's state (fusion/fused_loop_device.cuh).
   std::vector<cuda::DeviceBlock> loop_counts;
+  // The fused loops' kernels, loaded while the graph may run them.
+  std::vector<std::shared_ptr<const cuda::RtcKernel>> kernels;
   // Every buffer the recording allocated or touched: the graph addresses them on every replay.
   std::vector<BufferPtr> buffers;
   absl::flat_hash_set<const DeviceBuffer*> kept;
@@ -100,6 +104,9 @@ class CudaGraphRecording final : public GraphRecording {
 
   absl::Status BeginWhile(const BufferPtr& flag, int64_t max_iterations) override;
   absl::Status EndWhile(const BufferPtr& flag) override;
+  // graph_recorder_fused.cc: NVRTC compiles the chain into one kernel (fusion/), and the WHILE
+  // body holds the backend's loop_unroll copies of it.
+  absl::Status RecordFusedWhile(const FusedLoop& loop) override;
   absl::Status BeginIf(const BufferPtr& flag) override;
   absl::Status Else() override;
   absl::Status EndIf() override;

@@ -9,26 +9,11 @@ __global__ void LoopConditionKernel(const unsigned char* flag, int64_t* count,
                                     int64_t max_iterations,
                                     const volatile unsigned int* cancel_word,
                                     GraphCounters* counters, cudaGraphConditionalHandle handle,
-                                    bool first) {
+                                    bool first, unsigned int* running) {
   if (first) *count = 0;
-  unsigned int run = 0;
-  if (flag[0] != 0) {
-    unsigned long long now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    // The counters start zeroed on every replay, so its first evaluation reads the word.
-    const bool read = now - counters->last_cancel_read_ns >= kCancelReadIntervalNs;
-    if (read) counters->last_cancel_read_ns = now;
-    // Volatile: the host sets the word while the graph runs; a read must fetch it anew.
-    if (read && *cancel_word != 0) {
-      counters->cancelled = 1;
-    } else if (*count >= max_iterations) {
-      counters->hit_iteration_cap = 1;
-    } else {
-      ++*count;
-      ++counters->iterations;
-      run = 1;
-    }
-  }
+  const unsigned int run =
+      NextIteration(flag[0] != 0, count, max_iterations, cancel_word, counters);
+  if (running != nullptr) *running = run;
   cudaGraphSetConditional(handle, run);
 }
 
@@ -40,10 +25,11 @@ __global__ void IfConditionKernel(const unsigned char* flag, cudaGraphConditiona
 
 cudaError_t LaunchLoopCondition(const void* flag, int64_t* count, int64_t max_iterations,
                                 const unsigned int* cancel_word, GraphCounters* counters,
-                                cudaGraphConditionalHandle handle, bool first,
-                                cudaStream_t stream) {
+                                cudaGraphConditionalHandle handle, bool first, cudaStream_t stream,
+                                unsigned int* running) {
   LoopConditionKernel<<<1, 1, 0, stream>>>(static_cast<const unsigned char*>(flag), count,
-                                           max_iterations, cancel_word, counters, handle, first);
+                                           max_iterations, cancel_word, counters, handle, first,
+                                           running);
   return cudaGetLastError();
 }
 

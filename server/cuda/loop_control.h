@@ -9,23 +9,9 @@
 
 #include <cstdint>
 
+#include "server/cuda/loop_condition.cuh"
+
 namespace distarray::cuda {
-
-// One replay's statistics, in device memory owned by the recorded graph: zeroed by the graph's
-// first node, updated by the loop condition kernels, copied to the host by its last node.
-struct GraphCounters {
-  unsigned long long iterations;   // loop bodies started, over every loop
-  unsigned int hit_iteration_cap;  // a loop stopped at its cap with its flag still true
-  unsigned int cancelled;          // the cancel word stopped a loop
-  // The device clock (%globaltimer, ns) when a loop condition last read the cancel word.
-  unsigned long long last_cancel_read_ns;
-};
-
-// A loop condition reads the cancel word, which lives in host memory, when this long has passed
-// since the last read (and on a replay's first evaluation): a read is a PCIe round trip on the
-// path every iteration waits for, so short bodies share one, while a cancel still stops a loop at
-// the first evaluation this long after it is set, however long its body runs.
-constexpr unsigned long long kCancelReadIntervalNs = 50'000;
 
 // Evaluates a WHILE loop's condition: the body runs again when flag[0] (a bool) is true, the
 // loop has run fewer than `max_iterations` times (`count`, device memory of the loop) and
@@ -33,10 +19,12 @@ constexpr unsigned long long kCancelReadIntervalNs = 50'000;
 // kCancelReadIntervalNs) is zero. Counts the body
 // it starts in `count` and counters->iterations; records why a true flag did not start one.
 // `first` marks the evaluation before the WHILE node, which also restarts `count` at zero (the
-// loop may run again, inside an enclosing loop, or on the next replay).
+// loop may run again, inside an enclosing loop, or on the next replay). `running`, when not null,
+// receives the decision too (a fused body's copies read it: fusion/fused_loop_device.cuh).
 cudaError_t LaunchLoopCondition(const void* flag, int64_t* count, int64_t max_iterations,
                                 const unsigned int* cancel_word, GraphCounters* counters,
-                                cudaGraphConditionalHandle handle, bool first, cudaStream_t stream);
+                                cudaGraphConditionalHandle handle, bool first, cudaStream_t stream,
+                                unsigned int* running = nullptr);
 
 // Sets an IF node's condition to flag[0] (a bool).
 cudaError_t LaunchIfCondition(const void* flag, cudaGraphConditionalHandle handle,

@@ -16,6 +16,7 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCuda(const BackendOptions& option
   CudaBackend::Options cuda;
   cuda.memory_limit_bytes = options.memory_limit_bytes;
   cuda.memory_fraction = options.memory_fraction;
+  cuda.loop_unroll = options.loop_unroll;
   if (options.transfer == "peer") {
     cuda.transfer = CudaBackend::Transfer::kPeer;
   } else if (options.transfer != "nccl") {

@@ -27,6 +27,10 @@ ABSL_FLAG(double, memory_fraction, 0.9, "CUDA: fraction of each card's memory to
 ABSL_FLAG(std::string, transfer, "peer",
           "CUDA: cross-device copies by peer (cudaMemcpyPeerAsync, measured fastest on NVLink) or "
           "nccl (send/recv, all transfers of a reshard in one NCCL group)");
+ABSL_FLAG(int, loop_unroll, 8,
+          "CUDA: RunGraph loops whose body is an elementwise chain ending in all()/any() run as "
+          "one runtime-compiled kernel per iteration, this many per conditional-node iteration; "
+          "0 records such loops op by op");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
           "Prometheus /metrics address (loopback by default, e.g. 0.0.0.0:9464 for a scraper on "
           "another host); empty disables");
@@ -202,6 +206,10 @@ absl::StatusOr<DaemonOptions> DaemonOptionsFromFlags() {
   o.backend.host_devices = absl::GetFlag(FLAGS_host_devices);
   o.backend.memory_fraction = absl::GetFlag(FLAGS_memory_fraction);
   o.backend.transfer = absl::GetFlag(FLAGS_transfer);
+  o.backend.loop_unroll = absl::GetFlag(FLAGS_loop_unroll);
+  if (o.backend.loop_unroll < 0 || o.backend.loop_unroll > 64) {
+    return BadFlag("loop_unroll", "must be in [0, 64]");
+  }
   if (const std::string limit = absl::GetFlag(FLAGS_memory_limit); !limit.empty()) {
     absl::StatusOr<int64_t> bytes = ParseByteCount(limit);
     if (!bytes.ok()) {

@@ -48,6 +48,7 @@ struct GraphRunOutcome {
   std::map<std::string, v1::Value> values;
   GraphRunStats stats;
   bool cache_hit = false;
+  int fused_loops = 0;
   v1::GraphExecution execution = v1::GRAPH_EXECUTION_EAGER;
 };
 

@@ -87,6 +87,7 @@ absl::StatusOr<GraphRunOutcome> Engine::RunGraph(const v1::RunGraphRequest& requ
   outcome.values = std::move(result.values);
   outcome.stats = result.stats;
   outcome.cache_hit = result.cache_hit;
+  outcome.fused_loops = result.fused_loops;
   outcome.execution = result.execution;
   for (auto& [variable, data] : result.outputs) {
     auto name = request.output_names().find(variable);

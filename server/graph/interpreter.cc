@@ -1,5 +1,6 @@
 #include "server/graph/interpreter.h"
 
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -9,6 +10,8 @@
 #include "common/proto_convert.h"
 #include "common/status_macros.h"
 #include "server/engine/layout.h"
+#include "server/graph/loop_fusion.h"
+#include "spdlog/spdlog.h"
 
 namespace distarray {
 namespace {
@@ -278,6 +281,26 @@ absl::Status Interpreter::CopyInto(const ArrayPtr& value, const ArrayPtr& slot) 
   return context_.backend->Copy(slot->dtype, copies);
 }
 
+absl::StatusOr<bool> Interpreter::RecordFused(const v1::WhileLoop& loop,
+                                              const BufferPtr& entry_flag,
+                                              const std::string& field) {
+  const int device = env_.at(loop.condition())->chunks.front().spec.device;
+  std::string why_not;
+  std::optional<FusedLoop> fused =
+      PlanFusedLoop(loop, env_, context_, device, entry_flag, &why_not);
+  if (fused) {
+    absl::Status recorded = recording_->RecordFusedWhile(*fused);
+    if (recorded.ok()) {
+      ++fused_loops_;
+      return true;
+    }
+    if (!absl::IsUnimplemented(recorded)) return recorded;
+    why_not = std::string(recorded.message());
+  }
+  spdlog::debug("RunGraph: {} records statement by statement: {}", field, why_not);
+  return false;
+}
+
 absl::Status Interpreter::RunWhile(const v1::WhileLoop& loop, const std::string& field) {
   ASSIGN_OR_RETURN(const ArrayPtr initial_condition,
                    CheckCondition(loop.condition(), field + ".condition"));
@@ -330,6 +353,8 @@ absl::Status Interpreter::RunWhile(const v1::WhileLoop& loop, const std::string&
         env_[name] = slots[name];
       }
       ASSIGN_OR_RETURN(const BufferPtr entry_flag, FlagBuffer(env_.at(loop.condition())));
+      ASSIGN_OR_RETURN(const bool fused, RecordFused(loop, entry_flag, field));
+      if (fused) return absl::OkStatus();  // the carried variables are their slots already
       RETURN_IF_ERROR(recording_->BeginWhile(entry_flag, loop.max_iterations()));
       slot_scopes_.push_back(slots);
       absl::Status body = RunBlock(loop.body(), body_field);

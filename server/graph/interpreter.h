@@ -45,6 +45,8 @@ class Interpreter {
   ArrayPtr Value(const std::string& name) const;
   // Eager runs: what ran. (Recorded runs report theirs from the replay.)
   const GraphRunStats& stats() const { return stats_; }
+  // kRecord: the loops recorded as one fused kernel per iteration.
+  int fused_loops() const { return fused_loops_; }
   // kCheck: every device any value of the program lives on.
   const std::set<int>& devices() const { return devices_; }
 
@@ -54,6 +56,10 @@ class Interpreter {
   absl::Status RunStatement(const v1::Statement& statement, const std::string& field);
   absl::Status RunWhile(const v1::WhileLoop& loop, const std::string& field);
   absl::Status RunIf(const v1::IfElse& branch, const std::string& field);
+  // kRecord: records `loop` as a fused loop (loop_fusion.h) when it fuses and the recording can
+  // compile it; false (nothing recorded) otherwise. Its carried variables are bound to their slots.
+  absl::StatusOr<bool> RecordFused(const v1::WhileLoop& loop, const BufferPtr& entry_flag,
+                                   const std::string& field);
 
   absl::StatusOr<ArrayPtr> Lookup(const std::string& name, const std::string& field) const;
   // Stores an op's result (kCheck: a metadata-only array of `meta`).
@@ -81,6 +87,7 @@ class Interpreter {
   std::vector<absl::flat_hash_map<std::string, ArrayPtr>> slot_scopes_;
   GraphRunStats stats_;
   std::set<int> devices_;
+  int fused_loops_ = 0;
 };
 
 }  // namespace distarray

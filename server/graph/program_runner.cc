@@ -38,6 +38,7 @@ struct ProgramRunner::CachedGraph {
   std::unique_ptr<RecordedGraph> graph;
   std::vector<ArrayPtr> input_slots;             // per program input
   std::map<std::string, ArrayPtr> result_slots;  // outputs and value_outputs, by variable
+  int fused_loops = 0;
 };
 
 absl::StatusOr<v1::Value> ReadValue(Backend& backend, const Array& array, const StopCheck& alive) {
@@ -202,6 +203,7 @@ absl::StatusOr<std::shared_ptr<ProgramRunner::CachedGraph>> ProgramRunner::Recor
     for (const std::string& name : *list) cached->result_slots[name] = interpreter.Value(name);
   }
   ASSIGN_OR_RETURN(cached->graph, recording->Finish());
+  cached->fused_loops = interpreter.fused_loops();
   return cached;
 }
 
@@ -231,6 +233,7 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Replay(CachedGraph& cached,
   ProgramRunResult result;
   result.stats = stats;
   result.execution = v1::GRAPH_EXECUTION_DEVICE_GRAPH;
+  result.fused_loops = cached.fused_loops;
   for (const std::string& name : program.outputs()) {
     // Copied out: the slots are overwritten by the next replay.
     const Array& slot = *cached.result_slots.at(name);

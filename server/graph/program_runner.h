@@ -29,6 +29,7 @@ struct ProgramRunResult {
   std::map<std::string, v1::Value> values;                // Program.value_outputs
   GraphRunStats stats;
   bool cache_hit = false;
+  int fused_loops = 0;  // loops the recorded graph runs as one fused kernel per iteration
   v1::GraphExecution execution = v1::GRAPH_EXECUTION_EAGER;
 };
 

@@ -9,12 +9,7 @@
 
 #include "common/mode.h"
 #include "common/strided_box.h"
-
-#ifdef __CUDACC__
-#define DA_HD __host__ __device__ __forceinline__
-#else
-#define DA_HD inline
-#endif
+#include "server/kernels/wrapping.h"
 
 namespace distarray {
 
@@ -43,38 +38,6 @@ struct Generator {
   double low = 0, high = 1;    // uniform in [low, high)
   uint64_t seed = 0;
 };
-
-// Integer arithmetic wraps modulo 2^bits, as NumPy's does, instead of overflowing (undefined
-// behaviour for signed types, and for small unsigned types promoted to int): compute in an
-// unsigned type at least as wide as unsigned int, then convert back (modular since C++20).
-template <typename T>
-using WrapType =
-    std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
-
-template <typename T>
-DA_HD T WrappingAdd(T a, T b) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    return static_cast<T>(static_cast<WrapType<T>>(a) + static_cast<WrapType<T>>(b));
-  } else {
-    return static_cast<T>(a + b);
-  }
-}
-template <typename T>
-DA_HD T WrappingSubtract(T a, T b) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    return static_cast<T>(static_cast<WrapType<T>>(a) - static_cast<WrapType<T>>(b));
-  } else {
-    return static_cast<T>(a - b);
-  }
-}
-template <typename T>
-DA_HD T WrappingMultiply(T a, T b) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    return static_cast<T>(static_cast<WrapType<T>>(a) * static_cast<WrapType<T>>(b));
-  } else {
-    return static_cast<T>(a * b);
-  }
-}
 
 template <typename T>
 DA_HD T ApplyCombine(Combine c, T old_value, T value) {

@@ -15,7 +15,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "server/kernels/ops.h"
+#include "server/kernels/wrapping.h"
 
 namespace distarray {
 namespace ufunc {

@@ -347,6 +347,7 @@ grpc::Status ArrayServiceImpl::RunGraph(grpc::ServerContext* context,
     response->set_graph_cache_hit(outcome.cache_hit);
     response->set_execution(outcome.execution);
     response->set_device_seconds(outcome.stats.device_seconds);
+    response->set_fused_loops(outcome.fused_loops);
     return absl::OkStatus();
   });
 }

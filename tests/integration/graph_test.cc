@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "distarray/graph.h"
 #include "tests/support/backend_fixture.h"
 #include "tests/support/compute_reference.h"
@@ -70,6 +71,11 @@ class GraphTest : public BackendTest {
     for (const auto& chunk : map.chunks()) devices.insert(chunk.device());
     return devices.size() == 1;
   }
+  // The CUDA backend runs a loop whose body is an elementwise chain ending in all()/any(), over
+  // arrays of one chunk, as one runtime-compiled kernel per iteration (docs/graphs.md).
+  int FusedLoopsExpected(const v1::IndexMap& map) const {
+    return absl::StartsWith(GetParam(), "cuda") && map.chunks_size() == 1 ? 1 : 0;
+  }
 };
 
 TEST_P(GraphTest, SeedLoopRunsZeroOneAndManyTimes) {
@@ -92,6 +98,7 @@ TEST_P(GraphTest, SeedLoopRunsZeroOneAndManyTimes) {
       EXPECT_FALSE(run->hit_iteration_cap);
       EXPECT_EQ(run->execution,
                 GraphsExpected(map) ? v1::GRAPH_EXECUTION_DEVICE_GRAPH : v1::GRAPH_EXECUTION_EAGER);
+      EXPECT_EQ(run->fused_loops, FusedLoopsExpected(map));
       auto got = run->outputs.at("a").Download<float>();
       ASSERT_TRUE(got.ok()) << got.status();
       EXPECT_EQ(*got, expected);
@@ -101,6 +108,76 @@ TEST_P(GraphTest, SeedLoopRunsZeroOneAndManyTimes) {
       ASSERT_TRUE(before.ok());
       EXPECT_EQ(*before, a);
     }
+  }
+}
+
+// A loop fused on the CUDA backend (several dtypes, casts, scalars, where, a remainder, a value
+// carried by copy, any()) computes exactly what its statements compute one by one: the same
+// program on every backend and layout against a host model.
+TEST_P(GraphTest, FusedLoopComputesWhatItsStatementsCompute) {
+  std::mt19937_64 rng(7);
+  const int64_t n = 5000;
+  const float limit = 300;
+  g::ProgramBuilder p;
+  g::Vars out =
+      p.WhileLoop([limit](auto v) { return g::Any(v[0] < limit); },
+                  [](auto v) {
+                    g::ProgramBuilder& b = v[0].builder();
+                    g::Var a = v[0] + b.AsType(v[1], v1::DTYPE_FLOAT32);
+                    g::Var next_b = b.Ufunc(v1::ELEMENTWISE_OP_REMAINDER, {v[1] * 3, 7}) + 1;
+                    g::Var c = g::Where(a > 50.0f, v[2] * 0.5, v[2] + 1.0);
+                    return g::Vars{a, next_b, c, v[0]};
+                  },
+                  {p.Input("a"), p.Input("b"), p.Input("c"), p.Input("d")}, 100000);
+  for (int i = 0; i < 4; ++i) p.Output(std::string(1, static_cast<char>('a' + i)), out[i]);
+
+  std::uniform_int_distribution<int> small(0, 6), large(0, 100);
+  std::vector<float> a(n), d(n);
+  std::vector<int32_t> b(n);
+  std::vector<double> c(n);
+  for (int64_t i = 0; i < n; ++i) {
+    a[i] = static_cast<float>(small(rng));
+    b[i] = 1 + small(rng);
+    c[i] = large(rng);
+    d[i] = static_cast<float>(large(rng));
+  }
+  // The host model, element by element in the program's dtypes.
+  std::vector<float> ea = a, ed = d;
+  std::vector<int32_t> eb = b;
+  std::vector<double> ec = c;
+  int64_t iterations = 0;
+  auto any_below = [&] {
+    for (float x : ea) {
+      if (x < limit) return true;
+    }
+    return false;
+  };
+  while (any_below()) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float na = ea[i] + static_cast<float>(eb[i]);
+      ed[i] = ea[i];
+      ec[i] = na > 50.0f ? ec[i] * 0.5 : ec[i] + 1.0;
+      eb[i] = (eb[i] * 3) % 7 + 1;
+      ea[i] = na;
+    }
+    ++iterations;
+  }
+
+  for (const auto& [label, map] : Layouts(n)) {
+    SCOPED_TRACE(label);
+    auto ua = UploadFloats(a, map);
+    auto ub = client().Upload<int32_t>(b, {n}, ArrayOpts(map));
+    auto uc = client().Upload<double>(c, {n}, ArrayOpts(map));
+    auto ud = UploadFloats(d, map);
+    ASSERT_TRUE(ua.ok() && ub.ok() && uc.ok() && ud.ok());
+    auto run = client().RunGraph(p.program(), {{"a", &*ua}, {"b", &*ub}, {"c", &*uc}, {"d", &*ud}});
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_EQ(run->iterations, iterations);
+    EXPECT_EQ(run->fused_loops, FusedLoopsExpected(map));
+    EXPECT_EQ(run->outputs.at("a").Download<float>().value(), ea);
+    EXPECT_EQ(run->outputs.at("b").Download<int32_t>().value(), eb);
+    EXPECT_EQ(run->outputs.at("c").Download<double>().value(), ec);
+    EXPECT_EQ(run->outputs.at("d").Download<float>().value(), ed);
   }
 }
 

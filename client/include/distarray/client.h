@@ -244,6 +244,7 @@ struct GraphRun {
   bool graph_cache_hit = false;
   v1::GraphExecution execution = v1::GRAPH_EXECUTION_UNSPECIFIED;
   double device_seconds = 0;  // the replay's device time, where the daemon measures it
+  int fused_loops = 0;        // loops run as one fused kernel per iteration (docs/graphs.md)
 };
 
 // An operand for the calls below: an array or a scalar (weak, as a Python scalar in NumPy 2).

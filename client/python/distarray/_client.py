@@ -427,7 +427,8 @@ class Client:
         names). ``output_names`` names outputs persistently. ``timeout`` (seconds) is the call's
         deadline: a loop still running then is stopped on the devices (DeadlineExceededError).
         Returns a ``GraphRun``: ``outputs`` (arrays), ``values`` (NumPy arrays), ``iterations``,
-        ``hit_iteration_cap``, ``graph_cache_hit``, ``execution``, ``device_seconds``.
+        ``hit_iteration_cap``, ``graph_cache_hit``, ``execution``, ``device_seconds``,
+        ``fused_loops``.
         """
         from ._graph import GraphRun, program_proto
 

@@ -399,6 +399,7 @@ class GraphRun:
     graph_cache_hit: bool = False
     execution: str = "unspecified"  # "eager" or "device_graph"
     device_seconds: float = 0.0
+    fused_loops: int = 0  # loops run as one fused kernel per iteration (docs/graphs.md)
 
     @classmethod
     def from_response(cls, client: "Client", response: "pb.RunGraphResponse") -> "GraphRun":
@@ -416,4 +417,5 @@ class GraphRun:
             graph_cache_hit=response.graph_cache_hit,
             execution=_EXECUTION.get(response.execution, str(response.execution)),
             device_seconds=response.device_seconds,
+            fused_loops=response.fused_loops,
         )

@@ -1,0 +1,89 @@
+// The fixed part of a fused loop body: its arguments, shared by the daemon (which fills them) and
+// the kernel the runtime compiler builds for each loop (fused_loop_source.h generates the rest),
+// and the device functions every such kernel ends with. One kernel is one whole iteration: the
+// body's elementwise chain over every element, and the loop's condition (all/any of a bool the
+// chain computes) reduced across the grid, with the last block to finish deciding whether the
+// loop goes on (NextIteration) and setting the WHILE node's condition.
+//
+// A WHILE iteration holds `unroll` copies of the kernel, so one conditional-node round trip pays
+// for several iterations. The copies after the loop's stop return at once (`running`), which
+// keeps the semantics exact: the body runs exactly as many times as unfused.
+#ifndef DISTARRAY_SERVER_CUDA_FUSION_FUSED_LOOP_DEVICE_CUH_
+#define DISTARRAY_SERVER_CUDA_FUSION_FUSED_LOOP_DEVICE_CUH_
+
+#include <cstdint>
+
+#include "server/cuda/loop_condition.cuh"
+
+namespace distarray::cuda {
+
+// Device memory of one fused loop, zeroed when allocated; the last block leaves it ready for the
+// next launch.
+struct FusedLoopState {
+  unsigned int running;   // the last evaluation's decision: whether the next copy runs
+  unsigned int decided;   // some block found the element that decides all() (false) / any() (true)
+  unsigned int finished;  // blocks done with this launch (the last one decides)
+  unsigned int padding;
+};
+
+constexpr int kMaxFusedBuffers = 16;
+constexpr int kFusedBlockThreads = 256;
+
+struct FusedLoopArgs {
+  void* buffers[kMaxFusedBuffers];  // inputs and stores, in the order the source names them
+  int64_t elements;
+  FusedLoopState* state;
+  unsigned char* condition;  // the condition variable's slot: receives the flag (a bool)
+  int64_t* count;            // the loop's iterations so far
+  int64_t max_iterations;
+  const unsigned int* cancel_word;
+  GraphCounters* counters;
+  unsigned long long handle;  // the WHILE node's cudaGraphConditionalHandle
+};
+
+#ifdef __CUDACC__
+#ifdef __CUDACC_RTC__
+// NVRTC declares no device runtime functions; this is the declaration cuda_device_runtime_api.h
+// gives nvcc (the driver resolves it when the module loads).
+extern "C" __device__ __attribute__((cudart_builtin)) void cudaGraphSetConditional(
+    cudaGraphConditionalHandle handle, unsigned int value);
+#endif
+namespace fused {
+
+// Whether this copy of the body runs: false once an earlier evaluation stopped the loop.
+__device__ __forceinline__ bool Running(const FusedLoopArgs& args) {
+  return *static_cast<volatile unsigned int*>(&args.state->running) != 0;
+}
+
+// Ends a launch: `local` is this thread's all() (`is_all`) or any() over its elements. The block
+// combines its threads; a block holding the deciding value records it; the last block to finish
+// computes the flag, stores it in the condition variable, and decides the next iteration.
+// Every thread of every block must call it.
+__device__ __forceinline__ void FinishIteration(const FusedLoopArgs& args, bool local,
+                                                bool is_all) {
+  const bool block_value = is_all ? __syncthreads_and(local) : __syncthreads_or(local);
+  __shared__ bool last;
+  if (threadIdx.x == 0) {
+    if (block_value != is_all) atomicExch(&args.state->decided, 1u);
+    __threadfence();
+    last = atomicAdd(&args.state->finished, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last || threadIdx.x != 0) return;
+  __threadfence();
+  const bool decided = atomicExch(&args.state->decided, 0u) != 0;
+  args.state->finished = 0;
+  const bool flag = is_all ? !decided : decided;
+  *args.condition = flag ? 1 : 0;
+  const unsigned int run =
+      NextIteration(flag, args.count, args.max_iterations, args.cancel_word, args.counters);
+  args.state->running = run;
+  cudaGraphSetConditional(static_cast<cudaGraphConditionalHandle>(args.handle), run);
+}
+
+}  // namespace fused
+#endif  // __CUDACC__
+
+}  // namespace distarray::cuda
+
+#endif  // DISTARRAY_SERVER_CUDA_FUSION_FUSED_LOOP_DEVICE_CUH_

@@ -1,0 +1,23 @@
+// The CUDA C++ source of a fused loop's kernel (server/backend/fused_loop.h): the chain computed
+// per element with the ufunc functors themselves (server/kernels/ufuncs.h, compiled again by
+// NVRTC), so a fused loop computes exactly what its statements compute one kernel at a time.
+// Pure string building; the fixed part of the kernel is fused_loop_device.cuh.
+#ifndef DISTARRAY_SERVER_CUDA_FUSION_FUSED_LOOP_SOURCE_H_
+#define DISTARRAY_SERVER_CUDA_FUSION_FUSED_LOOP_SOURCE_H_
+
+#include <string>
+
+#include "server/backend/fused_loop.h"
+
+namespace distarray::cuda {
+
+inline constexpr char kFusedLoopKernelName[] = "distarray_fused_loop";
+
+// The kernel's source. Buffers are numbered inputs first, then stores, as FusedLoopArgs::buffers
+// must hold them. Scalars are written into the source (exactly, as bit patterns), so two loops
+// differing only in a constant compile separately: the compile cache keys on the source.
+std::string FusedLoopSource(const FusedLoop& loop);
+
+}  // namespace distarray::cuda
+
+#endif  // DISTARRAY_SERVER_CUDA_FUSION_FUSED_LOOP_SOURCE_H_

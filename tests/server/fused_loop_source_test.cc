@@ -1,0 +1,144 @@
+// Fused loop kernels (server/cuda/fusion/): the generated source for a loop's chain, compiled by
+// NVRTC with the embedded headers for sm_90. Needs no GPU, so CI compiles every op of the ufunc
+// table for every dtype it takes exactly as a fused loop would. (Running them, against the
+// unfused kernels, is the GPU integration suite's job: tests/integration/graph_test.cc.) Skips
+// where NVRTC cannot be loaded, unless DISTARRAY_REQUIRE_BACKENDS names "cuda".
+#include <gtest/gtest.h>
+
+#ifdef DISTARRAY_HAVE_CUDA
+
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "server/cuda/fusion/fused_loop_source.h"
+#include "server/cuda/fusion/nvrtc_api.h"
+#include "server/cuda/fusion/rtc_compiler.h"
+#include "tests/support/required_backends.h"
+
+namespace distarray {
+namespace {
+
+void RequireNvrtc() {
+  if (absl::StatusOr<const cuda::NvrtcApi*> nvrtc = cuda::LoadNvrtc(); !nvrtc.ok()) {
+    if (testing::BackendRequired("cuda")) FAIL() << nvrtc.status();
+    GTEST_SKIP() << nvrtc.status();
+  }
+}
+
+FusedLoop::Arg ValueArg(bool is_input, int index, DType read) {
+  FusedLoop::Arg arg;
+  arg.value = FusedLoop::Value{is_input, index};
+  arg.read = read;
+  return arg;
+}
+
+FusedLoop::Arg ScalarArg(Scalar scalar, DType read) {
+  FusedLoop::Arg arg;
+  arg.scalar = scalar;
+  arg.read = read;
+  return arg;
+}
+
+// The seed's loop: a = a + 1; c = all(a < 1000).
+FusedLoop SeedLoop() {
+  FusedLoop loop;
+  loop.inputs = {{nullptr, DType::kFloat32}};
+  loop.ops = {
+      {ElementwiseOpId::kAdd,
+       DType::kFloat32,
+       DType::kFloat32,
+       {ValueArg(true, 0, DType::kFloat32), ScalarArg(Scalar::Float(1), DType::kFloat32)}},
+      {ElementwiseOpId::kLess,
+       DType::kFloat32,
+       DType::kBool,
+       {ValueArg(false, 0, DType::kFloat32), ScalarArg(Scalar::Float(1000), DType::kFloat32)}}};
+  loop.stores = {{FusedLoop::Value{false, 0}, nullptr}};
+  loop.predicate = FusedLoop::Value{false, 1};
+  loop.elements = 100000;
+  return loop;
+}
+
+TEST(FusedLoopSourceTest, WritesScalarsExactlyAndStoresTheCarriedValue) {
+  const std::string source = cuda::FusedLoopSource(SeedLoop());
+  EXPECT_NE(source.find("u::Add{}(x0, __int_as_float(0x3f800000))"), std::string::npos) << source;
+  EXPECT_NE(source.find("u::Less{}(v0, __int_as_float(0x447a0000))"), std::string::npos) << source;
+  EXPECT_NE(source.find("out0[i] = v0;"), std::string::npos) << source;
+  EXPECT_NE(source.find("local = local && v1;"), std::string::npos) << source;
+  EXPECT_NE(source.find("FinishIteration(args, local, true)"), std::string::npos) << source;
+}
+
+TEST(FusedLoopSourceTest, CastsOperandsOfAnotherDtypeAndWritesTheMostNegativeInteger) {
+  FusedLoop loop = SeedLoop();
+  loop.inputs.push_back({nullptr, DType::kInt32});
+  // v2 = int64 max(x1 as int64, INT64_MIN)
+  loop.ops.push_back(
+      {ElementwiseOpId::kMaximum,
+       DType::kInt64,
+       DType::kInt64,
+       {ValueArg(true, 1, DType::kInt64),
+        ScalarArg(Scalar::Int(std::numeric_limits<int64_t>::min()), DType::kInt64)}});
+  const std::string source = cuda::FusedLoopSource(loop);
+  EXPECT_NE(source.find("u::Cast<int64_t>(x1)"), std::string::npos) << source;
+  EXPECT_NE(source.find("static_cast<int64_t>(0x8000000000000000ull)"), std::string::npos)
+      << source;
+}
+
+TEST(FusedLoopSourceTest, TheSeedLoopCompiles) {
+  RequireNvrtc();
+  absl::StatusOr<std::string> cubin =
+      cuda::CompileToCubin(cuda::FusedLoopSource(SeedLoop()), "sm_90");
+  ASSERT_TRUE(cubin.ok()) << cubin.status();
+  EXPECT_GT(cubin->size(), 0u);
+}
+
+// One loop per dtype holding every op of the table that takes it, each reading the input (and
+// scalars), so NVRTC instantiates every functor exactly as a fused loop of that op would.
+template <typename T>
+FusedLoop EveryOpOn() {
+  const DType dtype = DTypeFor<T>();
+  FusedLoop loop;
+  loop.inputs = {{nullptr, dtype}};
+  const FusedLoop::Arg x = ValueArg(true, 0, dtype);
+  const FusedLoop::Arg two = ScalarArg(Scalar::Int(2), dtype);
+#define DA_EVERY_OP(suffix, functor, name, arity, rule)                       \
+  if constexpr (ufunc::Accepts<ufunc::functor, T, arity>()) {                 \
+    using R = typename ufunc::ResultOf<ufunc::functor, T, arity>::type;       \
+    FusedLoop::Op op{ElementwiseOpId::k##functor, dtype, DTypeFor<R>(), {x}}; \
+    if (arity >= 2) op.args.push_back(two);                                   \
+    if (arity == 3) op.args.push_back(x);                                     \
+    if (std::is_same_v<ufunc::functor, ufunc::Where>)                         \
+      op.args[0] = ValueArg(true, 0, DType::kBool);                           \
+    loop.ops.push_back(op);                                                   \
+  }
+  DISTARRAY_ELEMENTWISE_OPS(DA_EVERY_OP)
+#undef DA_EVERY_OP
+  // astype to every dtype, then the predicate.
+  for (DType to : {DType::kBool, DType::kInt8, DType::kUInt64, DType::kFloat32, DType::kFloat64}) {
+    loop.ops.push_back({std::nullopt, dtype, to, {x}});
+  }
+  loop.ops.push_back({ElementwiseOpId::kNotEqual, dtype, DType::kBool, {x, two}});
+  loop.predicate = FusedLoop::Value{false, static_cast<int>(loop.ops.size()) - 1};
+  loop.stores = {{FusedLoop::Value{false, 0}, nullptr}};
+  loop.all = false;
+  return loop;
+}
+
+template <typename T>
+class FusedLoopCompileTest : public ::testing::Test {};
+using AllDTypes = ::testing::Types<bool, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t,
+                                   uint32_t, uint64_t, float, double>;
+TYPED_TEST_SUITE(FusedLoopCompileTest, AllDTypes);
+
+TYPED_TEST(FusedLoopCompileTest, EveryOpOfTheTableCompiles) {
+  RequireNvrtc();
+  const FusedLoop loop = EveryOpOn<TypeParam>();
+  ASSERT_GT(loop.ops.size(), 5u);
+  absl::StatusOr<std::string> cubin = cuda::CompileToCubin(cuda::FusedLoopSource(loop), "sm_90");
+  ASSERT_TRUE(cubin.ok()) << cubin.status();
+}
+
+}  // namespace
+}  // namespace distarray
+
+#endif  // DISTARRAY_HAVE_CUDA
