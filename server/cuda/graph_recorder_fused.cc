@@ -41,9 +41,10 @@ absl::Status CudaGraphRecording::RecordFusedWhile(const FusedLoop& loop) {
   CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
       &blocks_per_sm, (*kernel)->function(), cuda::kFusedBlockThreads, 0));
   // A grid-stride loop over at most 8 blocks per SM: enough to stream memory at full rate, few
-  // enough that the last-block ticket at the end of every iteration stays cheap.
-  const int64_t wanted = std::max<int64_t>(
-      1, (loop.elements + cuda::kFusedBlockThreads - 1) / cuda::kFusedBlockThreads);
+  // enough that the last-block ticket at the end of every iteration stays cheap; and at least
+  // kFusedElementsPerThread elements a thread, so small arrays take few blocks.
+  const int64_t per_block = int64_t{cuda::kFusedBlockThreads} * cuda::kFusedElementsPerThread;
+  const int64_t wanted = std::max<int64_t>(1, (loop.elements + per_block - 1) / per_block);
   const int blocks = static_cast<int>(std::min<int64_t>(
       wanted, int64_t{backend_->devices_[device_].sm_count} * std::clamp(blocks_per_sm, 1, 8)));
 

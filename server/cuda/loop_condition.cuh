@@ -29,27 +29,32 @@ constexpr unsigned long long kCancelReadIntervalNs = 50'000;
 // Whether the body runs (again), given the loop's flag: it does when the flag is true, the loop
 // has run fewer than `max_iterations` times (`count`) and the cancel word is clear. Counts the
 // body it starts; records why a true flag did not start one. One thread calls it per evaluation.
+// Every value it reads is loaded first, so an evaluation waits for memory once: it is on the
+// path of every iteration (docs/performance.md, "Fused loops").
 __device__ __forceinline__ unsigned int NextIteration(bool flag, int64_t* count,
                                                       int64_t max_iterations,
                                                       const volatile unsigned int* cancel_word,
                                                       GraphCounters* counters) {
+  const int64_t done = *count;
+  const unsigned long long iterations = counters->iterations;
+  const unsigned long long last_read_ns = counters->last_cancel_read_ns;
   if (!flag) return 0;
   unsigned long long now;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
   // The counters start zeroed on every replay, so its first evaluation reads the word.
-  const bool read = now - counters->last_cancel_read_ns >= kCancelReadIntervalNs;
+  const bool read = now - last_read_ns >= kCancelReadIntervalNs;
   if (read) counters->last_cancel_read_ns = now;
   // Volatile: the host sets the word while the graph runs; a read must fetch it anew.
   if (read && *cancel_word != 0) {
     counters->cancelled = 1;
     return 0;
   }
-  if (*count >= max_iterations) {
+  if (done >= max_iterations) {
     counters->hit_iteration_cap = 1;
     return 0;
   }
-  ++*count;
-  ++counters->iterations;
+  *count = done + 1;
+  counters->iterations = iterations + 1;
   return 1;
 }
 #endif  // __CUDACC__

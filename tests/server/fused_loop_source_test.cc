@@ -61,7 +61,8 @@ FusedLoop SeedLoop() {
 
 TEST(FusedLoopSourceTest, WritesScalarsExactlyAndStoresTheCarriedValue) {
   const std::string source = cuda::FusedLoopSource(SeedLoop());
-  EXPECT_NE(source.find("u::Add{}(x0, __int_as_float(0x3f800000))"), std::string::npos) << source;
+  EXPECT_NE(source.find("u::Add{}(x0[u], __int_as_float(0x3f800000))"), std::string::npos)
+      << source;
   EXPECT_NE(source.find("u::Less{}(v0, __int_as_float(0x447a0000))"), std::string::npos) << source;
   EXPECT_NE(source.find("out0[i] = v0;"), std::string::npos) << source;
   EXPECT_NE(source.find("local = local && v1;"), std::string::npos) << source;
@@ -79,7 +80,7 @@ TEST(FusedLoopSourceTest, CastsOperandsOfAnotherDtypeAndWritesTheMostNegativeInt
        {ValueArg(true, 1, DType::kInt64),
         ScalarArg(Scalar::Int(std::numeric_limits<int64_t>::min()), DType::kInt64)}});
   const std::string source = cuda::FusedLoopSource(loop);
-  EXPECT_NE(source.find("u::Cast<int64_t>(x1)"), std::string::npos) << source;
+  EXPECT_NE(source.find("u::Cast<int64_t>(x1[u])"), std::string::npos) << source;
   EXPECT_NE(source.find("static_cast<int64_t>(0x8000000000000000ull)"), std::string::npos)
       << source;
 }
@@ -134,8 +135,9 @@ TYPED_TEST(FusedLoopCompileTest, EveryOpOfTheTableCompiles) {
   RequireNvrtc();
   const FusedLoop loop = EveryOpOn<TypeParam>();
   ASSERT_GT(loop.ops.size(), 5u);
-  absl::StatusOr<std::string> cubin = cuda::CompileToCubin(cuda::FusedLoopSource(loop), "sm_90");
-  ASSERT_TRUE(cubin.ok()) << cubin.status();
+  const std::string source = cuda::FusedLoopSource(loop);
+  absl::StatusOr<std::string> cubin = cuda::CompileToCubin(source, "sm_90");
+  ASSERT_TRUE(cubin.ok()) << cubin.status() << "\n" << source;
 }
 
 }  // namespace

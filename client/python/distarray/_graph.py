@@ -147,6 +147,20 @@ def _block_reads(block, start: int, name: str) -> bool:
     return any(_reads(block[i], name) for i in range(start, len(block)))
 
 
+def _block_assigns(block, start: int, name: str) -> bool:
+    """Whether a statement from `start` on assigns `name` (nested bodies included)."""
+    for i in range(start, len(block)):
+        s = block[i]
+        if s.target == name:
+            return True
+        if s.HasField("while_loop") and _block_assigns(s.while_loop.body, 0, name):
+            return True
+        if s.HasField("if_else") and (_block_assigns(s.if_else.then_body, 0, name)
+                                      or _block_assigns(s.if_else.else_body, 0, name)):
+            return True
+    return False
+
+
 def _reads(s: "pb.Statement", name: str) -> bool:
     """Whether a statement reads variable `name` (nested bodies included)."""
     kind = s.WhichOneof("op")
@@ -230,7 +244,10 @@ class Program:
         for i in range(len(block) - 1, -1, -1):
             if block[i].target != value._name:
                 continue
+            # Not when a later loop or branch assigns the old name: it carries that name, and
+            # renamed, its variable would become local to the body.
             if (value._name.startswith("_") and not _block_reads(block, i + 1, value._name)
+                    and not _block_assigns(block, i + 1, value._name)
                     and not _block_reads(block, i + 1, target)):
                 block[i].target = target
                 return

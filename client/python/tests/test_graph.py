@@ -131,3 +131,20 @@ def test_seed_loop_example(daemon, monkeypatch, capsys):
     runpy.run_path(str(EXAMPLES / "seed_loop.py"), run_name="__main__")
     out = capsys.readouterr().out
     assert out.count("equals NumPy") == 2, out
+
+
+def test_outputs_named_like_inputs_keep_the_loops_updates(client, rng):
+    # The loop carries a copy of a value; naming the outputs after the inputs must not rename
+    # the copy that feeds the loop (a renamed loop variable would be local to the body).
+    a_np = rng.integers(0, 7, 64).astype(np.float32)
+    d_np = rng.integers(0, 100, 64).astype(np.float32)
+    p = distarray.Program()
+    a, d = p.input("a"), p.input("d")
+    out = distarray.while_loop(lambda c: (c[0] < 20).any(), lambda c: (c[0] + 1, c[0]), (a, d),
+                               max_iterations=1000)
+    p.output("a", out[0])
+    p.output("d", out[1])
+    run = client.run_graph(p, {"a": client.from_numpy(a_np), "d": client.from_numpy(d_np)})
+    steps = int(20 - a_np.min())
+    np.testing.assert_array_equal(run.outputs["a"].to_numpy(), a_np + steps)
+    np.testing.assert_array_equal(run.outputs["d"].to_numpy(), a_np + steps - 1)

@@ -74,8 +74,9 @@ std::string Literal(const Scalar& scalar, DType dtype) {
   });
 }
 
+// Inputs are loaded kFusedElementsPerThread at a time into arrays indexed by `u`.
 std::string ValueName(const FusedLoop::Value& v) {
-  return absl::StrCat(v.is_input ? "x" : "v", v.index);
+  return v.is_input ? absl::StrCat("x", v.index, "[u]") : absl::StrCat("v", v.index);
 }
 
 }  // namespace
@@ -99,14 +100,25 @@ std::string FusedLoopSource(const FusedLoop& loop) {
     absl::StrAppend(&s, "  ", type, "* const out", k, " = static_cast<", type, "*>(args.buffers[",
                     loop.inputs.size() + k, "]);\n");
   }
+  // Each thread loads kU elements of every input before computing any: independent loads in
+  // flight (a store to a slot may alias a later load, so loads cannot move past stores).
   absl::StrAppend(&s, "  bool local = ", loop.all ? "true" : "false", ";\n",
+                  "  constexpr int kU = distarray::cuda::kFusedElementsPerThread;\n",
                   "  const int64_t stride = int64_t(gridDim.x) * blockDim.x;\n",
-                  "  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; ",
-                  "i < args.elements; i += stride) {\n");
+                  "  for (int64_t base = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; ",
+                  "base < args.elements; base += kU * stride) {\n");
   for (size_t k = 0; k < loop.inputs.size(); ++k) {
-    absl::StrAppend(&s, "    const ", TypeName(loop.inputs[k].dtype), " x", k, " = in", k,
-                    "[i];\n");
+    absl::StrAppend(&s, "    ", TypeName(loop.inputs[k].dtype), " x", k, "[kU];\n");
   }
+  absl::StrAppend(&s, "#pragma unroll\n    for (int u = 0; u < kU; ++u) {\n",
+                  "      const int64_t i = base + u * stride;\n",
+                  "      if (i < args.elements) {\n");
+  for (size_t k = 0; k < loop.inputs.size(); ++k) {
+    absl::StrAppend(&s, "        x", k, "[u] = in", k, "[i];\n");
+  }
+  absl::StrAppend(&s, "      }\n    }\n", "#pragma unroll\n    for (int u = 0; u < kU; ++u) {\n",
+                  "      const int64_t i = base + u * stride;\n",
+                  "      if (i >= args.elements) break;\n");
   for (size_t k = 0; k < loop.ops.size(); ++k) {
     const FusedLoop::Op& op = loop.ops[k];
     std::vector<std::string> args;
@@ -122,19 +134,20 @@ std::string FusedLoopSource(const FusedLoop& loop) {
     }
     const char* result = TypeName(op.result);
     if (!op.op.has_value()) {
-      absl::StrAppend(&s, "    const ", result, " v", k, " = u::Cast<", result, ">(", args[0],
+      absl::StrAppend(&s, "      const ", result, " v", k, " = u::Cast<", result, ">(", args[0],
                       ");\n");
     } else {
-      absl::StrAppend(&s, "    const ", result, " v", k, " = static_cast<", result,
+      absl::StrAppend(&s, "      const ", result, " v", k, " = static_cast<", result,
                       ">(u::", kFunctors[static_cast<int>(*op.op)], "{}(",
                       absl::StrJoin(args, ", "), "));\n");
     }
   }
   for (size_t k = 0; k < loop.stores.size(); ++k) {
-    absl::StrAppend(&s, "    out", k, "[i] = ", ValueName(loop.stores[k].value), ";\n");
+    absl::StrAppend(&s, "      out", k, "[i] = ", ValueName(loop.stores[k].value), ";\n");
   }
-  absl::StrAppend(&s, "    local = local ", loop.all ? "&&" : "||", " ", ValueName(loop.predicate),
-                  ";\n  }\n", "  distarray::cuda::fused::FinishIteration(args, local, ",
+  absl::StrAppend(&s, "      local = local ", loop.all ? "&&" : "||", " ",
+                  ValueName(loop.predicate), ";\n    }\n  }\n",
+                  "  distarray::cuda::fused::FinishIteration(args, local, ",
                   loop.all ? "true" : "false", ");\n}\n");
   return s;
 }
