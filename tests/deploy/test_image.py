@@ -60,7 +60,8 @@ def _cuda_version():
 def test_cuda_packages_match_the_toolkit():
     major, minor = _cuda_version()
     _, nvidia = package_list()
-    assert set(nvidia) == {f"cuda-cudart-{major}-{minor}", f"libcublas-{major}-{minor}", "libnccl2"}
+    assert set(nvidia) == {f"cuda-cudart-{major}-{minor}", f"libcublas-{major}-{minor}",
+                           f"cuda-nvrtc-{major}-{minor}", "libnccl2"}
     dockerfile = (REPO / "Dockerfile").read_text()
     assert f"ARG CUDA_PKG={major}-{minor}\n" in dockerfile
     assert f"/usr/local/cuda-{major}.{minor}/targets/x86_64-linux/lib" in dockerfile
