@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs every benchmark on a GPU machine as one command and prints one table:
 #   bench/run.sh BIN_DIR [OUT_DIR]
-# BIN_DIR holds distarrayd, distarray_bench, kernel_bench, loop_bench and peer_limit. Needs python3
-# with cupy for the CuPy and cupyx peers (skipped with a note when absent).
+# BIN_DIR holds distarrayd, distarray_bench, kernel_bench, loop_bench, cg_bench and peer_limit.
+# Needs python3 with cupy for the CuPy and cupyx peers (skipped with a note when absent).
 # BENCH_ONLY=compute,latency bench/run.sh BIN_DIR runs only those sections of distarray_bench
 # (reshard, transfer, shm, latency, compute; default: all) and only the peers they need. The
 # section "kernels" runs kernel_bench (the compute kernels' device time against a device copy and
-# CUB); "loop" runs loop_bench (the seed's loop through RunGraph) against loop_peers.py; "python"
+# CUB); "loop" runs loop_bench (the seed's loop through RunGraph) against loop_peers.py; "cg"
+# runs cg_bench (conjugate gradient, the whole solve in one RunGraph) against cg_peers.py; "python"
 # runs python_transfer_bench.py (the Python SDK's 1 GiB transfers through gRPC and shared memory,
 # against a host memcpy and the C++ SDK's figures of section "transfer") when python3 can import
 # distarray (pip install ./client/python, or PYTHONPATH naming an installed copy).
@@ -18,7 +19,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 export NCCL_NVLS_ENABLE=0  # never NVLink multicast on shared hosts
 only=${BENCH_ONLY:-}
 want() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
-rm -f "$out/cupyx.txt" "$out/cupy_compute.txt" "$out/loop_peers.txt"  # no stale peer figures
+# No stale peer figures.
+rm -f "$out/cupyx.txt" "$out/cupy_compute.txt" "$out/loop_peers.txt" "$out/cg_peers.txt"
 
 echo "== limits: peer and device copies (peer_limit)"
 "$bin/peer_limit" | tee "$out/peer.txt"
@@ -40,6 +42,10 @@ if want loop; then
   echo "== peers: the seed's loop in NumPy, CuPy and JAX (loop_peers.py)"
   python3 "$here/loop_peers.py" | tee "$out/loop_peers.txt" || echo "loop_peers.py failed" >&2
 fi
+if want cg; then
+  echo "== peers: conjugate gradient in CuPy and JAX (cg_peers.py)"
+  python3 "$here/cg_peers.py" | tee "$out/cg_peers.txt" || echo "cg_peers.py failed" >&2
+fi
 
 echo "== distarrayd"
 rm -f "$out/port"
@@ -53,8 +59,13 @@ if want loop; then
   "$bin/loop_bench" --server="127.0.0.1:$(cat "$out/port")" --peers_file="$out/loop_peers.txt" \
     | tee "$out/loop.txt"
 fi
-# distarray_bench's sections: what --only names besides "kernels", "loop" and "python".
-bench_only=$(echo "$only" | tr ',' '\n' | grep -v -e '^kernels$' -e '^loop$' -e '^python$' | paste -sd, || true)
+if want cg; then
+  "$bin/cg_bench" --server="127.0.0.1:$(cat "$out/port")" --peers_file="$out/cg_peers.txt" \
+    | tee "$out/cg.txt"
+fi
+# distarray_bench's sections: what --only names besides "kernels", "loop", "cg" and "python".
+bench_only=$(echo "$only" | tr ',' '\n' | grep -v -e '^kernels$' -e '^loop$' -e '^cg$' -e '^python$' \
+  | paste -sd, || true)
 if [ -z "$only" ] || [ -n "$bench_only" ]; then
   "$bin/distarray_bench" --server="127.0.0.1:$(cat "$out/port")" --peer_file="$out/peer.txt" \
     --cupyx_file="$out/cupyx.txt" --compute_file="$out/cupy_compute.txt" \
