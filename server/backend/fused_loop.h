@@ -42,8 +42,8 @@ struct FusedLoop {
     DType read = DType::kUnspecified;
   };
   struct Op {
-    std::optional<ElementwiseOpId> op;  // nullopt: astype (a cast of args[0] to `result`)
-    DType compute = DType::kUnspecified;
+    std::optional<ElementwiseOpId> op;    // nullopt: astype (a cast of args[0] to `result`)
+    DType compute = DType::kUnspecified;  // the planner's compute dtype (args are read in theirs)
     DType result = DType::kUnspecified;
     std::vector<Arg> args;
   };

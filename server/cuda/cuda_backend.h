@@ -31,7 +31,7 @@ class CudaBackend final : public Backend {
     // How cross-device copies move; peer copies measured faster on NVLink (docs/performance.md).
     Transfer transfer = Transfer::kPeer;
     // Copies of a fused loop's body per WHILE iteration (graph_recorder.h); 0: loops are not
-    // fused. docs/performance.md has the measurements behind the default.
+    // fused. docs/design.md has the measurements behind the default.
     int loop_unroll = 8;
   };
   // UNAVAILABLE when no GPU is usable; INTERNAL for a CUDA/NCCL failure during setup.

@@ -352,23 +352,29 @@ absl::Status CudaGraphRecording::BeginWhile(const BufferPtr& flag, int64_t max_i
   return Broken([&]() -> absl::Status {
     ASSIGN_OR_RETURN(cuda::DeviceBlock count,
                      cuda::DeviceBlock::Allocate(device_, sizeof(int64_t)));
-    Block block;
-    block.kind = Block::Kind::kWhile;
-    block.count = static_cast<int64_t*>(count.data());
-    block.max_iterations = max_iterations;
+    int64_t* count_data = static_cast<int64_t*>(count.data());
     resources_.loop_counts.push_back(std::move(count));
-    // The handle belongs to the graph that will hold the node (a body graph when nested).
-    ASSIGN_OR_RETURN(cudaGraph_t graph, CapturingGraph());
-    CUDA_RETURN_IF_ERROR(cudaGraphConditionalHandleCreate(&block.handle, graph, 0, 0));
-    // While semantics: the condition is evaluated before the WHILE node, so a false flag runs the
-    // body zero times; this evaluation also restarts the loop's count.
-    CUDA_RETURN_IF_ERROR(cuda::LaunchLoopCondition(AsCuda(flag)->data(), block.count,
-                                                   max_iterations, cancel_word(), counters(),
-                                                   block.handle, /*first=*/true, current()));
-    ASSIGN_OR_RETURN(block.bodies, AddConditional(cudaGraphCondTypeWhile, block.handle, 1));
-    open_.push_back(std::move(block));
-    return BeginBody(open_.back());
+    return OpenWhile(flag, max_iterations, count_data, /*running=*/nullptr);
   }());
+}
+
+absl::Status CudaGraphRecording::OpenWhile(const BufferPtr& flag, int64_t max_iterations,
+                                           int64_t* count, unsigned int* running) {
+  Block block;
+  block.kind = Block::Kind::kWhile;
+  block.count = count;
+  block.max_iterations = max_iterations;
+  // The handle belongs to the graph that will hold the node (a body graph when nested).
+  ASSIGN_OR_RETURN(cudaGraph_t graph, CapturingGraph());
+  CUDA_RETURN_IF_ERROR(cudaGraphConditionalHandleCreate(&block.handle, graph, 0, 0));
+  // While semantics: the condition is evaluated before the WHILE node, so a false flag runs the
+  // body zero times; this evaluation also restarts the loop's count.
+  CUDA_RETURN_IF_ERROR(cuda::LaunchLoopCondition(AsCuda(flag)->data(), count, max_iterations,
+                                                 cancel_word(), counters(), block.handle,
+                                                 /*first=*/true, current(), running));
+  ASSIGN_OR_RETURN(block.bodies, AddConditional(cudaGraphCondTypeWhile, block.handle, 1));
+  open_.push_back(std::move(block));
+  return BeginBody(open_.back());
 }
 
 absl::Status CudaGraphRecording::EndWhile(const BufferPtr& flag) {

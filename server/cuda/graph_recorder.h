@@ -40,6 +40,9 @@ class CudaBuffer;
 // What a recording creates and its replays use. Built by the recording, moved into the recorded
 // graph at Finish; freed with whichever owns it last, once no replay can be running.
 struct CudaGraphResources {
+  // The fused loops' kernels. Declared first, so destroyed last: the graph's kernel nodes point
+  // into their libraries.
+  std::vector<std::shared_ptr<const cuda::RtcKernel>> kernels;
   std::optional<cuda::CudaGraph> graph;
   // Per-replay statistics on the device, and the host block holding the cancel word the loop
   // conditions read and the statistics the graph's last node copies back.
@@ -48,8 +51,6 @@ struct CudaGraphResources {
   // Each loop's iteration count (an int64 each), restarted before its WHILE node runs, and each
   // fused loop's state (fusion/fused_loop_device.cuh).
   std::vector<cuda::DeviceBlock> loop_counts;
-  // The fused loops' kernels, loaded while the graph may run them.
-  std::vector<std::shared_ptr<const cuda::RtcKernel>> kernels;
   // Every buffer the recording allocated or touched: the graph addresses them on every replay.
   std::vector<BufferPtr> buffers;
   absl::flat_hash_set<const DeviceBuffer*> kept;
@@ -171,6 +172,12 @@ class CudaGraphRecording final : public GraphRecording {
   absl::StatusOr<std::array<cudaGraph_t, 2>> AddConditional(cudaGraphConditionalNodeType type,
                                                             cudaGraphConditionalHandle handle,
                                                             unsigned int size);
+  // Opens a WHILE block for BeginWhile and RecordFusedWhile: a conditional handle, the entry
+  // evaluation of `flag` (while semantics; it also restarts `count`, and tells a fused body's
+  // first copy to run through `running` when not null), the WHILE node, and the capture of its
+  // body. Callers run it inside Broken().
+  absl::Status OpenWhile(const BufferPtr& flag, int64_t max_iterations, int64_t* count,
+                         unsigned int* running);
   // Starts capturing the block's current branch on its stream / ends that capture.
   absl::Status BeginBody(Block& block);
   absl::Status EndBody(Block& block);

@@ -1,6 +1,8 @@
 // CudaGraphRecording::RecordFusedWhile: a WHILE loop whose iteration is one runtime-compiled
 // kernel (fusion/fused_loop_device.cuh), unrolled loop_unroll times per conditional iteration.
 #include <algorithm>
+#include <atomic>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -15,31 +17,51 @@
 #include "spdlog/spdlog.h"
 
 namespace distarray {
+namespace {
 
 static_assert(FusedLoop::kMaxBuffers == cuda::kMaxFusedBuffers);
+
+// Why a loop runs unfused, logged so that an operator sees it without drowning in it: a missing
+// NVRTC once, a kernel that does not compile (a bug in its generator) with its source.
+void LogUnfused(const absl::Status& status, const std::string& source) {
+  if (absl::IsUnavailable(status)) {
+    static std::atomic<bool> logged{false};
+    if (!logged.exchange(true)) {
+      spdlog::warn("RunGraph: loops run unfused (op by op): {}", status.ToString());
+    }
+    return;
+  }
+  spdlog::warn("RunGraph: a fusable loop runs unfused: {}\n{}", status.ToString(), source);
+}
+
+}  // namespace
 
 absl::Status CudaGraphRecording::RecordFusedWhile(const FusedLoop& loop) {
   RETURN_IF_ERROR(CheckRecording("RecordFusedWhile"));
   const int unroll = backend_->loop_unroll_;
   if (unroll < 1) return absl::UnimplementedError("loop fusion is off (--loop_unroll=0)");
-  if (loop.max_iterations < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "RecordFusedWhile: max_iterations must be at least 1, not ", loop.max_iterations));
+  // The interface promises UNIMPLEMENTED with nothing recorded for a loop this cannot take.
+  if (loop.inputs.size() + loop.stores.size() > cuda::kMaxFusedBuffers ||
+      loop.entry_flag == nullptr || loop.condition == nullptr || loop.max_iterations < 1) {
+    return absl::UnimplementedError("RecordFusedWhile: not a loop this recorder fuses");
   }
+  RETURN_IF_ERROR(AdmitFlag("RecordFusedWhile", loop.entry_flag));
   // Compiled before anything is recorded: a loop that cannot be compiled is recorded statement
   // by statement instead, from an untouched recording.
   const std::string source = cuda::FusedLoopSource(loop);
   absl::StatusOr<std::shared_ptr<const cuda::RtcKernel>> kernel =
       backend_->rtc_.Compile(source, cuda::kFusedLoopKernelName, device_);
   if (!kernel.ok()) {
-    spdlog::warn("RunGraph: a fusable loop runs unfused: {}\n{}", kernel.status().ToString(),
-                 source);
+    LogUnfused(kernel.status(), source);
     return absl::UnimplementedError(kernel.status().message());
   }
   ScopedDevice scope(device_);
   int blocks_per_sm = 0;
-  CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &blocks_per_sm, (*kernel)->function(), cuda::kFusedBlockThreads, 0));
+  if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &blocks_per_sm, (*kernel)->function(), cuda::kFusedBlockThreads, 0);
+      e != cudaSuccess) {
+    return absl::UnimplementedError(cuda::CudaStatus(e, "occupancy of a fused loop").message());
+  }
   // A grid-stride loop over at most 8 blocks per SM: enough to stream memory at full rate, few
   // enough that the last-block ticket at the end of every iteration stays cheap; and at least
   // kFusedElementsPerThread elements a thread, so small arrays take few blocks.
@@ -49,8 +71,7 @@ absl::Status CudaGraphRecording::RecordFusedWhile(const FusedLoop& loop) {
       wanted, int64_t{backend_->devices_[device_].sm_count} * std::clamp(blocks_per_sm, 1, 8)));
 
   cuda::FusedLoopArgs args{};
-  std::vector<CudaBuffer*> reads = {AsCuda(loop.entry_flag)};
-  std::vector<CudaBuffer*> writes = {AsCuda(loop.condition)};
+  std::vector<CudaBuffer*> reads, writes = {AsCuda(loop.condition)};
   int slot = 0;
   for (const FusedLoop::Input& input : loop.inputs) {
     reads.push_back(AsCuda(input.buffer));
@@ -60,8 +81,8 @@ absl::Status CudaGraphRecording::RecordFusedWhile(const FusedLoop& loop) {
     writes.push_back(AsCuda(store.buffer));
     args.buffers[slot++] = AsCuda(store.buffer)->data();
   }
-  ASSIGN_OR_RETURN(const cudaStream_t stream, Route("RecordFusedWhile", device_, reads, writes));
-  (void)stream;  // the entry condition goes on current(); the body on its own capture
+  // Keeps the buffers alive with the graph; the work goes on the open captures below.
+  RETURN_IF_ERROR(Route("RecordFusedWhile", device_, reads, writes).status());
 
   // A failure from here on may leave a half-built loop in the graph: the recording is broken.
   return Broken([&]() -> absl::Status {
@@ -76,23 +97,16 @@ absl::Status CudaGraphRecording::RecordFusedWhile(const FusedLoop& loop) {
     args.max_iterations = loop.max_iterations;
     args.cancel_word = cancel_word();
     args.counters = counters();
+    // The device address of the state's `running` word (no host access to device memory).
+    auto* running = reinterpret_cast<unsigned int*>(static_cast<char*>(state.data()) +
+                                                    offsetof(cuda::FusedLoopState, running));
     resources_.loop_counts.push_back(std::move(count));
     resources_.loop_counts.push_back(std::move(state));
     resources_.kernels.push_back(*kernel);
 
-    Block block;
-    block.kind = Block::Kind::kWhile;
-    ASSIGN_OR_RETURN(cudaGraph_t graph, CapturingGraph());
-    CUDA_RETURN_IF_ERROR(cudaGraphConditionalHandleCreate(&block.handle, graph, 0, 0));
-    args.handle = block.handle;
-    // While semantics, as BeginWhile: the entry evaluation also tells the first copy to run.
-    CUDA_RETURN_IF_ERROR(cuda::LaunchLoopCondition(
-        AsCuda(loop.entry_flag)->data(), args.count, loop.max_iterations, cancel_word(), counters(),
-        block.handle, /*first=*/true, current(), &args.state->running));
-    ASSIGN_OR_RETURN(block.bodies, AddConditional(cudaGraphCondTypeWhile, block.handle, 1));
-    open_.push_back(std::move(block));
+    RETURN_IF_ERROR(OpenWhile(loop.entry_flag, loop.max_iterations, args.count, running));
     Block& open = open_.back();
-    RETURN_IF_ERROR(BeginBody(open));
+    args.handle = open.handle;
     void* params[] = {&args};
     for (int copy = 0; copy < unroll; ++copy) {
       CUDA_RETURN_IF_ERROR(cudaLaunchKernel((*kernel)->function(), dim3(blocks),

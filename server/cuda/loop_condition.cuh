@@ -30,7 +30,7 @@ constexpr unsigned long long kCancelReadIntervalNs = 50'000;
 // has run fewer than `max_iterations` times (`count`) and the cancel word is clear. Counts the
 // body it starts; records why a true flag did not start one. One thread calls it per evaluation.
 // Every value it reads is loaded first, so an evaluation waits for memory once: it is on the
-// path of every iteration (docs/performance.md, "Fused loops").
+// path of every iteration (docs/design.md, "Compute").
 __device__ __forceinline__ unsigned int NextIteration(bool flag, int64_t* count,
                                                       int64_t max_iterations,
                                                       const volatile unsigned int* cancel_word,

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/box.h"
+#include "common/names.h"
 #include "server/graph/interpreter.h"
 
 namespace distarray {
@@ -28,6 +29,7 @@ class FusionPlanner {
   FusionPlanner(const absl::flat_hash_map<std::string, ArrayPtr>& env, const OpContext& context,
                 int device)
       : env_(env), context_(context), device_(device) {
+    // context_.resolve captures `this`: a copy would read another planner's state.
     // Operands resolve to the chain's metadata for values it computed, else to the variables
     // alive before the loop.
     context_.resolve = [this](const v1::Operand& operand,
@@ -39,6 +41,9 @@ class FusionPlanner {
       return absl::NotFoundError(operand.variable());
     };
   }
+
+  FusionPlanner(const FusionPlanner&) = delete;
+  FusionPlanner& operator=(const FusionPlanner&) = delete;
 
   std::optional<FusedLoop> Plan(const v1::WhileLoop& loop, const BufferPtr& entry_flag) {
     const auto& body = loop.body();
@@ -80,11 +85,11 @@ class FusionPlanner {
     std::sort(stores.begin(), stores.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
     for (auto& [name, store] : stores) loop_.stores.push_back(std::move(store));
+    // The interpreter takes the loop's device from the condition; its slot is one chunk there.
     auto condition = env_.find(loop.condition());
     if (condition == env_.end() || condition->second->mode != Mode::kReplica ||
-        condition->second->chunks.size() != 1 ||
-        condition->second->chunks[0].spec.device != device_) {
-      return Refuse("the condition variable is not one REPLICA chunk on the loop's device");
+        condition->second->chunks.size() != 1) {
+      return Refuse("the condition variable is not one REPLICA chunk");
     }
     loop_.condition = condition->second->chunks[0].buffer;
     loop_.entry_flag = entry_flag;
@@ -120,10 +125,12 @@ class FusionPlanner {
     if (auto it = inputs_.find(name); it != inputs_.end())
       return FusedLoop::Value{true, it->second};
     auto it = env_.find(name);
-    if (it == env_.end()) return Refuse(absl::StrCat("variable ", name, " is not bound"));
+    if (it == env_.end())
+      return Refuse(absl::StrCat("variable ", QuoteClientString(name), " is not bound"));
     if (!shape_.has_value()) shape_ = it->second->shape;
     if (!IsOneDenseChunk(*it->second, *shape_, device_)) {
-      return Refuse(absl::StrCat("variable ", name, " is not one dense chunk of the loop's shape"));
+      return Refuse(absl::StrCat("variable ", QuoteClientString(name),
+                                 " is not one dense chunk of the loop's shape"));
     }
     const int index = static_cast<int>(loop_.inputs.size());
     loop_.inputs.push_back({it->second->chunks[0].buffer, it->second->dtype});
@@ -167,7 +174,8 @@ class FusionPlanner {
         std::optional<FusedLoop::Value> value = ValueOf(name);
         if (!value) return false;
         if (planned->arrays[i]->shape != *shape_) {
-          return RefuseStatement(absl::StrCat("operand ", name, " is broadcast"));
+          return RefuseStatement(
+              absl::StrCat("operand ", QuoteClientString(name), " is broadcast"));
         }
         arg.value = value;
       }

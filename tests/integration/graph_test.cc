@@ -181,6 +181,93 @@ TEST_P(GraphTest, FusedLoopComputesWhatItsStatementsCompute) {
   }
 }
 
+// Fused (one chunk on the CUDA backend) and op by op (split: several chunks) compute the same
+// bits, also for the library functions (pow, sin, exp, hypot) whose results depend on how the
+// kernels were compiled: contraction of a multiply and an add into an FMA, allowed in one build
+// and not the other, changed float64 pow by 1 ulp.
+TEST_P(GraphTest, FusedAndOpByOpLoopsComputeTheSameBits) {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> uniform(0.5, 2.0);
+  const int64_t n = 4099;
+  g::ProgramBuilder p;
+  g::Vars out = p.WhileLoop(
+      [](auto v) { return g::All(v[2] < 20.0f); },
+      [](auto v) {
+        g::ProgramBuilder& b = v[0].builder();
+        g::Var x = b.Ufunc(v1::ELEMENTWISE_OP_POWER, {v[0], 1.01f}) * 0.999f +
+                   b.Ufunc(v1::ELEMENTWISE_OP_SIN, {v[0]}) * 0.25f;
+        g::Var y = b.Ufunc(v1::ELEMENTWISE_OP_HYPOT,
+                           {v[1] * 0.75, b.Ufunc(v1::ELEMENTWISE_OP_EXP, {v[1] * -0.5})}) +
+                   b.Ufunc(v1::ELEMENTWISE_OP_POWER, {v[1], 0.9}) * 0.125;
+        return g::Vars{x, y, v[2] + 1.0f};
+      },
+      {p.Input("x"), p.Input("y"), p.Input("k")}, 1000);
+  p.Output("x", out[0]);
+  p.Output("y", out[1]);
+
+  std::vector<float> x(n), k(n, 0.0f);
+  std::vector<double> y(n);
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = static_cast<float>(uniform(rng));
+    y[i] = uniform(rng);
+  }
+  std::vector<std::vector<float>> xs;
+  std::vector<std::vector<double>> ys;
+  for (const auto& [label, map] : Layouts(n)) {
+    SCOPED_TRACE(label);
+    auto ux = UploadFloats(x, map);
+    auto uy = client().Upload<double>(y, {n}, ArrayOpts(map));
+    auto uk = UploadFloats(k, map);
+    ASSERT_TRUE(ux.ok() && uy.ok() && uk.ok());
+    auto run = client().RunGraph(p.program(), {{"x", &*ux}, {"y", &*uy}, {"k", &*uk}});
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_EQ(run->iterations, 20);
+    EXPECT_EQ(run->fused_loops, FusedLoopsExpected(map));
+    xs.push_back(run->outputs.at("x").Download<float>().value());
+    ys.push_back(run->outputs.at("y").Download<double>().value());
+  }
+  ASSERT_EQ(xs.size(), 2u);
+  // Bit for bit (memcmp: EXPECT_EQ on floats would let -0 equal 0).
+  EXPECT_EQ(std::memcmp(xs[0].data(), xs[1].data(), n * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(ys[0].data(), ys[1].data(), n * sizeof(double)), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(std::isfinite(xs[0][i]) && std::isfinite(ys[0][i])) << i;
+  }
+}
+
+// A fused loop inside another loop: entered again on every outer iteration (its count, its
+// decision and its state start over each time), and capped in a later round of its unrolled
+// copies (cap 11 with 8 copies a round).
+TEST_P(GraphTest, FusedLoopInsideALoopRestartsAndStopsAtItsCap) {
+  std::mt19937_64 rng(12);
+  const int64_t n = 2000;
+  g::ProgramBuilder p;
+  // while all(k < 3): k += 1; (while all(a < 1e9): a += 1, at most 11 times)
+  g::Vars out = p.WhileLoop([](auto v) { return g::All(v[1] < 3.0f); },
+                            [](auto v) {
+                              g::Vars inner = v[0].builder().WhileLoop(
+                                  [](auto w) { return g::All(w[0] < 1e9f); },
+                                  [](auto w) { return g::Vars{w[0] + 1.0f}; }, {v[0]}, 11);
+                              return g::Vars{inner[0], v[1] + 1.0f};
+                            },
+                            {p.Input("a"), p.Input("k")}, 100);
+  p.Output("a", out[0]);
+  for (const auto& [label, map] : Layouts(n)) {
+    SCOPED_TRACE(label);
+    std::vector<float> a = RandomSmallIntegers(n, rng);
+    auto ua = UploadFloats(a, map);
+    auto uk = UploadFloats(std::vector<float>(n, 0.0f), map);
+    ASSERT_TRUE(ua.ok() && uk.ok());
+    auto run = client().RunGraph(p.program(), {{"a", &*ua}, {"k", &*uk}});
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_EQ(run->iterations, 3 + 3 * 11);  // outer bodies + inner bodies
+    EXPECT_TRUE(run->hit_iteration_cap);
+    EXPECT_EQ(run->fused_loops, FusedLoopsExpected(map));  // the inner loop; the outer one is not
+    for (float& x : a) x += 33;
+    EXPECT_EQ(run->outputs.at("a").Download<float>().value(), a);
+  }
+}
+
 TEST_P(GraphTest, IterationCapStopsTheLoopAndSaysSo) {
   std::mt19937_64 rng(2);
   for (const auto& [label, map] : Layouts(500)) {

@@ -1,8 +1,10 @@
 #include "server/cuda/fusion/nvrtc_api.h"
 
+#include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
 #include <mutex>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 
@@ -22,14 +24,12 @@ absl::StatusOr<const NvrtcApi*> LoadNvrtc() {
   static absl::Status status;
   static std::once_flag once;
   std::call_once(once, [] {
-    void* library = nullptr;
-    for (const char* name : {"libnvrtc.so.13", "libnvrtc.so"}) {
-      library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-      if (library != nullptr) break;
-    }
+    // The major version the daemon was built against (another one may name options or
+    // architectures differently).
+    const std::string name = absl::StrCat("libnvrtc.so.", CUDART_VERSION / 1000);
+    void* library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (library == nullptr) {
-      status =
-          absl::UnavailableError(absl::StrCat("NVRTC: cannot load libnvrtc.so.13: ", dlerror()));
+      status = absl::UnavailableError(absl::StrCat("NVRTC: cannot load ", name, ": ", dlerror()));
       return;
     }
     // Never dlclose'd: compiled modules need nothing from it, but it is cheap to keep.

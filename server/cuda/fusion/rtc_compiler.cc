@@ -27,12 +27,13 @@ absl::StatusOr<std::string> Compile(const NvrtcApi& nvrtc, const std::string& so
     return absl::InternalError(
         absl::StrCat("NVRTC: creating a program: ", nvrtc.error_string(result)));
   }
-  // Exactly the unfused values: no fast math (as the nvcc-built kernels), and no contraction of
-  // one op's multiply with the next op's add into an FMA, which the unfused kernels, one op
-  // each, cannot do (the math functions' own FMAs are explicit in libdevice and stay).
+  // Exactly the unfused values: no fast math and no FMA contraction, as the nvcc-built kernels
+  // (server/cuda/CMakeLists.txt says why); fused, one op's multiply and the next op's add would
+  // otherwise contract.
   const std::string arch_option = "--gpu-architecture=" + arch;
   // -default-device: the shared headers' unannotated constexpr helpers are device code here.
-  const char* options[] = {arch_option.c_str(), "-std=c++17", "--fmad=false", "-default-device"};
+  // C++20 as the host build (the functors rely on its conversion rules).
+  const char* options[] = {arch_option.c_str(), "-std=c++20", "--fmad=false", "-default-device"};
   result = nvrtc.compile_program(program, 4, options);
   std::string cubin;
   if (result == NVRTC_SUCCESS) {

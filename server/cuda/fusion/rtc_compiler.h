@@ -35,6 +35,10 @@ class RtcKernel {
 // Needs no GPU. UNAVAILABLE without NVRTC; INTERNAL with the compiler's log on a compile error.
 absl::StatusOr<std::string> CompileToCubin(const std::string& source, const std::string& arch);
 
+// Compiling runs on the calling RPC's thread at record time (tens of milliseconds, not bounded by
+// the call's deadline); two calls compiling the same new source at once both compile. Scalars
+// are part of a fused loop's source, so a new constant is a new compile: programs whose
+// constants change per run should pass them as 0-d inputs.
 class RtcCompiler {
  public:
   // The kernel `name` of `source` for `device`'s architecture. UNAVAILABLE without NVRTC;

@@ -1,5 +1,5 @@
 // The headers a runtime-compiled kernel includes, embedded into the daemon at build time
-// (server/cuda/fusion/CMakeLists.txt): the element-level headers the nvcc-built kernels use, and
+// (server/cuda/CMakeLists.txt): the element-level headers the nvcc-built kernels use, and
 // the few standard headers they need, which NVRTC does not have (rtc_std/). The deployed image
 // carries no CUDA headers, so nothing is read from disk at run time.
 #ifndef DISTARRAY_SERVER_CUDA_FUSION_RTC_HEADERS_H_
