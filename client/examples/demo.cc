@@ -143,13 +143,13 @@ int main(int argc, char** argv) {
     auto result = Check(run.outputs.at("a").Download<float>(), "download loop result");
     ok = run.iterations == 994;
     for (int64_t i = 0; ok && i < n; ++i) ok = result[i] == static_cast<float>(i % 7 + 994);
-    std::printf("graph loop %s: %lld iterations, %s, %.2f ms\n", label,
+    std::printf("graph loop %s: %lld iterations, %s%s, %.2f ms\n", label,
                 static_cast<long long>(run.iterations),
                 run.execution == distarray::v1::GRAPH_EXECUTION_DEVICE_GRAPH
                     ? (info.backend() == "cuda" ? "one CUDA graph with a conditional WHILE node"
                                                 : "one recorded graph")
                     : "eager, step by step",
-                ms);
+                run.fused_loops > 0 ? ", its body one fused kernel" : "", ms);
     Expect(ok, "while all(a < 1000): a += 1 equals the host");
   }
   std::printf("demo passed\n");

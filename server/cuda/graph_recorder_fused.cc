@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -48,7 +49,14 @@ absl::Status CudaGraphRecording::RecordFusedWhile(const FusedLoop& loop) {
   RETURN_IF_ERROR(AdmitFlag("RecordFusedWhile", loop.entry_flag));
   // Compiled before anything is recorded: a loop that cannot be compiled is recorded statement
   // by statement instead, from an untouched recording.
-  const std::string source = cuda::FusedLoopSource(loop);
+  bool aligned = true;
+  for (const FusedLoop::Input& input : loop.inputs) {
+    aligned = aligned && reinterpret_cast<uintptr_t>(AsCuda(input.buffer)->data()) % 16 == 0;
+  }
+  for (const FusedLoop::Store& store : loop.stores) {
+    aligned = aligned && reinterpret_cast<uintptr_t>(AsCuda(store.buffer)->data()) % 16 == 0;
+  }
+  const std::string source = cuda::FusedLoopSource(loop, aligned);
   absl::StatusOr<std::shared_ptr<const cuda::RtcKernel>> kernel =
       backend_->rtc_.Compile(source, cuda::kFusedLoopKernelName, device_);
   if (!kernel.ok()) {
@@ -63,9 +71,10 @@ absl::Status CudaGraphRecording::RecordFusedWhile(const FusedLoop& loop) {
     return absl::UnimplementedError(cuda::CudaStatus(e, "occupancy of a fused loop").message());
   }
   // A grid-stride loop over at most 8 blocks per SM: enough to stream memory at full rate, few
-  // enough that the last-block ticket at the end of every iteration stays cheap; and at least
-  // kFusedElementsPerThread elements a thread, so small arrays take few blocks.
-  const int64_t per_block = int64_t{cuda::kFusedBlockThreads} * cuda::kFusedElementsPerThread;
+  // enough that the last-block ticket at the end of every iteration stays cheap; and, where the
+  // array is small, blocks whose every thread has its kFusedPacksPerThread packs to load.
+  const int64_t per_block = int64_t{cuda::kFusedBlockThreads} * cuda::kFusedPacksPerThread *
+                            cuda::FusedLoopPackWidth(loop, aligned);
   const int64_t wanted = std::max<int64_t>(1, (loop.elements + per_block - 1) / per_block);
   const int blocks = static_cast<int>(std::min<int64_t>(
       wanted, int64_t{backend_->devices_[device_].sm_count} * std::clamp(blocks_per_sm, 1, 8)));

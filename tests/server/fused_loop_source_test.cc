@@ -61,9 +61,11 @@ FusedLoop SeedLoop() {
 
 TEST(FusedLoopSourceTest, WritesScalarsExactlyAndStoresTheCarriedValue) {
   const std::string source = cuda::FusedLoopSource(SeedLoop());
-  EXPECT_NE(source.find("u::Add{}(x0[u], __int_as_float(0x3f800000))"), std::string::npos)
-      << source;
+  EXPECT_NE(source.find("u::Add{}(x0, __int_as_float(0x3f800000))"), std::string::npos) << source;
   EXPECT_NE(source.find("u::Less{}(v0, __int_as_float(0x447a0000))"), std::string::npos) << source;
+  // Four floats a pack (16-byte accesses), then the elements past the last whole pack.
+  EXPECT_NE(source.find("constexpr int kW = 4;"), std::string::npos) << source;
+  EXPECT_NE(source.find("q0.v[l] = v0;"), std::string::npos) << source;
   EXPECT_NE(source.find("out0[i] = v0;"), std::string::npos) << source;
   EXPECT_NE(source.find("local = local && v1;"), std::string::npos) << source;
   EXPECT_NE(source.find("FinishIteration(args, local, true)"), std::string::npos) << source;
@@ -80,9 +82,13 @@ TEST(FusedLoopSourceTest, CastsOperandsOfAnotherDtypeAndWritesTheMostNegativeInt
        {ValueArg(true, 1, DType::kInt64),
         ScalarArg(Scalar::Int(std::numeric_limits<int64_t>::min()), DType::kInt64)}});
   const std::string source = cuda::FusedLoopSource(loop);
-  EXPECT_NE(source.find("u::Cast<int64_t>(x1[u])"), std::string::npos) << source;
+  EXPECT_NE(source.find("u::Cast<int64_t>(x1)"), std::string::npos) << source;
   EXPECT_NE(source.find("static_cast<int64_t>(0x8000000000000000ull)"), std::string::npos)
       << source;
+  // A float and an int32 input and a float store: one element size, still packs of four.
+  EXPECT_NE(source.find("constexpr int kW = 4;"), std::string::npos) << source;
+  loop.inputs.push_back({nullptr, DType::kFloat64});
+  EXPECT_NE(cuda::FusedLoopSource(loop).find("constexpr int kW = 1;"), std::string::npos);
 }
 
 TEST(FusedLoopSourceTest, TheSeedLoopCompiles) {

@@ -28,9 +28,10 @@ struct FusedLoopState {
 
 constexpr int kMaxFusedBuffers = 16;
 constexpr int kFusedBlockThreads = 256;
-// Elements a thread loads before it computes any (the generated loop's unrolling): independent
-// loads in flight per thread, which streaming large arrays at HBM's rate needs.
-constexpr int kFusedElementsPerThread = 4;
+// Packs (16-byte accesses where the dtypes allow, fused_loop_source.h) a thread loads before it
+// computes any: independent loads in flight per thread, which streaming large arrays at HBM's
+// rate needs; small arrays get fewer blocks, each thread still with this many packs.
+constexpr int kFusedPacksPerThread = 4;
 
 struct FusedLoopArgs {
   void* buffers[kMaxFusedBuffers];  // inputs and stores, in the order the source names them
@@ -52,6 +53,12 @@ extern "C" __device__ __attribute__((cudart_builtin)) void cudaGraphSetCondition
     cudaGraphConditionalHandle handle, unsigned int value);
 #endif
 namespace fused {
+
+// kW elements moved as one access (a 16-byte vector load or store when kW * sizeof(T) is 16).
+template <typename T, int kW>
+struct alignas(sizeof(T) * kW) Pack {
+  T v[kW];
+};
 
 // Whether this copy of the body runs: false once an earlier evaluation stopped the loop.
 __device__ __forceinline__ bool Running(const FusedLoopArgs& args) {

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <type_traits>
 #include <vector>
 
@@ -74,14 +75,74 @@ std::string Literal(const Scalar& scalar, DType dtype) {
   });
 }
 
-// Inputs are loaded kFusedElementsPerThread at a time into arrays indexed by `u`.
 std::string ValueName(const FusedLoop::Value& v) {
-  return v.is_input ? absl::StrCat("x", v.index, "[u]") : absl::StrCat("v", v.index);
+  return absl::StrCat(v.is_input ? "x" : "v", v.index);
 }
 
 }  // namespace
 
-std::string FusedLoopSource(const FusedLoop& loop) {
+int FusedLoopPackWidth(const FusedLoop& loop, bool aligned) {
+  if (!aligned) return 1;
+  int64_t size = 0;
+  auto same = [&](DType dtype) {
+    const int64_t s = DTypeSize(dtype);
+    if (size == 0) size = s;
+    return s == size;
+  };
+  for (const FusedLoop::Input& input : loop.inputs) {
+    if (!same(input.dtype)) return 1;
+  }
+  for (const FusedLoop::Store& store : loop.stores) {
+    if (!same(loop.DTypeOf(store.value))) return 1;
+  }
+  return size == 0 || size > 8 ? 1 : static_cast<int>(16 / size);
+}
+
+namespace {
+
+// One element of the chain: its inputs bound from `input(k)`, its ops, each store through
+// `store(k, value)`, and the predicate folded into `local`.
+void AppendElement(const FusedLoop& loop, const std::string& indent,
+                   const std::function<std::string(size_t)>& input,
+                   const std::function<std::string(size_t, const std::string&)>& store,
+                   std::string& s) {
+  for (size_t k = 0; k < loop.inputs.size(); ++k) {
+    absl::StrAppend(&s, indent, "const ", TypeName(loop.inputs[k].dtype), " x", k, " = ", input(k),
+                    ";\n");
+  }
+  for (size_t k = 0; k < loop.ops.size(); ++k) {
+    const FusedLoop::Op& op = loop.ops[k];
+    std::vector<std::string> args;
+    for (const FusedLoop::Arg& arg : op.args) {
+      if (!arg.value.has_value()) {
+        args.push_back(Literal(arg.scalar, arg.read));
+      } else if (loop.DTypeOf(*arg.value) != arg.read) {
+        args.push_back(
+            absl::StrCat("u::Cast<", TypeName(arg.read), ">(", ValueName(*arg.value), ")"));
+      } else {
+        args.push_back(ValueName(*arg.value));
+      }
+    }
+    const char* result = TypeName(op.result);
+    if (!op.op.has_value()) {
+      absl::StrAppend(&s, indent, "const ", result, " v", k, " = u::Cast<", result, ">(", args[0],
+                      ");\n");
+    } else {
+      absl::StrAppend(&s, indent, "const ", result, " v", k, " = static_cast<", result,
+                      ">(u::", kFunctors[static_cast<int>(*op.op)], "{}(",
+                      absl::StrJoin(args, ", "), "));\n");
+    }
+  }
+  for (size_t k = 0; k < loop.stores.size(); ++k) {
+    absl::StrAppend(&s, indent, store(k, ValueName(loop.stores[k].value)), ";\n");
+  }
+  absl::StrAppend(&s, indent, "local = local ", loop.all ? "&&" : "||", " ",
+                  ValueName(loop.predicate), ";\n");
+}
+
+}  // namespace
+
+std::string FusedLoopSource(const FusedLoop& loop, bool aligned) {
   std::string s =
       "#include \"server/kernels/ufuncs.h\"\n"
       "#include \"server/cuda/fusion/fused_loop_device.cuh\"\n\n";
@@ -100,54 +161,51 @@ std::string FusedLoopSource(const FusedLoop& loop) {
     absl::StrAppend(&s, "  ", type, "* const out", k, " = static_cast<", type, "*>(args.buffers[",
                     loop.inputs.size() + k, "]);\n");
   }
-  // Each thread loads kU elements of every input before computing any: independent loads in
-  // flight (a store to a slot may alias a later load, so loads cannot move past stores).
+  // Packs of kW elements (16 bytes where PackWidth allows); each thread loads kU packs of every
+  // input before computing any: independent loads in flight (a store to a slot may alias a
+  // later load, so loads cannot move past stores). Then the elements past the last whole pack.
+  const int width = FusedLoopPackWidth(loop, aligned);
   absl::StrAppend(&s, "  bool local = ", loop.all ? "true" : "false", ";\n",
-                  "  constexpr int kU = distarray::cuda::kFusedElementsPerThread;\n",
+                  "  constexpr int kU = distarray::cuda::kFusedPacksPerThread;\n",
+                  "  constexpr int kW = ", width, ";\n",
                   "  const int64_t stride = int64_t(gridDim.x) * blockDim.x;\n",
-                  "  for (int64_t base = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; ",
-                  "base < args.elements; base += kU * stride) {\n");
+                  "  const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;\n",
+                  "  const int64_t packs = args.elements / kW;\n",
+                  "  for (int64_t base = first; base < packs; base += kU * stride) {\n");
+  auto pack = [&](DType dtype) {
+    return absl::StrCat("distarray::cuda::fused::Pack<", TypeName(dtype), ", kW>");
+  };
   for (size_t k = 0; k < loop.inputs.size(); ++k) {
-    absl::StrAppend(&s, "    ", TypeName(loop.inputs[k].dtype), " x", k, "[kU];\n");
+    absl::StrAppend(&s, "    ", pack(loop.inputs[k].dtype), " p", k, "[kU];\n");
   }
   absl::StrAppend(&s, "#pragma unroll\n    for (int u = 0; u < kU; ++u) {\n",
-                  "      const int64_t i = base + u * stride;\n",
-                  "      if (i < args.elements) {\n");
+                  "      const int64_t j = base + u * stride;\n", "      if (j < packs) {\n");
   for (size_t k = 0; k < loop.inputs.size(); ++k) {
-    absl::StrAppend(&s, "        x", k, "[u] = in", k, "[i];\n");
+    absl::StrAppend(&s, "        p", k, "[u] = reinterpret_cast<const ", pack(loop.inputs[k].dtype),
+                    "*>(in", k, ")[j];\n");
   }
   absl::StrAppend(&s, "      }\n    }\n", "#pragma unroll\n    for (int u = 0; u < kU; ++u) {\n",
-                  "      const int64_t i = base + u * stride;\n",
-                  "      if (i >= args.elements) break;\n");
-  for (size_t k = 0; k < loop.ops.size(); ++k) {
-    const FusedLoop::Op& op = loop.ops[k];
-    std::vector<std::string> args;
-    for (const FusedLoop::Arg& arg : op.args) {
-      if (!arg.value.has_value()) {
-        args.push_back(Literal(arg.scalar, arg.read));
-      } else if (loop.DTypeOf(*arg.value) != arg.read) {
-        args.push_back(
-            absl::StrCat("u::Cast<", TypeName(arg.read), ">(", ValueName(*arg.value), ")"));
-      } else {
-        args.push_back(ValueName(*arg.value));
-      }
-    }
-    const char* result = TypeName(op.result);
-    if (!op.op.has_value()) {
-      absl::StrAppend(&s, "      const ", result, " v", k, " = u::Cast<", result, ">(", args[0],
-                      ");\n");
-    } else {
-      absl::StrAppend(&s, "      const ", result, " v", k, " = static_cast<", result,
-                      ">(u::", kFunctors[static_cast<int>(*op.op)], "{}(",
-                      absl::StrJoin(args, ", "), "));\n");
-    }
-  }
+                  "      const int64_t j = base + u * stride;\n", "      if (j >= packs) break;\n");
   for (size_t k = 0; k < loop.stores.size(); ++k) {
-    absl::StrAppend(&s, "      out", k, "[i] = ", ValueName(loop.stores[k].value), ";\n");
+    absl::StrAppend(&s, "      ", pack(loop.DTypeOf(loop.stores[k].value)), " q", k, ";\n");
   }
-  absl::StrAppend(&s, "      local = local ", loop.all ? "&&" : "||", " ",
-                  ValueName(loop.predicate), ";\n    }\n  }\n",
-                  "  distarray::cuda::fused::FinishIteration(args, local, ",
+  absl::StrAppend(&s, "#pragma unroll\n      for (int l = 0; l < kW; ++l) {\n");
+  AppendElement(
+      loop, "        ", [](size_t k) { return absl::StrCat("p", k, "[u].v[l]"); },
+      [](size_t k, const std::string& value) { return absl::StrCat("q", k, ".v[l] = ", value); },
+      s);
+  absl::StrAppend(&s, "      }\n");
+  for (size_t k = 0; k < loop.stores.size(); ++k) {
+    absl::StrAppend(&s, "      reinterpret_cast<", pack(loop.DTypeOf(loop.stores[k].value)),
+                    "*>(out", k, ")[j] = q", k, ";\n");
+  }
+  absl::StrAppend(&s, "    }\n  }\n",
+                  "  for (int64_t i = packs * kW + first; i < args.elements; i += stride) {\n");
+  AppendElement(
+      loop, "    ", [](size_t k) { return absl::StrCat("in", k, "[i]"); },
+      [](size_t k, const std::string& value) { return absl::StrCat("out", k, "[i] = ", value); },
+      s);
+  absl::StrAppend(&s, "  }\n", "  distarray::cuda::fused::FinishIteration(args, local, ",
                   loop.all ? "true" : "false", ");\n}\n");
   return s;
 }

@@ -16,7 +16,12 @@ inline constexpr char kFusedLoopKernelName[] = "distarray_fused_loop";
 // The kernel's source. Buffers are numbered inputs first, then stores, as FusedLoopArgs::buffers
 // must hold them. Scalars are written into the source (exactly, as bit patterns), so two loops
 // differing only in a constant compile separately: the compile cache keys on the source.
-std::string FusedLoopSource(const FusedLoop& loop);
+// `aligned`: every buffer starts on 16 bytes, so arrays of one element size move as 16-byte packs.
+std::string FusedLoopSource(const FusedLoop& loop, bool aligned = true);
+
+// The elements one access of the kernel moves (its packs): 16 bytes' worth when every array has
+// one element size and `aligned`, else 1.
+int FusedLoopPackWidth(const FusedLoop& loop, bool aligned);
 
 }  // namespace distarray::cuda
 
