@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
@@ -18,6 +17,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "bench/figures.h"
 #include "distarray/client.h"
 #include "distarray/graph.h"
 #include "distarray/index_maps.h"
@@ -39,22 +39,10 @@ constexpr double kRelativeTolerance = 1e-8;
 
 template <typename T>
 T Must(absl::StatusOr<T> v, const char* what) {
-  if (!v.ok()) {
-    std::fprintf(stderr, "cg_bench: %s: %s\n", what, v.status().ToString().c_str());
-    std::exit(2);
-  }
-  return *std::move(v);
+  return distarray::bench::Must("cg_bench", std::move(v), what);
 }
 
-std::map<std::string, double> ReadFigures(const std::string& path) {
-  std::map<std::string, double> figures;
-  if (path.empty()) return figures;
-  std::ifstream in(path);
-  std::string key;
-  double value;
-  while (in >> key >> value) figures[key] = value;
-  return figures;
-}
+using distarray::bench::ReadFigures;
 
 // x = 0, r = b - A x, p = r, rr = r·r; while rr > tol2: the textbook iteration.
 v1::Program ConjugateGradient(double tol2, int64_t max_iterations) {

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -19,6 +18,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/figures.h"
 #include "distarray/client.h"
 #include "distarray/graph.h"
 
@@ -42,22 +42,10 @@ double Ms(Clock::time_point a, Clock::time_point b) {
 
 template <typename T>
 T Must(absl::StatusOr<T> v, const char* what) {
-  if (!v.ok()) {
-    std::fprintf(stderr, "loop_bench: %s: %s\n", what, v.status().ToString().c_str());
-    std::exit(2);
-  }
-  return *std::move(v);
+  return distarray::bench::Must("loop_bench", std::move(v), what);
 }
 
-std::map<std::string, double> ReadFigures(const std::string& path) {
-  std::map<std::string, double> figures;
-  if (path.empty()) return figures;
-  std::ifstream in(path);
-  std::string key;
-  double value;
-  while (in >> key >> value) figures[key] = value;
-  return figures;
-}
+using distarray::bench::ReadFigures;
 
 std::string Tag(int64_t n) { return absl::StrCat("1e", std::to_string(n).size() - 1); }
 
