@@ -16,7 +16,7 @@ struct BackendOptions {
   int host_devices = 4;
   int64_t memory_limit_bytes = 0;  // per device; 0: host 1 GiB, cuda memory_fraction of the card
   double memory_fraction = 0.9;
-  int loop_unroll = 8;  // cuda: fused loop body copies per WHILE iteration; 0: no fusion
+  int loop_unroll = 8;            // cuda: fused loop body copies per WHILE iteration; 0: no fusion
   std::string transfer = "peer";  // cuda: cross-device copies by "peer" copies or "nccl" send/recv
 };
 

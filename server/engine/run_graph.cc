@@ -10,7 +10,7 @@
 namespace distarray {
 
 absl::StatusOr<std::string> Engine::RegisterProgram(const v1::RegisterProgramRequest& request,
-                                                     const CallContext& call) {
+                                                    const CallContext& call) {
   RETURN_IF_ERROR(CheckProgramStructure(request.program(), options_.programs, "program"));
   return programs_.Add(call.tenant, request.program());
 }
@@ -56,8 +56,8 @@ absl::StatusOr<GraphRunOutcome> Engine::RunGraph(const v1::RunGraphRequest& requ
       return absl::InvalidArgumentError(
           absl::StrCat("arguments: input ", QuoteClientString(input), " is not bound"));
     }
-    ASSIGN_OR_RETURN(ArrayPtr array,
-                     registry_.Find(call.tenant, it->second, absl::StrCat("arguments[", input, "]")));
+    ASSIGN_OR_RETURN(ArrayPtr array, registry_.Find(call.tenant, it->second,
+                                                    absl::StrCat("arguments[", input, "]")));
     arguments.push_back(std::move(array));
   }
   const absl::flat_hash_set<std::string> outputs(program->outputs().begin(),

@@ -15,8 +15,8 @@
 #include "common/box.h"
 #include "common/status_macros.h"
 #include "server/backend/backend.h"
-#include "tests/support/strided_views.h"
 #include "tests/support/required_backends.h"
+#include "tests/support/strided_views.h"
 
 #define DA_ASSERT_OK(expr)          \
   do {                              \
