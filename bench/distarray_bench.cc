@@ -37,6 +37,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "baseline.grpc.pb.h"
+#include "bench/figures.h"
 #include "distarray/client.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "distarrayd address");
@@ -58,18 +59,7 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-std::map<std::string, double> ReadFigures(const std::string& path) {
-  std::map<std::string, double> figures;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {  // lines that are not "key number" are skipped
-    std::istringstream fields(line);
-    std::string key;
-    double value;
-    if (fields >> key >> value) figures[key] = value;
-  }
-  return figures;
-}
+using distarray::bench::ReadFigures;
 
 template <typename T>
 T Must(absl::StatusOr<T> r, const char* what) {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -14,14 +15,19 @@
 
 namespace distarray::bench {
 
-// The `key value` lines of `path` (a peer script's output); empty when `path` is.
+// The `key value` lines of `path` (a peer script's output; other lines are skipped); empty when
+// `path` is.
 inline std::map<std::string, double> ReadFigures(const std::string& path) {
   std::map<std::string, double> figures;
   if (path.empty()) return figures;
   std::ifstream in(path);
-  std::string key;
-  double value;
-  while (in >> key >> value) figures[key] = value;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string key;
+    double value;
+    if (fields >> key >> value) figures[key] = value;
+  }
   return figures;
 }
 
