@@ -17,6 +17,17 @@ TOL = 1e-8
 SCALE = 16.0
 
 
+def cg_step(dot, A, x, r, p, rr):
+    """One iteration of the loop both peers (and cg_bench) run; `dot` is cupy's or jax's."""
+    Ap = A @ p
+    alpha = rr / dot(p, Ap)
+    x = x + alpha * p
+    r = r - alpha * Ap
+    rr_new = dot(r, r)
+    p = r + (rr_new / rr) * p
+    return x, r, p, rr_new
+
+
 def median_ms(run, reps):
     times = []
     for _ in range(reps):
@@ -41,14 +52,7 @@ def cupy_peer(n, max_iterations, repeats):
         rr = cp.dot(r, r)
         k = 0
         while float(rr) > tol2 and k < max_iterations:  # one device-to-host read per iteration
-            Ap = A @ p
-            alpha = rr / cp.dot(p, Ap)
-            x = x + alpha * p
-            r = r - alpha * Ap
-            rr_new = cp.dot(r, r)
-            beta = rr_new / rr
-            p = r + beta * p
-            rr = rr_new
+            x, r, p, rr = cg_step(cp.dot, A, x, r, p, rr)
             k += 1
         return x, k
 
@@ -95,14 +99,7 @@ def jax_peer(n, max_iterations, repeats):
 
         def body(state):
             x, r, p, rr, k = state
-            Ap = A @ p
-            alpha = rr / jnp.dot(p, Ap)
-            x = x + alpha * p
-            r = r - alpha * Ap
-            rr_new = jnp.dot(r, r)
-            beta = rr_new / rr
-            p = r + beta * p
-            return x, r, p, rr_new, k + 1
+            return (*cg_step(jnp.dot, A, x, r, p, rr), k + 1)
 
         x, _, _, _, k = jax.lax.while_loop(cond, body, (x0, r, r, jnp.dot(r, r), jnp.int32(0)))
         return x, k
