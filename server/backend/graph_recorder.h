@@ -3,13 +3,16 @@
 // conditional WHILE/IF nodes; the host backend records its device thread's work items into a tree
 // it replays there, so CI runs the same recording path.
 //
-// A recording covers one device (a conditional node's body may only hold work of one device).
-// While it is open, every call the recording thread makes on the backend for that device
-// (Allocate, FillConstant, Copy between buffers of that device, Elementwise, Cast, Reduce, Gemm) is
-// recorded instead of run:
+// A recording covers one device or several (a conditional node's body may only hold work of one
+// device, so a recording over several devices is one graph per device, each with its own
+// conditional nodes, which agree on every condition on the devices: docs/graphs.md). While it is
+// open, every call the recording thread makes on the backend for those devices (Allocate,
+// FillConstant, Copy within a device, Elementwise, Cast, Reduce, Gemm) is recorded instead of
+// run:
 //   - allocations are made at once and owned by the recorded graph for its whole life (they are
 //     the graph's fixed slots, at the same address on every replay);
-//   - nothing waits on or records per-buffer events: the recording is one stream, in program order;
+//   - nothing waits on or records per-buffer events: each device's recording is one stream, in
+//     program order;
 //   - a buffer released while recording is kept alive by the graph, not freed;
 //   - work for another device, cross-device copies, host transfers and Synchronize fail with
 //     FAILED_PRECONDITION naming the call.
@@ -20,6 +23,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -28,6 +33,18 @@
 #include "server/backend/fused_loop.h"
 
 namespace distarray {
+
+// A 0-d bool condition as it lies on the devices: element 0 of each buffer, the condition
+// variable's chunks. REPLICA copies, and MIN or PROD partials, combine by AND; MAX or SUM
+// partials (`any`) by OR. On a recording over several devices, each device reads the flags it
+// holds and the devices agree on the combined value; a device holding none takes the others'.
+struct ConditionFlags {
+  ConditionFlags() = default;
+  // One flag: the condition's value.
+  ConditionFlags(BufferPtr flag) { buffers.push_back(std::move(flag)); }  // NOLINT: implicit
+  std::vector<BufferPtr> buffers;
+  bool any = false;
+};
 
 // What one replay did, read back after it finished.
 struct GraphRunStats {
@@ -42,10 +59,13 @@ struct GraphRunStats {
 class RecordedGraph {
  public:
   virtual ~RecordedGraph() = default;
-  virtual int device() const = 0;
-  // Enqueues one replay on the device's stream after the last writers of `reads` and the last
-  // writers and readers of `writes` (buffers outside the graph that it reads or writes: its input
-  // and output slots), and records the replay as their newest reader/writer. Returns at once.
+  // The devices it runs on, in the order the recording was begun with.
+  virtual const std::vector<int>& devices() const = 0;
+  // Enqueues one replay on each device's stream (all of them at once, so that no other work can
+  // come between the devices' graphs, which wait for each other) after the last writers of `reads`
+  // and the last writers and readers of `writes` (buffers outside the graph that it reads or
+  // writes: its input and output slots), and records the replay as their newest reader/writer.
+  // Returns at once.
   virtual absl::Status Launch(absl::Span<const BufferPtr> reads,
                               absl::Span<const BufferPtr> writes) = 0;
   // Waits for the replay started by the last Launch. Every ~millisecond it calls `alive`; once
@@ -64,23 +84,26 @@ class GraphRecording {
   // Opens a WHILE loop. Its condition is evaluated on the device now (while semantics: a false
   // flag runs the body zero times) and again at EndWhile: the body runs while the 0-d bool in
   // `flag` (element 0 of a buffer of this device) is true, the loop has run fewer than
-  // `max_iterations` (>= 1) times, and the cancel word is clear. Loops nest.
-  virtual absl::Status BeginWhile(const BufferPtr& flag, int64_t max_iterations) = 0;
+  // `max_iterations` (>= 1) times, and the cancel word is clear. Loops nest. Every device of the
+  // recording runs the loop (and agrees on each evaluation), whether or not its body holds work
+  // there.
+  virtual absl::Status BeginWhile(const ConditionFlags& flag, int64_t max_iterations) = 0;
   // Closes the innermost loop; `flag` holds the condition as the body computed it (it may be
-  // another buffer than BeginWhile's).
-  virtual absl::Status EndWhile(const BufferPtr& flag) = 0;
+  // other buffers than BeginWhile's).
+  virtual absl::Status EndWhile(const ConditionFlags& flag) = 0;
   // Records a whole WHILE loop whose iteration is one elementwise chain (fused_loop.h): its entry
   // condition, and a body that computes the chain and the next condition in one pass. Same
-  // semantics as BeginWhile + the chain's ops + EndWhile. UNIMPLEMENTED (with nothing recorded)
-  // where the backend does not fuse, or cannot compile this chain: the caller records the loop
-  // statement by statement instead.
-  virtual absl::Status RecordFusedWhile(const FusedLoop& loop) {
-    (void)loop;
+  // semantics as BeginWhile + the chain's ops + EndWhile. `loops` holds the chain once per device
+  // of the recording, in its order, each over that device's chunk. UNIMPLEMENTED (with nothing
+  // recorded) where the backend does not fuse, or cannot compile this chain: the caller records
+  // the loop statement by statement instead.
+  virtual absl::Status RecordFusedWhile(absl::Span<const FusedLoop> loops) {
+    (void)loops;
     return absl::UnimplementedError("this backend records loops statement by statement");
   }
   // Opens an IF on the 0-d bool in `flag`: work recorded until Else/EndIf runs only when it is
   // true; after Else, only when it is false.
-  virtual absl::Status BeginIf(const BufferPtr& flag) = 0;
+  virtual absl::Status BeginIf(const ConditionFlags& flag) = 0;
   virtual absl::Status Else() = 0;
   virtual absl::Status EndIf() = 0;
   // Ends the recording and instantiates it. FAILED_PRECONDITION when a loop or IF is still open.
@@ -90,10 +113,20 @@ class GraphRecording {
 // The backend capability. Backends without it return nullptr from Backend::graph_recorder().
 class GraphRecorder {
  public:
+  // The most devices one recording spans.
+  static constexpr int kMaxGraphDevices = 8;
+
   virtual ~GraphRecorder() = default;
-  // Starts recording this thread's work on `device`. FAILED_PRECONDITION when this thread is
-  // already recording.
-  virtual absl::StatusOr<std::unique_ptr<GraphRecording>> Begin(int device) = 0;
+  // Starts recording this thread's work on `devices` (distinct, at most kMaxGraphDevices).
+  // FAILED_PRECONDITION when this thread is already recording, or the backend cannot record over
+  // these devices together (the caller then runs the program eagerly).
+  virtual absl::StatusOr<std::unique_ptr<GraphRecording>> Begin(absl::Span<const int> devices) = 0;
+  // Whether this backend records programs over `devices` together (the program runner runs the
+  // others eagerly, without trying).
+  virtual bool CanRecord(absl::Span<const int> devices) const { return devices.size() == 1; }
+  absl::StatusOr<std::unique_ptr<GraphRecording>> Begin(int device) {
+    return Begin(absl::MakeConstSpan(&device, 1));
+  }
 };
 
 }  // namespace distarray

@@ -206,7 +206,7 @@ absl::StatusOr<BufferPtr> CudaBackend::Allocate(int device, int64_t bytes) {
 
 absl::StatusOr<BufferPtr> CudaBackend::AllocateForRecording(CudaGraphRecording& recording,
                                                             int device, int64_t bytes) {
-  if (device != recording.device()) {
+  if (!recording.records(device)) {
     return recording.Refuse("Allocate", absl::StrCat("it is for device ", device));
   }
   DeviceState& state = devices_[device];

@@ -1,5 +1,6 @@
 #include "server/cuda/graph_recorder.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -51,16 +52,31 @@ absl::StatusOr<cudaStream_t> RouteToRecording(CudaGraphRecording& recording, abs
 
 // ---- CudaRecordedGraph ----
 
+CudaRecordedGraph::CudaRecordedGraph(CudaBackend* backend, CudaGraphResources resources,
+                                     std::vector<cuda::CudaGraphExec> execs)
+    : backend_(backend),
+      resources_(std::move(resources)),
+      execs_(std::move(execs)),
+      replays_(resources_.devices.size()) {
+  for (const CudaDeviceGraph& d : resources_.devices) devices_.push_back(d.device);
+}
+
 CudaRecordedGraph::~CudaRecordedGraph() {
-  ScopedDevice scope(device_);
-  if (replay_unknown_) {
-    // A replay may have been enqueued without its event: drain the whole stream instead.
-    LogIfFailed(cudaStreamSynchronize(backend_->stream(device_)),
-                "waiting for a recorded graph's last replay");
-  } else if (last_replay_) {
-    LogIfFailed(cudaEventSynchronize(last_replay_->get()),
-                "waiting for a recorded graph's last replay");
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    ScopedDevice scope(devices_[i]);
+    if (replays_[i].unknown) {
+      // A replay may have been enqueued without its event: drain the whole stream instead.
+      LogIfFailed(cudaStreamSynchronize(backend_->stream(devices_[i])),
+                  "waiting for a recorded graph's last replay");
+    } else if (replays_[i].done) {
+      LogIfFailed(cudaEventSynchronize(replays_[i].done->get()),
+                  "waiting for a recorded graph's last replay");
+    }
   }
+}
+
+void CudaRecordedGraph::SetCancel(unsigned int value) const {
+  for (size_t i = 0; i < devices_.size(); ++i) SetCancelWord(*control(i), value);
 }
 
 absl::Status CudaRecordedGraph::Launch(absl::Span<const BufferPtr> reads,
@@ -68,51 +84,116 @@ absl::Status CudaRecordedGraph::Launch(absl::Span<const BufferPtr> reads,
   if (CudaGraphRecording* recording = CudaGraphRecording::Current(backend_)) {
     return recording->Refuse("RecordedGraph::Launch", "replays are not recorded");
   }
-  std::vector<CudaBuffer*> read_buffers, write_buffers;
+  // Per device of the graph, the buffers it reads and writes there.
+  std::vector<std::vector<CudaBuffer*>> read_buffers(devices_.size()),
+      write_buffers(devices_.size());
   for (auto [from, to] : {std::pair(reads, &read_buffers), std::pair(writes, &write_buffers)}) {
     for (const BufferPtr& buffer : from) {
-      if (buffer == nullptr || buffer->device() != device_) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "RecordedGraph::Launch: a buffer that is not on the graph's device ", device_));
+      const auto it = buffer == nullptr
+                          ? devices_.end()
+                          : std::find(devices_.begin(), devices_.end(), buffer->device());
+      if (it == devices_.end()) {
+        return absl::InvalidArgumentError(
+            "RecordedGraph::Launch: a buffer that is not on one of the graph's devices");
       }
-      to->push_back(AsCuda(buffer));
+      (*to)[it - devices_.begin()].push_back(AsCuda(buffer));
     }
   }
   // A new replay: its loops run until their flags or caps stop them, not a past cancel.
-  SetCancelWord(*control(), 0);
-  bool enqueued = false;
-  auto replay = backend_->Launch(
-      "RecordedGraph::Launch", device_, read_buffers, write_buffers, [&](cudaStream_t stream) {
-        absl::StatusOr<cuda::CudaEventPtr> start = cuda::CudaEvent::RecordTimed(stream);
-        if (!start.ok()) return start.status();
-        absl::Status status =
-            cuda::CudaStatus(cudaGraphLaunch(exec_.get(), stream), "cudaGraphLaunch");
-        enqueued = status.ok();
-        if (!status.ok()) return status;
-        absl::StatusOr<cuda::CudaEventPtr> end = cuda::CudaEvent::RecordTimed(stream);
-        if (!end.ok()) return end.status();
-        replay_start_ = *std::move(start);
-        replay_end_ = *std::move(end);
-        return absl::OkStatus();
-      });
-  if (!replay.ok()) {
-    if (enqueued) replay_unknown_ = true;
-    return replay.status();
+  SetCancel(0);
+  // One lock over every device's enqueue: the devices' graphs wait for each other at every
+  // condition, so no other work may come between them on one device and not on another (a
+  // transfer queued behind one device's graph and ahead of another's would wait for itself).
+  std::lock_guard lock(backend_->order_mu_);
+  absl::Status status = LaunchLocked(read_buffers, write_buffers);
+  if (!status.ok() && devices_.size() > 1) {
+    // Devices whose graphs started would wait for the others at their first exchange: stop them.
+    SetCancel(1);
   }
-  last_replay_ = *std::move(replay);
+  return status;
+}
+
+absl::Status CudaRecordedGraph::LaunchLocked(const std::vector<std::vector<CudaBuffer*>>& reads,
+                                             const std::vector<std::vector<CudaBuffer*>>& writes) {
+  const bool agree = devices_.size() > 1;
+  std::vector<cuda::CudaEventPtr> ready(devices_.size());
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    const int device = devices_[i];
+    ScopedDevice scope(device);
+    std::vector<cuda::CudaEventPtr> deps;
+    for (CudaBuffer* b : reads[i]) b->hazards().CollectForRead(deps);
+    for (CudaBuffer* b : writes[i]) b->hazards().CollectForWrite(deps);
+    RETURN_IF_ERROR(backend_->WaitFor(device, deps));
+    if (agree) {
+      // Every replay's exchanges count from zero: a cancelled replay may have left the devices'
+      // epochs apart. No device's graph starts before every device's block is reset.
+      CUDA_RETURN_IF_ERROR(cudaMemsetAsync(resources_.devices[i].agreement->data(), 0,
+                                           sizeof(cuda::AgreementBlock), backend_->stream(device)));
+      ASSIGN_OR_RETURN(ready[i], cuda::CudaEvent::Record(backend_->stream(device)));
+    }
+  }
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    const int device = devices_[i];
+    const cudaStream_t stream = backend_->stream(device);
+    ScopedDevice scope(device);
+    if (agree) {
+      std::vector<cuda::CudaEventPtr> others;
+      for (size_t j = 0; j < devices_.size(); ++j) {
+        if (j != i) others.push_back(ready[j]);
+      }
+      RETURN_IF_ERROR(backend_->WaitOn(stream, others));
+    }
+    Replay& replay = replays_[i];
+    ASSIGN_OR_RETURN(cuda::CudaEventPtr start, cuda::CudaEvent::RecordTimed(stream));
+    RETURN_IF_ERROR(cuda::CudaStatus(cudaGraphLaunch(execs_[i].get(), stream), "cudaGraphLaunch"));
+    absl::StatusOr<cuda::CudaEventPtr> end = cuda::CudaEvent::RecordTimed(stream);
+    if (!end.ok()) {
+      replay.unknown = true;
+      return end.status();
+    }
+    replay.start = std::move(start);
+    replay.end = *end;
+    replay.done = *std::move(end);
+    for (CudaBuffer* b : reads[i]) b->hazards().RecordRead(replay.done, IsDone);
+    for (CudaBuffer* b : writes[i]) b->hazards().RecordWrite(replay.done);
+  }
   return absl::OkStatus();
 }
 
 absl::StatusOr<GraphRunStats> CudaRecordedGraph::Wait(const std::function<absl::Status()>& alive) {
-  if (!last_replay_) {
-    return absl::FailedPreconditionError("RecordedGraph::Wait: no replay was launched");
+  for (const Replay& replay : replays_) {
+    if (!replay.done) {
+      return absl::FailedPreconditionError("RecordedGraph::Wait: no replay was launched");
+    }
   }
-  absl::Status stop;
+  absl::Status stop, failed;
   auto next_check = std::chrono::steady_clock::now();
   for (;;) {
-    const cudaError_t query = cudaEventQuery(last_replay_->get());
-    if (query == cudaSuccess) break;
-    if (query != cudaErrorNotReady) return cuda::CudaStatus(query, "graph replay");
+    bool all_done = true;
+    for (size_t i = 0; i < replays_.size(); ++i) {
+      const cudaError_t query = cudaEventQuery(replays_[i].done->get());
+      if (query == cudaSuccess) continue;
+      if (query == cudaErrorNotReady) {
+        all_done = false;
+        continue;
+      }
+      if (failed.ok()) {
+        failed = cuda::CudaStatus(query, absl::StrCat("graph replay on device ", devices_[i]));
+        // The other devices would wait for this one at their next exchange.
+        SetCancel(1);
+      }
+    }
+    if (all_done || (!failed.ok() && devices_.size() == 1)) break;
+    if (!failed.ok()) {
+      // Let the others drain (they stop at their next exchange within ~50 µs), but never hang on
+      // a device that reported an error of its own.
+      bool others_done = true;
+      for (size_t i = 0; i < replays_.size(); ++i) {
+        const cudaError_t q = cudaEventQuery(replays_[i].done->get());
+        others_done = others_done && q != cudaErrorNotReady;
+      }
+      if (others_done) break;
+    }
     const auto now = std::chrono::steady_clock::now();
     if (stop.ok() && alive && now >= next_check) {
       stop = alive();
@@ -120,22 +201,27 @@ absl::StatusOr<GraphRunStats> CudaRecordedGraph::Wait(const std::function<absl::
       // The loop conditions read the word (loop_control.h): a running loop ends at an
       // evaluation within ~50 µs of device time and the rest of the replay drains, so the
       // device is left in a consistent state.
-      if (!stop.ok()) SetCancelWord(*control(), 1);
+      if (!stop.ok()) SetCancel(1);
     }
     std::this_thread::sleep_for(kPollInterval);
   }
+  RETURN_IF_ERROR(failed);
   if (!stop.ok()) return stop;
-  // Complete: the graph's last node copied the counters before the replay's event.
-  cuda::GraphCounters counters;
-  std::memcpy(&counters, &control()->counters, sizeof(counters));
+  // Complete: each graph's last node copied its counters before the replay's event. Every device
+  // ran every loop, so the iteration counts agree; take the first device's.
   GraphRunStats stats;
-  stats.iterations = static_cast<int64_t>(counters.iterations);
-  stats.hit_iteration_cap = counters.hit_iteration_cap != 0;
-  stats.cancelled = counters.cancelled != 0;
-  float device_ms = 0;
-  if (replay_start_ && replay_end_ &&
-      cudaEventElapsedTime(&device_ms, replay_start_->get(), replay_end_->get()) == cudaSuccess) {
-    stats.device_seconds = device_ms * 1e-3;
+  for (size_t i = 0; i < replays_.size(); ++i) {
+    cuda::GraphCounters counters;
+    std::memcpy(&counters, &control(i)->counters, sizeof(counters));
+    if (i == 0) stats.iterations = static_cast<int64_t>(counters.iterations);
+    stats.hit_iteration_cap = stats.hit_iteration_cap || counters.hit_iteration_cap != 0;
+    stats.cancelled = stats.cancelled || counters.cancelled != 0;
+    float device_ms = 0;
+    if (replays_[i].start && replays_[i].end &&
+        cudaEventElapsedTime(&device_ms, replays_[i].start->get(), replays_[i].end->get()) ==
+            cudaSuccess) {
+      stats.device_seconds = std::max(stats.device_seconds, device_ms * 1e-3);
+    }
   }
   return stats;
 }
@@ -147,46 +233,83 @@ CudaGraphRecording* CudaGraphRecording::Current(const CudaBackend* backend) {
   return recording != nullptr && recording->backend_ == backend ? recording : nullptr;
 }
 
-absl::StatusOr<std::unique_ptr<CudaGraphRecording>> CudaGraphRecording::Start(CudaBackend* backend,
-                                                                              int device) {
+absl::StatusOr<std::unique_ptr<CudaGraphRecording>> CudaGraphRecording::Start(
+    CudaBackend* backend, absl::Span<const int> devices) {
   if (current_recording != nullptr) {
     return absl::FailedPreconditionError(
-        absl::StrCat("GraphRecorder::Begin: this thread is already recording a graph on device ",
-                     current_recording->device_));
+        absl::StrCat("GraphRecorder::Begin: this thread is already recording a graph on device(s) ",
+                     current_recording->DeviceList()));
   }
-  if (device < 0 || device >= backend->device_count()) {
-    return absl::InvalidArgumentError(absl::StrCat("GraphRecorder::Begin: no device ", device,
-                                                   " (the backend has ", backend->device_count(),
-                                                   ")"));
+  if (devices.empty() || devices.size() > static_cast<size_t>(cuda::kMaxGraphDevices)) {
+    return absl::InvalidArgumentError(absl::StrCat("GraphRecorder::Begin: ", devices.size(),
+                                                   " devices (1 to ", cuda::kMaxGraphDevices,
+                                                   " may be recorded together)"));
   }
-  ScopedDevice scope(device);
-  // Not the device's stream: other threads keep using that one while this one captures.
-  ASSIGN_OR_RETURN(cuda::CudaStream stream, cuda::CudaStream::Create(device));
-  std::unique_ptr<CudaGraphRecording> recording(
-      new CudaGraphRecording(backend, device, std::move(stream)));
-  CudaGraphResources& resources = recording->resources_;
-  ASSIGN_OR_RETURN(cuda::DeviceBlock counters,
-                   cuda::DeviceBlock::Allocate(device, sizeof(cuda::GraphCounters)));
-  resources.counters.emplace(std::move(counters));
-  ASSIGN_OR_RETURN(cuda::MappedHostBlock control,
-                   cuda::MappedHostBlock::Allocate(sizeof(CudaGraphControl)));
-  resources.control.emplace(std::move(control));
-
-  // Relaxed: the recording thread still makes calls that the other capture modes forbid while a
-  // capture is open (cudaMalloc for the graph's slots), and other threads' calls are not
-  // restricted by this capture at all. A fresh stream has no pending work, so the captured work
-  // depends on nothing outside the graph; a replay's inputs are ordered by Launch.
-  CUDA_RETURN_IF_ERROR(
-      cudaStreamBeginCapture(recording->stream_.get(), cudaStreamCaptureModeRelaxed));
-  recording->capturing_ = true;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (devices[i] < 0 || devices[i] >= backend->device_count()) {
+      return absl::InvalidArgumentError(absl::StrCat("GraphRecorder::Begin: no device ", devices[i],
+                                                     " (the backend has ", backend->device_count(),
+                                                     ")"));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (devices[j] == devices[i]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("GraphRecorder::Begin: device ", devices[i], " is named twice"));
+      }
+      // The condition exchange stores into the other devices' memory.
+      int can = 0;
+      CUDA_RETURN_IF_ERROR(cudaDeviceCanAccessPeer(&can, devices[i], devices[j]));
+      if (!can) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "GraphRecorder::Begin: devices ", devices[j], " and ", devices[i],
+            " have no peer access, which a graph over both needs to agree on its conditions"));
+      }
+    }
+  }
+  std::unique_ptr<CudaGraphRecording> recording(new CudaGraphRecording(backend));
+  for (const int device : devices) {
+    ScopedDevice scope(device);
+    Capture capture;
+    capture.device = device;
+    // Not the device's stream: other threads keep using that one while this one captures.
+    ASSIGN_OR_RETURN(cuda::CudaStream stream, cuda::CudaStream::Create(device));
+    capture.stream.emplace(std::move(stream));
+    CudaDeviceGraph resources;
+    resources.device = device;
+    ASSIGN_OR_RETURN(cuda::DeviceBlock counters,
+                     cuda::DeviceBlock::Allocate(device, sizeof(cuda::GraphCounters)));
+    resources.counters.emplace(std::move(counters));
+    ASSIGN_OR_RETURN(cuda::MappedHostBlock control,
+                     cuda::MappedHostBlock::Allocate(sizeof(CudaGraphControl)));
+    resources.control.emplace(std::move(control));
+    if (devices.size() > 1) {
+      ASSIGN_OR_RETURN(cuda::DeviceBlock agreement,
+                       cuda::DeviceBlock::AllocateZeroed(device, sizeof(cuda::AgreementBlock)));
+      resources.agreement.emplace(std::move(agreement));
+    }
+    recording->captures_.push_back(std::move(capture));
+    recording->resources_.devices.push_back(std::move(resources));
+  }
   recording->slot_ = &current_recording;
   current_recording = recording.get();
-  // The graph's first node: every replay counts from zero. At the top level, so it runs once per
-  // replay, before any loop.
-  RETURN_IF_ERROR(
-      cuda::CudaStatus(cudaMemsetAsync(resources.counters->data(), 0, sizeof(cuda::GraphCounters),
-                                       recording->stream_.get()),
-                       "resetting a graph's counters"));
+  recording->capturing_ = true;
+  for (size_t i = 0; i < recording->captures_.size(); ++i) {
+    Capture& capture = recording->captures_[i];
+    ScopedDevice scope(capture.device);
+    // Relaxed: the recording thread still makes calls that the other capture modes forbid while
+    // a capture is open (cudaMalloc for the graph's slots), and other threads' calls are not
+    // restricted by this capture at all. A fresh stream has no pending work, so the captured
+    // work depends on nothing outside the graph; a replay's inputs are ordered by Launch.
+    CUDA_RETURN_IF_ERROR(
+        cudaStreamBeginCapture(capture.stream->get(), cudaStreamCaptureModeRelaxed));
+    capture.capturing = true;
+    // The graph's first node: every replay counts from zero. At the top level, so it runs once
+    // per replay, before any loop.
+    RETURN_IF_ERROR(
+        cuda::CudaStatus(cudaMemsetAsync(recording->counters(i), 0, sizeof(cuda::GraphCounters),
+                                         capture.stream->get()),
+                         "resetting a graph's counters"));
+  }
   return recording;
 }
 
@@ -197,13 +320,42 @@ CudaGraphRecording::~CudaGraphRecording() {
   if (!status.ok()) spdlog::warn("abandoning a graph recording: {}", status.ToString());
 }
 
-cudaStream_t CudaGraphRecording::current() const {
-  return open_.empty() ? stream_.get() : open_.back().stream->get();
+int CudaGraphRecording::IndexOf(int device) const {
+  for (size_t i = 0; i < captures_.size(); ++i) {
+    if (captures_[i].device == device) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string CudaGraphRecording::DeviceList() const {
+  std::string list;
+  for (const Capture& c : captures_) absl::StrAppend(&list, list.empty() ? "" : ", ", c.device);
+  return list;
+}
+
+const unsigned int* CudaGraphRecording::cancel_word(size_t i) const {
+  return reinterpret_cast<const unsigned int*>(
+      static_cast<const char*>(resources_.devices[i].control->device()) +
+      offsetof(CudaGraphControl, cancel_word));
+}
+
+cuda::Agreement CudaGraphRecording::agreement(size_t i) const {
+  cuda::Agreement agreement{};
+  agreement.rank = static_cast<int>(i);
+  agreement.devices = static_cast<int>(captures_.size());
+  if (captures_.size() > 1) {
+    for (size_t d = 0; d < captures_.size(); ++d) {
+      // Peer addresses (unified addressing): each device stores into the others' blocks.
+      agreement.blocks[d] =
+          static_cast<cuda::AgreementBlock*>(resources_.devices[d].agreement->data());
+    }
+  }
+  return agreement;
 }
 
 absl::Status CudaGraphRecording::Refuse(absl::string_view call, absl::string_view why) const {
-  return absl::FailedPreconditionError(
-      absl::StrCat(call, " while this thread records a graph on device ", device_, ": ", why));
+  return absl::FailedPreconditionError(absl::StrCat(
+      call, " while this thread records a graph on device(s) ", DeviceList(), ": ", why));
 }
 
 absl::Status CudaGraphRecording::CheckRecording(absl::string_view call) const {
@@ -230,11 +382,13 @@ absl::StatusOr<cudaStream_t> CudaGraphRecording::Route(absl::string_view call, i
                                                        const std::vector<CudaBuffer*>& reads,
                                                        const std::vector<CudaBuffer*>& writes) {
   RETURN_IF_ERROR(CheckRecording(call));
-  if (device != device_) return Refuse(call, absl::StrCat("it is work for device ", device));
+  const int index = IndexOf(device);
+  if (index < 0) return Refuse(call, absl::StrCat("it is work for device ", device));
   for (const std::vector<CudaBuffer*>* buffers : {&reads, &writes}) {
     for (const CudaBuffer* buffer : *buffers) {
-      if (buffer->device() != device_) {
-        return Refuse(call, absl::StrCat("it touches a buffer of device ", buffer->device()));
+      if (buffer->device() != device) {
+        return Refuse(call, absl::StrCat("its work on device ", device,
+                                         " touches a buffer of device ", buffer->device()));
       }
     }
   }
@@ -243,24 +397,46 @@ absl::StatusOr<cudaStream_t> CudaGraphRecording::Route(absl::string_view call, i
   for (const std::vector<CudaBuffer*>* buffers : {&reads, &writes}) {
     for (CudaBuffer* buffer : *buffers) Keep(buffer->shared_from_this());
   }
-  return current();
+  return captures_[index].current();
 }
 
-absl::Status CudaGraphRecording::AdmitFlag(absl::string_view call, const BufferPtr& flag) {
+absl::Status CudaGraphRecording::AdmitFlags(absl::string_view call, const ConditionFlags& flags) {
   RETURN_IF_ERROR(CheckRecording(call));
-  if (flag == nullptr) return absl::InvalidArgumentError(absl::StrCat(call, ": no flag buffer"));
-  if (flag->device() != device_) {
-    return Refuse(call, absl::StrCat("its flag is a buffer of device ", flag->device()));
+  if (flags.buffers.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(call, ": no flag buffer"));
   }
-  Keep(flag);
+  std::vector<int> per_device(captures_.size(), 0);
+  for (const BufferPtr& flag : flags.buffers) {
+    if (flag == nullptr) return absl::InvalidArgumentError(absl::StrCat(call, ": no flag buffer"));
+    const int index = IndexOf(flag->device());
+    if (index < 0) {
+      return Refuse(call, absl::StrCat("its flag is a buffer of device ", flag->device()));
+    }
+    if (++per_device[index] > cuda::kMaxLocalFlags) {
+      return Refuse(call, absl::StrCat("its condition has more than ", cuda::kMaxLocalFlags,
+                                       " chunks on device ", flag->device()));
+    }
+  }
+  for (const BufferPtr& flag : flags.buffers) Keep(flag);
   return absl::OkStatus();
 }
 
-absl::StatusOr<cudaGraph_t> CudaGraphRecording::CapturingGraph() {
+cuda::LocalFlags CudaGraphRecording::LocalFlagsOn(size_t i, const ConditionFlags& flags) const {
+  cuda::LocalFlags local{};
+  local.any = flags.any;
+  for (const BufferPtr& flag : flags.buffers) {
+    if (flag->device() == captures_[i].device) {
+      local.flags[local.count++] = reinterpret_cast<const unsigned char*>(AsCuda(flag)->data());
+    }
+  }
+  return local;
+}
+
+absl::StatusOr<cudaGraph_t> CudaGraphRecording::CapturingGraph(const Capture& capture) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   cudaGraph_t graph = nullptr;
-  CUDA_RETURN_IF_ERROR(
-      cudaStreamGetCaptureInfo(current(), &status, nullptr, &graph, nullptr, nullptr, nullptr));
+  CUDA_RETURN_IF_ERROR(cudaStreamGetCaptureInfo(capture.current(), &status, nullptr, &graph,
+                                                nullptr, nullptr, nullptr));
   if (status != cudaStreamCaptureStatusActive) {
     return absl::InternalError(
         "graph capture is no longer active (an earlier call invalidated it)");
@@ -269,8 +445,9 @@ absl::StatusOr<cudaGraph_t> CudaGraphRecording::CapturingGraph() {
 }
 
 absl::StatusOr<std::array<cudaGraph_t, 2>> CudaGraphRecording::AddConditional(
-    cudaGraphConditionalNodeType type, cudaGraphConditionalHandle handle, unsigned int size) {
-  const cudaStream_t stream = current();
+    const Capture& capture, cudaGraphConditionalNodeType type, cudaGraphConditionalHandle handle,
+    unsigned int size) {
+  const cudaStream_t stream = capture.current();
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   cudaGraph_t graph = nullptr;
   const cudaGraphNode_t* dependencies = nullptr;
@@ -299,9 +476,9 @@ absl::StatusOr<std::array<cudaGraph_t, 2>> CudaGraphRecording::AddConditional(
   return bodies;
 }
 
-absl::Status CudaGraphRecording::BeginBody(Block& block) {
+absl::Status CudaGraphRecording::BeginBody(int device, Block& block) {
   if (!block.stream) {
-    ASSIGN_OR_RETURN(cuda::CudaStream stream, cuda::CudaStream::Create(device_));
+    ASSIGN_OR_RETURN(cuda::CudaStream stream, cuda::CudaStream::Create(device));
     block.stream.emplace(std::move(stream));
   }
   // Relaxed for the reasons Start gives. Nothing before the body's first node: the conditional
@@ -322,171 +499,228 @@ absl::Status CudaGraphRecording::EndBody(Block& block) {
 
 absl::Status CudaGraphRecording::EndAllCaptures() {
   if (!capturing_) return absl::OkStatus();
-  ScopedDevice scope(device_);
   absl::Status status;
-  for (auto it = open_.rbegin(); it != open_.rend(); ++it) {
-    if (!it->capturing) continue;
-    absl::Status ended = EndBody(*it);
+  for (size_t i = 0; i < captures_.size(); ++i) {
+    Capture& capture = captures_[i];
+    ScopedDevice scope(capture.device);
+    for (auto it = capture.open.rbegin(); it != capture.open.rend(); ++it) {
+      if (!it->capturing) continue;
+      absl::Status ended = EndBody(*it);
+      if (status.ok()) status = ended;
+    }
+    capture.open.clear();
+    if (!capture.capturing) continue;
+    cudaGraph_t graph = nullptr;
+    absl::Status ended = cuda::CudaStatus(cudaStreamEndCapture(capture.stream->get(), &graph),
+                                          "ending the graph capture");
     if (status.ok()) status = ended;
+    // Null when the capture was invalidated; owned by the recording (then its graph) otherwise.
+    resources(i).graph.emplace(graph);
+    capture.capturing = false;
   }
-  open_.clear();
-  cudaGraph_t graph = nullptr;
-  absl::Status ended =
-      cuda::CudaStatus(cudaStreamEndCapture(stream_.get(), &graph), "ending the graph capture");
-  if (status.ok()) status = ended;
-  // Null when the capture was invalidated; owned by the recording (then its graph) otherwise.
-  resources_.graph.emplace(graph);
   capturing_ = false;
   if (*slot_ == this) *slot_ = nullptr;
   return status;
 }
 
-absl::Status CudaGraphRecording::BeginWhile(const BufferPtr& flag, int64_t max_iterations) {
-  RETURN_IF_ERROR(AdmitFlag("BeginWhile", flag));
+absl::Status CudaGraphRecording::BeginWhile(const ConditionFlags& flag, int64_t max_iterations) {
+  RETURN_IF_ERROR(AdmitFlags("BeginWhile", flag));
   if (max_iterations < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("BeginWhile: max_iterations must be at least 1, not ", max_iterations));
   }
-  ScopedDevice scope(device_);
   // A failure from here on may leave a half-built loop in the graph: the recording is broken.
   return Broken([&]() -> absl::Status {
-    ASSIGN_OR_RETURN(cuda::DeviceBlock count,
-                     cuda::DeviceBlock::Allocate(device_, sizeof(int64_t)));
-    int64_t* count_data = static_cast<int64_t*>(count.data());
-    resources_.loop_counts.push_back(std::move(count));
-    return OpenWhile(flag, max_iterations, count_data, /*running=*/nullptr);
+    for (size_t i = 0; i < captures_.size(); ++i) {
+      const int device = captures_[i].device;
+      ScopedDevice scope(device);
+      ASSIGN_OR_RETURN(cuda::DeviceBlock count,
+                       cuda::DeviceBlock::Allocate(device, sizeof(int64_t)));
+      int64_t* count_data = static_cast<int64_t*>(count.data());
+      resources(i).loop_counts.push_back(std::move(count));
+      RETURN_IF_ERROR(OpenWhile(i, LocalFlagsOn(i, flag), max_iterations, count_data,
+                                /*running=*/nullptr));
+    }
+    return absl::OkStatus();
   }());
 }
 
-absl::Status CudaGraphRecording::OpenWhile(const BufferPtr& flag, int64_t max_iterations,
-                                           int64_t* count, unsigned int* running) {
+absl::Status CudaGraphRecording::OpenWhile(size_t i, const cuda::LocalFlags& flags,
+                                           int64_t max_iterations, int64_t* count,
+                                           unsigned int* running) {
+  Capture& capture = captures_[i];
   Block block;
   block.kind = Block::Kind::kWhile;
   block.count = count;
   block.max_iterations = max_iterations;
   // The handle belongs to the graph that will hold the node (a body graph when nested).
-  ASSIGN_OR_RETURN(cudaGraph_t graph, CapturingGraph());
+  ASSIGN_OR_RETURN(cudaGraph_t graph, CapturingGraph(capture));
   CUDA_RETURN_IF_ERROR(cudaGraphConditionalHandleCreate(&block.handle, graph, 0, 0));
   // While semantics: the condition is evaluated before the WHILE node, so a false flag runs the
   // body zero times; this evaluation also restarts the loop's count.
-  CUDA_RETURN_IF_ERROR(cuda::LaunchLoopCondition(AsCuda(flag)->data(), count, max_iterations,
-                                                 cancel_word(), counters(), block.handle,
-                                                 /*first=*/true, current(), running));
-  ASSIGN_OR_RETURN(block.bodies, AddConditional(cudaGraphCondTypeWhile, block.handle, 1));
-  open_.push_back(std::move(block));
-  return BeginBody(open_.back());
+  CUDA_RETURN_IF_ERROR(cuda::LaunchLoopCondition(flags, count, max_iterations, cancel_word(i),
+                                                 counters(i), agreement(i), block.handle,
+                                                 /*first=*/true, capture.current(), running));
+  ASSIGN_OR_RETURN(block.bodies, AddConditional(capture, cudaGraphCondTypeWhile, block.handle, 1));
+  capture.open.push_back(std::move(block));
+  return BeginBody(capture.device, capture.open.back());
 }
 
-absl::Status CudaGraphRecording::EndWhile(const BufferPtr& flag) {
+absl::Status CudaGraphRecording::EndWhile(const ConditionFlags& flag) {
   RETURN_IF_ERROR(CheckRecording("EndWhile"));
-  if (open_.empty() || open_.back().kind != Block::Kind::kWhile) {
-    return absl::FailedPreconditionError(open_.empty()
-                                             ? "EndWhile: no loop is open"
-                                             : "EndWhile: the innermost open block is an IF");
+  // Every device has the same blocks open.
+  const std::vector<Block>& open = captures_.front().open;
+  if (open.empty() || open.back().kind != Block::Kind::kWhile) {
+    return absl::FailedPreconditionError(
+        open.empty() ? "EndWhile: no loop is open" : "EndWhile: the innermost open block is an IF");
   }
-  RETURN_IF_ERROR(AdmitFlag("EndWhile", flag));
-  ScopedDevice scope(device_);
+  RETURN_IF_ERROR(AdmitFlags("EndWhile", flag));
   return Broken([&]() -> absl::Status {
-    Block& block = open_.back();
-    // The body's last node decides whether the body runs again.
-    CUDA_RETURN_IF_ERROR(cuda::LaunchLoopCondition(
-        AsCuda(flag)->data(), block.count, block.max_iterations, cancel_word(), counters(),
-        block.handle, /*first=*/false, block.stream->get()));
-    RETURN_IF_ERROR(EndBody(block));
-    open_.pop_back();
+    for (size_t i = 0; i < captures_.size(); ++i) {
+      Capture& capture = captures_[i];
+      ScopedDevice scope(capture.device);
+      Block& block = capture.open.back();
+      // The body's last node decides whether the body runs again.
+      CUDA_RETURN_IF_ERROR(cuda::LaunchLoopCondition(
+          LocalFlagsOn(i, flag), block.count, block.max_iterations, cancel_word(i), counters(i),
+          agreement(i), block.handle, /*first=*/false, block.stream->get()));
+      RETURN_IF_ERROR(EndBody(block));
+      capture.open.pop_back();
+    }
     return absl::OkStatus();
   }());
 }
 
-absl::Status CudaGraphRecording::BeginIf(const BufferPtr& flag) {
-  RETURN_IF_ERROR(AdmitFlag("BeginIf", flag));
-  ScopedDevice scope(device_);
+absl::Status CudaGraphRecording::BeginIf(const ConditionFlags& flag) {
+  RETURN_IF_ERROR(AdmitFlags("BeginIf", flag));
   return Broken([&]() -> absl::Status {
-    Block block;
-    block.kind = Block::Kind::kIf;
-    ASSIGN_OR_RETURN(cudaGraph_t graph, CapturingGraph());
-    CUDA_RETURN_IF_ERROR(cudaGraphConditionalHandleCreate(&block.handle, graph, 0, 0));
-    CUDA_RETURN_IF_ERROR(cuda::LaunchIfCondition(AsCuda(flag)->data(), block.handle, current()));
-    // Always with an else body (empty unless Else is called): whether one comes is not known yet.
-    ASSIGN_OR_RETURN(block.bodies, AddConditional(cudaGraphCondTypeIf, block.handle, 2));
-    open_.push_back(std::move(block));
-    return BeginBody(open_.back());
+    for (size_t i = 0; i < captures_.size(); ++i) {
+      Capture& capture = captures_[i];
+      ScopedDevice scope(capture.device);
+      Block block;
+      block.kind = Block::Kind::kIf;
+      ASSIGN_OR_RETURN(cudaGraph_t graph, CapturingGraph(capture));
+      CUDA_RETURN_IF_ERROR(cudaGraphConditionalHandleCreate(&block.handle, graph, 0, 0));
+      CUDA_RETURN_IF_ERROR(cuda::LaunchIfCondition(LocalFlagsOn(i, flag), cancel_word(i),
+                                                   agreement(i), block.handle, capture.current()));
+      // Always with an else body (empty unless Else is called): whether one comes is not known
+      // yet.
+      ASSIGN_OR_RETURN(block.bodies, AddConditional(capture, cudaGraphCondTypeIf, block.handle, 2));
+      capture.open.push_back(std::move(block));
+      RETURN_IF_ERROR(BeginBody(capture.device, capture.open.back()));
+    }
+    return absl::OkStatus();
   }());
 }
 
 absl::Status CudaGraphRecording::Else() {
   RETURN_IF_ERROR(CheckRecording("Else"));
-  if (open_.empty() || open_.back().kind != Block::Kind::kIf) {
+  const std::vector<Block>& open = captures_.front().open;
+  if (open.empty() || open.back().kind != Block::Kind::kIf) {
     return absl::FailedPreconditionError("Else: the innermost open block is not an IF");
   }
-  if (open_.back().branch == 1) {
+  if (open.back().branch == 1) {
     return absl::FailedPreconditionError("Else: the IF already has its else branch");
   }
-  ScopedDevice scope(device_);
   return Broken([&]() -> absl::Status {
-    Block& block = open_.back();
-    RETURN_IF_ERROR(EndBody(block));
-    block.branch = 1;
-    return BeginBody(block);
+    for (Capture& capture : captures_) {
+      ScopedDevice scope(capture.device);
+      Block& block = capture.open.back();
+      RETURN_IF_ERROR(EndBody(block));
+      block.branch = 1;
+      RETURN_IF_ERROR(BeginBody(capture.device, block));
+    }
+    return absl::OkStatus();
   }());
 }
 
 absl::Status CudaGraphRecording::EndIf() {
   RETURN_IF_ERROR(CheckRecording("EndIf"));
-  if (open_.empty() || open_.back().kind != Block::Kind::kIf) {
+  const std::vector<Block>& open = captures_.front().open;
+  if (open.empty() || open.back().kind != Block::Kind::kIf) {
     return absl::FailedPreconditionError("EndIf: the innermost open block is not an IF");
   }
-  ScopedDevice scope(device_);
   return Broken([&]() -> absl::Status {
-    Block& block = open_.back();
-    RETURN_IF_ERROR(EndBody(block));
-    // A branch that recorded nothing gets an empty node, so no body graph is left without nodes.
-    for (cudaGraph_t body : block.bodies) {
-      size_t nodes = 0;
-      CUDA_RETURN_IF_ERROR(cudaGraphGetNodes(body, nullptr, &nodes));
-      if (nodes == 0) {
-        cudaGraphNode_t empty = nullptr;
-        CUDA_RETURN_IF_ERROR(cudaGraphAddEmptyNode(&empty, body, nullptr, 0));
+    for (Capture& capture : captures_) {
+      ScopedDevice scope(capture.device);
+      Block& block = capture.open.back();
+      RETURN_IF_ERROR(EndBody(block));
+      // A branch that recorded nothing gets an empty node, so no body graph is left without
+      // nodes.
+      for (cudaGraph_t body : block.bodies) {
+        size_t nodes = 0;
+        CUDA_RETURN_IF_ERROR(cudaGraphGetNodes(body, nullptr, &nodes));
+        if (nodes == 0) {
+          cudaGraphNode_t empty = nullptr;
+          CUDA_RETURN_IF_ERROR(cudaGraphAddEmptyNode(&empty, body, nullptr, 0));
+        }
       }
+      capture.open.pop_back();
     }
-    open_.pop_back();
     return absl::OkStatus();
   }());
 }
 
 absl::StatusOr<std::unique_ptr<RecordedGraph>> CudaGraphRecording::Finish() {
   RETURN_IF_ERROR(CheckRecording("Finish"));
-  if (!open_.empty()) {
+  const std::vector<Block>& open = captures_.front().open;
+  if (!open.empty()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("Finish: ", open_.size(), " loop or IF block(s) still open (innermost: ",
-                     open_.back().kind == Block::Kind::kWhile ? "a loop" : "an IF", ")"));
+        absl::StrCat("Finish: ", open.size(), " loop or IF block(s) still open (innermost: ",
+                     open.back().kind == Block::Kind::kWhile ? "a loop" : "an IF", ")"));
   }
-  ScopedDevice scope(device_);
-  // The graph's last node: the replay's counters to the host, where Wait reads them once the
-  // replay's event has completed.
-  absl::Status status = cuda::CudaStatus(
-      cudaMemcpyAsync(&control()->counters, resources_.counters->data(),
-                      sizeof(cuda::GraphCounters), cudaMemcpyDeviceToHost, stream_.get()),
-      "copying a graph's counters back");
+  absl::Status status;
+  for (size_t i = 0; i < captures_.size() && status.ok(); ++i) {
+    ScopedDevice scope(captures_[i].device);
+    // The graph's last node: the replay's counters to the host, where Wait reads them once the
+    // replay's event has completed.
+    CudaGraphControl* control = static_cast<CudaGraphControl*>(resources(i).control->host());
+    status = cuda::CudaStatus(
+        cudaMemcpyAsync(&control->counters, counters(i), sizeof(cuda::GraphCounters),
+                        cudaMemcpyDeviceToHost, captures_[i].stream->get()),
+        "copying a graph's counters back");
+  }
   absl::Status ended = EndAllCaptures();
   if (status.ok()) status = ended;
   finished_ = true;
   RETURN_IF_ERROR(status);
-  if (resources_.graph->get() == nullptr) {
-    return absl::InternalError("graph capture produced no graph");
+  std::vector<cuda::CudaGraphExec> execs;
+  for (size_t i = 0; i < captures_.size(); ++i) {
+    if (resources(i).graph->get() == nullptr) {
+      return absl::InternalError("graph capture produced no graph");
+    }
+    ScopedDevice scope(captures_[i].device);
+    ASSIGN_OR_RETURN(cuda::CudaGraphExec exec,
+                     cuda::CudaGraphExec::Instantiate(resources(i).graph->get()));
+    execs.push_back(std::move(exec));
   }
-  ASSIGN_OR_RETURN(cuda::CudaGraphExec exec,
-                   cuda::CudaGraphExec::Instantiate(resources_.graph->get()));
-  return std::make_unique<CudaRecordedGraph>(backend_, device_, std::move(resources_),
-                                             std::move(exec));
+  return std::make_unique<CudaRecordedGraph>(backend_, std::move(resources_), std::move(execs));
 }
 
 // ---- CudaGraphRecorder ----
 
-absl::StatusOr<std::unique_ptr<GraphRecording>> CudaGraphRecorder::Begin(int device) {
+absl::StatusOr<std::unique_ptr<GraphRecording>> CudaGraphRecorder::Begin(
+    absl::Span<const int> devices) {
   ASSIGN_OR_RETURN(std::unique_ptr<CudaGraphRecording> recording,
-                   CudaGraphRecording::Start(backend_, device));
+                   CudaGraphRecording::Start(backend_, devices));
   return recording;
+}
+
+bool CudaGraphRecorder::CanRecord(absl::Span<const int> devices) const {
+  if (devices.empty() || devices.size() > static_cast<size_t>(cuda::kMaxGraphDevices)) {
+    return false;
+  }
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (devices[i] < 0 || devices[i] >= backend_->device_count()) return false;
+    for (size_t j = 0; j < i; ++j) {
+      int can = 0;
+      if (cudaDeviceCanAccessPeer(&can, devices[i], devices[j]) != cudaSuccess || !can) {
+        cudaGetLastError();
+        return false;
+      }
+    }
+  }
+  return true;
 }
 
 }  // namespace distarray

@@ -1,16 +1,21 @@
-// The CUDA backend's GraphRecorder (server/backend/graph_recorder.h): stream capture into a CUDA
-// graph, with loops and branches as CUDA 13 conditional WHILE and IF nodes whose bodies are
-// captured on streams of their own (cudaStreamBeginCaptureToGraph).
+// The CUDA backend's GraphRecorder (server/backend/graph_recorder.h): stream capture into CUDA
+// graphs, one per device of the recording, with loops and branches as CUDA 13 conditional WHILE
+// and IF nodes whose bodies are captured on streams of their own (cudaStreamBeginCaptureToGraph).
 //
 // Routing: while a thread records, CudaBackend looks up the thread's recording (a thread-local
-// pointer) on every launch path. Work for the recording's device goes to the capture stream of
-// the innermost open body instead of the device's stream, without per-buffer events (the capture
-// is one stream, in program order); every buffer it touches is kept alive by the recording and
-// then by the recorded graph. Allocations are plain cudaMalloc made at once (a stream-ordered
-// allocation would be captured as a memory node, which a conditional body may not hold). Other
-// threads see none of this: their work still goes to the device streams, which never capture.
+// pointer) on every launch path. Work for one of the recording's devices goes to that device's
+// capture stream of the innermost open body instead of the device's stream, without per-buffer
+// events (each device's capture is one stream, in program order); every buffer it touches is kept
+// alive by the recording and then by the recorded graph. Allocations are plain cudaMalloc made at
+// once (a stream-ordered allocation would be captured as a memory node, which a conditional body
+// may not hold). Other threads see none of this: their work still goes to the device streams,
+// which never capture.
 //
-// A replay runs on the device's own stream, so it is ordered with every other user of the
+// Over several devices, every device's graph holds every loop and branch, and each evaluation of
+// a condition is an exchange of votes between the devices through peer memory
+// (loop_condition.cuh, Agreement), so the graphs take the same decisions without the host.
+//
+// A replay runs on each device's own stream, so it is ordered with every other user of the
 // device's fixed scratch memory (reduction partials, the cuBLAS workspace) that recorded kernels
 // also use.
 #ifndef DISTARRAY_SERVER_CUDA_GRAPH_RECORDER_H_
@@ -21,6 +26,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -37,9 +43,9 @@ namespace distarray {
 class CudaBackend;
 class CudaBuffer;
 
-// What a recording creates and its replays use. Built by the recording, moved into the recorded
-// graph at Finish; freed with whichever owns it last, once no replay can be running.
-struct CudaGraphResources {
+// What a recording creates on one device and its replays use there.
+struct CudaDeviceGraph {
+  int device = 0;
   // The fused loops' kernels. Declared first, so destroyed last: the graph's kernel nodes point
   // into their libraries.
   std::vector<std::shared_ptr<const cuda::RtcKernel>> kernels;
@@ -48,15 +54,24 @@ struct CudaGraphResources {
   // conditions read and the statistics the graph's last node copies back.
   std::optional<cuda::DeviceBlock> counters;
   std::optional<cuda::MappedHostBlock> control;
+  // The device's cuda::AgreementBlock, where the graph spans several devices; reset before every
+  // replay (CudaRecordedGraph::Launch).
+  std::optional<cuda::DeviceBlock> agreement;
   // Each loop's iteration count (an int64 each), restarted before its WHILE node runs, and each
   // fused loop's state (fusion/fused_loop_device.cuh).
   std::vector<cuda::DeviceBlock> loop_counts;
-  // Every buffer the recording allocated or touched: the graph addresses them on every replay.
+};
+
+// Everything a recording creates, moved into the recorded graph at Finish; freed with whichever
+// owns it last, once no replay can be running.
+struct CudaGraphResources {
+  std::vector<CudaDeviceGraph> devices;  // in the recording's device order
+  // Every buffer the recording allocated or touched: the graphs address them on every replay.
   std::vector<BufferPtr> buffers;
   absl::flat_hash_set<const DeviceBuffer*> kept;
 };
 
-// The host side of CudaGraphResources::control.
+// The host side of CudaDeviceGraph::control.
 struct CudaGraphControl {
   unsigned int cancel_word;  // set by Wait to stop running loops; cleared by Launch
   unsigned int padding;
@@ -65,50 +80,57 @@ struct CudaGraphControl {
 
 class CudaRecordedGraph final : public RecordedGraph {
  public:
-  CudaRecordedGraph(CudaBackend* backend, int device, CudaGraphResources resources,
-                    cuda::CudaGraphExec exec)
-      : backend_(backend),
-        device_(device),
-        resources_(std::move(resources)),
-        exec_(std::move(exec)) {}
-  // Waits for the last replay: the graph's memory and buffers are freed after it.
+  CudaRecordedGraph(CudaBackend* backend, CudaGraphResources resources,
+                    std::vector<cuda::CudaGraphExec> execs);
+  // Waits for the last replay: the graphs' memory and buffers are freed after it.
   ~CudaRecordedGraph() override;
 
-  int device() const override { return device_; }
+  const std::vector<int>& devices() const override { return devices_; }
   absl::Status Launch(absl::Span<const BufferPtr> reads,
                       absl::Span<const BufferPtr> writes) override;
   absl::StatusOr<GraphRunStats> Wait(const std::function<absl::Status()>& alive) override;
 
  private:
-  CudaGraphControl* control() const {
-    return static_cast<CudaGraphControl*>(resources_.control->host());
+  // One device's part of the last replay.
+  struct Replay {
+    cuda::CudaEventPtr done;
+    // Around the replay's cudaGraphLaunch, timed: its time on the device.
+    cuda::CudaEventPtr start, end;
+    bool unknown = false;  // enqueued, but its event could not be recorded
+  };
+
+  CudaGraphControl* control(size_t i) const {
+    return static_cast<CudaGraphControl*>(resources_.devices[i].control->host());
   }
+  // Sets (or clears) every device's cancel word.
+  void SetCancel(unsigned int value) const;
+  // Enqueues the replay on every device; the caller holds the backend's order lock.
+  absl::Status LaunchLocked(const std::vector<std::vector<CudaBuffer*>>& reads,
+                            const std::vector<std::vector<CudaBuffer*>>& writes);
 
   CudaBackend* const backend_;
-  const int device_;
+  std::vector<int> devices_;
   CudaGraphResources resources_;
-  cuda::CudaGraphExec exec_;  // declared after resources_: destroyed before the graph it came from
-  cuda::CudaEventPtr last_replay_;
-  // Around the last replay's cudaGraphLaunch, timed: the replay's device time.
-  cuda::CudaEventPtr replay_start_, replay_end_;
-  bool replay_unknown_ = false;  // a replay was enqueued but its event could not be recorded
+  // Declared after resources_: destroyed before the graphs they came from.
+  std::vector<cuda::CudaGraphExec> execs_;
+  std::vector<Replay> replays_;
 };
 
 class CudaGraphRecording final : public GraphRecording {
  public:
-  // Opens a recording of the calling thread's work on `device` and makes it the thread's
-  // current one.
+  // Opens a recording of the calling thread's work on `devices` and makes it the thread's
+  // current one. Over several devices, every pair must have peer access.
   static absl::StatusOr<std::unique_ptr<CudaGraphRecording>> Start(CudaBackend* backend,
-                                                                   int device);
+                                                                   absl::Span<const int> devices);
   // Abandoning: ends every capture, then frees what the recording allocated.
   ~CudaGraphRecording() override;
 
-  absl::Status BeginWhile(const BufferPtr& flag, int64_t max_iterations) override;
-  absl::Status EndWhile(const BufferPtr& flag) override;
-  // graph_recorder_fused.cc: NVRTC compiles the chain into one kernel (fusion/), and the WHILE
-  // body holds the backend's loop_unroll copies of it.
-  absl::Status RecordFusedWhile(const FusedLoop& loop) override;
-  absl::Status BeginIf(const BufferPtr& flag) override;
+  absl::Status BeginWhile(const ConditionFlags& flag, int64_t max_iterations) override;
+  absl::Status EndWhile(const ConditionFlags& flag) override;
+  // graph_recorder_fused.cc: NVRTC compiles the chain into one kernel (fusion/), and each
+  // device's WHILE body holds the backend's loop_unroll copies of it.
+  absl::Status RecordFusedWhile(absl::Span<const FusedLoop> loops) override;
+  absl::Status BeginIf(const ConditionFlags& flag) override;
   absl::Status Else() override;
   absl::Status EndIf() override;
   absl::StatusOr<std::unique_ptr<RecordedGraph>> Finish() override;
@@ -116,10 +138,12 @@ class CudaGraphRecording final : public GraphRecording {
   // The calling thread's open recording on `backend`, or null.
   static CudaGraphRecording* Current(const CudaBackend* backend);
 
-  int device() const { return device_; }
+  // Whether `device` is one of the recording's.
+  bool records(int device) const { return IndexOf(device) >= 0; }
   // The stream that `call`'s work for `device`, touching `buffers`, is captured on: the innermost
-  // open body's. Keeps the buffers alive with the recording. FAILED_PRECONDITION naming `call`
-  // for another device's work or buffers, or once the recording is finished or broken.
+  // open body's of that device. Keeps the buffers alive with the recording. FAILED_PRECONDITION
+  // naming `call` for work of another device, buffers of another device than the work's, or once
+  // the recording is finished or broken.
   absl::StatusOr<cudaStream_t> Route(absl::string_view call, int device,
                                      const std::vector<CudaBuffer*>& reads,
                                      const std::vector<CudaBuffer*>& writes);
@@ -129,8 +153,8 @@ class CudaGraphRecording final : public GraphRecording {
   absl::Status Refuse(absl::string_view call, absl::string_view why) const;
 
  private:
-  // An open WHILE loop or IF: the conditional node's body graphs and the stream capturing the
-  // open one.
+  // An open WHILE loop or IF on one device: the conditional node's body graphs and the stream
+  // capturing the open one.
   struct Block {
     enum class Kind { kWhile, kIf };
     Kind kind;
@@ -142,44 +166,54 @@ class CudaGraphRecording final : public GraphRecording {
     int64_t* count = nullptr;  // WHILE: the loop's iteration count
     int64_t max_iterations = 0;
   };
+  // One device's capture. Every device opens and closes the same blocks, in the same order.
+  struct Capture {
+    int device = 0;
+    std::optional<cuda::CudaStream> stream;  // the top-level capture
+    bool capturing = false;                  // `stream` is capturing
+    std::vector<Block> open;                 // innermost last
+    // The innermost open capture: the last open block's stream, else the top-level one.
+    cudaStream_t current() const {
+      return open.empty() ? stream->get() : open.back().stream->get();
+    }
+  };
 
-  CudaGraphRecording(CudaBackend* backend, int device, cuda::CudaStream stream)
-      : backend_(backend), device_(device), stream_(std::move(stream)) {}
+  explicit CudaGraphRecording(CudaBackend* backend) : backend_(backend) {}
 
-  // The innermost open capture: the last open block's stream, else the top-level one.
-  cudaStream_t current() const;
-  CudaGraphControl* control() const {
-    return static_cast<CudaGraphControl*>(resources_.control->host());
+  // The index of `device` among the recording's, or -1.
+  int IndexOf(int device) const;
+  std::string DeviceList() const;
+  CudaDeviceGraph& resources(size_t i) { return resources_.devices[i]; }
+  // The device addresses the condition kernels use, on the i-th device.
+  const unsigned int* cancel_word(size_t i) const;
+  cuda::GraphCounters* counters(size_t i) const {
+    return static_cast<cuda::GraphCounters*>(resources_.devices[i].counters->data());
   }
-  // The device addresses the condition kernels use.
-  const unsigned int* cancel_word() const {
-    return reinterpret_cast<const unsigned int*>(
-        static_cast<const char*>(resources_.control->device()) +
-        offsetof(CudaGraphControl, cancel_word));
-  }
-  cuda::GraphCounters* counters() const {
-    return static_cast<cuda::GraphCounters*>(resources_.counters->data());
-  }
+  cuda::Agreement agreement(size_t i) const;
   // OK while calls may still be recorded; otherwise why not, naming `call`.
   absl::Status CheckRecording(absl::string_view call) const;
-  // Checks a condition flag (a bool in element 0 of a buffer of this device) and keeps it.
-  absl::Status AdmitFlag(absl::string_view call, const BufferPtr& flag);
-  // The graph the innermost capture records into (where a new conditional node and its handle
-  // belong).
-  absl::StatusOr<cudaGraph_t> CapturingGraph();
+  // Checks a condition (one flag at least, each a bool in element 0 of a buffer of a recorded
+  // device, at most cuda::kMaxLocalFlags per device) and keeps its buffers.
+  absl::Status AdmitFlags(absl::string_view call, const ConditionFlags& flags);
+  // The flags of an admitted condition that lie on the i-th device.
+  cuda::LocalFlags LocalFlagsOn(size_t i, const ConditionFlags& flags) const;
+  // The graph the capture's innermost open capture records into (where a new conditional node
+  // and its handle belong).
+  absl::StatusOr<cudaGraph_t> CapturingGraph(const Capture& capture);
   // Adds a conditional node after the innermost capture's last work and makes it that capture's
   // last work; returns the node's body graphs.
-  absl::StatusOr<std::array<cudaGraph_t, 2>> AddConditional(cudaGraphConditionalNodeType type,
+  absl::StatusOr<std::array<cudaGraph_t, 2>> AddConditional(const Capture& capture,
+                                                            cudaGraphConditionalNodeType type,
                                                             cudaGraphConditionalHandle handle,
                                                             unsigned int size);
-  // Opens a WHILE block for BeginWhile and RecordFusedWhile: a conditional handle, the entry
-  // evaluation of `flag` (while semantics; it also restarts `count`, and tells a fused body's
-  // first copy to run through `running` when not null), the WHILE node, and the capture of its
-  // body. Callers run it inside Broken().
-  absl::Status OpenWhile(const BufferPtr& flag, int64_t max_iterations, int64_t* count,
-                         unsigned int* running);
+  // Opens a WHILE block on the i-th device for BeginWhile and RecordFusedWhile: a conditional
+  // handle, the entry evaluation of `flags` (while semantics; it also restarts `count`, and tells
+  // a fused body's first copy to run through `running` when not null), the WHILE node, and the
+  // capture of its body. Callers run it inside Broken().
+  absl::Status OpenWhile(size_t i, const cuda::LocalFlags& flags, int64_t max_iterations,
+                         int64_t* count, unsigned int* running);
   // Starts capturing the block's current branch on its stream / ends that capture.
-  absl::Status BeginBody(Block& block);
+  absl::Status BeginBody(int device, Block& block);
   absl::Status EndBody(Block& block);
   // Ends every open capture (innermost first) and stops routing this thread's work here. The
   // first error, if a capture was invalidated.
@@ -188,22 +222,25 @@ class CudaGraphRecording final : public GraphRecording {
   absl::Status Broken(absl::Status status);
 
   CudaBackend* const backend_;
-  const int device_;
-  cuda::CudaStream stream_;  // the top-level capture
-  bool capturing_ = false;   // stream_ is capturing and this is the thread's current recording
+  std::vector<Capture> captures_;  // parallel to resources_.devices
+  bool capturing_ = false;         // this is the thread's current recording
   // The recording thread's current-recording slot, cleared when the captures end (from whichever
   // thread destroys the recording).
   CudaGraphRecording** slot_ = nullptr;
   bool finished_ = false;
   absl::Status broken_;
-  std::vector<Block> open_;
   CudaGraphResources resources_;
 };
 
 class CudaGraphRecorder final : public GraphRecorder {
  public:
   explicit CudaGraphRecorder(CudaBackend* backend) : backend_(backend) {}
-  absl::StatusOr<std::unique_ptr<GraphRecording>> Begin(int device) override;
+  using GraphRecorder::Begin;
+  absl::StatusOr<std::unique_ptr<GraphRecording>> Begin(absl::Span<const int> devices) override;
+  // Up to cuda::kMaxGraphDevices devices with peer access between every pair: the condition
+  // exchange stores into the other devices' memory. (Without it, an NCCL all-reduce in every
+  // body could agree instead; not built.)
+  bool CanRecord(absl::Span<const int> devices) const override;
 
  private:
   CudaBackend* const backend_;

@@ -37,95 +37,138 @@ void LogUnfused(const absl::Status& status, const std::string& source) {
 
 }  // namespace
 
-absl::Status CudaGraphRecording::RecordFusedWhile(const FusedLoop& loop) {
+absl::Status CudaGraphRecording::RecordFusedWhile(absl::Span<const FusedLoop> loops) {
   RETURN_IF_ERROR(CheckRecording("RecordFusedWhile"));
   const int unroll = backend_->loop_unroll_;
   if (unroll < 1) return absl::UnimplementedError("loop fusion is off (--loop_unroll=0)");
   // The interface promises UNIMPLEMENTED with nothing recorded for a loop this cannot take.
-  if (loop.inputs.size() + loop.stores.size() > cuda::kMaxFusedBuffers ||
-      loop.entry_flag == nullptr || loop.condition == nullptr || loop.max_iterations < 1) {
-    return absl::UnimplementedError("RecordFusedWhile: not a loop this recorder fuses");
+  if (loops.size() != captures_.size()) {
+    return absl::UnimplementedError(
+        "RecordFusedWhile: the loop is not given once per device of the recording");
   }
-  RETURN_IF_ERROR(AdmitFlag("RecordFusedWhile", loop.entry_flag));
+  bool aligned = true;
+  for (size_t i = 0; i < loops.size(); ++i) {
+    const FusedLoop& loop = loops[i];
+    if (loop.inputs.size() + loop.stores.size() > cuda::kMaxFusedBuffers ||
+        loop.entry_flag == nullptr || loop.condition == nullptr || loop.max_iterations < 1 ||
+        loop.max_iterations != loops[0].max_iterations || loop.all != loops[0].all) {
+      return absl::UnimplementedError("RecordFusedWhile: not a loop this recorder fuses");
+    }
+    std::vector<const BufferPtr*> buffers = {&loop.entry_flag, &loop.condition};
+    for (const FusedLoop::Input& input : loop.inputs) buffers.push_back(&input.buffer);
+    for (const FusedLoop::Store& store : loop.stores) buffers.push_back(&store.buffer);
+    for (const BufferPtr* buffer : buffers) {
+      if (*buffer == nullptr || (*buffer)->device() != captures_[i].device) {
+        return absl::UnimplementedError(absl::StrCat("RecordFusedWhile: the loop for device ",
+                                                     captures_[i].device,
+                                                     " addresses a buffer of another device"));
+      }
+    }
+    // One source for every device: packs only where every device's buffers allow them.
+    for (const FusedLoop::Input& input : loop.inputs) {
+      aligned = aligned && reinterpret_cast<uintptr_t>(AsCuda(input.buffer)->data()) % 16 == 0;
+    }
+    for (const FusedLoop::Store& store : loop.stores) {
+      aligned = aligned && reinterpret_cast<uintptr_t>(AsCuda(store.buffer)->data()) % 16 == 0;
+    }
+  }
   // Compiled before anything is recorded: a loop that cannot be compiled is recorded statement
   // by statement instead, from an untouched recording.
-  bool aligned = true;
-  for (const FusedLoop::Input& input : loop.inputs) {
-    aligned = aligned && reinterpret_cast<uintptr_t>(AsCuda(input.buffer)->data()) % 16 == 0;
-  }
-  for (const FusedLoop::Store& store : loop.stores) {
-    aligned = aligned && reinterpret_cast<uintptr_t>(AsCuda(store.buffer)->data()) % 16 == 0;
-  }
-  const std::string source = cuda::FusedLoopSource(loop, aligned);
-  absl::StatusOr<std::shared_ptr<const cuda::RtcKernel>> kernel =
-      backend_->rtc_.Compile(source, cuda::kFusedLoopKernelName, device_);
-  if (!kernel.ok()) {
-    LogUnfused(kernel.status(), source);
-    return absl::UnimplementedError(kernel.status().message());
-  }
-  ScopedDevice scope(device_);
-  int blocks_per_sm = 0;
-  if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-          &blocks_per_sm, (*kernel)->function(), cuda::kFusedBlockThreads, 0);
-      e != cudaSuccess) {
-    return absl::UnimplementedError(cuda::CudaStatus(e, "occupancy of a fused loop").message());
-  }
-  // A grid-stride loop over at most 8 blocks per SM: enough to stream memory at full rate, few
-  // enough that the last-block ticket at the end of every iteration stays cheap; and, where the
-  // array is small, blocks whose every thread has its kFusedPacksPerThread packs to load.
-  const int64_t per_block = int64_t{cuda::kFusedBlockThreads} * cuda::kFusedPacksPerThread *
-                            cuda::FusedLoopPackWidth(loop, aligned);
-  const int64_t wanted = std::max<int64_t>(1, (loop.elements + per_block - 1) / per_block);
-  const int blocks = static_cast<int>(std::min<int64_t>(
-      wanted, int64_t{backend_->devices_[device_].sm_count} * std::clamp(blocks_per_sm, 1, 8)));
+  const std::string source = cuda::FusedLoopSource(loops[0], aligned);
+  struct Launch {
+    std::shared_ptr<const cuda::RtcKernel> kernel;
+    int blocks = 0;
+    cuda::FusedLoopArgs args{};
+  };
+  std::vector<Launch> launches(loops.size());
+  for (size_t i = 0; i < loops.size(); ++i) {
+    const FusedLoop& loop = loops[i];
+    const int device = captures_[i].device;
+    absl::StatusOr<std::shared_ptr<const cuda::RtcKernel>> kernel =
+        backend_->rtc_.Compile(source, cuda::kFusedLoopKernelName, device);
+    if (!kernel.ok()) {
+      LogUnfused(kernel.status(), source);
+      return absl::UnimplementedError(kernel.status().message());
+    }
+    ScopedDevice scope(device);
+    int blocks_per_sm = 0;
+    if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &blocks_per_sm, (*kernel)->function(), cuda::kFusedBlockThreads, 0);
+        e != cudaSuccess) {
+      return absl::UnimplementedError(cuda::CudaStatus(e, "occupancy of a fused loop").message());
+    }
+    // A grid-stride loop over at most 8 blocks per SM: enough to stream memory at full rate, few
+    // enough that the last-block ticket at the end of every iteration stays cheap; and, where the
+    // array is small, blocks whose every thread has its kFusedPacksPerThread packs to load.
+    const int64_t per_block = int64_t{cuda::kFusedBlockThreads} * cuda::kFusedPacksPerThread *
+                              cuda::FusedLoopPackWidth(loop, aligned);
+    const int64_t wanted = std::max<int64_t>(1, (loop.elements + per_block - 1) / per_block);
+    launches[i].blocks = static_cast<int>(std::min<int64_t>(
+        wanted, int64_t{backend_->devices_[device].sm_count} * std::clamp(blocks_per_sm, 1, 8)));
+    launches[i].kernel = *std::move(kernel);
 
-  cuda::FusedLoopArgs args{};
-  std::vector<CudaBuffer*> reads, writes = {AsCuda(loop.condition)};
-  int slot = 0;
-  for (const FusedLoop::Input& input : loop.inputs) {
-    reads.push_back(AsCuda(input.buffer));
-    args.buffers[slot++] = AsCuda(input.buffer)->data();
+    cuda::FusedLoopArgs& args = launches[i].args;
+    std::vector<CudaBuffer*> reads = {AsCuda(loop.entry_flag)}, writes = {AsCuda(loop.condition)};
+    int slot = 0;
+    for (const FusedLoop::Input& input : loop.inputs) {
+      reads.push_back(AsCuda(input.buffer));
+      args.buffers[slot++] = AsCuda(input.buffer)->data();
+    }
+    for (const FusedLoop::Store& store : loop.stores) {
+      writes.push_back(AsCuda(store.buffer));
+      args.buffers[slot++] = AsCuda(store.buffer)->data();
+    }
+    // Keeps the buffers alive with the graph; the work goes on the open captures below.
+    RETURN_IF_ERROR(Route("RecordFusedWhile", device, reads, writes).status());
   }
-  for (const FusedLoop::Store& store : loop.stores) {
-    writes.push_back(AsCuda(store.buffer));
-    args.buffers[slot++] = AsCuda(store.buffer)->data();
-  }
-  // Keeps the buffers alive with the graph; the work goes on the open captures below.
-  RETURN_IF_ERROR(Route("RecordFusedWhile", device_, reads, writes).status());
 
   // A failure from here on may leave a half-built loop in the graph: the recording is broken.
   return Broken([&]() -> absl::Status {
-    ASSIGN_OR_RETURN(cuda::DeviceBlock count,
-                     cuda::DeviceBlock::Allocate(device_, sizeof(int64_t)));
-    ASSIGN_OR_RETURN(cuda::DeviceBlock state,
-                     cuda::DeviceBlock::AllocateZeroed(device_, sizeof(cuda::FusedLoopState)));
-    args.elements = loop.elements;
-    args.state = static_cast<cuda::FusedLoopState*>(state.data());
-    args.condition = reinterpret_cast<unsigned char*>(AsCuda(loop.condition)->data());
-    args.count = static_cast<int64_t*>(count.data());
-    args.max_iterations = loop.max_iterations;
-    args.cancel_word = cancel_word();
-    args.counters = counters();
-    // The device address of the state's `running` word (no host access to device memory).
-    auto* running = reinterpret_cast<unsigned int*>(static_cast<char*>(state.data()) +
-                                                    offsetof(cuda::FusedLoopState, running));
-    resources_.loop_counts.push_back(std::move(count));
-    resources_.loop_counts.push_back(std::move(state));
-    resources_.kernels.push_back(*kernel);
+    for (size_t i = 0; i < loops.size(); ++i) {
+      const FusedLoop& loop = loops[i];
+      const int device = captures_[i].device;
+      ScopedDevice scope(device);
+      cuda::FusedLoopArgs& args = launches[i].args;
+      ASSIGN_OR_RETURN(cuda::DeviceBlock count,
+                       cuda::DeviceBlock::Allocate(device, sizeof(int64_t)));
+      ASSIGN_OR_RETURN(cuda::DeviceBlock state,
+                       cuda::DeviceBlock::AllocateZeroed(device, sizeof(cuda::FusedLoopState)));
+      args.elements = loop.elements;
+      args.state = static_cast<cuda::FusedLoopState*>(state.data());
+      args.condition = reinterpret_cast<unsigned char*>(AsCuda(loop.condition)->data());
+      args.count = static_cast<int64_t*>(count.data());
+      args.max_iterations = loop.max_iterations;
+      args.cancel_word = cancel_word(i);
+      args.counters = counters(i);
+      args.agreement = agreement(i);
+      // The device address of the state's `running` word (no host access to device memory).
+      auto* running = reinterpret_cast<unsigned int*>(static_cast<char*>(state.data()) +
+                                                      offsetof(cuda::FusedLoopState, running));
+      resources(i).loop_counts.push_back(std::move(count));
+      resources(i).loop_counts.push_back(std::move(state));
+      resources(i).kernels.push_back(launches[i].kernel);
 
-    RETURN_IF_ERROR(OpenWhile(loop.entry_flag, loop.max_iterations, args.count, running));
-    Block& open = open_.back();
-    args.handle = open.handle;
-    void* params[] = {&args};
-    for (int copy = 0; copy < unroll; ++copy) {
-      CUDA_RETURN_IF_ERROR(cudaLaunchKernel((*kernel)->function(), dim3(blocks),
-                                            dim3(cuda::kFusedBlockThreads), params, 0,
-                                            open.stream->get()));
+      // The entry condition: this device's partial, agreed with the others.
+      cuda::LocalFlags entry{};
+      entry.flags[0] = reinterpret_cast<const unsigned char*>(AsCuda(loop.entry_flag)->data());
+      entry.count = 1;
+      entry.any = !loop.all;
+      RETURN_IF_ERROR(OpenWhile(i, entry, loop.max_iterations, args.count, running));
+      Block& open = captures_[i].open.back();
+      args.handle = open.handle;
+      void* params[] = {&args};
+      for (int copy = 0; copy < unroll; ++copy) {
+        CUDA_RETURN_IF_ERROR(
+            cudaLaunchKernel(launches[i].kernel->function(), dim3(launches[i].blocks),
+                             dim3(cuda::kFusedBlockThreads), params, 0, open.stream->get()));
+      }
+      RETURN_IF_ERROR(EndBody(open));
+      captures_[i].open.pop_back();
+      spdlog::debug(
+          "RunGraph: fused loop over {} elements on device {}, {} ops, {} blocks, {} copies per "
+          "node",
+          loop.elements, device, loop.ops.size(), launches[i].blocks, unroll);
     }
-    RETURN_IF_ERROR(EndBody(open));
-    open_.pop_back();
-    spdlog::debug("RunGraph: fused loop over {} elements, {} ops, {} blocks, {} copies per node",
-                  loop.elements, loop.ops.size(), blocks, unroll);
     return absl::OkStatus();
   }());
 }

@@ -1,7 +1,8 @@
-// The decision a WHILE loop's condition makes on the device, shared by the loop condition kernel
+// The decision a WHILE loop's condition makes on the device, shared by the loop condition kernels
 // (loop_control.cu) and fused loop bodies, which the runtime compiler builds from source
-// (server/cuda/fusion/): one definition of the cap, the cancel word and the counters for both.
-// Plain C++ with device functions behind __CUDACC__, so host code can include it for the types.
+// (server/cuda/fusion/): one definition of the cap, the cancel word, the counters and the
+// agreement across devices for both. Plain C++ with device functions behind __CUDACC__, so host
+// code can include it for the types.
 #ifndef DISTARRAY_SERVER_CUDA_LOOP_CONDITION_CUH_
 #define DISTARRAY_SERVER_CUDA_LOOP_CONDITION_CUH_
 
@@ -25,27 +26,132 @@ struct GraphCounters {
 // the first evaluation this long after it is set, however long its body runs.
 constexpr unsigned long long kCancelReadIntervalNs = 50'000;
 
+// The most devices one recorded graph spans.
+constexpr int kMaxGraphDevices = 8;
+
+// Agreement on a condition across the devices of one recorded graph (docs/graphs.md, "Programs
+// over several devices"). Each device runs its own graph with its own conditional nodes; every
+// evaluation of a condition is an exchange: each device posts its vote with one 8-byte store into
+// every device's inbox (peer memory) and then polls its own inbox, locally, until every device's
+// vote of this exchange has arrived. Every device makes the same exchanges in the same order
+// (they take the same decisions), so a counter per device numbers them: the epoch, kept in device
+// memory so that replays continue it. Two inboxes, by the epoch's parity: a device may post
+// exchange e + 1 before a slower one has read e, but not e + 2, which needs the slower one's e + 1.
+struct AgreementBlock {
+  unsigned long long inbox[2][kMaxGraphDevices];  // epoch << 3 | cancel << 2 | voted << 1 | vote
+  unsigned long long epoch;                       // this device's last exchange
+};
+
+// What one device's condition evaluations need: every device's block (peer addresses), and which
+// one is this device's. `devices` <= 1: no exchange.
+struct Agreement {
+  AgreementBlock* blocks[kMaxGraphDevices];
+  int rank;
+  int devices;
+};
+
+// The flags a condition evaluation reads on one device: element 0 of each (a bool), the chunks of
+// the condition variable there, combined by OR (`any`) or AND. A device with none abstains and
+// takes the others' decision.
+constexpr int kMaxLocalFlags = 8;
+struct LocalFlags {
+  const unsigned char* flags[kMaxLocalFlags];
+  int count;
+  bool any;
+};
+
 #ifdef __CUDACC__
-// Whether the body runs (again), given the loop's flag: it does when the flag is true, the loop
-// has run fewer than `max_iterations` times (`count`) and the cancel word is clear. Counts the
-// body it starts; records why a true flag did not start one. One thread calls it per evaluation.
-// Every value it reads is loaded first, so an evaluation waits for memory once: it is on the
-// path of every iteration (docs/design.md, "Compute").
-__device__ __forceinline__ unsigned int NextIteration(bool flag, int64_t* count,
-                                                      int64_t max_iterations,
+// The device clock in nanoseconds.
+__device__ __forceinline__ unsigned long long GlobalTimerNs() {
+  unsigned long long now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  return now;
+}
+
+// The outcome of one exchange: the condition combined over every device's vote, and whether any
+// device saw the cancel word (so all of them stop together).
+struct AgreedVote {
+  bool flag;
+  bool cancel;
+};
+
+// One exchange (see AgreementBlock), by one thread. `voted`: whether this device holds part of
+// the condition; `any`: votes combine by OR, else AND. While it waits for a peer it reads the
+// cancel word every kCancelReadIntervalNs and gives up once it is set: a peer that never comes
+// (its graph failed, or it already stopped on a cancel this device has not seen) cannot hang the
+// device. Giving up answers {flag: true, cancel: true}: a loop stops here too and counts the
+// cancel; a branch is skipped.
+__device__ __forceinline__ AgreedVote Agree(const Agreement& agreement, bool voted, bool vote,
+                                            bool any, bool cancel,
+                                            const volatile unsigned int* cancel_word) {
+  if (agreement.devices <= 1) return AgreedVote{vote, cancel};
+  AgreementBlock* const mine = agreement.blocks[agreement.rank];
+  const unsigned long long epoch = mine->epoch + 1;
+  mine->epoch = epoch;
+  const int parity = static_cast<int>(epoch & 1);
+  const unsigned long long word =
+      epoch << 3 | (cancel ? 4ull : 0ull) | (voted ? 2ull : 0ull) | (vote ? 1ull : 0ull);
+  for (int d = 0; d < agreement.devices; ++d) {
+    *static_cast<volatile unsigned long long*>(
+        &agreement.blocks[d]->inbox[parity][agreement.rank]) = word;
+  }
+  __threadfence_system();
+  bool flag = !any;  // the identity of the combination: abstaining devices change nothing
+  bool cancelled = cancel;
+  unsigned long long last_read = GlobalTimerNs();
+  for (int d = 0; d < agreement.devices; ++d) {
+    const volatile unsigned long long* slot = &mine->inbox[parity][d];
+    unsigned long long v;
+    while (((v = *slot) >> 3) < epoch) {
+      const unsigned long long now = GlobalTimerNs();
+      if (now - last_read >= kCancelReadIntervalNs) {
+        last_read = now;
+        if (*cancel_word != 0) return AgreedVote{true, true};
+      }
+    }
+    if ((v & 2) != 0) flag = any ? (flag || (v & 1) != 0) : (flag && (v & 1) != 0);
+    cancelled = cancelled || (v & 4) != 0;
+  }
+  return AgreedVote{flag, cancelled};
+}
+
+// This device's vote on a condition: its flags combined.
+__device__ __forceinline__ bool LocalVote(const LocalFlags& local) {
+  bool vote = !local.any;
+  for (int i = 0; i < local.count; ++i) {
+    const bool f = local.flags[i][0] != 0;
+    vote = local.any ? (vote || f) : (vote && f);
+  }
+  return vote;
+}
+
+// Whether the body runs (again), given the loop's flag on this device: it does when the flag is
+// true, the loop has run fewer than `max_iterations` times (`count`) and the cancel word is
+// clear. Counts the body it starts; records why a true flag did not start one. One thread calls
+// it per evaluation. Every value it reads is loaded first, so an evaluation waits for memory
+// once: it is on the path of every iteration (docs/design.md, "Compute"). Across devices
+// (`agreement.devices` > 1) the flag and the cancel word are agreed first: `voted` says whether
+// this device holds part of the condition, `any` how the parts combine.
+__device__ __forceinline__ unsigned int NextIteration(bool voted, bool flag, bool any,
+                                                      int64_t* count, int64_t max_iterations,
                                                       const volatile unsigned int* cancel_word,
-                                                      GraphCounters* counters) {
+                                                      GraphCounters* counters,
+                                                      const Agreement& agreement) {
   const int64_t done = *count;
   const unsigned long long iterations = counters->iterations;
   const unsigned long long last_read_ns = counters->last_cancel_read_ns;
-  if (!flag) return 0;
-  unsigned long long now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  const bool alone = agreement.devices <= 1;
+  // Alone, a false flag needs nothing else; across devices every device joins every exchange.
+  if (alone && !flag) return 0;
+  const unsigned long long now = GlobalTimerNs();
   // The counters start zeroed on every replay, so its first evaluation reads the word.
   const bool read = now - last_read_ns >= kCancelReadIntervalNs;
   if (read) counters->last_cancel_read_ns = now;
   // Volatile: the host sets the word while the graph runs; a read must fetch it anew.
-  if (read && *cancel_word != 0) {
+  const bool cancel_seen = read && *cancel_word != 0;
+  const AgreedVote agreed = Agree(agreement, voted, flag, any, cancel_seen, cancel_word);
+  if (!agreed.flag) return 0;
+  if (agreed.cancel) {
     counters->cancelled = 1;
     return 0;
   }

@@ -249,6 +249,19 @@ absl::StatusOr<BufferPtr> Interpreter::FlagBuffer(const ArrayPtr& condition) {
   return combined.front().buffer;
 }
 
+absl::StatusOr<ConditionFlags> Interpreter::FlagsOf(const ArrayPtr& condition) {
+  if (record_devices_.size() <= 1) {
+    ASSIGN_OR_RETURN(BufferPtr buffer, FlagBuffer(condition));
+    return ConditionFlags(std::move(buffer));
+  }
+  // Combining the partials here would copy across devices, which a graph cannot hold: the
+  // devices combine them instead, on every evaluation.
+  ConditionFlags flags;
+  for (const Chunk& chunk : condition->chunks) flags.buffers.push_back(chunk.buffer);
+  flags.any = condition->mode == Mode::kMax || condition->mode == Mode::kSum;
+  return flags;
+}
+
 absl::StatusOr<bool> Interpreter::ReadFlag(const ArrayPtr& condition) {
   ASSIGN_OR_RETURN(const BufferPtr buffer, FlagBuffer(condition));
   bool value = false;
@@ -282,12 +295,13 @@ absl::Status Interpreter::CopyInto(const ArrayPtr& value, const ArrayPtr& slot) 
 }
 
 absl::StatusOr<bool> Interpreter::RecordFused(const v1::WhileLoop& loop,
-                                              const BufferPtr& entry_flag,
+                                              const ConditionFlags& entry,
                                               const std::string& field) {
-  const int device = env_.at(loop.condition())->chunks.front().spec.device;
+  std::vector<int> devices = record_devices_;
+  if (devices.empty()) devices = {env_.at(loop.condition())->chunks.front().spec.device};
   std::string why_not;
-  std::optional<FusedLoop> fused =
-      PlanFusedLoop(loop, env_, context_, device, entry_flag, &why_not);
+  std::optional<std::vector<FusedLoop>> fused =
+      PlanFusedLoop(loop, env_, context_, devices, entry.buffers.front(), &why_not);
   if (fused) {
     absl::Status recorded = recording_->RecordFusedWhile(*fused);
     if (recorded.ok()) {
@@ -352,7 +366,7 @@ absl::Status Interpreter::RunWhile(const v1::WhileLoop& loop, const std::string&
         ASSIGN_OR_RETURN(slots[name], NewSlot(env_.at(name)));
         env_[name] = slots[name];
       }
-      ASSIGN_OR_RETURN(const BufferPtr entry_flag, FlagBuffer(env_.at(loop.condition())));
+      ASSIGN_OR_RETURN(const ConditionFlags entry_flag, FlagsOf(env_.at(loop.condition())));
       ASSIGN_OR_RETURN(const bool fused, RecordFused(loop, entry_flag, field));
       if (fused) return absl::OkStatus();  // the carried variables are their slots already
       RETURN_IF_ERROR(recording_->BeginWhile(entry_flag, loop.max_iterations()));
@@ -365,7 +379,7 @@ absl::Status Interpreter::RunWhile(const v1::WhileLoop& loop, const std::string&
         env_[name] = slots[name];
       }
       drop_locals();
-      ASSIGN_OR_RETURN(const BufferPtr body_flag, FlagBuffer(env_.at(loop.condition())));
+      ASSIGN_OR_RETURN(const ConditionFlags body_flag, FlagsOf(env_.at(loop.condition())));
       return recording_->EndWhile(body_flag);
     }
   }
@@ -414,7 +428,7 @@ absl::Status Interpreter::RunIf(const v1::IfElse& branch, const std::string& fie
       for (const std::string& name : kept) {
         ASSIGN_OR_RETURN(slots[name], NewSlot(env_.at(name)));
       }
-      ASSIGN_OR_RETURN(const BufferPtr flag, FlagBuffer(condition));
+      ASSIGN_OR_RETURN(const ConditionFlags flag, FlagsOf(condition));
       RETURN_IF_ERROR(recording_->BeginIf(flag));
       for (const auto& [body, name] : {std::pair{&branch.then_body(), ".then_body"},
                                        std::pair{&branch.else_body(), ".else_body"}}) {

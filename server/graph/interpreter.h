@@ -3,9 +3,9 @@
 //            arrays and nothing touches a device. Exact errors before anything runs.
 //   kEager:  runs the program step by step; the host reads each loop condition (the host
 //            backend, and programs the CUDA lowering does not take).
-//   kRecord: records the program into a GraphRecording (one device): loops and branches become
-//            conditional nodes, loop-carried variables live in fixed slots the body copies its
-//            new values into, and every temporary is allocated while recording.
+//   kRecord: records the program into a GraphRecording (one device or several): loops and
+//            branches become conditional nodes, loop-carried variables live in fixed slots the
+//            body copies its new values into, and every temporary is allocated while recording.
 // One walker for all three keeps what is checked and what runs the same program.
 #ifndef DISTARRAY_SERVER_GRAPH_INTERPRETER_H_
 #define DISTARRAY_SERVER_GRAPH_INTERPRETER_H_
@@ -13,6 +13,8 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -33,6 +35,9 @@ class Interpreter {
   // `context.resolve` is replaced by variable lookup; its backend, normalize_map and alive are
   // used. kRecord needs `recording`.
   Interpreter(RunMode mode, OpContext context, GraphRecording* recording = nullptr);
+
+  // kRecord: the recording's devices (default: one device).
+  void RecordOn(std::vector<int> devices) { record_devices_ = std::move(devices); }
 
   // Binds an input variable (a metadata-only array in kCheck).
   void Bind(const std::string& name, ArrayPtr value) { env_[name] = std::move(value); }
@@ -58,7 +63,7 @@ class Interpreter {
   absl::Status RunIf(const v1::IfElse& branch, const std::string& field);
   // kRecord: records `loop` as a fused loop (loop_fusion.h) when it fuses and the recording can
   // compile it; false (nothing recorded) otherwise. Its carried variables are bound to their slots.
-  absl::StatusOr<bool> RecordFused(const v1::WhileLoop& loop, const BufferPtr& entry_flag,
+  absl::StatusOr<bool> RecordFused(const v1::WhileLoop& loop, const ConditionFlags& entry,
                                    const std::string& field);
 
   absl::StatusOr<ArrayPtr> Lookup(const std::string& name, const std::string& field) const;
@@ -67,6 +72,9 @@ class Interpreter {
   absl::StatusOr<ArrayPtr> CheckCondition(const std::string& name, const std::string& field);
   // The buffer holding a 0-d bool's value (op-mode partials are combined first).
   absl::StatusOr<BufferPtr> FlagBuffer(const ArrayPtr& condition);
+  // kRecord: the condition as the recording reads it. On one device, one buffer (FlagBuffer);
+  // over several, every chunk, which the devices combine and agree on while the graph runs.
+  absl::StatusOr<ConditionFlags> FlagsOf(const ArrayPtr& condition);
   absl::StatusOr<bool> ReadFlag(const ArrayPtr& condition);
   // kRecord: a fresh slot holding `value`'s current contents; and copying a new value into one.
   absl::StatusOr<ArrayPtr> NewSlot(const ArrayPtr& value);
@@ -87,6 +95,7 @@ class Interpreter {
   std::vector<absl::flat_hash_map<std::string, ArrayPtr>> slot_scopes_;
   GraphRunStats stats_;
   std::set<int> devices_;
+  std::vector<int> record_devices_;
   int fused_loops_ = 0;
 };
 

@@ -18,17 +18,38 @@ v1::Operand OperandOf(const std::string& variable) {
   return operand;
 }
 
-// Whether `array` is one REPLICA chunk holding all of `shape` on `device`.
-bool IsOneDenseChunk(const Array& array, const Shape& shape, int device) {
-  return array.mode == Mode::kReplica && array.shape == shape && array.chunks.size() == 1 &&
-         array.chunks[0].spec.device == device && array.chunks[0].spec.box == FullBox(shape);
+// Whether `map` splits `shape` into disjoint chunks that cover it, one on each of `devices`:
+// what a fused loop runs over, each device its chunk.
+bool IsOneChunkPerDevice(const IndexMap& map, const Shape& shape, absl::Span<const int> devices) {
+  if (map.size() != devices.size()) return false;
+  int64_t covered = 0;
+  for (size_t i = 0; i < map.size(); ++i) {
+    if (std::find(devices.begin(), devices.end(), map[i].device) == devices.end()) return false;
+    covered += NumElements(map[i].box);
+    for (size_t j = 0; j < i; ++j) {
+      if (map[j].device == map[i].device) return false;
+      if (const std::optional<Box> overlap = IntersectBoxes(map[i].box, map[j].box);
+          overlap.has_value() && NumElements(*overlap) > 0) {
+        return false;
+      }
+    }
+  }
+  return covered == NumElements(shape);
+}
+
+// The index of `device`'s chunk in `array` (which has one per device).
+size_t ChunkOn(const Array& array, int device) {
+  for (size_t c = 0; c < array.chunks.size(); ++c) {
+    if (array.chunks[c].spec.device == device) return c;
+  }
+  return 0;  // not reached: the planner checked the layout
 }
 
 class FusionPlanner {
  public:
   FusionPlanner(const absl::flat_hash_map<std::string, ArrayPtr>& env, const OpContext& context,
-                int device)
-      : env_(env), context_(context), device_(device) {
+                absl::Span<const int> devices)
+      : env_(env), context_(context), devices_(devices.begin(), devices.end()) {
     // context_.resolve captures `this`: a copy would read another planner's state.
     // Operands resolve to the chain's metadata for values it computed, else to the variables
     // alive before the loop.
@@ -45,14 +66,14 @@ class FusionPlanner {
   FusionPlanner(const FusionPlanner&) = delete;
   FusionPlanner& operator=(const FusionPlanner&) = delete;
 
-  std::optional<FusedLoop> Plan(const v1::WhileLoop& loop, const BufferPtr& entry_flag) {
+  std::optional<std::vector<FusedLoop>> Plan(const v1::WhileLoop& loop,
+                                             const BufferPtr& entry_flag) {
     const auto& body = loop.body();
     if (body.empty()) return Refuse("the body is empty");
     for (int i = 0; i + 1 < body.size(); ++i) {
       if (!AddStatement(body[i])) return std::nullopt;
     }
     if (loop_.ops.empty()) return Refuse("the body has no elementwise op to fuse");
-    loop_.elements = NumElements(*shape_);
     const v1::Statement& last = body[body.size() - 1];
     if (!last.has_reduce() || last.target() != loop.condition()) {
       return Refuse("the body does not end by assigning the condition with all() or any()");
@@ -76,29 +97,55 @@ class FusionPlanner {
     for (const auto& [name, value] : computed_) {
       auto slot = env_.find(name);
       if (slot == env_.end()) continue;  // local to the body
-      if (!IsOneDenseChunk(*slot->second, *shape_, device_)) {
-        return Refuse("a loop-carried variable's slot is not one dense chunk");
+      if (!IsLoopLayout(*slot->second)) {
+        return Refuse("a loop-carried variable's slot is not in the loop's layout");
       }
-      stores.emplace_back(name, FusedLoop::Store{value.value, slot->second->chunks[0].buffer});
+      stores.emplace_back(name, FusedLoop::Store{value.value, nullptr});
     }
     // By name, so one loop always generates the same source (the compile cache's key).
     std::sort(stores.begin(), stores.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (auto& [name, store] : stores) loop_.stores.push_back(std::move(store));
-    // The interpreter takes the loop's device from the condition; its slot is one chunk there.
-    auto condition = env_.find(loop.condition());
-    if (condition == env_.end() || condition->second->mode != Mode::kReplica ||
-        condition->second->chunks.size() != 1) {
-      return Refuse("the condition variable is not one REPLICA chunk");
+    for (auto& [name, store] : stores) {
+      loop_.stores.push_back(std::move(store));
+      store_names_.push_back(name);
     }
-    loop_.condition = condition->second->chunks[0].buffer;
-    loop_.entry_flag = entry_flag;
+    // The condition's slot: on one device, one chunk; over several, one partial per device, of
+    // the mode all()/any() leaves (each device writes its own).
+    auto condition = env_.find(loop.condition());
+    if (condition == env_.end()) return Refuse("the condition variable is not bound");
+    const Array& flag = *condition->second;
+    if (devices_.size() == 1) {
+      if (flag.mode != Mode::kReplica || flag.chunks.size() != 1) {
+        return Refuse("the condition variable is not one REPLICA chunk");
+      }
+    } else if (flag.mode != (loop_.all ? Mode::kMin : Mode::kMax) ||
+               !IsOneChunkPerDevice(flag.index_map(), flag.shape, devices_)) {
+      return Refuse("the condition variable is not one partial per device");
+    }
     loop_.max_iterations = loop.max_iterations();
     if (static_cast<int>(loop_.inputs.size() + loop_.stores.size()) > FusedLoop::kMaxBuffers) {
       return Refuse(
           absl::StrCat("it reads and writes more than ", FusedLoop::kMaxBuffers, " arrays"));
     }
-    return std::move(loop_);
+    // The same chain once per device, over that device's chunk of every array.
+    std::vector<FusedLoop> loops;
+    for (const int device : devices_) {
+      FusedLoop on_device = loop_;
+      // Every array of the loop has map_'s chunks, in its order.
+      size_t c = 0;
+      while ((*map_)[c].device != device) ++c;
+      on_device.elements = NumElements((*map_)[c].box);
+      for (size_t k = 0; k < input_names_.size(); ++k) {
+        on_device.inputs[k].buffer = env_.at(input_names_[k])->chunks[c].buffer;
+      }
+      for (size_t k = 0; k < store_names_.size(); ++k) {
+        on_device.stores[k].buffer = env_.at(store_names_[k])->chunks[c].buffer;
+      }
+      on_device.condition = flag.chunks[ChunkOn(flag, device)].buffer;
+      on_device.entry_flag = devices_.size() == 1 ? entry_flag : on_device.condition;
+      loops.push_back(std::move(on_device));
+    }
+    return loops;
   }
 
   const std::string& why_not() const { return why_not_; }
@@ -108,6 +155,23 @@ class FusionPlanner {
     FusedLoop::Value value;
     ArrayPtr array;  // what the planner sees: metadata of an op's result, or the copied input
   };
+
+  // The loop's shape and layout, taken from the first array it meets: false (with why_not_) when
+  // that layout is not one chunk per device of the recording.
+  bool SetLayout(const Shape& shape, const IndexMap& map) {
+    if (shape_.has_value()) return true;
+    shape_ = shape;
+    map_ = map;
+    if (!IsOneChunkPerDevice(map, shape, devices_)) {
+      return RefuseStatement(devices_.size() == 1
+                                 ? "the loop's arrays are not one chunk holding all of them"
+                                 : "the loop's arrays are not split into one chunk per device");
+    }
+    return true;
+  }
+  bool IsLoopLayout(const Array& array) const {
+    return array.mode == Mode::kReplica && array.shape == *shape_ && array.index_map() == *map_;
+  }
 
   std::nullopt_t Refuse(std::string why) {
     why_not_ = std::move(why);
@@ -127,13 +191,14 @@ class FusionPlanner {
     auto it = env_.find(name);
     if (it == env_.end())
       return Refuse(absl::StrCat("variable ", QuoteClientString(name), " is not bound"));
-    if (!shape_.has_value()) shape_ = it->second->shape;
-    if (!IsOneDenseChunk(*it->second, *shape_, device_)) {
+    if (!SetLayout(it->second->shape, it->second->index_map())) return std::nullopt;
+    if (!IsLoopLayout(*it->second)) {
       return Refuse(absl::StrCat("variable ", QuoteClientString(name),
-                                 " is not one dense chunk of the loop's shape"));
+                                 " is not REPLICA in the loop's shape and index map"));
     }
     const int index = static_cast<int>(loop_.inputs.size());
-    loop_.inputs.push_back({it->second->chunks[0].buffer, it->second->dtype});
+    loop_.inputs.push_back({nullptr, it->second->dtype});
+    input_names_.push_back(name);
     inputs_[name] = index;
     return FusedLoop::Value{true, index};
   }
@@ -157,10 +222,9 @@ class FusionPlanner {
     absl::StatusOr<PlannedElementwise> planned = PlanElementwiseOp(context_, s.elementwise(), "");
     if (!planned.ok()) return RefuseStatement(std::string(planned.status().message()));
     const ElementwisePlan& plan = planned->plan;
-    if (!shape_.has_value()) shape_ = plan.result_shape;
-    if (plan.result_shape != *shape_ || plan.result_map.size() != 1 ||
-        plan.result_map[0].device != device_ || plan.result_map[0].box != FullBox(*shape_)) {
-      return RefuseStatement("an op's result is not one dense chunk of the loop's shape");
+    if (!SetLayout(plan.result_shape, plan.result_map)) return false;
+    if (plan.result_shape != *shape_ || plan.result_map != *map_) {
+      return RefuseStatement("an op's result is not in the loop's shape and index map");
     }
     FusedLoop::Op op{plan.op, plan.compute, plan.result_dtype, {}};
     for (size_t i = 0; i < plan.operands.size(); ++i) {
@@ -190,9 +254,13 @@ class FusionPlanner {
 
   const absl::flat_hash_map<std::string, ArrayPtr>& env_;
   OpContext context_;
-  const int device_;
+  const std::vector<int> devices_;
   std::optional<Shape> shape_;
+  std::optional<IndexMap> map_;
   FusedLoop loop_;
+  // The variables the chain reads (by input index) and stores (by store index): their buffers
+  // differ per device.
+  std::vector<std::string> input_names_, store_names_;
   absl::flat_hash_map<std::string, Computed> computed_;
   absl::flat_hash_map<std::string, int> inputs_;
   std::string why_not_;
@@ -200,12 +268,12 @@ class FusionPlanner {
 
 }  // namespace
 
-std::optional<FusedLoop> PlanFusedLoop(const v1::WhileLoop& loop,
-                                       const absl::flat_hash_map<std::string, ArrayPtr>& env,
-                                       const OpContext& context, int device,
-                                       const BufferPtr& entry_flag, std::string* why_not) {
-  FusionPlanner planner(env, context, device);
-  std::optional<FusedLoop> fused = planner.Plan(loop, entry_flag);
+std::optional<std::vector<FusedLoop>> PlanFusedLoop(
+    const v1::WhileLoop& loop, const absl::flat_hash_map<std::string, ArrayPtr>& env,
+    const OpContext& context, absl::Span<const int> devices, const BufferPtr& entry_flag,
+    std::string* why_not) {
+  FusionPlanner planner(env, context, devices);
+  std::optional<std::vector<FusedLoop>> fused = planner.Plan(loop, entry_flag);
   if (!fused && why_not != nullptr) *why_not = planner.why_not();
   return fused;
 }

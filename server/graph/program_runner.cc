@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/proto_convert.h"
 #include "common/status_macros.h"
 #include "server/engine/layout.h"
@@ -76,6 +77,7 @@ void ProgramRunner::ClearCache() {
   absl::MutexLock lock(&mu_);
   by_key_.clear();
   lru_.clear();
+  unrecordable_.clear();
 }
 
 absl::StatusOr<ProgramRunResult> ProgramRunner::Run(const v1::Program& program,
@@ -100,34 +102,37 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Run(const v1::Program& program,
   }
 
   GraphRecorder* recorder = backend_.graph_recorder();
-  if (!use_graphs_ || recorder == nullptr || check.devices().size() != 1) {
+  const std::vector<int> devices(check.devices().begin(), check.devices().end());
+  if (!use_graphs_ || recorder == nullptr || devices.empty() || !recorder->CanRecord(devices)) {
     return RunEager(program, arguments, context);
   }
-  const int device = *check.devices().begin();
   const std::string key = absl::StrCat(program_key.size(), ":", program_key, Signature(arguments));
   std::shared_ptr<CachedGraph> graph;
+  bool unrecordable = false;
   {
     absl::MutexLock lock(&mu_);
-    auto it = by_key_.find(key);
+    unrecordable = unrecordable_.contains(key);
+    auto it = unrecordable ? by_key_.end() : by_key_.find(key);
     if (it != by_key_.end()) {
       lru_.splice(lru_.begin(), lru_, it->second);
       graph = it->second->second;
       ++hits_;
-    } else {
+    } else if (!unrecordable) {
       ++misses_;
     }
   }
+  if (unrecordable) return RunEager(program, arguments, context);
   const bool hit = graph != nullptr;
   if (!hit) {
     const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<std::shared_ptr<CachedGraph>> recorded =
-        Record(program, arguments, device, context);
+        Record(program, arguments, devices, context);
     if (recorded.status().code() == absl::StatusCode::kResourceExhausted &&
         counters().entries > 0) {
       // Cached graphs hold their slots' memory: give it back and try once more.
       spdlog::info("RunGraph: out of device memory while recording; dropping cached graphs");
       ClearCache();
-      recorded = Record(program, arguments, device, context);
+      recorded = Record(program, arguments, devices, context);
     }
     if (!recorded.ok()) {
       // A program the lowering cannot take still runs, eagerly; the log says why.
@@ -136,11 +141,18 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Run(const v1::Program& program,
           code != absl::StatusCode::kUnimplemented && code != absl::StatusCode::kInternal) {
         return recorded.status();
       }
-      spdlog::warn("RunGraph: recording failed, running eagerly: {}", recorded.status().ToString());
+      spdlog::warn("RunGraph: recording failed, running eagerly (and so on later runs): {}",
+                   recorded.status().ToString());
+      if (code != absl::StatusCode::kInternal) {
+        absl::MutexLock lock(&mu_);
+        if (unrecordable_.size() >= kMaxUnrecordable) unrecordable_.clear();
+        unrecordable_.insert(key);
+      }
       return RunEager(program, arguments, context);
     }
     graph = *std::move(recorded);
-    spdlog::info("RunGraph: recorded and instantiated a graph on device {} in {:.1f} ms", device,
+    spdlog::info("RunGraph: recorded and instantiated a graph on device(s) {} in {:.1f} ms",
+                 absl::StrJoin(devices, ", "),
                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                      .count());
     absl::MutexLock lock(&mu_);
@@ -181,12 +193,13 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::RunEager(const v1::Program& prog
 }
 
 absl::StatusOr<std::shared_ptr<ProgramRunner::CachedGraph>> ProgramRunner::Record(
-    const v1::Program& program, const std::vector<ArrayPtr>& arguments, int device,
-    const OpContext& context) {
+    const v1::Program& program, const std::vector<ArrayPtr>& arguments,
+    const std::vector<int>& devices, const OpContext& context) {
   auto cached = std::make_shared<CachedGraph>();
   ASSIGN_OR_RETURN(std::unique_ptr<GraphRecording> recording,
-                   backend_.graph_recorder()->Begin(device));
+                   backend_.graph_recorder()->Begin(devices));
   Interpreter interpreter(RunMode::kRecord, context, recording.get());
+  interpreter.RecordOn(devices);
   for (int i = 0; i < program.inputs_size(); ++i) {
     // Input slots: allocated while recording, so they belong to the graph; each replay copies
     // its arguments in.

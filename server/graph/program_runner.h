@@ -1,5 +1,6 @@
 // Runs a program: checks it against its arguments (interpreter kCheck), then either replays a
-// recorded graph (one device, on a backend with a GraphRecorder) or runs it eagerly. Recorded
+// recorded graph (over the devices the program touches, on a backend with a GraphRecorder that
+// can record them together) or runs it eagerly. Recorded
 // graphs are cached by (program, argument signature): a hit copies the arguments into the graph's
 // input slots, launches it, and copies the outputs out of its slots.
 #ifndef DISTARRAY_SERVER_GRAPH_PROGRAM_RUNNER_H_
@@ -15,6 +16,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "distarray/v1/distarray.pb.h"
@@ -39,7 +41,7 @@ struct GraphCacheCounters {
 
 class ProgramRunner {
  public:
-  // `use_graphs`: record single-device programs where the backend can (the daemon's --graphs).
+  // `use_graphs`: record programs where the backend can (the daemon's --graphs).
   ProgramRunner(Backend& backend, ProgramLimits limits, bool use_graphs);
   ~ProgramRunner();
 
@@ -58,7 +60,8 @@ class ProgramRunner {
   struct CachedGraph;
   absl::StatusOr<std::shared_ptr<CachedGraph>> Record(const v1::Program& program,
                                                       const std::vector<ArrayPtr>& arguments,
-                                                      int device, const OpContext& context);
+                                                      const std::vector<int>& devices,
+                                                      const OpContext& context);
   absl::StatusOr<ProgramRunResult> Replay(CachedGraph& graph, const v1::Program& program,
                                           const std::vector<ArrayPtr>& arguments,
                                           const OpContext& context);
@@ -76,6 +79,11 @@ class ProgramRunner {
   absl::flat_hash_map<std::string, decltype(lru_)::iterator> by_key_ ABSL_GUARDED_BY(mu_);
   int64_t hits_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t misses_ ABSL_GUARDED_BY(mu_) = 0;
+  // Keys whose recording failed in a way that will not change (a cross-device copy inside a
+  // loop, say): they run eagerly without trying again. Bounded: cleared when it grows past
+  // kMaxUnrecordable.
+  static constexpr size_t kMaxUnrecordable = 4096;
+  absl::flat_hash_set<std::string> unrecordable_ ABSL_GUARDED_BY(mu_);
 };
 
 // The logical values of `array` as a response value (combined to one chunk first when needed).

@@ -91,7 +91,7 @@ class HostRecordedGraph final : public RecordedGraph {
   HostRecordedGraph(HostBackend* backend, int device, std::shared_ptr<HostGraphProgram> program)
       : backend_(backend), device_(device), program_(std::move(program)) {}
 
-  int device() const override { return device_; }
+  const std::vector<int>& devices() const override { return devices_; }
 
   absl::Status Launch(absl::Span<const BufferPtr> reads,
                       absl::Span<const BufferPtr> writes) override {
@@ -138,6 +138,7 @@ class HostRecordedGraph final : public RecordedGraph {
  private:
   HostBackend* const backend_;
   const int device_;
+  const std::vector<int> devices_{device_};
   const std::shared_ptr<HostGraphProgram> program_;
   std::shared_ptr<HostGraphReplay> last_replay_;
 };
@@ -220,9 +221,13 @@ void HostGraphRecording::Keep(BufferPtr buffer) {
   if (program_->kept_set.insert(buffer.get()).second) program_->kept.push_back(std::move(buffer));
 }
 
-absl::StatusOr<std::shared_ptr<HostBuffer>> HostGraphRecording::AdmitFlag(absl::string_view call,
-                                                                          const BufferPtr& flag) {
+absl::StatusOr<std::shared_ptr<HostBuffer>> HostGraphRecording::AdmitFlag(
+    absl::string_view call, const ConditionFlags& flags) {
   RETURN_IF_ERROR(CheckOpen(call));
+  if (flags.buffers.size() > 1) {
+    return Refuse(call, "its condition is in several buffers (combine them into one first)");
+  }
+  const BufferPtr flag = flags.buffers.empty() ? nullptr : flags.buffers.front();
   if (flag == nullptr) return absl::InvalidArgumentError(absl::StrCat(call, ": no flag buffer"));
   if (flag->device() != device_) {
     return Refuse(call, absl::StrCat("its flag is a buffer of device ", flag->device()));
@@ -237,7 +242,7 @@ std::vector<HostGraphNode>& HostGraphRecording::current_block() {
   return open.in_else ? open.node.else_body : open.node.body;
 }
 
-absl::Status HostGraphRecording::BeginWhile(const BufferPtr& flag, int64_t max_iterations) {
+absl::Status HostGraphRecording::BeginWhile(const ConditionFlags& flag, int64_t max_iterations) {
   ASSIGN_OR_RETURN(std::shared_ptr<HostBuffer> entry, AdmitFlag("BeginWhile", flag));
   if (max_iterations < 1) {
     return absl::InvalidArgumentError(
@@ -251,7 +256,7 @@ absl::Status HostGraphRecording::BeginWhile(const BufferPtr& flag, int64_t max_i
   return absl::OkStatus();
 }
 
-absl::Status HostGraphRecording::EndWhile(const BufferPtr& flag) {
+absl::Status HostGraphRecording::EndWhile(const ConditionFlags& flag) {
   RETURN_IF_ERROR(CheckOpen("EndWhile"));
   if (open_.empty()) return absl::FailedPreconditionError("EndWhile: no WHILE is open");
   if (open_.back().node.kind != HostGraphNode::Kind::kWhile) {
@@ -266,7 +271,7 @@ absl::Status HostGraphRecording::EndWhile(const BufferPtr& flag) {
   return absl::OkStatus();
 }
 
-absl::Status HostGraphRecording::BeginIf(const BufferPtr& flag) {
+absl::Status HostGraphRecording::BeginIf(const ConditionFlags& flag) {
   ASSIGN_OR_RETURN(std::shared_ptr<HostBuffer> condition, AdmitFlag("BeginIf", flag));
   OpenNode open;
   open.node.kind = HostGraphNode::Kind::kIf;

@@ -74,9 +74,9 @@ class HostGraphRecording final : public GraphRecording {
   // Keeps a buffer (one allocated while recording) alive with the graph.
   void Keep(BufferPtr buffer);
 
-  absl::Status BeginWhile(const BufferPtr& flag, int64_t max_iterations) override;
-  absl::Status EndWhile(const BufferPtr& flag) override;
-  absl::Status BeginIf(const BufferPtr& flag) override;
+  absl::Status BeginWhile(const ConditionFlags& flag, int64_t max_iterations) override;
+  absl::Status EndWhile(const ConditionFlags& flag) override;
+  absl::Status BeginIf(const ConditionFlags& flag) override;
   absl::Status Else() override;
   absl::Status EndIf() override;
   absl::StatusOr<std::unique_ptr<RecordedGraph>> Finish() override;
@@ -93,8 +93,9 @@ class HostGraphRecording final : public GraphRecording {
   // FAILED_PRECONDITION once Finish has run.
   absl::Status CheckOpen(absl::string_view call) const;
   // A loop or branch flag: a buffer of the recorded device, kept with the graph.
+  // The host backend takes a condition in one buffer (FAILED_PRECONDITION otherwise).
   absl::StatusOr<std::shared_ptr<HostBuffer>> AdmitFlag(absl::string_view call,
-                                                        const BufferPtr& flag);
+                                                        const ConditionFlags& flags);
   // Where recorded work goes now: the innermost open body, or the top level.
   std::vector<HostGraphNode>& current_block();
 
@@ -108,8 +109,14 @@ class HostGraphRecording final : public GraphRecording {
 class HostGraphRecorder final : public GraphRecorder {
  public:
   explicit HostGraphRecorder(HostBackend* backend) : backend_(backend) {}
-  absl::StatusOr<std::unique_ptr<GraphRecording>> Begin(int device) override {
-    return HostGraphRecording::Start(backend_, device);
+  using GraphRecorder::Begin;
+  // One device at a time: a program over several runs eagerly on the host backend.
+  absl::StatusOr<std::unique_ptr<GraphRecording>> Begin(absl::Span<const int> devices) override {
+    if (devices.size() != 1) {
+      return absl::FailedPreconditionError(
+          "GraphRecorder::Begin: the host backend records programs of one device only");
+    }
+    return HostGraphRecording::Start(backend_, devices.front());
   }
 
  private:

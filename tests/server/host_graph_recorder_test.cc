@@ -148,7 +148,7 @@ TEST_F(HostGraphRecorderTest, SeedLoopReplaysMatchHost) {
     DA_ASSERT_OK_AND_ASSIGN(BufferPtr a, Upload(initial));
     DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph,
                             RecordCountLoop(a, kN, 1000, 1 << 20));
-    EXPECT_EQ(graph->device(), 0);
+    EXPECT_EQ(graph->devices(), std::vector<int>{0});
     // Recording ran nothing: the input is as uploaded.
     DA_ASSERT_OK_AND_ASSIGN(std::vector<float> before, Read<float>(a, kN));
     EXPECT_EQ(before, initial);

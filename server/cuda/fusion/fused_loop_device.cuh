@@ -43,6 +43,9 @@ struct FusedLoopArgs {
   const unsigned int* cancel_word;
   GraphCounters* counters;
   unsigned long long handle;  // the WHILE node's cudaGraphConditionalHandle
+  // The loop's condition is this device's part (its chunk's all/any) agreed with the other
+  // devices of the graph (loop_condition.cuh); one device alone: no exchange.
+  Agreement agreement;
 };
 
 #ifdef __CUDACC__
@@ -79,7 +82,8 @@ __device__ __forceinline__ unsigned int AddAcquireRelease(unsigned int* counter,
 
 // Ends a launch: `local` is this thread's all() (`is_all`) or any() over its elements. The block
 // combines its threads; a block holding the deciding value records it; the last block to finish
-// computes the flag, stores it in the condition variable, and decides the next iteration.
+// computes the flag, stores it in the condition variable (this device's partial), and decides the
+// next iteration with the other devices.
 // Every thread of every block must call it.
 __device__ __forceinline__ void FinishIteration(const FusedLoopArgs& args, bool local,
                                                 bool is_all) {
@@ -94,8 +98,8 @@ __device__ __forceinline__ void FinishIteration(const FusedLoopArgs& args, bool 
   args.state->finished = 0;
   const bool flag = is_all ? !decided : decided;
   *args.condition = flag ? 1 : 0;
-  const unsigned int run =
-      NextIteration(flag, args.count, args.max_iterations, args.cancel_word, args.counters);
+  const unsigned int run = NextIteration(true, flag, !is_all, args.count, args.max_iterations,
+                                         args.cancel_word, args.counters, args.agreement);
   args.state->running = run;
   cudaGraphSetConditional(static_cast<cudaGraphConditionalHandle>(args.handle), run);
 }
