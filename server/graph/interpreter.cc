@@ -45,8 +45,24 @@ Interpreter::Interpreter(RunMode mode, OpContext context, GraphRecording* record
       return absl::InvalidArgumentError(
           absl::StrCat(field, ": a program's operands are variables or scalars"));
     }
-    return Lookup(operand.variable(), field + ".variable");
+    return LookupOperand(operand.variable(), field + ".variable");
   };
+}
+
+absl::StatusOr<ArrayPtr> Interpreter::LookupOperand(const std::string& name,
+                                                    const std::string& field) const {
+  if (uncombined_.contains(name)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        field, ": variable ", QuoteClientString(name),
+        " holds a reduction over several devices, which a graph combines only where it is a "
+        "loop or branch condition"));
+  }
+  return Lookup(name, field);
+}
+
+absl::StatusOr<ArrayPtr> Interpreter::RecordedValue(const std::string& name) const {
+  RETURN_IF_ERROR(LookupOperand(name, "program").status());
+  return Value(name);
 }
 
 ArrayPtr Interpreter::SlotFor(const std::string& name) const {
@@ -87,6 +103,12 @@ Array MetadataOnly(const ArrayMeta& meta) {
 void Interpreter::Assign(const std::string& name, Array value) {
   for (const Chunk& c : value.chunks) devices_.insert(c.spec.device);
   env_[name] = std::make_shared<const Array>(std::move(value));
+  uncombined_.erase(name);
+}
+
+void Interpreter::AssignSlot(const std::string& name, const ArrayPtr& slot) {
+  env_[name] = slot;
+  uncombined_.erase(name);
 }
 
 absl::Status Interpreter::Run(const v1::Program& program, absl::string_view field) {
@@ -133,28 +155,37 @@ absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string
       ASSIGN_OR_RETURN(OpResult r,
                        ExecuteElementwise(context_, planned, into_slot ? &slot->chunks : nullptr));
       if (into_slot) {
-        env_[s.target()] = slot;
+        AssignSlot(s.target(), slot);
         return absl::OkStatus();
       }
       Assign(s.target(), Array{{}, {}, {}, r.shape, r.dtype, r.mode, std::move(r.chunks)});
       return absl::OkStatus();
     }
     case v1::Statement::kReduce: {
-      ASSIGN_OR_RETURN(const PlannedReduce planned,
+      ASSIGN_OR_RETURN(PlannedReduce planned,
                        PlanReduceOp(context_, s.reduce(), field + ".reduce"));
       if (check) {
         Assign(s.target(), MetadataOnly(ReduceResultMeta(planned)));
         return absl::OkStatus();
       }
+      // Over several devices, combining a 0-d bool's partials would copy across devices, which
+      // a graph cannot hold; the partials are kept instead, and a condition reading them has the
+      // devices combine them while the graph runs (FlagsOf). Any other use is refused.
+      const bool uncombined = mode_ == RunMode::kRecord && record_devices_.size() > 1 &&
+                              planned.combine && planned.plan.result_mode != Mode::kReplica &&
+                              planned.plan.result_shape.empty() &&
+                              planned.plan.result_dtype == DType::kBool;
+      if (uncombined) planned.combine = false;
       const ArrayPtr slot = SlotFor(s.target());
       const bool into_slot = slot != nullptr && CanWriteReduceInto(planned, *slot);
       ASSIGN_OR_RETURN(OpResult r,
                        ExecuteReduce(context_, planned, into_slot ? &slot->chunks : nullptr));
       if (into_slot) {
-        env_[s.target()] = slot;
-        return absl::OkStatus();
+        AssignSlot(s.target(), slot);
+      } else {
+        Assign(s.target(), Array{{}, {}, {}, r.shape, r.dtype, r.mode, std::move(r.chunks)});
       }
-      Assign(s.target(), Array{{}, {}, {}, r.shape, r.dtype, r.mode, std::move(r.chunks)});
+      if (uncombined) uncombined_.insert(s.target());
       return absl::OkStatus();
     }
     case v1::Statement::kMatmul: {
@@ -183,7 +214,7 @@ absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string
         source_name = s.copy();
         source_field += ".copy";
       }
-      ASSIGN_OR_RETURN(const ArrayPtr source, Lookup(source_name, source_field));
+      ASSIGN_OR_RETURN(const ArrayPtr source, LookupOperand(source_name, source_field));
       IndexMap map = source->index_map();
       Mode mode = source->mode;
       if (s.has_reshard() && s.reshard().has_index_map()) {
@@ -281,6 +312,12 @@ absl::StatusOr<ArrayPtr> Interpreter::NewSlot(const ArrayPtr& value) {
 }
 
 absl::Status Interpreter::CopyInto(const ArrayPtr& value, const ArrayPtr& slot) {
+  if (value->mode != slot->mode || value->index_map() != slot->index_map()) {
+    // A value kept uncombined on one path and not on another (see kReduce).
+    return absl::FailedPreconditionError(
+        absl::StrCat("a recorded loop or branch gives a variable values of different layouts (",
+                     Describe(*value), " and ", Describe(*slot), ")"));
+  }
   std::vector<BoxCopy> copies;
   for (size_t c = 0; c < slot->chunks.size(); ++c) {
     const Chunk& from = value->chunks[c];

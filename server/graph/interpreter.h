@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "distarray/v1/distarray.pb.h"
@@ -48,6 +49,9 @@ class Interpreter {
 
   // A variable's value after Run (nullptr when unassigned).
   ArrayPtr Value(const std::string& name) const;
+  // kRecord: the same for a value the program returns; FAILED_PRECONDITION for one the recording
+  // left uncombined (a condition's partials over several devices).
+  absl::StatusOr<ArrayPtr> RecordedValue(const std::string& name) const;
   // Eager runs: what ran. (Recorded runs report theirs from the replay.)
   const GraphRunStats& stats() const { return stats_; }
   // kRecord: the loops recorded as one fused kernel per iteration.
@@ -67,8 +71,12 @@ class Interpreter {
                                    const std::string& field);
 
   absl::StatusOr<ArrayPtr> Lookup(const std::string& name, const std::string& field) const;
-  // Stores an op's result (kCheck: a metadata-only array of `meta`).
+  // Lookup for a value an op reads: FAILED_PRECONDITION for one left uncombined.
+  absl::StatusOr<ArrayPtr> LookupOperand(const std::string& name, const std::string& field) const;
+  // Stores an op's result (kCheck: a metadata-only array of `meta`), or binds a slot it was
+  // written into.
   void Assign(const std::string& name, Array value);
+  void AssignSlot(const std::string& name, const ArrayPtr& slot);
   absl::StatusOr<ArrayPtr> CheckCondition(const std::string& name, const std::string& field);
   // The buffer holding a 0-d bool's value (op-mode partials are combined first).
   absl::StatusOr<BufferPtr> FlagBuffer(const ArrayPtr& condition);
@@ -96,6 +104,9 @@ class Interpreter {
   GraphRunStats stats_;
   std::set<int> devices_;
   std::vector<int> record_devices_;
+  // kRecord over several devices: variables holding the uncombined partials of a 0-d bool
+  // reduction that the program asked combined; only conditions may read them.
+  absl::flat_hash_set<std::string> uncombined_;
   int fused_loops_ = 0;
 };
 

@@ -18,16 +18,26 @@ v1::Operand OperandOf(const std::string& variable) {
   return operand;
 }
 
+// Whether `map` has one chunk on each of `devices` and none elsewhere.
+bool IsOnePerDevice(const IndexMap& map, absl::Span<const int> devices) {
+  if (map.size() != devices.size()) return false;
+  for (size_t i = 0; i < map.size(); ++i) {
+    if (std::find(devices.begin(), devices.end(), map[i].device) == devices.end()) return false;
+    for (size_t j = 0; j < i; ++j) {
+      if (map[j].device == map[i].device) return false;
+    }
+  }
+  return true;
+}
+
 // Whether `map` splits `shape` into disjoint chunks that cover it, one on each of `devices`:
 // what a fused loop runs over, each device its chunk.
 bool IsOneChunkPerDevice(const IndexMap& map, const Shape& shape, absl::Span<const int> devices) {
-  if (map.size() != devices.size()) return false;
+  if (!IsOnePerDevice(map, devices)) return false;
   int64_t covered = 0;
   for (size_t i = 0; i < map.size(); ++i) {
-    if (std::find(devices.begin(), devices.end(), map[i].device) == devices.end()) return false;
     covered += NumElements(map[i].box);
     for (size_t j = 0; j < i; ++j) {
-      if (map[j].device == map[i].device) return false;
       if (const std::optional<Box> overlap = IntersectBoxes(map[i].box, map[j].box);
           overlap.has_value() && NumElements(*overlap) > 0) {
         return false;
@@ -119,7 +129,7 @@ class FusionPlanner {
         return Refuse("the condition variable is not one REPLICA chunk");
       }
     } else if (flag.mode != (loop_.all ? Mode::kMin : Mode::kMax) ||
-               !IsOneChunkPerDevice(flag.index_map(), flag.shape, devices_)) {
+               !IsOnePerDevice(flag.index_map(), devices_)) {
       return Refuse("the condition variable is not one partial per device");
     }
     loop_.max_iterations = loop.max_iterations();

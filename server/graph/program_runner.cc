@@ -213,7 +213,9 @@ absl::StatusOr<std::shared_ptr<ProgramRunner::CachedGraph>> ProgramRunner::Recor
   }
   RETURN_IF_ERROR(interpreter.Run(program, "program"));
   for (const auto* list : {&program.outputs(), &program.value_outputs()}) {
-    for (const std::string& name : *list) cached->result_slots[name] = interpreter.Value(name);
+    for (const std::string& name : *list) {
+      ASSIGN_OR_RETURN(cached->result_slots[name], interpreter.RecordedValue(name));
+    }
   }
   ASSIGN_OR_RETURN(cached->graph, recording->Finish());
   cached->fused_loops = interpreter.fused_loops();

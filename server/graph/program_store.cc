@@ -10,7 +10,8 @@ namespace {
 
 // One message for unknown and foreign ids, so existence does not leak across tenants.
 absl::Status NoProgram(absl::string_view field, absl::string_view id) {
-  return absl::NotFoundError(absl::StrCat(field, ": no registered program ", QuoteClientString(id)));
+  return absl::NotFoundError(
+      absl::StrCat(field, ": no registered program ", QuoteClientString(id)));
 }
 
 }  // namespace

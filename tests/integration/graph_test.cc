@@ -55,26 +55,33 @@ std::vector<float> RandomSmallIntegers(int64_t n, std::mt19937_64& rng) {
 
 class GraphTest : public BackendTest {
  protected:
-  // The layouts every program runs on: one device (a recorded graph where the backend can), and
-  // split across devices (driven step by step).
+  // The layouts every program runs on: one device; one chunk on each of two devices; and three
+  // chunks over three devices (on two GPUs, two chunks on device 0; on one GPU every layout lands
+  // on device 0).
   std::vector<std::pair<std::string, v1::IndexMap>> Layouts(int64_t n) const {
     return {{"one device", Split(1, 0, n, {dev(0)})},
+            {"two devices", Split(1, 0, n, {dev(0), dev(1)})},
             {"split", Split(1, 0, n, {dev(0), dev(1), dev(2)})}};
   }
   absl::StatusOr<Array> UploadFloats(const std::vector<float>& values, const v1::IndexMap& map) {
     return client().Upload<float>(values, {static_cast<int64_t>(values.size())}, ArrayOpts(map));
   }
-  // Programs whose arrays all sit on one device replay a recorded graph, on every backend (on a
-  // one-GPU machine the "split" layout's chunks all land on device 0 too).
-  bool GraphsExpected(const v1::IndexMap& map) const {
+  bool IsCuda() const { return absl::StartsWith(GetParam(), "cuda"); }
+  // Programs whose arrays all sit on one device replay a recorded graph on every backend; the
+  // CUDA backend also records programs over several devices (one graph per device, agreeing on
+  // their conditions; its machines have peer access between their GPUs). The host backend runs
+  // those step by step.
+  static int DeviceCount(const v1::IndexMap& map) {
     std::set<int> devices;
     for (const auto& chunk : map.chunks()) devices.insert(chunk.device());
-    return devices.size() == 1;
+    return static_cast<int>(devices.size());
   }
+  bool GraphsExpected(const v1::IndexMap& map) const { return DeviceCount(map) == 1 || IsCuda(); }
   // The CUDA backend runs a loop whose body is an elementwise chain ending in all()/any(), over
-  // arrays of one chunk, as one runtime-compiled kernel per iteration (docs/graphs.md).
+  // arrays of one chunk per device, as one runtime-compiled kernel per iteration on each device
+  // (docs/graphs.md).
   int FusedLoopsExpected(const v1::IndexMap& map) const {
-    return absl::StartsWith(GetParam(), "cuda") && map.chunks_size() == 1 ? 1 : 0;
+    return IsCuda() && DeviceCount(map) == map.chunks_size() ? 1 : 0;
   }
 };
 
@@ -181,7 +188,8 @@ TEST_P(GraphTest, FusedLoopComputesWhatItsStatementsCompute) {
   }
 }
 
-// Fused (one chunk on the CUDA backend) and op by op (split: several chunks) compute the same
+// Fused (one chunk per device on the CUDA backend) and op by op (split: several chunks on a
+// device) compute the same
 // bits, also for the library functions (pow, sin, exp, hypot) whose results depend on how the
 // kernels were compiled: contraction of a multiply and an add into an FMA, allowed in one build
 // and not the other, changed float64 pow by 1 ulp.
@@ -226,10 +234,12 @@ TEST_P(GraphTest, FusedAndOpByOpLoopsComputeTheSameBits) {
     xs.push_back(run->outputs.at("x").Download<float>().value());
     ys.push_back(run->outputs.at("y").Download<double>().value());
   }
-  ASSERT_EQ(xs.size(), 2u);
+  ASSERT_EQ(xs.size(), 3u);
   // Bit for bit (memcmp: EXPECT_EQ on floats would let -0 equal 0).
-  EXPECT_EQ(std::memcmp(xs[0].data(), xs[1].data(), n * sizeof(float)), 0);
-  EXPECT_EQ(std::memcmp(ys[0].data(), ys[1].data(), n * sizeof(double)), 0);
+  for (size_t l = 1; l < xs.size(); ++l) {
+    EXPECT_EQ(std::memcmp(xs[0].data(), xs[l].data(), n * sizeof(float)), 0) << l;
+    EXPECT_EQ(std::memcmp(ys[0].data(), ys[l].data(), n * sizeof(double)), 0) << l;
+  }
   for (int64_t i = 0; i < n; ++i) {
     ASSERT_TRUE(std::isfinite(xs[0][i]) && std::isfinite(ys[0][i])) << i;
   }
@@ -265,6 +275,42 @@ TEST_P(GraphTest, FusedLoopInsideALoopRestartsAndStopsAtItsCap) {
     EXPECT_EQ(run->fused_loops, FusedLoopsExpected(map));  // the inner loop; the outer one is not
     for (float& x : a) x += 33;
     EXPECT_EQ(run->outputs.at("a").Download<float>().value(), a);
+  }
+}
+
+// A loop whose condition spans the devices, with a value the program returns: recorded on the
+// CUDA backend, the condition's partials are combined by the devices agreeing on every
+// iteration. A program that also returns the combined reduction (which a graph cannot combine
+// across devices) runs eagerly instead, with the same answers.
+TEST_P(GraphTest, SplitConditionsAgreeAndReturnedReductionsCombine) {
+  std::mt19937_64 rng(21);
+  const int64_t n = 2001;
+  for (const auto& [label, map] : Layouts(n)) {
+    for (const bool return_flag : {false, true}) {
+      SCOPED_TRACE(absl::StrCat(label, return_flag ? ", returning the flag" : ""));
+      std::vector<float> a = RandomSmallIntegers(n, rng);
+      a[n - 1] = 30;  // the last chunk decides: it reaches the limit first
+      g::ProgramBuilder p;
+      g::Vars out = p.WhileLoop([](auto v) { return g::All(v[0] < 100.0f); },
+                                [](auto v) { return g::Vars{v[0] + 1.0f}; }, {p.Input("a")}, 1000);
+      p.Output("a", out[0]);
+      if (return_flag) p.ValueOutput("any_big", g::Any(out[0] > 99.0f));
+      auto input = UploadFloats(a, map);
+      ASSERT_TRUE(input.ok()) << input.status();
+      auto run = client().RunGraph(p.program(), {{"a", &*input}});
+      ASSERT_TRUE(run.ok()) << run.status();
+      EXPECT_EQ(run->iterations, 70);
+      const bool recorded = DeviceCount(map) == 1 || (IsCuda() && !return_flag);
+      EXPECT_EQ(run->execution,
+                recorded ? v1::GRAPH_EXECUTION_DEVICE_GRAPH : v1::GRAPH_EXECUTION_EAGER);
+      for (float& x : a) x += 70;
+      EXPECT_EQ(run->outputs.at("a").Download<float>().value(), a);
+      if (return_flag) {
+        const v1::Value& flag = run->values.at("any_big");
+        ASSERT_EQ(flag.data().size(), 1u);
+        EXPECT_EQ(flag.data()[0], 1);
+      }
+    }
   }
 }
 

@@ -438,6 +438,134 @@ TEST_F(GraphRecorderTest, RefusesOtherDevicesWork) {
   EXPECT_EQ(result, std::vector<float>(16, 1.0f));
 }
 
+// One graph per device: each device counts its own half, and the devices agree on the loop's
+// condition (the AND of their partials) on every iteration, so both halves run exactly as many
+// iterations as the whole array needs, the device whose half reaches the limit first included.
+// A second replay (the agreement's epochs restart) gives the same answer.
+TEST_F(GraphRecorderTest, TwoDevicesAgreeOnTheirLoop) {
+  if (backend().device_count() < 2) GTEST_SKIP() << "needs two GPUs";
+  if (!recorder_->CanRecord(std::vector<int>{0, 1})) GTEST_SKIP() << "no peer access";
+  constexpr int64_t kN = 3000;
+  std::vector<float> low(kN), high(kN);
+  for (int64_t i = 0; i < kN; ++i) {
+    low[i] = static_cast<float>(i % 7);
+    high[i] = static_cast<float>(10 + i % 11);  // device 1's partial turns false first
+  }
+  const float limit = 200;
+  std::vector<float> whole = low;
+  whole.insert(whole.end(), high.begin(), high.end());
+  const HostLoop expected = RunCountLoopOnHost(whole, limit, 1000);
+  ASSERT_GT(expected.iterations, 100);
+
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr a0, Upload(low, 0));
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr a1, Upload(high, 1));
+  std::vector<BufferPtr> a = {a0, a1}, less(2), flag(2);
+  const std::vector<int> devices = {0, 1};
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> recording, recorder_->Begin(devices));
+  auto condition = [&]() -> absl::Status {
+    for (int d = 0; d < 2; ++d) {
+      RETURN_IF_ERROR(backend_->Elementwise(ElementwiseOpId::kLess, DType::kFloat32, less[d], kN,
+                                            {ArrayArg(a[d]), ScalarArg(limit)}));
+      RETURN_IF_ERROR(backend_->Reduce(ReduceKind::kAll, DType::kBool, less[d], AllOf(kN), flag[d],
+                                       1, nullptr));
+    }
+    return absl::OkStatus();
+  };
+  for (int d = 0; d < 2; ++d) {
+    DA_ASSERT_OK_AND_ASSIGN(less[d], backend().Allocate(d, kN));
+    DA_ASSERT_OK_AND_ASSIGN(flag[d], backend().Allocate(d, 1));
+  }
+  ConditionFlags flags;
+  flags.buffers = flag;
+  DA_ASSERT_OK(condition());
+  DA_ASSERT_OK(recording->BeginWhile(flags, 1000));
+  for (int d = 0; d < 2; ++d) {
+    DA_ASSERT_OK(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, a[d], kN,
+                                       {ArrayArg(a[d]), ScalarArg(1)}));
+  }
+  DA_ASSERT_OK(condition());
+  DA_ASSERT_OK(recording->EndWhile(flags));
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
+  recording.reset();
+  EXPECT_EQ(graph->devices(), devices);
+
+  for (int replay = 0; replay < 2; ++replay) {
+    SCOPED_TRACE(replay);
+    DA_ASSERT_OK(Write(a0, low));
+    DA_ASSERT_OK(Write(a1, high));
+    DA_ASSERT_OK(graph->Launch({a0, a1}, {a0, a1}));
+    DA_ASSERT_OK_AND_ASSIGN(GraphRunStats stats, graph->Wait(Alive));
+    EXPECT_EQ(stats.iterations, expected.iterations);
+    EXPECT_FALSE(stats.hit_iteration_cap);
+    DA_ASSERT_OK_AND_ASSIGN(std::vector<float> got0, Read<float>(a0, kN));
+    DA_ASSERT_OK_AND_ASSIGN(std::vector<float> got1, Read<float>(a1, kN));
+    got0.insert(got0.end(), got1.begin(), got1.end());
+    EXPECT_EQ(got0, expected.a);
+  }
+}
+
+// A condition held by one device only: the other abstains and takes its decision (an IF over
+// both devices, then a loop whose flag lives on device 1 only), and a cancel stops both devices'
+// loops; the next replay starts clean.
+TEST_F(GraphRecorderTest, TwoDevicesFollowOneDevicesFlagAndStopTogether) {
+  if (backend().device_count() < 2) GTEST_SKIP() << "needs two GPUs";
+  if (!recorder_->CanRecord(std::vector<int>{0, 1})) GTEST_SKIP() << "no peer access";
+  constexpr int64_t kN = 512;
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr a0, Upload(std::vector<float>(kN, 0.0f), 0));
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr a1, Upload(std::vector<float>(kN, 0.0f), 1));
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr go, Upload(std::vector<bool8>{1}, 1));
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> recording,
+                          recorder_->Begin(std::vector<int>{0, 1}));
+  // if go: a0 = 5, a1 = 5 else: a0 = 7, a1 = 7
+  DA_ASSERT_OK(recording->BeginIf(go));
+  for (const BufferPtr& a : {a0, a1}) {
+    DA_ASSERT_OK(backend().FillConstant(DType::kFloat32, Whole(a, kN), Scalar::Float(5)));
+  }
+  DA_ASSERT_OK(recording->Else());
+  for (const BufferPtr& a : {a0, a1}) {
+    DA_ASSERT_OK(backend().FillConstant(DType::kFloat32, Whole(a, kN), Scalar::Float(7)));
+  }
+  DA_ASSERT_OK(recording->EndIf());
+  // while go (never changes): a0 += 1, a1 += 1; only the cap (out of reach) or a cancel ends it.
+  DA_ASSERT_OK(recording->BeginWhile(go, std::numeric_limits<int64_t>::max()));
+  for (const BufferPtr& a : {a0, a1}) {
+    DA_ASSERT_OK(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, a, kN,
+                                       {ArrayArg(a), ScalarArg(1)}));
+  }
+  DA_ASSERT_OK(recording->EndWhile(go));
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
+  recording.reset();
+
+  DA_ASSERT_OK(graph->Launch({go}, {a0, a1}));
+  const auto start = std::chrono::steady_clock::now();
+  auto alive = [&]() -> absl::Status {
+    if (std::chrono::steady_clock::now() - start > std::chrono::milliseconds(20)) {
+      return absl::CancelledError("the client went away");
+    }
+    return absl::OkStatus();
+  };
+  absl::StatusOr<GraphRunStats> stats = graph->Wait(alive);
+  EXPECT_EQ(stats.status().code(), absl::StatusCode::kCancelled) << stats.status();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  DA_ASSERT_OK(backend().Synchronize());
+  DA_ASSERT_OK_AND_ASSIGN(std::vector<float> r0, Read<float>(a0, kN));
+  DA_ASSERT_OK_AND_ASSIGN(std::vector<float> r1, Read<float>(a1, kN));
+  EXPECT_GT(r0[0], 5.0f);  // the then branch ran, then some iterations
+  EXPECT_EQ(r0, std::vector<float>(kN, r0[0]));
+  EXPECT_EQ(r1, std::vector<float>(kN, r1[0]));
+
+  // Next replay: the flag false, so the else branch and no iteration, on both devices.
+  DA_ASSERT_OK(Write(go, std::vector<bool8>{0}));
+  DA_ASSERT_OK(graph->Launch({go}, {a0, a1}));
+  DA_ASSERT_OK_AND_ASSIGN(GraphRunStats next, graph->Wait(Alive));
+  EXPECT_EQ(next.iterations, 0);
+  EXPECT_FALSE(next.cancelled);
+  DA_ASSERT_OK_AND_ASSIGN(r0, Read<float>(a0, kN));
+  DA_ASSERT_OK_AND_ASSIGN(r1, Read<float>(a1, kN));
+  EXPECT_EQ(r0, std::vector<float>(kN, 7.0f));
+  EXPECT_EQ(r1, std::vector<float>(kN, 7.0f));
+}
+
 TEST_F(GraphRecorderTest, OtherThreadsRunEagerly) {
   DA_ASSERT_OK_AND_ASSIGN(BufferPtr x, Upload(std::vector<float>(16, 1.0f)));
   // Finished graphs with a slot of their own, replayed and destroyed while this thread records,
