@@ -91,11 +91,12 @@ __device__ __forceinline__ AgreedVote Agree(const Agreement& agreement, bool vot
   const int parity = static_cast<int>(epoch & 1);
   const unsigned long long word =
       epoch << 3 | (cancel ? 4ull : 0ull) | (voted ? 2ull : 0ull) | (vote ? 1ull : 0ull);
+  // No fence: the word carries the whole vote, the devices read nothing else of each other's,
+  // and a reader waits for the epoch it needs, so the order in which stores arrive is free.
   for (int d = 0; d < agreement.devices; ++d) {
     *static_cast<volatile unsigned long long*>(
         &agreement.blocks[d]->inbox[parity][agreement.rank]) = word;
   }
-  __threadfence_system();
   bool flag = !any;  // the identity of the combination: abstaining devices change nothing
   bool cancelled = cancel;
   unsigned long long last_read = GlobalTimerNs();

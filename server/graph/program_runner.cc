@@ -227,6 +227,12 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Replay(CachedGraph& cached,
                                                        const std::vector<ArrayPtr>& arguments,
                                                        const OpContext& context) {
   absl::MutexLock lock(&cached.mu);
+  // Where a replay's time goes on the host, for the debug log (docs/performance.md).
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  auto us = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::micro>(b - a).count();
+  };
   std::vector<BufferPtr> reads, writes;
   for (size_t i = 0; i < arguments.size(); ++i) {
     const Array& slot = *cached.input_slots[i];
@@ -242,8 +248,11 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Replay(CachedGraph& cached,
   for (const auto& [name, slot] : cached.result_slots) {
     for (const Chunk& c : slot->chunks) writes.push_back(c.buffer);
   }
+  const Clock::time_point copied_in = Clock::now();
   RETURN_IF_ERROR(cached.graph->Launch(reads, writes));
+  const Clock::time_point launched = Clock::now();
   ASSIGN_OR_RETURN(const GraphRunStats stats, cached.graph->Wait(context.alive));
+  const Clock::time_point waited = Clock::now();
 
   ProgramRunResult result;
   result.stats = stats;
@@ -260,6 +269,11 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Replay(CachedGraph& cached,
     ASSIGN_OR_RETURN(result.values[name],
                      ReadValue(backend_, *cached.result_slots.at(name), context.alive));
   }
+  spdlog::debug(
+      "RunGraph replay: copy in {:.0f} us, launch {:.0f} us, wait {:.0f} us (device {:.0f} us), "
+      "copy out {:.0f} us",
+      us(start, copied_in), us(copied_in, launched), us(launched, waited),
+      stats.device_seconds * 1e6, us(waited, Clock::now()));
   return result;
 }
 
