@@ -62,21 +62,33 @@ CudaRecordedGraph::CudaRecordedGraph(CudaBackend* backend, CudaGraphResources re
 }
 
 CudaRecordedGraph::~CudaRecordedGraph() {
+  {
+    std::lock_guard lock(backend_->order_mu_);
+    DrainUnwaited();
+  }
   for (size_t i = 0; i < devices_.size(); ++i) {
+    if (!replays_[i].done) continue;
     ScopedDevice scope(devices_[i]);
-    if (replays_[i].unknown) {
-      // A replay may have been enqueued without its event: drain the whole stream instead.
-      LogIfFailed(cudaStreamSynchronize(backend_->stream(devices_[i])),
-                  "waiting for a recorded graph's last replay");
-    } else if (replays_[i].done) {
-      LogIfFailed(cudaEventSynchronize(replays_[i].done->get()),
-                  "waiting for a recorded graph's last replay");
-    }
+    LogIfFailed(cudaEventSynchronize(replays_[i].done->get()),
+                "waiting for a recorded graph's last replay");
   }
 }
 
 void CudaRecordedGraph::SetCancel(unsigned int value) const {
   for (size_t i = 0; i < devices_.size(); ++i) SetCancelWord(*control(i), value);
+}
+
+void CudaRecordedGraph::DrainUnwaited() {
+  if (!in_flight_) return;
+  // Graphs still running, at an exchange or on their way to one, stop at their next evaluation
+  // once the word is set (a waiting device reads it every 50 µs).
+  SetCancel(1);
+  for (const int device : devices_) {
+    ScopedDevice scope(device);
+    LogIfFailed(cudaStreamSynchronize(backend_->stream(device)),
+                "draining a recorded graph's unfinished replay");
+  }
+  in_flight_ = false;
 }
 
 absl::Status CudaRecordedGraph::Launch(absl::Span<const BufferPtr> reads,
@@ -99,24 +111,28 @@ absl::Status CudaRecordedGraph::Launch(absl::Span<const BufferPtr> reads,
       (*to)[it - devices_.begin()].push_back(AsCuda(buffer));
     }
   }
-  // A new replay: its loops run until their flags or caps stop them, not a past cancel.
-  SetCancel(0);
   // One lock over every device's enqueue: the devices' graphs wait for each other at every
   // condition, so no other work may come between them on one device and not on another (a
   // transfer queued behind one device's graph and ahead of another's would wait for itself).
   std::lock_guard lock(backend_->order_mu_);
+  // A replay nobody waited for (its Launch failed part way) is drained, cancelled, before the
+  // cancel word is cleared: cleared under it, a graph at an exchange would wait forever.
+  DrainUnwaited();
+  // A new replay: its loops run until their flags or caps stop them, not a past cancel.
+  SetCancel(0);
   absl::Status status = LaunchLocked(read_buffers, write_buffers);
-  if (!status.ok() && devices_.size() > 1) {
-    // Devices whose graphs started would wait for the others at their first exchange: stop them.
-    SetCancel(1);
-  }
+  // Devices whose graphs started would wait for the others at their first exchange: stop them
+  // and wait for them, so the call that fails leaves nothing running.
+  if (!status.ok()) DrainUnwaited();
   return status;
 }
 
 absl::Status CudaRecordedGraph::LaunchLocked(const std::vector<std::vector<CudaBuffer*>>& reads,
                                              const std::vector<std::vector<CudaBuffer*>>& writes) {
   const bool agree = devices_.size() > 1;
-  std::vector<cuda::CudaEventPtr> ready(devices_.size());
+  // Everything that can fail comes before the first graph is enqueued; after it, only the graph
+  // launches and their end events.
+  std::vector<cuda::CudaEventPtr> ready(devices_.size()), start(devices_.size());
   for (size_t i = 0; i < devices_.size(); ++i) {
     const int device = devices_[i];
     ScopedDevice scope(device);
@@ -126,7 +142,8 @@ absl::Status CudaRecordedGraph::LaunchLocked(const std::vector<std::vector<CudaB
     RETURN_IF_ERROR(backend_->WaitFor(device, deps));
     if (agree) {
       // Every replay's exchanges count from zero: a cancelled replay may have left the devices'
-      // epochs apart. No device's graph starts before every device's block is reset.
+      // epochs apart. No device's graph starts before every device's block is reset (and every
+      // device's earlier replay is over: each reset is ordered after its own device's).
       CUDA_RETURN_IF_ERROR(cudaMemsetAsync(resources_.devices[i].agreement->data(), 0,
                                            sizeof(cuda::AgreementBlock), backend_->stream(device)));
       ASSIGN_OR_RETURN(ready[i], cuda::CudaEvent::Record(backend_->stream(device)));
@@ -143,17 +160,20 @@ absl::Status CudaRecordedGraph::LaunchLocked(const std::vector<std::vector<CudaB
       }
       RETURN_IF_ERROR(backend_->WaitOn(stream, others));
     }
+    ASSIGN_OR_RETURN(start[i], cuda::CudaEvent::RecordTimed(stream));
+  }
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    const int device = devices_[i];
+    const cudaStream_t stream = backend_->stream(device);
+    ScopedDevice scope(device);
+    const cudaError_t launched = cudaGraphLaunch(execs_[i].get(), stream);
+    in_flight_ = in_flight_ || launched == cudaSuccess;
+    RETURN_IF_ERROR(cuda::CudaStatus(launched, "cudaGraphLaunch"));
+    ASSIGN_OR_RETURN(cuda::CudaEventPtr end, cuda::CudaEvent::RecordTimed(stream));
     Replay& replay = replays_[i];
-    ASSIGN_OR_RETURN(cuda::CudaEventPtr start, cuda::CudaEvent::RecordTimed(stream));
-    RETURN_IF_ERROR(cuda::CudaStatus(cudaGraphLaunch(execs_[i].get(), stream), "cudaGraphLaunch"));
-    absl::StatusOr<cuda::CudaEventPtr> end = cuda::CudaEvent::RecordTimed(stream);
-    if (!end.ok()) {
-      replay.unknown = true;
-      return end.status();
-    }
-    replay.start = std::move(start);
-    replay.end = *end;
-    replay.done = *std::move(end);
+    replay.start = std::move(start[i]);
+    replay.end = end;
+    replay.done = std::move(end);
     for (CudaBuffer* b : reads[i]) b->hazards().RecordRead(replay.done, IsDone);
     for (CudaBuffer* b : writes[i]) b->hazards().RecordWrite(replay.done);
   }
@@ -204,6 +224,11 @@ absl::StatusOr<GraphRunStats> CudaRecordedGraph::Wait(const std::function<absl::
       if (!stop.ok()) SetCancel(1);
     }
     std::this_thread::sleep_for(kPollInterval);
+  }
+  {
+    // Every device's replay is over (or its device failed): nothing left to drain.
+    std::lock_guard lock(backend_->order_mu_);
+    in_flight_ = false;
   }
   RETURN_IF_ERROR(failed);
   if (!stop.ok()) return stop;

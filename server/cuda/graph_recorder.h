@@ -96,7 +96,6 @@ class CudaRecordedGraph final : public RecordedGraph {
     cuda::CudaEventPtr done;
     // Around the replay's cudaGraphLaunch, timed: its time on the device.
     cuda::CudaEventPtr start, end;
-    bool unknown = false;  // enqueued, but its event could not be recorded
   };
 
   CudaGraphControl* control(size_t i) const {
@@ -104,6 +103,9 @@ class CudaRecordedGraph final : public RecordedGraph {
   }
   // Sets (or clears) every device's cancel word.
   void SetCancel(unsigned int value) const;
+  // When a replay was enqueued and never waited for (its Launch failed part way), cancels it and
+  // waits for the graph's devices. The caller holds the backend's order lock.
+  void DrainUnwaited();
   // Enqueues the replay on every device; the caller holds the backend's order lock.
   absl::Status LaunchLocked(const std::vector<std::vector<CudaBuffer*>>& reads,
                             const std::vector<std::vector<CudaBuffer*>>& writes);
@@ -114,6 +116,9 @@ class CudaRecordedGraph final : public RecordedGraph {
   // Declared after resources_: destroyed before the graphs they came from.
   std::vector<cuda::CudaGraphExec> execs_;
   std::vector<Replay> replays_;
+  // Some device's graph was enqueued and Wait has not seen the replay end. Guarded by the
+  // backend's order lock.
+  bool in_flight_ = false;
 };
 
 class CudaGraphRecording final : public GraphRecording {

@@ -34,12 +34,14 @@ constexpr int kMaxGraphDevices = 8;
 // evaluation of a condition is an exchange: each device posts its vote with one 8-byte store into
 // every device's inbox (peer memory) and then polls its own inbox, locally, until every device's
 // vote of this exchange has arrived. Every device makes the same exchanges in the same order
-// (they take the same decisions), so a counter per device numbers them: the epoch, kept in device
-// memory so that replays continue it. Two inboxes, by the epoch's parity: a device may post
-// exchange e + 1 before a slower one has read e, but not e + 2, which needs the slower one's e + 1.
+// (they take the same decisions), so a counter per device numbers them: the epoch, in device
+// memory, reset with the whole block before every replay. Two inboxes, by the epoch's parity: a
+// device may post exchange e + 1 before a slower one has read e, but not e + 2, which needs the
+// slower one's e + 1.
 struct AgreementBlock {
   unsigned long long inbox[2][kMaxGraphDevices];  // epoch << 3 | cancel << 2 | voted << 1 | vote
   unsigned long long epoch;                       // this device's last exchange
+  unsigned long long aborted;  // this device gave up waiting in this replay: no more waits
 };
 
 // What one device's condition evaluations need: every device's block (peer addresses), and which
@@ -79,13 +81,17 @@ struct AgreedVote {
 // the condition; `any`: votes combine by OR, else AND. While it waits for a peer it reads the
 // cancel word every kCancelReadIntervalNs and gives up once it is set: a peer that never comes
 // (its graph failed, or it already stopped on a cancel this device has not seen) cannot hang the
-// device. Giving up answers {flag: true, cancel: true}: a loop stops here too and counts the
-// cancel; a branch is skipped.
+// device. Giving up answers {flag: true, cancel: true}, and so does every later exchange of the
+// replay on this device: a loop stops and counts the cancel; a branch takes its else body (its
+// loops stop at once). The replay's results are dropped: its call fails with the cancel.
 __device__ __forceinline__ AgreedVote Agree(const Agreement& agreement, bool voted, bool vote,
                                             bool any, bool cancel,
                                             const volatile unsigned int* cancel_word) {
   if (agreement.devices <= 1) return AgreedVote{vote, cancel};
   AgreementBlock* const mine = agreement.blocks[agreement.rank];
+  // After giving up once, the devices are out of step for the rest of the replay: every later
+  // evaluation answers a cancel at once instead of waiting 50 µs for a vote that may not come.
+  if (mine->aborted != 0) return AgreedVote{true, true};
   const unsigned long long epoch = mine->epoch + 1;
   mine->epoch = epoch;
   const int parity = static_cast<int>(epoch & 1);
@@ -107,7 +113,10 @@ __device__ __forceinline__ AgreedVote Agree(const Agreement& agreement, bool vot
       const unsigned long long now = GlobalTimerNs();
       if (now - last_read >= kCancelReadIntervalNs) {
         last_read = now;
-        if (*cancel_word != 0) return AgreedVote{true, true};
+        if (*cancel_word != 0) {
+          mine->aborted = 1;
+          return AgreedVote{true, true};
+        }
       }
     }
     if ((v & 2) != 0) flag = any ? (flag || (v & 1) != 0) : (flag && (v & 1) != 0);

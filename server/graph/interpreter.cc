@@ -171,7 +171,9 @@ absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string
       // Over several devices, combining a 0-d bool's partials would copy across devices, which
       // a graph cannot hold; the partials are kept instead, and a condition reading them has the
       // devices combine them while the graph runs (FlagsOf). Any other use is refused.
-      const bool uncombined = mode_ == RunMode::kRecord && record_devices_.size() > 1 &&
+      std::set<int> partial_devices;
+      for (const ChunkSpec& chunk : planned.plan.result_map) partial_devices.insert(chunk.device);
+      const bool uncombined = mode_ == RunMode::kRecord && partial_devices.size() > 1 &&
                               planned.combine && planned.plan.result_mode != Mode::kReplica &&
                               planned.plan.result_shape.empty() &&
                               planned.plan.result_dtype == DType::kBool;

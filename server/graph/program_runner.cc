@@ -165,9 +165,20 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Run(const v1::Program& program,
       }
     }
   }
-  ASSIGN_OR_RETURN(ProgramRunResult result, Replay(*graph, program, arguments, context));
-  result.cache_hit = hit;
-  return result;
+  absl::StatusOr<ProgramRunResult> result = Replay(*graph, program, arguments, context);
+  if (!result.ok() && !absl::IsCancelled(result.status()) &&
+      !absl::IsDeadlineExceeded(result.status())) {
+    // A graph whose replay failed is not trusted again: the next run records anew.
+    spdlog::warn("RunGraph: a replay failed; dropping its graph: {}", result.status().ToString());
+    absl::MutexLock lock(&mu_);
+    if (auto it = by_key_.find(key); it != by_key_.end() && it->second->second == graph) {
+      lru_.erase(it->second);
+      by_key_.erase(it);
+    }
+  }
+  RETURN_IF_ERROR(result.status());
+  result->cache_hit = hit;
+  return *std::move(result);
 }
 
 absl::StatusOr<ProgramRunResult> ProgramRunner::RunEager(const v1::Program& program,
