@@ -408,14 +408,16 @@ absl::Status CudaBackend::CopyAcrossDevices(DType dtype, absl::Span<const BoxCop
 }
 
 absl::Status CudaBackend::Copy(DType dtype, absl::Span<const BoxCopy> copies) {
-  if (CudaGraphRecording* recording = CurrentRecording(this)) {
-    // Refused before anything of the batch is recorded. A graph's conditional bodies hold one
-    // device's work only.
+  CudaGraphRecording* recording = CurrentRecording(this);
+  if (recording != nullptr) {
+    // Refused before anything of the batch is recorded: a copy across devices is recorded only
+    // between devices of the recording (as peer reads between two barriers, graph_recorder.h).
     for (const BoxCopy& copy : copies) {
       const int from = copy.src.buffer->device(), to = copy.dst.buffer->device();
-      if (from != to) {
-        return recording->Refuse(
-            "Copy", absl::StrCat("it copies across devices (device ", from, " to ", to, ")"));
+      if (from != to && (!recording->records(from) || !recording->records(to))) {
+        return recording->Refuse("Copy",
+                                 absl::StrCat("it copies across devices (device ", from, " to ", to,
+                                              ") and the recording does not hold both"));
       }
     }
   }
@@ -429,6 +431,7 @@ absl::Status CudaBackend::Copy(DType dtype, absl::Span<const BoxCopy> copies) {
     }
   }
   if (cross.empty()) return absl::OkStatus();
+  if (recording != nullptr) return recording->RecordPeerCopies(dtype, cross);
   return CopyAcrossDevices(dtype, cross);
 }
 

@@ -11,10 +11,12 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/box.h"
 #include "common/status_macros.h"
 #include "server/cuda/cuda_backend.h"
 #include "server/cuda/cuda_buffer.h"
 #include "server/cuda/cuda_status.h"
+#include "server/cuda/kernels.h"
 
 namespace distarray {
 namespace {
@@ -423,6 +425,40 @@ absl::StatusOr<cudaStream_t> CudaGraphRecording::Route(absl::string_view call, i
     for (CudaBuffer* buffer : *buffers) Keep(buffer->shared_from_this());
   }
   return captures_[index].current();
+}
+
+absl::Status CudaGraphRecording::RecordBarrier() {
+  for (size_t i = 0; i < captures_.size(); ++i) {
+    ScopedDevice scope(captures_[i].device);
+    CUDA_RETURN_IF_ERROR(cuda::LaunchBarrier(cancel_word(i), agreement(i), captures_[i].current()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaGraphRecording::RecordPeerCopies(DType dtype,
+                                                  absl::Span<const BoxCopy* const> copies) {
+  RETURN_IF_ERROR(CheckRecording("Copy"));
+  for (const BoxCopy* copy : copies) {
+    if (!records(copy->src.buffer->device()) || !records(copy->dst.buffer->device())) {
+      return Refuse("Copy", "it copies from or to a device the recording does not hold");
+    }
+  }
+  std::lock_guard lock(backend_->order_mu_);
+  // A failure from here on may leave a barrier on some devices and not others: broken.
+  return Broken([&]() -> absl::Status {
+    RETURN_IF_ERROR(RecordBarrier());
+    for (const BoxCopy* copy : copies) {
+      const int device = copy->dst.buffer->device();
+      Keep(copy->src.buffer);
+      Keep(copy->dst.buffer);
+      ScopedDevice scope(device);
+      CUDA_RETURN_IF_ERROR(cuda::LaunchCopyBox(
+          dtype, AsCuda(copy->src.buffer)->data(), MakeStridedBox(copy->src.shape, copy->src.box),
+          AsCuda(copy->dst.buffer)->data(), MakeStridedBox(copy->dst.shape, copy->dst.box),
+          copy->combine, captures_[IndexOf(device)].current()));
+    }
+    return RecordBarrier();
+  }());
 }
 
 absl::Status CudaGraphRecording::AdmitFlags(absl::string_view call, const ConditionFlags& flags) {

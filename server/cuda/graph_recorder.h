@@ -152,6 +152,12 @@ class CudaGraphRecording final : public GraphRecording {
   absl::StatusOr<cudaStream_t> Route(absl::string_view call, int device,
                                      const std::vector<CudaBuffer*>& reads,
                                      const std::vector<CudaBuffer*>& writes);
+  // Records copies across devices of the recording: a barrier on every device (every device's
+  // earlier work is done), then on each destination device a kernel reading the source through
+  // its peer address, then a barrier again (no device overwrites a source still being read).
+  // Conditional bodies cannot hold copy nodes between devices; a kernel reading peer memory is
+  // one device's work. Every device takes part in both barriers, wherever the copies go.
+  absl::Status RecordPeerCopies(DType dtype, absl::Span<const BoxCopy* const> copies);
   // Keeps a buffer allocated for the recording alive with it (and with the recorded graph).
   void Keep(BufferPtr buffer);
   // FAILED_PRECONDITION: `call` cannot be recorded.
@@ -220,6 +226,8 @@ class CudaGraphRecording final : public GraphRecording {
   // Starts capturing the block's current branch on its stream / ends that capture.
   absl::Status BeginBody(int device, Block& block);
   absl::Status EndBody(Block& block);
+  // A barrier kernel on every device's innermost capture (an exchange without a vote).
+  absl::Status RecordBarrier();
   // Ends every open capture (innermost first) and stops routing this thread's work here. The
   // first error, if a capture was invalidated.
   absl::Status EndAllCaptures();

@@ -24,7 +24,21 @@ __global__ void IfConditionKernel(const LocalFlags flags, const volatile unsigne
   cudaGraphSetConditional(handle, agreed.flag && !agreed.cancel ? 1u : 0u);
 }
 
+// Fenced on both sides at system scope: the work before it on this device is visible to the
+// peers' reads after their barriers, and this device reads the peers' only after its own.
+__global__ void BarrierKernel(const volatile unsigned int* cancel_word, const Agreement agreement) {
+  __threadfence_system();
+  Agree(agreement, false, false, false, false, cancel_word);
+  __threadfence_system();
+}
+
 }  // namespace
+
+cudaError_t LaunchBarrier(const unsigned int* cancel_word, const Agreement& agreement,
+                          cudaStream_t stream) {
+  BarrierKernel<<<1, 1, 0, stream>>>(cancel_word, agreement);
+  return cudaGetLastError();
+}
 
 cudaError_t LaunchLoopCondition(const LocalFlags& flags, int64_t* count, int64_t max_iterations,
                                 const unsigned int* cancel_word, GraphCounters* counters,

@@ -33,6 +33,11 @@ cudaError_t LaunchIfCondition(const LocalFlags& flags, const unsigned int* cance
                               const Agreement& agreement, cudaGraphConditionalHandle handle,
                               cudaStream_t stream);
 
+// A barrier across the devices of the graph: returns once every device has reached its own
+// barrier (an exchange without a vote), with the work each did before it visible to the others.
+cudaError_t LaunchBarrier(const unsigned int* cancel_word, const Agreement& agreement,
+                          cudaStream_t stream);
+
 }  // namespace distarray::cuda
 
 #endif  // DISTARRAY_SERVER_CUDA_LOOP_CONTROL_H_

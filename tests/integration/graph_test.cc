@@ -314,6 +314,77 @@ TEST_P(GraphTest, SplitConditionsAgreeAndReturnedReductionsCombine) {
   }
 }
 
+// A loop whose body moves data between devices: a matrix-vector product with the matrix's rows
+// split (the vector is gathered to every device), a combined sum (partials brought together), and
+// a division by it (the 0-d sum replicated where the vector lies), with a counter on one device
+// as the condition. On the CUDA backend the whole loop is recorded (copies between devices as
+// peer reads between barriers), against a long double host model.
+TEST_P(GraphTest, LoopMovingDataBetweenDevicesMatchesTheHost) {
+  std::mt19937_64 rng(31);
+  std::uniform_real_distribution<double> uniform(0.1, 1.0);
+  const int64_t n = 96;
+  const int steps = 6;
+  std::vector<double> a(n * n), v(n);
+  for (double& x : a) x = uniform(rng);
+  for (double& x : v) x = uniform(rng);
+
+  g::ProgramBuilder p;
+  const g::Var va = p.Input("A");
+  g::Vars out = p.WhileLoop([steps](auto w) { return g::All(w[2] < static_cast<double>(steps)); },
+                            [&va](auto w) {
+                              g::ProgramBuilder& b = w[0].builder();
+                              const g::Var av = b.Matmul(va, w[0]);
+                              const g::Var total = g::Sum(av);
+                              return g::Vars{av / total, w[1] + total, w[2] + 1.0};
+                            },
+                            {p.Input("v"), p.Input("acc"), p.Input("k")}, 100);
+  p.Output("v", out[0]);
+  p.Output("acc", out[1]);
+
+  // The host model, in long double.
+  std::vector<long double> hv(v.begin(), v.end());
+  long double acc = 0;
+  for (int step = 0; step < steps; ++step) {
+    std::vector<long double> next(n, 0);
+    long double total = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < n; ++j) next[i] += static_cast<long double>(a[i * n + j]) * hv[j];
+      total += next[i];
+    }
+    for (int64_t i = 0; i < n; ++i) hv[i] = next[i] / total;
+    acc += total;
+  }
+
+  for (const auto& [label, map] :
+       {std::pair{std::string("one device"), std::vector<int>{dev(0)}},
+        std::pair{std::string("two devices"), std::vector<int>{dev(0), dev(1)}}}) {
+    SCOPED_TRACE(label);
+    auto ua = client().Upload<double>(a, {n, n}, ArrayOpts(Split(2, 0, n, map)));
+    auto uv = client().Upload<double>(v, {n, 1}, ArrayOpts(Split(2, 0, n, map)));
+    auto uacc =
+        client().Upload<double>(std::vector<double>{0.0}, {1}, ArrayOpts(Split(1, 0, 1, {dev(0)})));
+    auto uk =
+        client().Upload<double>(std::vector<double>{0.0}, {1}, ArrayOpts(Split(1, 0, 1, {dev(0)})));
+    ASSERT_TRUE(ua.ok() && uv.ok() && uacc.ok() && uk.ok());
+    for (int run_index = 0; run_index < 2; ++run_index) {  // recorded, then replayed from cache
+      auto run =
+          client().RunGraph(p.program(), {{"A", &*ua}, {"v", &*uv}, {"acc", &*uacc}, {"k", &*uk}});
+      ASSERT_TRUE(run.ok()) << run.status();
+      EXPECT_EQ(run->iterations, steps);
+      std::set<int> devices(map.begin(), map.end());
+      EXPECT_EQ(run->execution, devices.size() == 1 || IsCuda() ? v1::GRAPH_EXECUTION_DEVICE_GRAPH
+                                                                : v1::GRAPH_EXECUTION_EAGER);
+      auto got = run->outputs.at("v").Download<double>();
+      auto got_acc = run->outputs.at("acc").Download<double>();
+      ASSERT_TRUE(got.ok() && got_acc.ok());
+      for (int64_t i = 0; i < n; ++i) {
+        EXPECT_NEAR((*got)[i], static_cast<double>(hv[i]), 1e-13) << i;
+      }
+      EXPECT_NEAR((*got_acc)[0], static_cast<double>(acc), 1e-9 * static_cast<double>(acc));
+    }
+  }
+}
+
 TEST_P(GraphTest, IterationCapStopsTheLoopAndSaysSo) {
   std::mt19937_64 rng(2);
   for (const auto& [label, map] : Layouts(500)) {

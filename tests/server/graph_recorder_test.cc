@@ -566,6 +566,51 @@ TEST_F(GraphRecorderTest, TwoDevicesFollowOneDevicesFlagAndStopTogether) {
   EXPECT_EQ(r1, std::vector<float>(kN, 7.0f));
 }
 
+// Copies between the devices of a recording (peer reads between barriers): a value bounced
+// between two GPUs every iteration, x0 = x0 + 1 on device 0, y1 = x0 copied to device 1, y1 =
+// y1 * 2, x0 = y1 copied back; any copy reading before its source is written, or a source
+// overwritten while it is read, shows in the result.
+TEST_F(GraphRecorderTest, CopiesBetweenDevicesInsideALoop) {
+  if (backend().device_count() < 2) GTEST_SKIP() << "needs two GPUs";
+  if (!recorder_->CanRecord(std::vector<int>{0, 1})) GTEST_SKIP() << "no peer access";
+  constexpr int64_t kN = 1 << 20;
+  constexpr int kIterations = 12;
+  std::vector<float> start(kN);
+  for (int64_t i = 0; i < kN; ++i) start[i] = static_cast<float>(i % 5);
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr x0, Upload(start, 0));
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr y1, Upload(std::vector<float>(kN, 0.0f), 1));
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr go, Upload(std::vector<bool8>{1}, 0));
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> recording,
+                          recorder_->Begin(std::vector<int>{0, 1}));
+  DA_ASSERT_OK(recording->BeginWhile(go, kIterations));
+  DA_ASSERT_OK(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, x0, kN,
+                                     {ArrayArg(x0), ScalarArg(1)}));
+  DA_ASSERT_OK(backend().Copy(DType::kFloat32, {BoxCopy{Whole(x0, kN), Whole(y1, kN)}}));
+  DA_ASSERT_OK(backend().Elementwise(ElementwiseOpId::kMultiply, DType::kFloat32, y1, kN,
+                                     {ArrayArg(y1), ScalarArg(2)}));
+  DA_ASSERT_OK(backend().Copy(DType::kFloat32, {BoxCopy{Whole(y1, kN), Whole(x0, kN)}}));
+  DA_ASSERT_OK(recording->EndWhile(go));
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
+  recording.reset();
+
+  std::vector<float> expected = start;
+  for (int k = 0; k < kIterations; ++k) {
+    for (float& x : expected) x = (x + 1) * 2;
+  }
+  for (int replay = 0; replay < 2; ++replay) {
+    SCOPED_TRACE(replay);
+    DA_ASSERT_OK(Write(x0, start));
+    DA_ASSERT_OK(graph->Launch({go}, {x0, y1}));
+    DA_ASSERT_OK_AND_ASSIGN(GraphRunStats stats, graph->Wait(Alive));
+    EXPECT_EQ(stats.iterations, kIterations);
+    EXPECT_TRUE(stats.hit_iteration_cap);
+    DA_ASSERT_OK_AND_ASSIGN(std::vector<float> got_x, Read<float>(x0, kN));
+    DA_ASSERT_OK_AND_ASSIGN(std::vector<float> got_y, Read<float>(y1, kN));
+    EXPECT_EQ(got_x, expected);
+    EXPECT_EQ(got_y, expected);
+  }
+}
+
 TEST_F(GraphRecorderTest, OtherThreadsRunEagerly) {
   DA_ASSERT_OK_AND_ASSIGN(BufferPtr x, Upload(std::vector<float>(16, 1.0f)));
   // Finished graphs with a slot of their own, replayed and destroyed while this thread records,
