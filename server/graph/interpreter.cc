@@ -171,14 +171,19 @@ absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string
       // Over several devices, combining a 0-d bool's partials would copy across devices, which
       // a graph cannot hold; the partials are kept instead, and a condition reading them has the
       // devices combine them while the graph runs (FlagsOf). Any other use is refused.
+      // A loop-carried target keeps its slot's layout: partials only into a slot of partials (a
+      // condition that entered the loop combined is combined in the body too, across devices by
+      // peer copies).
+      const ArrayPtr slot = SlotFor(s.target());
       std::set<int> partial_devices;
       for (const ChunkSpec& chunk : planned.plan.result_map) partial_devices.insert(chunk.device);
       const bool uncombined = mode_ == RunMode::kRecord && partial_devices.size() > 1 &&
                               planned.combine && planned.plan.result_mode != Mode::kReplica &&
                               planned.plan.result_shape.empty() &&
-                              planned.plan.result_dtype == DType::kBool;
+                              planned.plan.result_dtype == DType::kBool &&
+                              (slot == nullptr || (slot->mode == planned.plan.result_mode &&
+                                                   slot->index_map() == planned.plan.result_map));
       if (uncombined) planned.combine = false;
-      const ArrayPtr slot = SlotFor(s.target());
       const bool into_slot = slot != nullptr && CanWriteReduceInto(planned, *slot);
       ASSIGN_OR_RETURN(OpResult r,
                        ExecuteReduce(context_, planned, into_slot ? &slot->chunks : nullptr));
