@@ -26,6 +26,7 @@ namespace {
 
 using testing::AllOf;
 using testing::ArrayArg;
+using testing::CancelledAfter;
 using testing::ScalarArg;
 using testing::Whole;
 
@@ -339,13 +340,7 @@ TEST_F(HostGraphRecorderTest, CancelStopsRunningLoop) {
 
   DA_ASSERT_OK(graph->Launch({flag, a}, {a}));
   const auto start = std::chrono::steady_clock::now();
-  auto alive = [&]() -> absl::Status {
-    if (std::chrono::steady_clock::now() - start > std::chrono::milliseconds(20)) {
-      return absl::CancelledError("the client went away");
-    }
-    return absl::OkStatus();
-  };
-  absl::StatusOr<GraphRunStats> stats = graph->Wait(alive);
+  absl::StatusOr<GraphRunStats> stats = graph->Wait(CancelledAfter(std::chrono::milliseconds(20)));
   const auto waited = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(stats.status().code(), absl::StatusCode::kCancelled) << stats.status();
   EXPECT_LT(waited, std::chrono::seconds(2));

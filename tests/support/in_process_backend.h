@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <type_traits>
 #include <vector>
@@ -51,6 +53,18 @@ inline ElementwiseArg ScalarArg(Scalar value) {
 inline ElementwiseArg ScalarArg(double value) { return ScalarArg(Scalar::Float(value)); }
 
 // All of a dense 1-d buffer of n elements, as a copy's box.
+// A liveness check for RecordedGraph::Wait that reports the client gone (CANCELLED) once
+// `after` has passed since this call.
+inline std::function<absl::Status()> CancelledAfter(std::chrono::milliseconds after) {
+  const auto start = std::chrono::steady_clock::now();
+  return [start, after]() -> absl::Status {
+    if (std::chrono::steady_clock::now() - start > after) {
+      return absl::CancelledError("the client went away");
+    }
+    return absl::OkStatus();
+  };
+}
+
 inline BufferBox Whole(const BufferPtr& buffer, int64_t n) {
   return BufferBox{buffer, Shape{n}, FullBox(Shape{n})};
 }
