@@ -1,10 +1,10 @@
 // The seed's loop, `while all(a < 1000): a += 1` (float32, a[i] = i % 7, 994 iterations), through
-// one RunGraph RPC at 1e5, 1e6 and 1e7 elements, on one GPU (a recorded CUDA graph) and split over
-// two (driven step by step), against the same loop driven by the client one RPC per op and the
-// peers loop_peers.py measured just before in the same run (NumPy, plain CuPy, JAX by default and
-// with its loop in a CUDA graph). Prints per size: the first run (record + instantiate + run),
-// the median of 5 later runs end to end, microseconds per iteration, and ratios. Every result is
-// checked; a wrong one makes the exit status 1.
+// one RunGraph RPC at 1e5, 1e6 and 1e7 elements, on one GPU and split over two and four where the
+// daemon has them (a recorded CUDA graph per GPU, agreeing on the condition), against the same loop
+// driven by the client one RPC per op and the peers loop_peers.py measured just before in the same
+// run (NumPy, plain CuPy, JAX by default and with its loop in a CUDA graph). Prints per size: the
+// first run (record + instantiate + run), the median of 5 later runs end to end, microseconds per
+// iteration, and ratios. Every result is checked; a wrong one makes the exit status 1.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -115,10 +115,10 @@ int main(int argc, char** argv) {
   for (const int64_t n : sizes) {
     std::vector<float> start(n);
     for (int64_t i = 0; i < n; ++i) start[i] = static_cast<float>(i % 7);
-    std::vector<int> layout_devices = {0};
-    for (int gpus : {1, 2}) {
+    for (int gpus : {1, 2, 4}) {
       if (gpus > devices) break;
-      if (gpus == 2) layout_devices = {0, 1};
+      std::vector<int> layout_devices;
+      for (int d = 0; d < gpus; ++d) layout_devices.push_back(d);
       const auto map = distarray::Split(1, 0, n, layout_devices);
       auto a = Must(client.Upload<float>(start, {n}, {map}), "upload");
       const auto t0 = Clock::now();

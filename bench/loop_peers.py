@@ -2,7 +2,7 @@
 iterations) at 1e5, 1e6 and 1e7 elements: NumPy on the CPU, plain CuPy (the host drives every
 iteration), and JAX `jit(lax.while_loop)` by default (the predicate goes to the host each
 iteration) and with the loop in a CUDA graph (XLA command buffers), on one GPU and sharded over
-all of them. Prints `key value` lines (milliseconds, median of 5) for loop_bench.
+two and four GPUs where there are. Prints `key value` lines (milliseconds, median of 5) for loop_bench.
 
   python3 loop_peers.py            # everything (re-runs itself once per JAX mode)
   python3 loop_peers.py jax MODE   # one JAX mode: default or graph
@@ -81,7 +81,7 @@ def jax_mode(mode):
         return jax.lax.while_loop(lambda a: jnp.all(a < LIMIT), lambda a: a + 1, a)
 
     devices = jax.devices()
-    for gpus in sorted({1, min(2, len(devices))}):
+    for gpus in sorted({1, min(2, len(devices)), min(4, len(devices))}):
         mesh = Mesh(np.array(devices[:gpus]), ("x",))
         for n in SIZES:
             host = (np.arange(n) % 7).astype(np.float32)
