@@ -2,7 +2,8 @@
 iterations) at 1e5, 1e6 and 1e7 elements: NumPy on the CPU, plain CuPy (the host drives every
 iteration), and JAX `jit(lax.while_loop)` by default (the predicate goes to the host each
 iteration) and with the loop in a CUDA graph (XLA command buffers), on one GPU and sharded over
-two and four GPUs where there are. Prints `key value` lines (milliseconds, median of 5) for loop_bench.
+two and four GPUs where there are. Prints `key value` lines (milliseconds, median of 5) for
+loop_bench.
 
   python3 loop_peers.py            # everything (re-runs itself once per JAX mode)
   python3 loop_peers.py jax MODE   # one JAX mode: default or graph
