@@ -5,7 +5,8 @@
 // iteration from the host (the residual read back every iteration) and JAX's
 // jax.scipy.sparse.linalg.cg under jit. Every solve is checked: the true residual
 // ||b - A x|| / ||b||, computed on the host in long double, and the iteration count against the
-// peers'. Split over two GPUs (rows) the program runs step by step, reported for what it is.
+// peers'. Split over two GPUs (rows) it records a graph per GPU with the copies between them
+// inside (docs/graphs.md); where it cannot, it runs step by step, reported for what it is.
 #include <algorithm>
 #include <chrono>
 #include <cmath>

@@ -119,9 +119,9 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 8; ++i) ok &= values[i] == i + 1;
   Expect(ok, "REPLICA -> SUM -> REPLICA keeps the values");
 
-  // The seed's loop, `while all(a < 1000): a += 1`, in one RunGraph call: on one device it runs
-  // as a CUDA graph with a conditional WHILE node (the CUDA backend), split over two it is
-  // driven step by step by the daemon.
+  // The seed's loop, `while all(a < 1000): a += 1`, in one RunGraph call: on the CUDA backend a
+  // CUDA graph with a conditional WHILE node per GPU (split over two, the GPUs agree on the
+  // condition on the devices); on the host backend, split over two, driven step by step.
   namespace g = distarray::graph;
   g::ProgramBuilder program;
   g::Var x = program.Input("a");

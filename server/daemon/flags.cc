@@ -77,8 +77,9 @@ ABSL_FLAG(int, max_concurrent_calls, 128,
           "Most calls served at once (each holds at most two transfer slabs, 32 MiB); a call "
           "beyond it is answered RESOURCE_EXHAUSTED at once");
 ABSL_FLAG(std::string, graphs, "on",
-          "RunGraph: 'on' runs single-device programs as recorded CUDA graphs with conditional "
-          "nodes (CUDA backend); 'off' runs every program eagerly from the host");
+          "RunGraph: 'on' records programs into graphs replayed on the devices (CUDA graphs with "
+          "conditional nodes, one per GPU, on the CUDA backend; one-device programs on the host "
+          "backend); 'off' runs every program eagerly from the host");
 ABSL_FLAG(int64_t, max_loop_iterations, int64_t{1} << 30,
           "RunGraph: the largest max_iterations a program's loop may ask for");
 ABSL_FLAG(int, max_program_statements, 4096,

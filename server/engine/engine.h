@@ -36,7 +36,7 @@ struct EngineOptions {
   int max_list_page_size = 1000;
   int64_t upload_idle_timeout_ms = 30000;
   ProgramLimits programs;
-  // Run single-device programs as recorded graphs where the backend can (CUDA); off: eagerly.
+  // Run programs as recorded graphs where the backend can record them; off: eagerly.
   bool use_graphs = true;
   // Per-tenant device memory quotas (--tenant_memory_quota and its overrides).
   TenantQuotaOptions tenant_quotas;

@@ -1,6 +1,6 @@
 """The seed's loop, ``while all(a < 1000): a += 1``, run on the daemon in one RunGraph call and
 checked against NumPy: once on one device (a recorded graph, replayed on the device) and once
-split over two devices (driven step by step by the daemon).
+split over two devices (a graph per GPU on the CUDA backend; step by step on the host backend).
 
     python client/python/examples/seed_loop.py --address 127.0.0.1:50051
 """
