@@ -145,10 +145,11 @@ int main(int argc, char** argv) {
     for (int64_t i = 0; ok && i < n; ++i) ok = result[i] == static_cast<float>(i % 7 + 994);
     std::printf("graph loop %s: %lld iterations, %s%s, %.2f ms\n", label,
                 static_cast<long long>(run.iterations),
-                run.execution == distarray::v1::GRAPH_EXECUTION_DEVICE_GRAPH
-                    ? (info.backend() == "cuda" ? "one CUDA graph with a conditional WHILE node"
-                                                : "one recorded graph")
-                    : "eager, step by step",
+                run.execution != distarray::v1::GRAPH_EXECUTION_DEVICE_GRAPH ? "eager, step by step"
+                : info.backend() != "cuda"                                   ? "one recorded graph"
+                : layout.chunks_size() > 1 && second != 0
+                    ? "a CUDA graph per GPU with a conditional WHILE node, agreeing on the device"
+                    : "one CUDA graph with a conditional WHILE node",
                 run.fused_loops > 0 ? ", its body one fused kernel" : "", ms);
     Expect(ok, "while all(a < 1000): a += 1 equals the host");
   }
