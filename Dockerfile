@@ -36,7 +36,7 @@ COPY deploy/container/runtime-packages.txt /tmp/runtime-packages.txt
 # NVIDIA's carry their CUDA release in the name, and NCCL an explicit version (see the file).
 # hadolint ignore=DL3008
 RUN apt-get update \
- && grep -v -e '^#' -e '^$' /tmp/runtime-packages.txt | sed 's/^nvidia://' \
+ && grep -v -e '^#' -e '^$' /tmp/runtime-packages.txt | sed -e 's/^nvidia://' -e 's/^dlopen://' \
     | xargs apt-get install -y --no-install-recommends \
  && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt
 COPY --from=build /build/server/distarrayd /build/server/distarray_probe /usr/local/bin/

@@ -29,7 +29,8 @@ for tool in debootstrap unshare chroot; do
 done
 [ -x "$daemon" ] || { say "FAILED: $daemon not built"; exit 1; }
 
-packages=$(grep -v -e '^#' -e '^$' -e '^nvidia:' deploy/container/runtime-packages.txt | paste -sd,)
+packages=$(grep -v -e '^#' -e '^$' -e '^nvidia:' deploy/container/runtime-packages.txt |
+  sed 's/^dlopen://' | paste -sd,)
 key=$(printf '%s\n%s\n' "$packages" "$mirror" | sha256sum | cut -c1-16)
 work=$build/deploy/rootfs
 root=$work/root

@@ -3,7 +3,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
-#include "server/cuda/runtime_library.h"
+#include "server/backend/runtime_library.h"
 
 namespace distarray::cuda {
 

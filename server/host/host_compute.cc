@@ -1,7 +1,5 @@
 // The host backend's compute: elementwise ops, casts, reductions and GEMM as plain loops over the
 // same element rules the CUDA kernels use (server/kernels/), on the simulated devices' threads.
-#include <cblas.h>
-
 #include <algorithm>
 #include <limits>
 #include <type_traits>
@@ -10,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/host/host_backend.h"
 #include "server/host/host_buffer.h"
+#include "server/host/openblas_api.h"
 #include "server/kernels/elementwise_loop.h"
 #include "server/kernels/reduce_ops.h"
 
@@ -55,12 +54,14 @@ bool FitsCblas(int64_t m, int64_t n, int64_t k) {
   return m <= kMax && n <= kMax && k <= kMax;
 }
 
-void GemmOnHostBlas(const float* a, const float* b, float* c, int m, int n, int k) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
+void GemmOnHostBlas(const OpenBlasApi& blas, const float* a, const float* b, float* c, int m, int n,
+                    int k) {
+  blas.sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
 }
 
-void GemmOnHostBlas(const double* a, const double* b, double* c, int m, int n, int k) {
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, k, b, n, 0.0, c, n);
+void GemmOnHostBlas(const OpenBlasApi& blas, const double* a, const double* b, double* c, int m,
+                    int n, int k) {
+  blas.dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, k, b, n, 0.0, c, n);
 }
 
 // i-k-j order keeps the innermost loop streaming over rows of b and c.
@@ -128,7 +129,7 @@ absl::Status HostBackend::Cast(DType from, DType to, const BufferPtr& src, const
       using To = decltype(to_tag);
       const From* in = s->as<From>();
       To* out = d->as<To>();
-      for (int64_t i = 0; i < n; ++i) out[i] = ufunc::Cast<To>(in[i]);
+      for (int64_t i = 0; i < n; ++i) out[i] = CastElement<To>(in[i]);
     });
   };
   return Launch("Cast", d->device(), {s.get()}, {d.get()}, std::move(work)).status();
@@ -167,8 +168,12 @@ absl::Status HostBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr&
       const T* pb = hb->as<T>();
       T* pc = hc->as<T>();
       if (m == 0 || n == 0) return;
-      if (k == 0 || !FitsCblas(m, n, k)) return GemmOnHostLoop(pa, pb, pc, m, n, k);
-      GemmOnHostBlas(pa, pb, pc, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k));
+      const OpenBlasApi* blas = LoadOpenBlas();
+      if (blas == nullptr || k == 0 || !FitsCblas(m, n, k)) {
+        return GemmOnHostLoop(pa, pb, pc, m, n, k);
+      }
+      GemmOnHostBlas(*blas, pa, pb, pc, static_cast<int>(m), static_cast<int>(n),
+                     static_cast<int>(k));
     };
     if (dtype == DType::kFloat32) {
       gemm(float{});

@@ -23,9 +23,15 @@ CUDA = pathlib.Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))
 def package_list():
     lines = [l.strip() for l in (CONTAINER / "runtime-packages.txt").read_text().splitlines()]
     entries = [l for l in lines if l and not l.startswith("#")]
-    debian = [e for e in entries if not e.startswith("nvidia:")]
+    debian = [e for e in entries if not e.startswith(("nvidia:", "dlopen:"))]
     nvidia = dict(e[len("nvidia:"):].partition("=")[::2] for e in entries if e.startswith("nvidia:"))
     return debian, nvidia
+
+
+def dlopened_packages():
+    """Debian packages the daemon loads with dlopen (ldd cannot see them)."""
+    lines = [l.strip() for l in (CONTAINER / "runtime-packages.txt").read_text().splitlines()]
+    return [l[len("dlopen:"):] for l in lines if l.startswith("dlopen:")]
 
 
 def derived():
@@ -115,7 +121,8 @@ def test_dockerignore_keeps_build_output_out():
 
 
 # The Dockerfile's own commands that read the package list, run here on the real file.
-RUNTIME_INSTALL_LIST = "grep -v -e '^#' -e '^$' /tmp/runtime-packages.txt | sed 's/^nvidia://'"
+RUNTIME_INSTALL_LIST = ("grep -v -e '^#' -e '^$' /tmp/runtime-packages.txt"
+                        " | sed -e 's/^nvidia://' -e 's/^dlopen://'")
 BUILDER_NCCL_VERSION = "sed -n 's/^nvidia:libnccl2=//p' /tmp/runtime-packages.txt"
 
 
@@ -130,5 +137,5 @@ def test_dockerfile_reads_the_list_as_intended():
     assert RUNTIME_INSTALL_LIST in runtime and BUILDER_NCCL_VERSION in build
     debian, nvidia = package_list()
     pinned = [f"{name}={version}" if version else name for name, version in nvidia.items()]
-    assert _run_on_list(RUNTIME_INSTALL_LIST) == debian + pinned
+    assert _run_on_list(RUNTIME_INSTALL_LIST) == debian + dlopened_packages() + pinned
     assert _run_on_list(BUILDER_NCCL_VERSION) == [nvidia["libnccl2"]]

@@ -416,6 +416,23 @@ TEST_P(MetricsTest, UnknownMethodsShareOneSeries) {
   EXPECT_EQ(unimplemented, 3);
 }
 
+// Libraries with large static TLS (libcublasLt, OpenBLAS) break civetweb when mapped at start-up:
+// the first scrape answers, the second finds the listener gone. The daemon loads them on first
+// use instead; a matmul loads them, and scrapes after it must still answer.
+TEST_P(MetricsTest, ScrapesKeepAnsweringAfterAMatmul) {
+  if (IsSkipped()) return;
+  std::vector<float> values(64 * 64, 0.5f);
+  auto a = client_->Upload<float>(values, {64, 64}, {OnDevice(2, dev(0))});
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto product = Matmul(*a, *a);
+  ASSERT_TRUE(product.ok()) << product.status();
+  ASSERT_TRUE(client_->Synchronize().ok());
+  for (int i = 0; i < 3; ++i) {
+    const Scraped s = ScrapeNow();
+    EXPECT_GE(s.Value("grpc_server_handled_total", Call("Matmul", "OK")), 1) << "scrape " << i;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, MetricsTest, ::testing::Values("host", "cuda"),
                          [](const auto& info) { return info.param; });
 

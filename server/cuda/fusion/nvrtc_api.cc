@@ -6,7 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "server/cuda/runtime_library.h"
+#include "server/backend/runtime_library.h"
 
 namespace distarray::cuda {
 

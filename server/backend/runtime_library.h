@@ -1,7 +1,7 @@
-// Libraries the CUDA backend loads with dlopen when it first needs them (cuBLAS, NVRTC): why each
-// is not linked is in its *_api.h. Never dlclose'd: their handles live until the process ends.
-#ifndef DISTARRAY_SERVER_CUDA_RUNTIME_LIBRARY_H_
-#define DISTARRAY_SERVER_CUDA_RUNTIME_LIBRARY_H_
+// Libraries the backends load with dlopen when they first need them (cuBLAS, NVRTC, OpenBLAS): why
+// each is not linked is in its *_api.h. Never dlclose'd: their handles live until the process ends.
+#ifndef DISTARRAY_SERVER_BACKEND_RUNTIME_LIBRARY_H_
+#define DISTARRAY_SERVER_BACKEND_RUNTIME_LIBRARY_H_
 
 #include <dlfcn.h>
 
@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 
-namespace distarray::cuda {
+namespace distarray {
 
 // The first of `names` that loads; UNAVAILABLE naming `what` and the loader's error otherwise.
 inline absl::StatusOr<void*> OpenLibrary(absl::string_view what,
@@ -30,6 +30,6 @@ bool BindSymbol(void* library, const char* name, F& out) {
   return out != nullptr;
 }
 
-}  // namespace distarray::cuda
+}  // namespace distarray
 
-#endif  // DISTARRAY_SERVER_CUDA_RUNTIME_LIBRARY_H_
+#endif  // DISTARRAY_SERVER_BACKEND_RUNTIME_LIBRARY_H_
