@@ -71,8 +71,6 @@ const char* DTypeName(DType dtype) {
 
 bool IsImplemented(DType dtype) {
   switch (dtype) {
-    case DType::kFloat16:
-    case DType::kBFloat16:
     case DType::kComplex64:
     case DType::kComplex128:
       return false;
@@ -80,6 +78,12 @@ bool IsImplemented(DType dtype) {
       return DTypeSize(dtype) > 0;
   }
 }
+
+bool IsHalf(DType dtype) { return dtype == DType::kFloat16 || dtype == DType::kBFloat16; }
+
+bool HasKernels(DType dtype) { return IsImplemented(dtype) && !IsHalf(dtype); }
+
+DType KernelDType(DType dtype) { return IsHalf(dtype) ? DType::kFloat32 : dtype; }
 
 bool IsFloating(DType dtype) {
   return dtype == DType::kFloat16 || dtype == DType::kBFloat16 || dtype == DType::kFloat32 ||

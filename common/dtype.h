@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <string_view>
 #include <type_traits>
+#include <utility>
+
+#include "common/half.h"
 
 namespace distarray {
 
@@ -32,8 +35,15 @@ constexpr int kMaxDType = 15;
 // Size in bytes of one element; 0 for kUnspecified or an unknown value.
 int64_t DTypeSize(DType dtype);
 const char* DTypeName(DType dtype);
-// Whether the engine can compute with this dtype (the rest answer UNIMPLEMENTED).
+// Whether arrays of this dtype can be created, moved and computed with (the rest answer
+// UNIMPLEMENTED): every declared dtype but complex.
 bool IsImplemented(DType dtype);
+// Whether kernels are instantiated for this dtype (DispatchDType). float16 and bfloat16 are
+// storage only: the planners cast them to float32 for arithmetic (KernelDType).
+bool HasKernels(DType dtype);
+// The dtype kernels compute an implemented dtype in: float32 for the 16-bit floats, else itself.
+DType KernelDType(DType dtype);
+bool IsHalf(DType dtype);
 bool IsFloating(DType dtype);
 bool IsSignedInteger(DType dtype);
 bool IsUnsignedInteger(DType dtype);
@@ -41,8 +51,8 @@ bool IsUnsignedInteger(DType dtype);
 // Logs the dtype and aborts: DispatchDType met a dtype it was not built for.
 [[noreturn]] void DispatchDTypeFailed(DType dtype);
 
-// Calls `fn` with a value-initialized element of the C++ type of `dtype`. Only implemented dtypes
-// are dispatched: callers validate first (IsImplemented), and any other dtype is a bug that
+// Calls `fn` with a value-initialized element of the C++ type of `dtype`. Only dtypes with
+// kernels are dispatched: callers validate first (HasKernels), and any other dtype is a bug that
 // aborts the process rather than compute with the wrong element size. Usage:
 //   DispatchDType(dtype, [&](auto tag) { using T = decltype(tag); ... });
 template <typename Fn>
@@ -75,6 +85,20 @@ decltype(auto) DispatchDType(DType dtype, Fn&& fn) {
   }
 }
 
+// DispatchDType plus the storage-only dtypes (Float16, BFloat16): for what moves, fills, casts
+// and combines elements, never for arithmetic kernels.
+template <typename Fn>
+decltype(auto) DispatchStorageDType(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::kFloat16:
+      return fn(Float16{});
+    case DType::kBFloat16:
+      return fn(BFloat16{});
+    default:
+      return DispatchDType(dtype, std::forward<Fn>(fn));
+  }
+}
+
 // The dtype of a C++ element type (the implemented dtypes' types).
 template <typename T>
 constexpr DType DTypeFor() {
@@ -100,6 +124,10 @@ constexpr DType DTypeFor() {
     return DType::kFloat32;
   else if constexpr (std::is_same_v<T, double>)
     return DType::kFloat64;
+  else if constexpr (std::is_same_v<T, Float16>)
+    return DType::kFloat16;
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return DType::kBFloat16;
   else
     return DType::kUnspecified;
 }

@@ -37,10 +37,17 @@ bool IntegralInRange(double f) {
 // Whether the integer `v` is exactly representable in the floating type T.
 template <typename T, typename I>
 bool ExactInFloat(I v) {
-  const T f = static_cast<T>(v);
-  // A rounded-up value can equal 2^63 or 2^64, outside I: compare in long double, which holds
-  // every int64 and uint64 exactly on x86-64.
-  return static_cast<long double>(f) == static_cast<long double>(v);
+  if constexpr (kIsHalf<T>) {
+    // Every finite 16-bit float is an exact float; an integer beyond float's range is not a
+    // finite 16-bit float either.
+    const float f = T(v);
+    return std::isfinite(f) && static_cast<long double>(f) == static_cast<long double>(v);
+  } else {
+    const T f = static_cast<T>(v);
+    // A rounded-up value can equal 2^63 or 2^64, outside I: compare in long double, which holds
+    // every int64 and uint64 exactly on x86-64.
+    return static_cast<long double>(f) == static_cast<long double>(v);
+  }
 }
 
 template <typename T>
@@ -49,23 +56,24 @@ bool RoundTripsNumeric(const Scalar& s) {
     case Scalar::Kind::kBool:
       return true;
     case Scalar::Kind::kInt:
-      if constexpr (std::is_floating_point_v<T>) {
+      if constexpr (kIsFloatStorage<T>) {
         return ExactInFloat<T>(s.i);
       } else {
         return std::cmp_greater_equal(s.i, std::numeric_limits<T>::lowest()) &&
                std::cmp_less_equal(s.i, std::numeric_limits<T>::max());
       }
     case Scalar::Kind::kUInt:
-      if constexpr (std::is_floating_point_v<T>) {
+      if constexpr (kIsFloatStorage<T>) {
         return ExactInFloat<T>(s.u);
       } else {
         return std::cmp_less_equal(s.u, std::numeric_limits<T>::max());
       }
     default:
-      if constexpr (std::is_floating_point_v<T>) {
+      if constexpr (kIsFloatStorage<T>) {
         const T v = static_cast<T>(s.f);
+        // Rounding a double literal to a narrower float is expected (1/3 into float32).
         return std::isnan(s.f) || std::isinf(s.f) || static_cast<double>(v) == s.f ||
-               std::is_same_v<T, float>;  // float32 rounding of a double literal is expected
+               !std::is_same_v<T, double>;
       } else {
         return IntegralInRange<T>(s.f);
       }
@@ -89,7 +97,8 @@ absl::Status ValidateScalarFor(const Scalar& scalar, DType dtype, absl::string_v
     return absl::InvalidArgumentError(absl::StrCat(
         field, ": only a bool scalar combines with a bool array, got ", Describe(scalar)));
   }
-  const bool ok = DispatchDType(dtype, [&](auto tag) { return RoundTrips<decltype(tag)>(scalar); });
+  const bool ok =
+      DispatchStorageDType(dtype, [&](auto tag) { return RoundTrips<decltype(tag)>(scalar); });
   if (ok) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       field, ": scalar ", Describe(scalar), " is not exactly representable as ", DTypeName(dtype)));

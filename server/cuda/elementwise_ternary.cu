@@ -8,7 +8,7 @@ template <typename From, typename To>
 __global__ void CastKernel(const From* src, To* dst, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    dst[i] = ufunc::Cast<To>(src[i]);
+    dst[i] = CastElement<To>(src[i]);
   }
 }
 

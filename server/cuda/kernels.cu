@@ -45,7 +45,7 @@ __global__ void CopyBoxKernel(const T* src, StridedBox src_box, T* dst, StridedB
 cudaError_t LaunchFillBox(DType dtype, void* dst, const StridedBox& box, const Scalar& value,
                           cudaStream_t stream) {
   const int64_t n = box.size();
-  DispatchDType(dtype, [&](auto tag) {
+  DispatchStorageDType(dtype, [&](auto tag) {
     using T = decltype(tag);
     FillBoxKernel<T>
         <<<Blocks(n), kThreads, 0, stream>>>(static_cast<T*>(dst), box, value.As<T>(), n);
@@ -56,7 +56,7 @@ cudaError_t LaunchFillBox(DType dtype, void* dst, const StridedBox& box, const S
 cudaError_t LaunchFillGenerated(DType dtype, void* dst, const StridedBox& global,
                                 const Generator& generator, cudaStream_t stream) {
   const int64_t n = global.size();
-  DispatchDType(dtype, [&](auto tag) {
+  DispatchStorageDType(dtype, [&](auto tag) {
     using T = decltype(tag);
     FillGeneratedKernel<T>
         <<<Blocks(n), kThreads, 0, stream>>>(static_cast<T*>(dst), global, generator, n);
@@ -67,7 +67,7 @@ cudaError_t LaunchFillGenerated(DType dtype, void* dst, const StridedBox& global
 cudaError_t LaunchCopyBox(DType dtype, const void* src, const StridedBox& src_box, void* dst,
                           const StridedBox& dst_box, Combine combine, cudaStream_t stream) {
   const int64_t n = src_box.size();
-  DispatchDType(dtype, [&](auto tag) {
+  DispatchStorageDType(dtype, [&](auto tag) {
     using T = decltype(tag);
     CopyBoxKernel<T><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const T*>(src), src_box,
                                                          static_cast<T*>(dst), dst_box, combine, n);

@@ -264,7 +264,7 @@ cudaError_t Launch(const T* src, const ReduceGeometry& g, Out<K, T>* dst, double
 cudaError_t LaunchReduce(ReduceKind kind, DType in, const void* src, const ReduceGeometry& g,
                          void* dst, double scale, const void* extreme, void* scratch,
                          int64_t scratch_bytes, int sm_count, cudaStream_t stream) {
-  if (!IsImplemented(in)) return cudaErrorInvalidValue;
+  if (!HasKernels(in)) return cudaErrorInvalidValue;
   cudaError_t result = cudaSuccess;
   DispatchReduceKind(kind, [&](auto kind_tag) {
     constexpr ReduceKind K = decltype(kind_tag)::value;

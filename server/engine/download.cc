@@ -106,7 +106,7 @@ absl::StatusOr<SlabRead> StartSlab(Backend& backend, const Array& array, const I
   const Shape slab_shape = BoxShape(slab);
   if (!covered) {
     // The whole slab gets the identity, so the order its values are kept in does not matter.
-    DispatchDType(array.dtype, [&](auto tag) {
+    DispatchStorageDType(array.dtype, [&](auto tag) {
       using T = decltype(tag);
       FillBoxOnHost(reinterpret_cast<T*>(read.data()),
                     MakeStridedBox(slab_shape, FullBox(slab_shape)), ModeIdentity<T>(array.mode));
@@ -151,7 +151,7 @@ absl::Status FinishSlab(DType dtype, SlabRead& read) {
     RETURN_IF_ERROR(piece.read->Wait());
     if (piece.dense.empty()) continue;
     const Shape piece_shape = BoxShape(piece.in_slab);
-    DispatchDType(dtype, [&](auto tag) {
+    DispatchStorageDType(dtype, [&](auto tag) {
       using T = decltype(tag);
       CopyBoxOnHost(reinterpret_cast<const T*>(piece.dense.data()),
                     MakeStridedBox(piece_shape, FullBox(piece_shape)),

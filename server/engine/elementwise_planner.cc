@@ -140,6 +140,7 @@ absl::StatusOr<ElementwisePlan> PlanElementwise(const ElementwiseInput& input) {
 
   // Dtypes: the promoted dtype of the operands that promote (where's condition does not), the
   // compute dtype by the op's rule, and the result's.
+  DType loop_dtype = DType::kUnspecified;
   if (!info) {
     if (input.astype == DType::kUnspecified) {
       return absl::InvalidArgumentError("spec.dtype: astype needs the target dtype");
@@ -147,6 +148,7 @@ absl::StatusOr<ElementwisePlan> PlanElementwise(const ElementwiseInput& input) {
     if (!IsImplemented(input.astype)) return NotBuilt("astype", input.astype, " (target)");
     plan.compute = input.operands[0].array->dtype;
     plan.result_dtype = input.astype;
+    plan.kernel_result = input.astype;
   } else {
     if (input.astype != DType::kUnspecified) {
       return absl::InvalidArgumentError(
@@ -200,6 +202,9 @@ absl::StatusOr<ElementwisePlan> PlanElementwise(const ElementwiseInput& input) {
                           : absl::StrCat(" (NumPy computes it in ", DTypeName(plan.compute),
                                          "; astype to float32 first)"));
     }
+    // NumPy's loop dtype; a 16-bit float loop computes in float32, its result cast back.
+    loop_dtype = plan.compute;
+    plan.compute = KernelDType(loop_dtype);
     std::optional<DType> result = ElementwiseResultDType(*input.op, plan.compute);
     if (!result) {
       const char* takes = info->rule == ufunc::TypeRule::kShift       ? "integers"
@@ -207,10 +212,11 @@ absl::StatusOr<ElementwisePlan> PlanElementwise(const ElementwiseInput& input) {
                           : info->rule == ufunc::TypeRule::kFloatMath ? "floats"
                                                                       : "numbers (not bool)";
       return absl::InvalidArgumentError(absl::StrCat("spec.op: ", name, " is not defined for ",
-                                                     DTypeName(plan.compute), "; it takes ",
+                                                     DTypeName(loop_dtype), "; it takes ",
                                                      takes));
     }
-    plan.result_dtype = *result;
+    plan.kernel_result = *result;
+    plan.result_dtype = IsHalf(loop_dtype) && *result == plan.compute ? loop_dtype : *result;
   }
 
   // Scalars are checked against the dtype they will be read in.
@@ -225,6 +231,14 @@ absl::StatusOr<ElementwisePlan> PlanElementwise(const ElementwiseInput& input) {
       if (!condition) {
         RETURN_IF_ERROR(
             ValidateWeakScalar(op.scalar, plan.compute, absl::StrCat(OperandField(i), ".scalar")));
+        // A weak scalar takes the loop's dtype first, as in NumPy: float16 + 0.1 adds
+        // float16(0.1), not the float32 nearest 0.1.
+        if (IsHalf(loop_dtype)) {
+          op.scalar = Scalar::Float(DispatchStorageDType(loop_dtype, [&](auto tag) {
+            using H = decltype(tag);
+            return static_cast<double>(static_cast<float>(op.scalar.As<H>()));
+          }));
+        }
       }
     }
   }

@@ -27,6 +27,9 @@ struct ElementwisePlan {
   std::optional<ElementwiseOpId> op;    // nullopt: astype
   DType compute = DType::kUnspecified;  // what the kernel reads (astype: the source dtype)
   DType result_dtype = DType::kUnspecified;
+  // What the kernel writes: result_dtype, except float32 for a float16 or bfloat16 result, which
+  // is computed in float32 and cast (NumPy's float16 loops compute in float32 too).
+  DType kernel_result = DType::kUnspecified;
   Shape result_shape;
   IndexMap result_map;
 
@@ -52,7 +55,7 @@ struct ElementwisePlan {
 absl::StatusOr<Shape> BroadcastShape(const std::vector<OperandMeta>& operands);
 
 // INVALID_ARGUMENT for a wrong operand count, dtypes an op does not take, shapes that do not
-// broadcast, a bad `out`; UNIMPLEMENTED for dtypes not built yet (float16, bfloat16, complex),
+// broadcast, a bad `out`; UNIMPLEMENTED for dtypes not built yet (complex),
 // naming the op and the dtype. Fields are named as in ElementwiseOpSpec.
 absl::StatusOr<ElementwisePlan> PlanElementwise(const ElementwiseInput& input);
 

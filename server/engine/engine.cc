@@ -26,11 +26,14 @@ namespace distarray {
 namespace {
 
 // Whether converting the double `v` to `dtype` is defined: integers truncate toward zero, so the
-// truncated value must lie in [lowest, max + 1); float32 needs |v| <= FLT_MAX.
+// truncated value must lie in [lowest, max + 1); float32 needs |v| <= FLT_MAX, and a 16-bit float
+// a value that does not round to infinity (float16: |v| < 65520).
 bool FitsAfterConversion(double v, DType dtype) {
   if (dtype == DType::kBool) return true;
   if (dtype == DType::kFloat64) return std::isfinite(v);
   if (dtype == DType::kFloat32) return std::fabs(v) <= std::numeric_limits<float>::max();
+  if (dtype == DType::kFloat16) return std::isfinite(v) && std::isfinite(float{Float16(v)});
+  if (dtype == DType::kBFloat16) return std::isfinite(v) && std::isfinite(float{BFloat16(v)});
   return DispatchDType(dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T>) {

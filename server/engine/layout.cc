@@ -36,11 +36,11 @@ absl::Status CopyAndCount(Backend& backend, DType dtype, const std::vector<BoxCo
 }
 
 Scalar IdentityScalar(DType dtype, Mode mode) {
-  return DispatchDType(dtype, [&](auto tag) -> Scalar {
+  return DispatchStorageDType(dtype, [&](auto tag) -> Scalar {
     using T = decltype(tag);
     const T identity = ModeIdentity<T>(mode);
-    if constexpr (std::is_floating_point_v<T>)
-      return Scalar::Float(identity);
+    if constexpr (kIsFloatStorage<T>)
+      return Scalar::Float(static_cast<double>(identity));
     else if constexpr (std::is_same_v<T, bool>)
       return Scalar::Bool(identity);
     else if constexpr (std::is_signed_v<T>)

@@ -28,6 +28,10 @@ struct ReducePlan {
   bool arg = false;                    // argmax/argmin: a kArgMatch pass follows
   DType in_dtype = DType::kUnspecified;
   DType result_dtype = DType::kUnspecified;
+  // What the kernels read and write: float16 and bfloat16 operands are cast to float32 first and
+  // a float32 result is cast back (in_dtype and result_dtype elsewhere).
+  DType kernel_dtype = DType::kUnspecified;
+  DType kernel_result_dtype = DType::kUnspecified;
   Shape result_shape;
   Mode result_mode = Mode::kReplica;
   double scale = 1;  // mean: 1 / reduced element count

@@ -29,7 +29,7 @@ std::string GatherOnHost(DType dtype, const char* data, const Shape& shape, cons
   std::string out(NumElements(box) * DTypeSize(dtype), '\0');
   const StridedBox src = MakeMirroredStridedBox(shape, box, mirrored);
   const StridedBox dst = MakeStridedBox(BoxShape(box), FullBox(BoxShape(box)));
-  DispatchDType(dtype, [&](auto tag) {
+  DispatchStorageDType(dtype, [&](auto tag) {
     using T = decltype(tag);
     CopyBoxOnHost(reinterpret_cast<const T*>(data), src, reinterpret_cast<T*>(out.data()), dst,
                   Combine::kAssign);

@@ -232,6 +232,18 @@ class FusionPlanner {
     absl::StatusOr<PlannedElementwise> planned = PlanElementwiseOp(context_, s.elementwise(), "");
     if (!planned.ok()) return RefuseStatement(std::string(planned.status().message()));
     const ElementwisePlan& plan = planned->plan;
+    // The generated kernel reads and writes each value in its compute dtype; a 16-bit float
+    // goes through float32 temporaries and casts, which the one-op kernels do.
+    if (plan.kernel_result != plan.result_dtype) {
+      return RefuseStatement(absl::StrCat("its result is ", DTypeName(plan.result_dtype),
+                                          ", which is not fused"));
+    }
+    for (size_t i = 0; i < plan.operands.size(); ++i) {
+      if (planned->arrays[i] != nullptr && IsHalf(planned->arrays[i]->dtype)) {
+        return RefuseStatement(absl::StrCat("an operand is ", DTypeName(planned->arrays[i]->dtype),
+                                            ", which is not fused"));
+      }
+    }
     if (!SetLayout(plan.result_shape, plan.result_map)) return false;
     if (plan.result_shape != *shape_ || plan.result_map != *map_) {
       return RefuseStatement("an op's result is not in the loop's shape and index map");

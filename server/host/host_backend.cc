@@ -121,7 +121,7 @@ absl::Status HostBackend::FillConstant(DType dtype, const BufferBox& dst, const 
   auto buffer = AsHost(dst.buffer);
   const StridedBox box = MakeStridedBox(dst.shape, dst.box);
   auto work = [buffer, box, dtype, value] {
-    DispatchDType(dtype, [&](auto tag) {
+    DispatchStorageDType(dtype, [&](auto tag) {
       using T = decltype(tag);
       FillBoxOnHost(buffer->as<T>(), box, value.As<T>());
     });
@@ -134,7 +134,7 @@ absl::Status HostBackend::FillGenerated(DType dtype, const BufferPtr& dst,
                                         const Generator& generator) {
   auto buffer = AsHost(dst);
   auto work = [=] {
-    DispatchDType(dtype, [&](auto tag) {
+    DispatchStorageDType(dtype, [&](auto tag) {
       using T = decltype(tag);
       FillGeneratedOnHost(buffer->as<T>(), global_shape, chunk_box, generator);
     });
@@ -172,7 +172,7 @@ absl::Status HostBackend::Copy(DType dtype, absl::Span<const BoxCopy> copies) {
     const StridedBox dst_box = MakeStridedBox(copy.dst.shape, copy.dst.box);
     const Combine combine = copy.combine;
     auto work = [=] {
-      DispatchDType(dtype, [&](auto tag) {
+      DispatchStorageDType(dtype, [&](auto tag) {
         using T = decltype(tag);
         CopyBoxOnHost(src->as<T>(), src_box, dst->as<T>(), dst_box, combine);
       });

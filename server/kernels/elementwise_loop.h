@@ -63,7 +63,7 @@ bool DispatchElementwise(ElementwiseOpId op, DType compute, Fn&& fn) {
   case ElementwiseOpId::k##F:                                                             \
     if constexpr (InGroup(static_cast<int>(ElementwiseOpId::k##F), arity, kArity, kGroup, \
                           kGroups)) {                                                     \
-      if (!IsImplemented(compute)) return false;                                          \
+      if (!HasKernels(compute)) return false;                                             \
       return DispatchDType(compute, [&](auto tag) {                                       \
         using T = decltype(tag);                                                          \
         if constexpr (ufunc::Accepts<ufunc::F, T, arity>()) {                             \
@@ -96,11 +96,25 @@ constexpr int ArityOf(ElementwiseOpId op) {
   }
 }
 
-// Calls fn(From{}, To{}) for a pair of implemented dtypes.
+// Calls fn(From{}, To{}) for a pair of implemented dtypes, the 16-bit floats included.
 template <typename Fn>
 void DispatchCast(DType from, DType to, Fn&& fn) {
-  DispatchDType(
-      from, [&](auto from_tag) { DispatchDType(to, [&](auto to_tag) { fn(from_tag, to_tag); }); });
+  DispatchStorageDType(from, [&](auto from_tag) {
+    DispatchStorageDType(to, [&](auto to_tag) { fn(from_tag, to_tag); });
+  });
+}
+
+// One element of astype: a 16-bit float reads as its exact float32 value and is written by one
+// rounding from the source value; the rest follow NumPy's rules (ufunc::Cast).
+template <typename To, typename From>
+DA_HD To CastElement(From v) {
+  if constexpr (kIsHalf<From>) {
+    return CastElement<To>(static_cast<float>(v));
+  } else if constexpr (kIsHalf<To>) {
+    return To(v);
+  } else {
+    return ufunc::Cast<To>(v);
+  }
 }
 
 }  // namespace distarray

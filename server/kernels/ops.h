@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "common/half.h"
 #include "common/mode.h"
 #include "common/strided_box.h"
 #include "server/kernels/wrapping.h"
@@ -82,7 +83,7 @@ DA_HD T GeneratedValue(const Generator& g, int64_t linear_index) {
   const double u = static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0);  // [0, 1)
   if constexpr (std::is_same_v<T, bool>) {
     return u < 0.5;
-  } else if constexpr (std::is_floating_point_v<T>) {
+  } else if constexpr (kIsFloatStorage<T>) {
     T v = static_cast<T>(g.low + u * (g.high - g.low));
     return v < static_cast<T>(g.high) ? v : static_cast<T>(g.low);  // float rounding can hit high
   } else {
