@@ -43,7 +43,8 @@ using UInt128 = unsigned __int128;
 
 // ---- dtypes ------------------------------------------------------------------------------------
 
-// The dtypes the daemon implements (float16, bfloat16 and complex are declared, not built).
+// The dtypes the generic models cover (float16 and bfloat16 have their own tests in
+// half_test.cc; float16 is also the result of NumPy's float loops on bool and 8-bit integers).
 inline const std::vector<v1::DType>& ImplementedDTypes() {
   static const std::vector<v1::DType> kAll = {v1::DTYPE_BOOL,    v1::DTYPE_INT8,   v1::DTYPE_INT16,
                                               v1::DTYPE_INT32,   v1::DTYPE_INT64,  v1::DTYPE_UINT8,
@@ -131,6 +132,8 @@ decltype(auto) VisitDType(v1::DType d, Fn&& fn) {
       return fn(uint64_t{});
     case v1::DTYPE_FLOAT32:
       return fn(float{});
+    case v1::DTYPE_FLOAT16:
+      return fn(_Float16{});
     default:
       if (d != v1::DTYPE_FLOAT64) ADD_FAILURE() << "no C++ type for dtype " << DTypeStr(d);
       return fn(double{});
@@ -236,6 +239,7 @@ inline UInt128 BitsOf(long double x) { return static_cast<UInt128>(static_cast<I
 inline long double CastValue(long double x, v1::DType from, v1::DType to) {
   if (to == v1::DTYPE_BOOL) return x != 0 ? 1 : 0;  // NaN is true
   if (to == v1::DTYPE_FLOAT32) return static_cast<float>(x);
+  if (to == v1::DTYPE_FLOAT16) return static_cast<float>(static_cast<_Float16>(x));
   if (to == v1::DTYPE_FLOAT64) return static_cast<double>(x);
   if (IsFloatDType(from)) {
     if (std::isnan(x)) return 0;
@@ -425,7 +429,9 @@ inline bool ValueMatches(v1::DType dtype, long double got, long double want, lon
   if (std::isnan(got)) return false;
   const long double rounded = CastValue(want, v1::DTYPE_FLOAT64, dtype);
   if (std::isinf(rounded) || std::isinf(got)) return got == rounded;
-  const long double tiny = dtype == v1::DTYPE_FLOAT32 ? FLT_MIN : DBL_MIN;
+  const long double tiny = dtype == v1::DTYPE_FLOAT16   ? 0x1p-14L
+                           : dtype == v1::DTYPE_FLOAT32 ? FLT_MIN
+                                                        : DBL_MIN;
   return std::fabs(got - want) <= std::max(rel * std::max(std::fabs(want), tiny), abs_tol);
 }
 
@@ -528,7 +534,7 @@ enum class UfuncRule {
   kNoBool,      // the promoted dtype; bool is INVALID_ARGUMENT (subtract, negative, sign, ...)
   kBoolAsInt8,  // bool computes in int8 (square, power, floor_divide, remainder)
   kTrueDivide,  // bool and integers compute in float64
-  kFloatMath,   // FloatLoopFor: float16 (bool, 8-bit integers) is UNIMPLEMENTED
+  kFloatMath,   // FloatLoopFor: float16 for bool and 8-bit integers
   kNoFloat,     // integers and bool only (bitwise, invert)
   kShift,       // integers only; bool computes in int8
   kToBool,      // compares or tests in the promoted dtype; the result is bool
@@ -670,7 +676,6 @@ inline UfuncTyping TypeUfunc(const UfuncInfo& u, const std::vector<v1::DType>& d
       break;
     case UfuncRule::kFloatMath:
       t.compute = t.result = float_loop;
-      if (t.compute == v1::DTYPE_FLOAT16) t.code = absl::StatusCode::kUnimplemented;
       break;
     case UfuncRule::kNoFloat:
       if (is_float) t.code = absl::StatusCode::kInvalidArgument;
@@ -1034,6 +1039,8 @@ inline long double UfuncTolerance(v1::ElementwiseOp op, v1::DType dtype) {
   if (op == v1::ELEMENTWISE_OP_ASTYPE) return 0;  // casts are exact (correctly rounded)
   const bool transcendental = UfuncFor(op).transcendental;
   if (dtype == v1::DTYPE_FLOAT32) return transcendental ? 1e-5L : 2e-6L;
+  // float16 loops compute in float32 and round once: within 1.5 units of 2^-10.
+  if (dtype == v1::DTYPE_FLOAT16) return 1.5e-3L;
   return 1e-12L;
 }
 

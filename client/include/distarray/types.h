@@ -33,6 +33,11 @@ constexpr v1::DType DTypeOf() {
     return v1::DTYPE_FLOAT32;
   else if constexpr (std::is_same_v<T, double>)
     return v1::DTYPE_FLOAT64;
+#ifdef __FLT16_MAX__
+  // float16 where the compiler has the type (GCC 12+, Clang 15+ on x86-64 and AArch64).
+  else if constexpr (std::is_same_v<T, _Float16>)
+    return v1::DTYPE_FLOAT16;
+#endif
   else
     static_assert(sizeof(T) == 0, "no distarray dtype for this type");
 }
