@@ -9,8 +9,9 @@ import numpy as np
 
 from .v1 import distarray_pb2 as pb
 
-# NumPy dtype <-> DType. float16, bfloat16 and complex are declared in the API; the daemon
-# answers UNIMPLEMENTED for them today (GetServerInfo.implemented_dtypes lists what it serves).
+# NumPy dtype <-> DType. bfloat16 needs the ml_dtypes package (`pip install distarray[bfloat16]`),
+# NumPy has no such dtype; complex is declared in the API and the daemon answers UNIMPLEMENTED
+# for it today (GetServerInfo.implemented_dtypes lists what it serves).
 _TO_PROTO = {
     np.dtype(np.bool_): pb.DTYPE_BOOL,
     np.dtype(np.int8): pb.DTYPE_INT8,
@@ -27,6 +28,12 @@ _TO_PROTO = {
     np.dtype(np.complex64): pb.DTYPE_COMPLEX64,
     np.dtype(np.complex128): pb.DTYPE_COMPLEX128,
 }
+try:
+    import ml_dtypes
+
+    _TO_PROTO[np.dtype(ml_dtypes.bfloat16)] = pb.DTYPE_BFLOAT16
+except ImportError:  # bfloat16 arrays then download as an error naming the package
+    pass
 _FROM_PROTO = {v: k for k, v in _TO_PROTO.items()}
 
 DTypeLike = Union[np.dtype, type, str]
@@ -40,13 +47,15 @@ def to_proto_dtype(dtype: DTypeLike) -> int:
     try:
         return _TO_PROTO[d]
     except KeyError:
-        raise ValueError(f"distarray has no dtype for {d} (bool, [u]int8-64, float32/64)") from None
+        raise ValueError(
+            f"distarray has no dtype for {d} (bool, [u]int8-64, float16/32/64, bfloat16)"
+        ) from None
 
 
 def from_proto_dtype(dtype: int) -> np.dtype:
     """The NumPy dtype for one of the API's DTypes (little-endian, as the wire bytes are)."""
-    if dtype == pb.DTYPE_BFLOAT16:
-        raise ValueError("bfloat16 has no NumPy dtype")
+    if dtype == pb.DTYPE_BFLOAT16 and dtype not in _FROM_PROTO:
+        raise ValueError("bfloat16 arrays need the ml_dtypes package (pip install ml_dtypes)")
     try:
         return _FROM_PROTO[dtype]
     except KeyError:

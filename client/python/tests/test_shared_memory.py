@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Iterator, List
 
 import grpc
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -25,7 +26,7 @@ from distarray import _shared_memory, _transfer
 from conftest import Daemon, random_array
 
 SERVED = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
-          np.uint64, np.float32, np.float64]
+          np.uint64, np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -9,7 +10,7 @@ import distarray
 from conftest import random_array
 
 SERVED = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
-          np.uint64, np.float32, np.float64]
+          np.uint64, np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
 
 
 def layouts(shape):
