@@ -108,23 +108,26 @@ DeviceArg Transposed(const void* data, int64_t side) {
   return arg;
 }
 
-// Elementwise `op` over float32 operands, checked against `reference(i)` within 1 ulp.
+// Elementwise `op` computing in `compute` on operands stored as `storage`, checked against
+// `reference(i)` within 1 ulp of Out.
 template <typename Out>
-Row BenchElementwise(const std::string& name, ElementwiseOpId op, DType compute,
+Row BenchElementwise(const std::string& name, ElementwiseOpId op, DType compute, DType storage,
                      std::vector<DeviceArg> args, int64_t n, int64_t bytes_moved, double copy_gbps,
                      const std::function<long double(int64_t)>& reference, int sm_count,
                      cudaStream_t stream) {
   DeviceArray<Out> out(n);
   const float ms = MedianMs(stream, [&](cudaStream_t s) {
-    return LaunchElementwise(op, compute, out.get(), n, args.data(), static_cast<int>(args.size()),
-                             sm_count, s);
+    return LaunchElementwise(op, compute, storage, out.get(), n, args.data(),
+                             static_cast<int>(args.size()), sm_count, s);
   });
   const auto got = out.Download();
   bool correct = true;
   for (int64_t i = 0; i < n && correct; ++i) {
     const long double want = reference(i);
     const long double tolerance =
-        std::is_same_v<Out, bool> ? 0 : std::fabs(want) * std::numeric_limits<Out>::epsilon();
+        std::is_same_v<Out, bool>
+            ? 0
+            : std::fabs(want) * static_cast<long double>(std::numeric_limits<Out>::epsilon());
     if (std::fabs(static_cast<long double>(got[i]) - want) > tolerance) {
       std::fprintf(stderr, "%s: element %lld is %.9g, want %.9Lg\n", name.c_str(),
                    static_cast<long long>(i), static_cast<double>(got[i]), want);
@@ -164,19 +167,19 @@ int Main(int argc, char** argv) {
   std::vector<Row> rows;
   const int64_t f32 = n * 4;
   rows.push_back(BenchElementwise<float>(
-      "add_f32", ElementwiseOpId::kAdd, DType::kFloat32, {Dense(a.get()), Dense(b.get())}, n,
-      3 * f32, copy_gbps, [&](int64_t i) { return static_cast<float>(ha[i] + hb[i]); }, sm_count,
-      stream));
+      "add_f32", ElementwiseOpId::kAdd, DType::kFloat32, DType::kFloat32,
+      {Dense(a.get()), Dense(b.get())}, n, 3 * f32, copy_gbps,
+      [&](int64_t i) { return static_cast<float>(ha[i] + hb[i]); }, sm_count, stream));
   rows.push_back(BenchElementwise<float>(
-      "multiply_f32_scalar", ElementwiseOpId::kMultiply, DType::kFloat32,
+      "multiply_f32_scalar", ElementwiseOpId::kMultiply, DType::kFloat32, DType::kFloat32,
       {Dense(a.get()), ScalarArg(2.5)}, n, 2 * f32, copy_gbps,
       [&](int64_t i) { return static_cast<float>(ha[i] * 2.5f); }, sm_count, stream));
   rows.push_back(BenchElementwise<bool>(
-      "less_f32", ElementwiseOpId::kLess, DType::kFloat32, {Dense(a.get()), Dense(b.get())}, n,
-      2 * f32 + n, copy_gbps, [&](int64_t i) { return ha[i] < hb[i] ? 1.0L : 0.0L; }, sm_count,
-      stream));
+      "less_f32", ElementwiseOpId::kLess, DType::kFloat32, DType::kFloat32,
+      {Dense(a.get()), Dense(b.get())}, n, 2 * f32 + n, copy_gbps,
+      [&](int64_t i) { return ha[i] < hb[i] ? 1.0L : 0.0L; }, sm_count, stream));
   rows.push_back(BenchElementwise<float>(
-      "add_f32_transposed", ElementwiseOpId::kAdd, DType::kFloat32,
+      "add_f32_transposed", ElementwiseOpId::kAdd, DType::kFloat32, DType::kFloat32,
       {Transposed(a.get(), side), Dense(b.get())}, side * side, 3 * side * side * 4, copy_gbps,
       [&](int64_t i) {
         const int64_t r = i / side, c = i % side;
@@ -188,9 +191,31 @@ int Main(int argc, char** argv) {
     DeviceArray<double> d(n / 2);
     d.Upload(hd);
     rows.push_back(BenchElementwise<double>(
-        "add_f64", ElementwiseOpId::kAdd, DType::kFloat64, {Dense(d.get()), Dense(d.get())}, n / 2,
-        3 * f32, copy_gbps, [&](int64_t i) { return hd[i] + hd[i]; }, sm_count, stream));
+        "add_f64", ElementwiseOpId::kAdd, DType::kFloat64, DType::kFloat64,
+        {Dense(d.get()), Dense(d.get())}, n / 2, 3 * f32, copy_gbps,
+        [&](int64_t i) { return hd[i] + hd[i]; }, sm_count, stream));
   }
+  // 16-bit floats: loaded, added in float32 and rounded once in the kernel (no cast passes).
+  auto bench_half = [&](auto tag, const std::string& name, DType dtype) {
+    using H = decltype(tag);
+    std::vector<H> h16a(n), h16b(n);
+    for (int64_t i = 0; i < n; ++i) {
+      h16a[i] = H(ha[i]);
+      h16b[i] = H(hb[i]);
+    }
+    DeviceArray<H> x(n), y(n);
+    x.Upload(h16a);
+    y.Upload(h16b);
+    rows.push_back(BenchElementwise<H>(
+        name, ElementwiseOpId::kAdd, DType::kFloat32, dtype, {Dense(x.get()), Dense(y.get())}, n,
+        3 * n * 2, copy_gbps,
+        [&](int64_t i) {
+          return static_cast<float>(H(static_cast<float>(h16a[i]) + static_cast<float>(h16b[i])));
+        },
+        sm_count, stream));
+  };
+  bench_half(Float16{}, "add_f16", DType::kFloat16);
+  bench_half(BFloat16{}, "add_bf16", DType::kBFloat16);
 
   // Reductions: sum over everything (against CUB's float sum), over rows and over columns.
   DeviceArray<char> scratch(size_t{4} << 20);

@@ -142,6 +142,10 @@ class std::numeric_limits<distarray::half_internal::SmallFloat<kExp, kMant>> {
   static constexpr bool has_quiet_NaN = true;
   static constexpr int digits = kMant + 1;
   static constexpr F infinity() { return F::FromBits(kInfBits); }
+  // The gap between 1 and the next value.
+  static constexpr F epsilon() {
+    return F::FromBits(static_cast<uint16_t>((((1u << (kExp - 1)) - 1 - kMant) << kMant)));
+  }
   static constexpr F quiet_NaN() { return F::FromBits(kInfBits | (1u << (kMant - 1))); }
   static constexpr F max() { return F::FromBits(kInfBits - 1); }
   static constexpr F lowest() { return F::FromBits(kSign | (kInfBits - 1)); }

@@ -131,8 +131,16 @@ class Backend {
   virtual absl::Status Copy(DType dtype, absl::Span<const BoxCopy> copies) = 0;
   // out[i] = op(args...) for i < n, computing in `compute`; `out` holds the op's result dtype
   // for `compute` (ufunc::ResultOf). The engine validated that the op takes `compute`.
-  virtual absl::Status Elementwise(ElementwiseOpId op, DType compute, const BufferPtr& out,
-                                   int64_t n, absl::Span<const ElementwiseArg> args) = 0;
+  // `storage` is the dtype the array operands (where's condition aside) are stored in, and a
+  // result of the compute dtype is written in: `compute` itself, or float16/bfloat16 computed in
+  // float32, each element converted on load and rounded once on store (no cast passes).
+  virtual absl::Status Elementwise(ElementwiseOpId op, DType compute, DType storage,
+                                   const BufferPtr& out, int64_t n,
+                                   absl::Span<const ElementwiseArg> args) = 0;
+  absl::Status Elementwise(ElementwiseOpId op, DType compute, const BufferPtr& out, int64_t n,
+                           absl::Span<const ElementwiseArg> args) {
+    return Elementwise(op, compute, compute, out, n, args);
+  }
   // dst[i] = ufunc::Cast<to>(src[i]) for i < n (astype).
   virtual absl::Status Cast(DType from, DType to, const BufferPtr& src, const BufferPtr& dst,
                             int64_t n) = 0;

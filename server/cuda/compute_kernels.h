@@ -22,18 +22,19 @@ struct DeviceArg {
   Scalar scalar;
 };
 
-// `sm_count`: the SMs of the stream's device, which sizes the grid.
-cudaError_t LaunchElementwise(ElementwiseOpId op, DType compute, void* out, int64_t n,
-                              const DeviceArg* args, int arg_count, int sm_count,
+// `sm_count`: the SMs of the stream's device, which sizes the grid. `storage`: the dtype array
+// operands are stored in (Backend::Elementwise).
+cudaError_t LaunchElementwise(ElementwiseOpId op, DType compute, DType storage, void* out,
+                              int64_t n, const DeviceArg* args, int arg_count, int sm_count,
                               cudaStream_t stream);
 // The per-group launchers LaunchElementwise picks from (one compiled file each).
-cudaError_t LaunchUnary(ElementwiseOpId op, DType compute, void* out, int64_t n,
+cudaError_t LaunchUnary(ElementwiseOpId op, DType compute, DType storage, void* out, int64_t n,
                         const DeviceArg* args, int sm_count, cudaStream_t stream);
-cudaError_t LaunchBinary0(ElementwiseOpId op, DType compute, void* out, int64_t n,
+cudaError_t LaunchBinary0(ElementwiseOpId op, DType compute, DType storage, void* out, int64_t n,
                           const DeviceArg* args, int sm_count, cudaStream_t stream);
-cudaError_t LaunchBinary1(ElementwiseOpId op, DType compute, void* out, int64_t n,
+cudaError_t LaunchBinary1(ElementwiseOpId op, DType compute, DType storage, void* out, int64_t n,
                           const DeviceArg* args, int sm_count, cudaStream_t stream);
-cudaError_t LaunchTernary(ElementwiseOpId op, DType compute, void* out, int64_t n,
+cudaError_t LaunchTernary(ElementwiseOpId op, DType compute, DType storage, void* out, int64_t n,
                           const DeviceArg* args, int sm_count, cudaStream_t stream);
 
 cudaError_t LaunchCast(DType from, DType to, const void* src, void* dst, int64_t n, int sm_count,

@@ -21,8 +21,9 @@ absl::Status CublasStatus(const cuda::CublasApi& api, cublasStatus_t status,
 
 }  // namespace
 
-absl::Status CudaBackend::Elementwise(ElementwiseOpId op, DType compute, const BufferPtr& out,
-                                      int64_t n, absl::Span<const ElementwiseArg> args) {
+absl::Status CudaBackend::Elementwise(ElementwiseOpId op, DType compute, DType storage,
+                                      const BufferPtr& out, int64_t n,
+                                      absl::Span<const ElementwiseArg> args) {
   CudaBuffer* out_buffer = AsCuda(out);
   std::vector<CudaBuffer*> reads;
   std::vector<cuda::DeviceArg> device_args;
@@ -42,8 +43,8 @@ absl::Status CudaBackend::Elementwise(ElementwiseOpId op, DType compute, const B
              "Elementwise", out_buffer->device(), reads, {out_buffer},
              [&](cudaStream_t s) {
                return cuda::CudaStatus(
-                   cuda::LaunchElementwise(op, compute, out_buffer->data(), n, device_args.data(),
-                                           static_cast<int>(device_args.size()),
+                   cuda::LaunchElementwise(op, compute, storage, out_buffer->data(), n,
+                                           device_args.data(), static_cast<int>(device_args.size()),
                                            devices_[out_buffer->device()].sm_count, s),
                    "elementwise kernel");
              })

@@ -3,9 +3,9 @@
 
 namespace distarray::cuda {
 
-cudaError_t LaunchBinary0(ElementwiseOpId op, DType compute, void* out, int64_t n,
+cudaError_t LaunchBinary0(ElementwiseOpId op, DType compute, DType storage, void* out, int64_t n,
                           const DeviceArg* args, int sm_count, cudaStream_t stream) {
-  return LaunchGroup<2, 0, 2>(op, compute, out, n, args, sm_count, stream);
+  return LaunchGroup<2, 0, 2>(op, compute, storage, out, n, args, sm_count, stream);
 }
 
 }  // namespace distarray::cuda

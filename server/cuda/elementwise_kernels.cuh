@@ -21,17 +21,19 @@ inline unsigned ElementwiseBlocks(int64_t n, int sm_count) {
 }
 
 // The general path: any operand may be a strided view (broadcasts, transposes, slices).
-template <typename Op, typename T, int kArity>
-__global__ void ElementwiseKernel(ElementwiseOut<Op, T, kArity>* out, int64_t n,
-                                  KernelArg<FirstArgType<Op, T>> a, KernelArg<T> b,
-                                  KernelArg<T> c) {
+// Operands are stored as S (T, or a 16-bit float computed in float32: StoredOut).
+template <typename Op, typename T, int kArity, typename S>
+__global__ void ElementwiseKernel(StoredOut<Op, T, kArity, S>* out, int64_t n,
+                                  KernelArg<StoredFirstArg<Op, T, S>> a, KernelArg<S> b,
+                                  KernelArg<S> c) {
+  using Out = StoredOut<Op, T, kArity, S>;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    out[i] = ElementwiseAt<Op, T, kArity>(a, b, c, i);
+    out[i] = static_cast<Out>(ElementwiseAt<Op, T, kArity>(a, b, c, i));
   }
 }
 
-// Consecutive elements moved as one aligned access: 16 bytes of the compute type.
+// Consecutive elements moved as one aligned access: 16 bytes of the storage type.
 template <typename U, int kCount>
 struct alignas(sizeof(U) * kCount) Pack {
   U v[kCount];
@@ -65,13 +67,14 @@ __device__ __forceinline__ void LoadPacks(const KernelArg<U>& arg, int64_t p, in
 // aligned to its pack (the launcher checks), so operands load 16 bytes at a time. Each thread
 // handles kPacksPerThread packs a grid apart per step (coalesced across the warp); the last
 // n % kCount elements take the scalar loop.
-template <typename Op, typename T, int kArity>
-__global__ void ElementwiseDenseKernel(ElementwiseOut<Op, T, kArity>* out, int64_t n,
-                                       KernelArg<FirstArgType<Op, T>> a, KernelArg<T> b,
-                                       KernelArg<T> c) {
+template <typename Op, typename T, int kArity, typename S>
+__global__ void ElementwiseDenseKernel(StoredOut<Op, T, kArity, S>* out, int64_t n,
+                                       KernelArg<StoredFirstArg<Op, T, S>> a, KernelArg<S> b,
+                                       KernelArg<S> c) {
   using A = FirstArgType<Op, T>;
-  using Out = ElementwiseOut<Op, T, kArity>;
-  constexpr int kCount = kPackElements<T>;
+  using SA = StoredFirstArg<Op, T, S>;
+  using Out = StoredOut<Op, T, kArity, S>;
+  constexpr int kCount = kPackElements<S>;
   const int64_t packs = n / kCount;
   const int64_t stride = int64_t{gridDim.x} * blockDim.x;
   const int64_t first = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
@@ -82,14 +85,14 @@ __global__ void ElementwiseDenseKernel(ElementwiseOut<Op, T, kArity>* out, int64
         Pack<Out, kCount> r;
 #pragma unroll
         for (int j = 0; j < kCount; ++j) {
-          r.v[j] = ElementwiseAt<Op, T, kArity>(a, b, c, q * kCount + j);
+          r.v[j] = static_cast<Out>(ElementwiseAt<Op, T, kArity>(a, b, c, q * kCount + j));
         }
         reinterpret_cast<Pack<Out, kCount>*>(out)[q] = r;
       }
       break;
     }
-    Pack<A, kCount> pa[kPacksPerThread];
-    Pack<T, kCount> pb[kPacksPerThread], pc[kPacksPerThread];
+    Pack<SA, kCount> pa[kPacksPerThread];
+    Pack<S, kCount> pb[kPacksPerThread], pc[kPacksPerThread];
     LoadPacks(a, p, stride, pa);
     if constexpr (kArity > 1) LoadPacks(b, p, stride, pb);
     if constexpr (kArity > 2) LoadPacks(c, p, stride, pc);
@@ -98,18 +101,20 @@ __global__ void ElementwiseDenseKernel(ElementwiseOut<Op, T, kArity>* out, int64
       Pack<Out, kCount> r;
 #pragma unroll
       for (int j = 0; j < kCount; ++j) {
+        const A x = static_cast<A>(pa[u].v[j]);
         if constexpr (kArity == 1)
-          r.v[j] = Op{}(pa[u].v[j]);
+          r.v[j] = static_cast<Out>(Op{}(x));
         else if constexpr (kArity == 2)
-          r.v[j] = Op{}(pa[u].v[j], pb[u].v[j]);
+          r.v[j] = static_cast<Out>(Op{}(x, static_cast<T>(pb[u].v[j])));
         else
-          r.v[j] = Op{}(pa[u].v[j], pb[u].v[j], pc[u].v[j]);
+          r.v[j] =
+              static_cast<Out>(Op{}(x, static_cast<T>(pb[u].v[j]), static_cast<T>(pc[u].v[j])));
       }
       reinterpret_cast<Pack<Out, kCount>*>(out)[p + u * stride] = r;
     }
   }
   const int64_t tail = packs * kCount + first;
-  if (tail < n) out[tail] = ElementwiseAt<Op, T, kArity>(a, b, c, tail);
+  if (tail < n) out[tail] = static_cast<Out>(ElementwiseAt<Op, T, kArity>(a, b, c, tail));
 }
 
 template <typename U>
@@ -136,42 +141,48 @@ KernelArg<T> ToKernelArg(const DeviceArg& arg) {
   return k;
 }
 
-// Launches op `op` in `compute` if it belongs to group (kArity, kGroup of kGroups).
+// Launches op `op` in `compute`, operands stored as `storage`, if it belongs to group (kArity,
+// kGroup of kGroups).
 template <int kArity, int kGroup, int kGroups>
-cudaError_t LaunchGroup(ElementwiseOpId op, DType compute, void* out, int64_t n,
+cudaError_t LaunchGroup(ElementwiseOpId op, DType compute, DType storage, void* out, int64_t n,
                         const DeviceArg* args, int sm_count, cudaStream_t stream) {
+  bool stored = true;
   const bool launched =
       DispatchElementwise<kArity, kGroup, kGroups>(op, compute, [&](auto functor, auto tag, auto) {
         using Op = decltype(functor);
         using T = decltype(tag);
-        using Out = ElementwiseOut<Op, T, kArity>;
-        const DeviceArg none;
-        const DeviceArg& db = kArity > 1 ? args[1] : none;
-        const DeviceArg& dc = kArity > 2 ? args[2] : none;
-        const auto ka = ToKernelArg<FirstArgType<Op, T>>(args[0]);
-        const auto kb = ToKernelArg<T>(db);
-        const auto kc = ToKernelArg<T>(dc);
-        constexpr int kCount = kPackElements<T>;
-        const bool dense = DenseOperand<Pack<FirstArgType<Op, T>, kCount>>(args[0]) &&
-                           DenseOperand<Pack<T, kCount>>(db) && DenseOperand<Pack<T, kCount>>(dc) &&
-                           AlignedFor<Pack<Out, kCount>>(out);
-        if (dense) {
-          // One wave of resident blocks: the grid-stride loop covers the rest.
-          static const int per_sm =
-              BlocksPerSm(ElementwiseDenseKernel<Op, T, kArity>, kElementwiseThreads);
-          const int64_t resident = int64_t{per_sm} * sm_count;
-          const int64_t steps = (n / kCount + kElementwiseThreads * kPacksPerThread - 1) /
-                                (kElementwiseThreads * kPacksPerThread);
-          const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>(steps, 1, resident));
-          ElementwiseDenseKernel<Op, T, kArity>
-              <<<blocks, kElementwiseThreads, 0, stream>>>(static_cast<Out*>(out), n, ka, kb, kc);
-        } else {
-          ElementwiseKernel<Op, T, kArity>
-              <<<ElementwiseBlocks(n, sm_count), kElementwiseThreads, 0, stream>>>(
-                  static_cast<Out*>(out), n, ka, kb, kc);
-        }
+        stored = DispatchStorage<T>(compute, storage, [&](auto storage_tag) {
+          using S = decltype(storage_tag);
+          using SA = StoredFirstArg<Op, T, S>;
+          using Out = StoredOut<Op, T, kArity, S>;
+          const DeviceArg none;
+          const DeviceArg& db = kArity > 1 ? args[1] : none;
+          const DeviceArg& dc = kArity > 2 ? args[2] : none;
+          const auto ka = ToKernelArg<SA>(args[0]);
+          const auto kb = ToKernelArg<S>(db);
+          const auto kc = ToKernelArg<S>(dc);
+          constexpr int kCount = kPackElements<S>;
+          const bool dense =
+              DenseOperand<Pack<SA, kCount>>(args[0]) && DenseOperand<Pack<S, kCount>>(db) &&
+              DenseOperand<Pack<S, kCount>>(dc) && AlignedFor<Pack<Out, kCount>>(out);
+          if (dense) {
+            // One wave of resident blocks: the grid-stride loop covers the rest.
+            static const int per_sm =
+                BlocksPerSm(ElementwiseDenseKernel<Op, T, kArity, S>, kElementwiseThreads);
+            const int64_t resident = int64_t{per_sm} * sm_count;
+            const int64_t steps = (n / kCount + kElementwiseThreads * kPacksPerThread - 1) /
+                                  (kElementwiseThreads * kPacksPerThread);
+            const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>(steps, 1, resident));
+            ElementwiseDenseKernel<Op, T, kArity, S>
+                <<<blocks, kElementwiseThreads, 0, stream>>>(static_cast<Out*>(out), n, ka, kb, kc);
+          } else {
+            ElementwiseKernel<Op, T, kArity, S>
+                <<<ElementwiseBlocks(n, sm_count), kElementwiseThreads, 0, stream>>>(
+                    static_cast<Out*>(out), n, ka, kb, kc);
+          }
+        });
       });
-  return launched ? cudaGetLastError() : cudaErrorInvalidValue;
+  return launched && stored ? cudaGetLastError() : cudaErrorInvalidValue;
 }
 
 }  // namespace distarray::cuda

@@ -14,25 +14,25 @@ __global__ void CastKernel(const From* src, To* dst, int64_t n) {
 
 }  // namespace
 
-cudaError_t LaunchTernary(ElementwiseOpId op, DType compute, void* out, int64_t n,
+cudaError_t LaunchTernary(ElementwiseOpId op, DType compute, DType storage, void* out, int64_t n,
                           const DeviceArg* args, int sm_count, cudaStream_t stream) {
-  return LaunchGroup<3, 0, 1>(op, compute, out, n, args, sm_count, stream);
+  return LaunchGroup<3, 0, 1>(op, compute, storage, out, n, args, sm_count, stream);
 }
 
-cudaError_t LaunchElementwise(ElementwiseOpId op, DType compute, void* out, int64_t n,
-                              const DeviceArg* args, int arg_count, int sm_count,
+cudaError_t LaunchElementwise(ElementwiseOpId op, DType compute, DType storage, void* out,
+                              int64_t n, const DeviceArg* args, int arg_count, int sm_count,
                               cudaStream_t stream) {
   if (arg_count != ArityOf(op)) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   switch (ArityOf(op)) {
     case 1:
-      return LaunchUnary(op, compute, out, n, args, sm_count, stream);
+      return LaunchUnary(op, compute, storage, out, n, args, sm_count, stream);
     case 2:
       return static_cast<int>(op) % 2 == 0
-                 ? LaunchBinary0(op, compute, out, n, args, sm_count, stream)
-                 : LaunchBinary1(op, compute, out, n, args, sm_count, stream);
+                 ? LaunchBinary0(op, compute, storage, out, n, args, sm_count, stream)
+                 : LaunchBinary1(op, compute, storage, out, n, args, sm_count, stream);
     case 3:
-      return LaunchTernary(op, compute, out, n, args, sm_count, stream);
+      return LaunchTernary(op, compute, storage, out, n, args, sm_count, stream);
     default:
       return cudaErrorInvalidValue;
   }

@@ -86,8 +86,8 @@ OpContext Engine::RequestContext(const CallContext& call) const {
   OpContext context;
   context.backend = backend_.get();
   context.resolve = [this, tenant = call.tenant](
-                       const v1::Operand& operand,
-                       const std::string& field) -> absl::StatusOr<ArrayPtr> {
+                        const v1::Operand& operand,
+                        const std::string& field) -> absl::StatusOr<ArrayPtr> {
     if (operand.kind_case() == v1::Operand::kVariable) {
       return absl::InvalidArgumentError(
           absl::StrCat(field, ".variable: variables exist only inside programs (RunGraph)"));

@@ -148,7 +148,7 @@ absl::StatusOr<ElementwisePlan> PlanElementwise(const ElementwiseInput& input) {
     if (!IsImplemented(input.astype)) return NotBuilt("astype", input.astype, " (target)");
     plan.compute = input.operands[0].array->dtype;
     plan.result_dtype = input.astype;
-    plan.kernel_result = input.astype;
+    plan.storage = plan.compute;
   } else {
     if (input.astype != DType::kUnspecified) {
       return absl::InvalidArgumentError(
@@ -212,11 +212,10 @@ absl::StatusOr<ElementwisePlan> PlanElementwise(const ElementwiseInput& input) {
                           : info->rule == ufunc::TypeRule::kFloatMath ? "floats"
                                                                       : "numbers (not bool)";
       return absl::InvalidArgumentError(absl::StrCat("spec.op: ", name, " is not defined for ",
-                                                     DTypeName(loop_dtype), "; it takes ",
-                                                     takes));
+                                                     DTypeName(loop_dtype), "; it takes ", takes));
     }
-    plan.kernel_result = *result;
-    plan.result_dtype = IsHalf(loop_dtype) && *result == plan.compute ? loop_dtype : *result;
+    plan.storage = loop_dtype;
+    plan.result_dtype = *result == plan.compute ? plan.storage : *result;
   }
 
   // Scalars are checked against the dtype they will be read in.
@@ -224,7 +223,7 @@ absl::StatusOr<ElementwisePlan> PlanElementwise(const ElementwiseInput& input) {
   for (int i = 0; i < count; ++i) {
     const bool condition = info && info->rule == ufunc::TypeRule::kWhere && i == 0;
     ElementwisePlan::Operand& op = plan.operands[i];
-    op.read_dtype = condition ? DType::kBool : plan.compute;
+    op.read_dtype = condition ? DType::kBool : plan.storage;
     if (input.operands[i].array == nullptr) {
       op.is_scalar = true;
       op.scalar = input.operands[i].scalar;

@@ -27,16 +27,17 @@ struct ElementwisePlan {
   std::optional<ElementwiseOpId> op;    // nullopt: astype
   DType compute = DType::kUnspecified;  // what the kernel reads (astype: the source dtype)
   DType result_dtype = DType::kUnspecified;
-  // What the kernel writes: result_dtype, except float32 for a float16 or bfloat16 result, which
-  // is computed in float32 and cast (NumPy's float16 loops compute in float32 too).
-  DType kernel_result = DType::kUnspecified;
+  // The dtype array operands are read in and a result of the compute dtype is written in:
+  // `compute`, or float16/bfloat16 for NumPy's 16-bit float loops, which compute in float32
+  // (as NumPy's do) with each element converted on load and rounded once on store.
+  DType storage = DType::kUnspecified;
   Shape result_shape;
   IndexMap result_map;
 
   struct Operand {
     bool is_scalar = false;
     Scalar scalar;
-    DType read_dtype = DType::kUnspecified;  // compute; bool for where's condition
+    DType read_dtype = DType::kUnspecified;  // storage; bool for where's condition
     // The operand's elements each result chunk reads, one chunk per result chunk on its device
     // (broadcast axes reduced to length 1).
     IndexMap aligned_map;

@@ -280,8 +280,7 @@ absl::StatusOr<ArrayPtr> Engine::Create(const v1::CreateArrayRequest& request,
   return Register(std::move(array), /*in_place=*/false, call);
 }
 
-absl::StatusOr<ArrayPtr> Engine::Describe(absl::string_view handle,
-                                          const CallContext& call) const {
+absl::StatusOr<ArrayPtr> Engine::Describe(absl::string_view handle, const CallContext& call) const {
   return registry_.Find(call.tenant, handle, "handle");
 }
 

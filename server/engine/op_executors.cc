@@ -169,11 +169,6 @@ absl::StatusOr<OpResult> ExecuteElementwise(const OpContext& context,
       inputs[i] = std::move(cast);
     }
   }
-  // A 16-bit float result is computed in float32 into temporaries, then cast.
-  std::vector<Chunk> kernel_outs;
-  if (plan.op && plan.kernel_result != plan.result_dtype) {
-    ASSIGN_OR_RETURN(kernel_outs, AllocateChunks(backend, plan.kernel_result, plan.result_map));
-  }
   for (size_t c = 0; c < out.chunks.size(); ++c) {
     RETURN_IF_ERROR(context.CheckAlive());
     const int64_t n = NumElements(out.chunks[c].spec.box);
@@ -182,7 +177,6 @@ absl::StatusOr<OpResult> ExecuteElementwise(const OpContext& context,
                                    out.chunks[c].buffer, n));
       continue;
     }
-    const BufferPtr& kernel_out = kernel_outs.empty() ? out.chunks[c].buffer : kernel_outs[c].buffer;
     std::vector<ElementwiseArg> args;
     for (size_t i = 0; i < plan.operands.size(); ++i) {
       const ElementwisePlan::Operand& op = plan.operands[i];
@@ -196,11 +190,8 @@ absl::StatusOr<OpResult> ExecuteElementwise(const OpContext& context,
       }
       args.push_back(std::move(arg));
     }
-    RETURN_IF_ERROR(backend.Elementwise(*plan.op, plan.compute, kernel_out, n, args));
-    if (kernel_out != out.chunks[c].buffer) {
-      RETURN_IF_ERROR(backend.Cast(plan.kernel_result, plan.result_dtype, kernel_out,
-                                   out.chunks[c].buffer, n));
-    }
+    RETURN_IF_ERROR(
+        backend.Elementwise(*plan.op, plan.compute, plan.storage, out.chunks[c].buffer, n, args));
   }
   return out;
 }

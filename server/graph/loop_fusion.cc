@@ -232,11 +232,11 @@ class FusionPlanner {
     absl::StatusOr<PlannedElementwise> planned = PlanElementwiseOp(context_, s.elementwise(), "");
     if (!planned.ok()) return RefuseStatement(std::string(planned.status().message()));
     const ElementwisePlan& plan = planned->plan;
-    // The generated kernel reads and writes each value in its compute dtype; a 16-bit float
-    // goes through float32 temporaries and casts, which the one-op kernels do.
-    if (plan.kernel_result != plan.result_dtype) {
-      return RefuseStatement(absl::StrCat("its result is ", DTypeName(plan.result_dtype),
-                                          ", which is not fused"));
+    // The generated kernel reads and writes each value in its compute dtype; 16-bit floats
+    // stored around float32 arithmetic are the one-op kernels' (Backend::Elementwise's storage).
+    if (plan.storage != plan.compute) {
+      return RefuseStatement(
+          absl::StrCat("it computes ", DTypeName(plan.storage), " in float32, which is not fused"));
     }
     for (size_t i = 0; i < plan.operands.size(); ++i) {
       if (planned->arrays[i] != nullptr && IsHalf(planned->arrays[i]->dtype)) {

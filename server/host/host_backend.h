@@ -40,8 +40,9 @@ class HostBackend final : public Backend {
   absl::Status FillGenerated(DType dtype, const BufferPtr& dst, const Shape& global_shape,
                              const Box& chunk_box, const Generator& generator) override;
   absl::Status Copy(DType dtype, absl::Span<const BoxCopy> copies) override;
-  absl::Status Elementwise(ElementwiseOpId op, DType compute, const BufferPtr& out, int64_t n,
-                           absl::Span<const ElementwiseArg> args) override;
+  using Backend::Elementwise;
+  absl::Status Elementwise(ElementwiseOpId op, DType compute, DType storage, const BufferPtr& out,
+                           int64_t n, absl::Span<const ElementwiseArg> args) override;
   absl::Status Cast(DType from, DType to, const BufferPtr& src, const BufferPtr& dst,
                     int64_t n) override;
   absl::Status Reduce(ReduceKind kind, DType in, const BufferPtr& src,

@@ -80,8 +80,9 @@ void GemmOnHostLoop(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t 
 
 }  // namespace
 
-absl::Status HostBackend::Elementwise(ElementwiseOpId op, DType compute, const BufferPtr& out,
-                                      int64_t n, absl::Span<const ElementwiseArg> args) {
+absl::Status HostBackend::Elementwise(ElementwiseOpId op, DType compute, DType storage,
+                                      const BufferPtr& out, int64_t n,
+                                      absl::Span<const ElementwiseArg> args) {
   auto out_buffer = AsHost(out);
   std::vector<std::shared_ptr<HostBuffer>> buffers;
   std::vector<HostBuffer*> reads;
@@ -95,26 +96,33 @@ absl::Status HostBackend::Elementwise(ElementwiseOpId op, DType compute, const B
   // Dispatch now, so an op the planner should not have passed fails here and not on a thread.
   std::function<void()> work;
   const int arity = ArityOf(op);
+  bool stored = true;
   auto make = [&](auto functor, auto tag, auto arity_tag) {
     using Op = decltype(functor);
     using T = decltype(tag);
-    constexpr int kArity = decltype(arity_tag)::value;
-    using Out = ElementwiseOut<Op, T, kArity>;
-    const auto a = ToKernelArg<FirstArgType<Op, T>>(copied[0], buffers[0]);
-    const auto b = ToKernelArg<T>(copied[1], buffers[1]);
-    const auto c = ToKernelArg<T>(copied[2], buffers[2]);
-    work = [out_buffer, buffers, a, b, c, n] {
-      Out* o = out_buffer->as<Out>();
-      for (int64_t i = 0; i < n; ++i) o[i] = ElementwiseAt<Op, T, kArity>(a, b, c, i);
-    };
+    using Arity = decltype(arity_tag);
+    stored = DispatchStorage<T>(compute, storage, [&](auto storage_tag) {
+      using S = decltype(storage_tag);
+      using Out = StoredOut<Op, T, Arity::value, S>;
+      const auto a = ToKernelArg<StoredFirstArg<Op, T, S>>(copied[0], buffers[0]);
+      const auto b = ToKernelArg<S>(copied[1], buffers[1]);
+      const auto c = ToKernelArg<S>(copied[2], buffers[2]);
+      work = [out_buffer, buffers, a, b, c, n] {
+        Out* o = out_buffer->as<Out>();
+        for (int64_t i = 0; i < n; ++i) {
+          o[i] = static_cast<Out>(ElementwiseAt<Op, T, Arity::value>(a, b, c, i));
+        }
+      };
+    });
   };
   bool dispatched = false;
   if (arity == 1) dispatched = DispatchElementwise<1>(op, compute, make);
   if (arity == 2) dispatched = DispatchElementwise<2>(op, compute, make);
   if (arity == 3) dispatched = DispatchElementwise<3>(op, compute, make);
-  if (!dispatched) {
+  if (!dispatched || !stored) {
     return absl::InternalError(absl::StrCat("elementwise op ", static_cast<int>(op),
-                                            " has no loop for ", DTypeName(compute)));
+                                            " has no loop for ", DTypeName(compute), " stored as ",
+                                            DTypeName(storage)));
   }
   return Launch("Elementwise", out_buffer->device(), reads, {out_buffer.get()}, std::move(work))
       .status();

@@ -35,16 +35,50 @@ using FirstArgType = std::conditional_t<std::is_same_v<Op, ufunc::Where>, bool, 
 template <typename Op, typename T, int kArity>
 using ElementwiseOut = typename ufunc::ResultOf<Op, T, kArity>::type;
 
-template <typename Op, typename T, int kArity>
-DA_HD ElementwiseOut<Op, T, kArity> ElementwiseAt(const KernelArg<FirstArgType<Op, T>>& a,
-                                                  const KernelArg<T>& b, const KernelArg<T>& c,
-                                                  int64_t i) {
+// Operands stored as S and computed in T: S is T, or a 16-bit float computed in float32
+// (Storage below).
+template <typename Op, typename T, typename S>
+using StoredFirstArg = std::conditional_t<std::is_same_v<Op, ufunc::Where>, bool, S>;
+// What a kernel writes: the op's result, in the storage type where the result is the compute
+// type (float16 + float16 writes float16; float16 < float16 writes bool).
+template <typename Op, typename T, int kArity, typename S>
+using StoredOut = std::conditional_t<std::is_same_v<ElementwiseOut<Op, T, kArity>, T>, S,
+                                     ElementwiseOut<Op, T, kArity>>;
+
+// Element i of the op, reading operands stored as SA/SB and computing in T.
+template <typename Op, typename T, int kArity, typename SA, typename SB>
+DA_HD ElementwiseOut<Op, T, kArity> ElementwiseAt(const KernelArg<SA>& a, const KernelArg<SB>& b,
+                                                  const KernelArg<SB>& c, int64_t i) {
+  using A = FirstArgType<Op, T>;
   if constexpr (kArity == 1)
-    return Op{}(LoadArg(a, i));
+    return Op{}(static_cast<A>(LoadArg(a, i)));
   else if constexpr (kArity == 2)
-    return Op{}(LoadArg(a, i), LoadArg(b, i));
+    return Op{}(static_cast<A>(LoadArg(a, i)), static_cast<T>(LoadArg(b, i)));
   else
-    return Op{}(LoadArg(a, i), LoadArg(b, i), LoadArg(c, i));
+    return Op{}(static_cast<A>(LoadArg(a, i)), static_cast<T>(LoadArg(b, i)),
+                static_cast<T>(LoadArg(c, i)));
+}
+
+// Calls fn(S{}) with the storage type of operands computed in T: T itself when `storage` is the
+// compute dtype, Float16/BFloat16 for float32 arithmetic on 16-bit floats. False for any other
+// pair (the planner never sends one).
+template <typename T, typename Fn>
+bool DispatchStorage(DType compute, DType storage, Fn&& fn) {
+  if (storage == compute) {
+    fn(T{});
+    return true;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (storage == DType::kFloat16) {
+      fn(Float16{});
+      return true;
+    }
+    if (storage == DType::kBFloat16) {
+      fn(BFloat16{});
+      return true;
+    }
+  }
+  return false;
 }
 
 // Whether op `id` belongs to dispatch group (kArity, kGroup of kGroups): the CUDA kernels are

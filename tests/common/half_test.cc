@@ -115,6 +115,8 @@ TEST(HalfTest, LimitsAreTheFormatsOwn) {
   EXPECT_TRUE(std::isinf(static_cast<float>(std::numeric_limits<Float16>::infinity())));
   EXPECT_TRUE(std::isnan(static_cast<float>(std::numeric_limits<BFloat16>::quiet_NaN())));
   EXPECT_EQ(static_cast<float>(std::numeric_limits<BFloat16>::max()), 3.3895313892515355e38f);
+  EXPECT_EQ(static_cast<float>(std::numeric_limits<Float16>::epsilon()), 0x1p-10f);
+  EXPECT_EQ(static_cast<float>(std::numeric_limits<BFloat16>::epsilon()), 0x1p-7f);
 }
 
 }  // namespace
