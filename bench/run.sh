@@ -27,6 +27,9 @@ echo "== limits: peer and device copies (peer_limit)"
 if want kernels; then
   echo "== the compute kernels alone against a device copy and CUB (kernel_bench)"
   "$bin/kernel_bench" | tee "$out/kernels.txt"
+  echo "== peer: CuPy's float16 A + B against the 16-bit rows (cupy_half.py)"
+  python3 "$here/cupy_half.py" --kernels="$out/kernels.txt" | tee "$out/cupy_half.txt" ||
+    echo "cupy unavailable" >&2
 fi
 if want reshard; then
   echo "== peer: cupyx.distributed.array reshards"
