@@ -96,6 +96,39 @@ DA_HALF_HD float Decode(uint16_t h) {
   }
 }
 
+// On the GPU, float <-> 16-bit conversions are one instruction each (cvt, round to nearest even,
+// the same results as Encode/Decode): the integer code above made a float16 A + B compute-bound
+// at 0.30x of the device-copy rate on an H200 (docs/performance.md).
+template <int kExp, int kMant>
+DA_HALF_HD uint16_t EncodeFloat(float v) {
+#if defined(__CUDA_ARCH__)
+  uint16_t bits;
+  if constexpr (kExp == 5) {
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(v));
+    return bits;
+  }
+#if __CUDA_ARCH__ >= 800
+  if constexpr (kExp == 8) {
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(bits) : "f"(v));
+    return bits;
+  }
+#endif
+#endif
+  return Encode<kExp, kMant>(static_cast<double>(v));
+}
+
+template <int kExp, int kMant>
+DA_HALF_HD float DecodeFast(uint16_t h) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (kExp == 5) {
+    float v;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(v) : "h"(h));
+    return v;
+  }
+#endif
+  return Decode<kExp, kMant>(h);
+}
+
 // A 16-bit float format; Float16 and BFloat16 below.
 template <int kExp, int kMant>
 struct SmallFloat {
@@ -103,8 +136,10 @@ struct SmallFloat {
 
   SmallFloat() = default;
   template <typename U, std::enable_if_t<std::is_arithmetic_v<U>, int> = 0>
-  DA_HALF_HD SmallFloat(U v) : bits(Encode<kExp, kMant>(static_cast<double>(v))) {}
-  DA_HALF_HD operator float() const { return Decode<kExp, kMant>(bits); }
+  DA_HALF_HD SmallFloat(U v)
+      : bits(std::is_same_v<U, float> ? EncodeFloat<kExp, kMant>(static_cast<float>(v))
+                                      : Encode<kExp, kMant>(static_cast<double>(v))) {}
+  DA_HALF_HD operator float() const { return DecodeFast<kExp, kMant>(bits); }
 
   static constexpr SmallFloat FromBits(uint16_t b) {
     SmallFloat f;
