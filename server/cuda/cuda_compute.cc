@@ -88,7 +88,7 @@ absl::Status CudaBackend::Reduce(ReduceKind kind, DType in, const BufferPtr& src
 absl::Status CudaBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b,
                                const BufferPtr& c, int64_t m, int64_t n, int64_t k,
                                bool allow_tf32) {
-  if (dtype != DType::kFloat32 && dtype != DType::kFloat64) {
+  if (dtype != DType::kFloat32 && dtype != DType::kFloat64 && !IsHalf(dtype)) {
     return absl::InternalError(absl::StrCat("gemm: no cuBLAS path for ", DTypeName(dtype)));
   }
   CudaBuffer* ca = AsCuda(a);
@@ -110,13 +110,18 @@ absl::Status CudaBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr&
                    CublasStatus(api, api.set_workspace(handle, workspace.data(), workspace.bytes()),
                                 "cublasSetWorkspace"));
                // Row-major C = A B is column-major C^T = B^T A^T: pass b first, n and m swapped.
-               const bool f32 = dtype == DType::kFloat32;
+               // 16-bit floats multiply and accumulate in float32 (alpha and beta are float).
+               const bool f32 = dtype != DType::kFloat64;
                const float alpha32 = 1, beta32 = 0;
                const double alpha64 = 1, beta64 = 0;
-               const cudaDataType_t type = f32 ? CUDA_R_32F : CUDA_R_64F;
-               const cublasComputeType_t compute =
-                   f32 ? (allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F)
-                       : CUBLAS_COMPUTE_64F;
+               const cudaDataType_t type = dtype == DType::kFloat16    ? CUDA_R_16F
+                                           : dtype == DType::kBFloat16 ? CUDA_R_16BF
+                                           : f32                       ? CUDA_R_32F
+                                                                       : CUDA_R_64F;
+               const cublasComputeType_t compute = !f32 ? CUBLAS_COMPUTE_64F
+                                                   : allow_tf32 && !IsHalf(dtype)
+                                                       ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                       : CUBLAS_COMPUTE_32F;
                if (k == 0) {
                  // No products: C is zero (cuBLAS with k = 0 leaves C as beta * C).
                  return cuda::CudaStatus(cudaMemsetAsync(cc->data(), 0, cc->bytes(), stream),

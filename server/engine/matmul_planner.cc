@@ -78,9 +78,10 @@ absl::StatusOr<MatmulPlan> PlanMatmul(const ArrayMeta& a, const ArrayMeta& b,
       return absl::InvalidArgumentError(
           absl::StrCat(field, ": matmul takes 2-D arrays, got shape ", ShapeString(array->shape)));
     }
-    if (array->dtype != DType::kFloat32 && array->dtype != DType::kFloat64) {
-      return absl::UnimplementedError(absl::StrCat(field, ": matmul on ", DTypeName(array->dtype),
-                                                   " is not implemented yet (float32, float64)"));
+    if (!IsFloating(array->dtype)) {
+      return absl::UnimplementedError(
+          absl::StrCat(field, ": matmul on ", DTypeName(array->dtype),
+                       " is not implemented yet (float16, bfloat16, float32, float64)"));
     }
   }
   if (a.dtype != b.dtype) {

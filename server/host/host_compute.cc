@@ -165,16 +165,12 @@ absl::Status HostBackend::Reduce(ReduceKind kind, DType in, const BufferPtr& src
 absl::Status HostBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b,
                                const BufferPtr& c, int64_t m, int64_t n, int64_t k,
                                bool /*allow_tf32*/) {
-  if (dtype != DType::kFloat32 && dtype != DType::kFloat64) {
+  if (dtype != DType::kFloat32 && dtype != DType::kFloat64 && !IsHalf(dtype)) {
     return absl::InternalError(absl::StrCat("gemm: no loop for ", DTypeName(dtype)));
   }
   auto ha = AsHost(a), hb = AsHost(b), hc = AsHost(c);
   auto work = [=] {
-    auto gemm = [&](auto tag) {
-      using T = decltype(tag);
-      const T* pa = ha->as<T>();
-      const T* pb = hb->as<T>();
-      T* pc = hc->as<T>();
+    auto gemm = [&](const auto* pa, const auto* pb, auto* pc) {
       if (m == 0 || n == 0) return;
       const OpenBlasApi* blas = LoadOpenBlas();
       if (blas == nullptr || k == 0 || !FitsCblas(m, n, k)) {
@@ -184,9 +180,22 @@ absl::Status HostBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr&
                      static_cast<int>(k));
     };
     if (dtype == DType::kFloat32) {
-      gemm(float{});
+      gemm(ha->as<float>(), hb->as<float>(), hc->as<float>());
+    } else if (dtype == DType::kFloat64) {
+      gemm(ha->as<double>(), hb->as<double>(), hc->as<double>());
     } else {
-      gemm(double{});
+      // 16-bit floats: products and sums in float32 (as cuBLAS's 16-bit GEMM computes), the
+      // result rounded once.
+      DispatchStorageDType(dtype, [&](auto tag) {
+        using H = decltype(tag);
+        if constexpr (kIsHalf<H>) {
+          const std::vector<float> fa(ha->as<H>(), ha->as<H>() + m * k);
+          const std::vector<float> fb(hb->as<H>(), hb->as<H>() + k * n);
+          std::vector<float> fc(m * n);
+          gemm(fa.data(), fb.data(), fc.data());
+          std::copy(fc.begin(), fc.end(), hc->as<H>());
+        }
+      });
     }
   };
   return Launch("Gemm", hc->device(), {ha.get(), hb.get()}, {hc.get()}, std::move(work)).status();
