@@ -213,6 +213,32 @@ int Main(int argc, char** argv) {
           return static_cast<float>(H(static_cast<float>(h16a[i]) + static_cast<float>(h16b[i])));
         },
         sm_count, stream));
+    // The sum of one: 16-bit loads, float32 accumulation, one rounding of the result. Values
+    // centred on 0, so that the sum of 2^28 of them stays within float16's range.
+    for (int64_t i = 0; i < n; ++i) h16a[i] = H(ha[i] - 0.5f);
+    x.Upload(h16a);
+    DeviceArray<char> half_scratch(size_t{4} << 20);
+    DA_BENCH_CHECK(cudaMemset(half_scratch.get(), 0, half_scratch.bytes()));
+    DeviceArray<H> total(1);
+    const ReduceGeometry all = testing::AllOf(n);
+    const float ms = MedianMs(stream, [&](cudaStream_t s) {
+      return LaunchReduce(ReduceKind::kSum, DType::kFloat32, dtype, x.get(), all, total.get(), 1.0,
+                          nullptr, half_scratch.get(), half_scratch.bytes(), sm_count, s);
+    });
+    long double want = 0, magnitude = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      want += static_cast<float>(h16a[i]);
+      magnitude += std::fabs(static_cast<float>(h16a[i]));
+    }
+    const long double got = static_cast<float>(total.Download()[0]);
+    const long double eps = static_cast<float>(std::numeric_limits<H>::epsilon());
+    // The result's rounding, and float32 accumulation over 2^28 terms.
+    const bool correct = std::fabs(got - want) <= std::fabs(want) * eps + 2e-6L * magnitude;
+    if (!correct) {
+      std::fprintf(stderr, "sum of %s: %.9Lg, want %.9Lg\n", DTypeName(dtype), got, want);
+    }
+    rows.push_back(Row{"sum_" + name.substr(4), ms, n * 2.0 / (ms * 1e-3) / 1e9, copy_gbps, "", 0,
+                       correct});
   };
   bench_half(Float16{}, "add_f16", DType::kFloat16);
   bench_half(BFloat16{}, "add_bf16", DType::kBFloat16);
@@ -225,8 +251,8 @@ int Main(int argc, char** argv) {
   auto bench_reduce = [&](const std::string& name, ReduceKind kind, const ReduceGeometry& g,
                           int64_t elements, const std::function<long double(int64_t)>& reference) {
     const float ms = MedianMs(stream, [&](cudaStream_t s) {
-      return LaunchReduce(kind, DType::kFloat32, a.get(), g, out.get(), 1.0, nullptr, scratch.get(),
-                          scratch.bytes(), sm_count, s);
+      return LaunchReduce(kind, DType::kFloat32, DType::kFloat32, a.get(), g, out.get(), 1.0,
+                          nullptr, scratch.get(), scratch.bytes(), sm_count, s);
     });
     const std::vector<float> got = out.Download();
     bool correct = true;

@@ -146,10 +146,17 @@ class Backend {
                             int64_t n) = 0;
   // One chunk's reduction: dst (dense, geometry.outputs() elements of Reducer<kind, T>::Out)
   // from src (dtype `in`). kMean multiplies by `scale`; kArgMatch compares with `extreme`
-  // (geometry.outputs() elements of `in`).
-  virtual absl::Status Reduce(ReduceKind kind, DType in, const BufferPtr& src,
+  // (geometry.outputs() elements of `in`). `storage` is the dtype src, extreme and an output of
+  // dtype `in` are stored in: `in`, or float16/bfloat16 reduced in float32 (in = float32), each
+  // element converted on load and the output rounded once (no cast passes).
+  virtual absl::Status Reduce(ReduceKind kind, DType in, DType storage, const BufferPtr& src,
                               const ReduceGeometry& geometry, const BufferPtr& dst, double scale,
                               const BufferPtr& extreme) = 0;
+  absl::Status Reduce(ReduceKind kind, DType in, const BufferPtr& src,
+                      const ReduceGeometry& geometry, const BufferPtr& dst, double scale,
+                      const BufferPtr& extreme) {
+    return Reduce(kind, in, in, src, geometry, dst, scale, extreme);
+  }
   // c = a @ b for dense row-major a (m x k) and b (k x n) of float32 or float64. TF32 tensor
   // cores only with `allow_tf32`.
   virtual absl::Status Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b, const BufferPtr& c,

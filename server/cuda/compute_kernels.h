@@ -47,9 +47,11 @@ cudaError_t LaunchCast(DType from, DType to, const void* src, void* dst, int64_t
 // scratch must be ordered (one stream).
 constexpr int64_t kReduceTicketBytes = 16 << 10;
 constexpr int64_t kReduceTickets = kReduceTicketBytes / sizeof(unsigned);
-cudaError_t LaunchReduce(ReduceKind kind, DType in, const void* src, const ReduceGeometry& g,
-                         void* dst, double scale, const void* extreme, void* scratch,
-                         int64_t scratch_bytes, int sm_count, cudaStream_t stream);
+// `storage`: the dtype src, extreme and a dst of the compute dtype are stored in
+// (Backend::Reduce).
+cudaError_t LaunchReduce(ReduceKind kind, DType in, DType storage, const void* src,
+                         const ReduceGeometry& g, void* dst, double scale, const void* extreme,
+                         void* scratch, int64_t scratch_bytes, int sm_count, cudaStream_t stream);
 
 }  // namespace distarray::cuda
 

@@ -55,7 +55,8 @@ class CudaBackend final : public Backend {
                            int64_t n, absl::Span<const ElementwiseArg> args) override;
   absl::Status Cast(DType from, DType to, const BufferPtr& src, const BufferPtr& dst,
                     int64_t n) override;
-  absl::Status Reduce(ReduceKind kind, DType in, const BufferPtr& src,
+  using Backend::Reduce;
+  absl::Status Reduce(ReduceKind kind, DType in, DType storage, const BufferPtr& src,
                       const ReduceGeometry& geometry, const BufferPtr& dst, double scale,
                       const BufferPtr& extreme) override;
   absl::Status Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b, const BufferPtr& c,

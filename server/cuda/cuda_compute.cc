@@ -64,7 +64,7 @@ absl::Status CudaBackend::Cast(DType from, DType to, const BufferPtr& src, const
       .status();
 }
 
-absl::Status CudaBackend::Reduce(ReduceKind kind, DType in, const BufferPtr& src,
+absl::Status CudaBackend::Reduce(ReduceKind kind, DType in, DType storage, const BufferPtr& src,
                                  const ReduceGeometry& geometry, const BufferPtr& dst, double scale,
                                  const BufferPtr& extreme) {
   CudaBuffer* s = AsCuda(src);
@@ -75,7 +75,7 @@ absl::Status CudaBackend::Reduce(ReduceKind kind, DType in, const BufferPtr& src
   return Launch("Reduce", d->device(), reads, {d},
                 [&](cudaStream_t stream) {
                   return cuda::CudaStatus(
-                      cuda::LaunchReduce(kind, in, s->data(), geometry, d->data(), scale,
+                      cuda::LaunchReduce(kind, in, storage, s->data(), geometry, d->data(), scale,
                                          extreme ? AsCuda(extreme)->data() : nullptr,
                                          state.reduce_scratch->data(),
                                          static_cast<int64_t>(state.reduce_scratch->bytes()),

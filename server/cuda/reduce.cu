@@ -19,49 +19,54 @@ template <ReduceKind K, typename T>
 using Acc = typename Reducer<K, T>::Acc;
 template <ReduceKind K, typename T>
 using Out = typename Reducer<K, T>::Out;
+// Elements stored as S (T, or a 16-bit float reduced in float32): the output is written as S
+// where the reducer's output is T (sum of float16 is float16; argmax is int64 either way).
+template <ReduceKind K, typename T, typename S>
+using StoredOutOf = std::conditional_t<std::is_same_v<Out<K, T>, T>, S, Out<K, T>>;
 
-template <ReduceKind K, typename T>
-__device__ __forceinline__ Acc<K, T> LoadAt(const T* base, const ReduceGeometry& g, int64_t r,
+template <ReduceKind K, typename T, typename S>
+__device__ __forceinline__ Acc<K, T> LoadAt(const S* base, const ReduceGeometry& g, int64_t r,
                                             T extreme) {
   const int64_t offset = g.reduced_contiguous ? r : BoxOffset(g.reduced, r);
   const int64_t index = K == ReduceKind::kArgMatch ? BoxOffset(g.index, r) : 0;
-  return Reducer<K, T>::Load(base[offset], extreme, index);
+  return Reducer<K, T>::Load(static_cast<T>(base[offset]), extreme, index);
 }
 
 // Reduces r in [begin, end) with stride `step`, four loads in flight per thread.
-template <ReduceKind K, typename T>
-__device__ Acc<K, T> ReduceRange(const T* base, const ReduceGeometry& g, int64_t begin, int64_t end,
+template <ReduceKind K, typename T, typename S>
+__device__ Acc<K, T> ReduceRange(const S* base, const ReduceGeometry& g, int64_t begin, int64_t end,
                                  int64_t step, T extreme) {
   using R = Reducer<K, T>;
   Acc<K, T> acc0 = R::Identity(), acc1 = R::Identity(), acc2 = R::Identity(), acc3 = R::Identity();
   int64_t r = begin;
   for (; r + 3 * step < end; r += 4 * step) {
-    acc0 = R::Combine(acc0, LoadAt<K, T>(base, g, r, extreme));
-    acc1 = R::Combine(acc1, LoadAt<K, T>(base, g, r + step, extreme));
-    acc2 = R::Combine(acc2, LoadAt<K, T>(base, g, r + 2 * step, extreme));
-    acc3 = R::Combine(acc3, LoadAt<K, T>(base, g, r + 3 * step, extreme));
+    acc0 = R::Combine(acc0, LoadAt<K, T, S>(base, g, r, extreme));
+    acc1 = R::Combine(acc1, LoadAt<K, T, S>(base, g, r + step, extreme));
+    acc2 = R::Combine(acc2, LoadAt<K, T, S>(base, g, r + 2 * step, extreme));
+    acc3 = R::Combine(acc3, LoadAt<K, T, S>(base, g, r + 3 * step, extreme));
   }
-  for (; r < end; r += step) acc0 = R::Combine(acc0, LoadAt<K, T>(base, g, r, extreme));
+  for (; r < end; r += step) acc0 = R::Combine(acc0, LoadAt<K, T, S>(base, g, r, extreme));
   return R::Combine(R::Combine(acc0, acc1), R::Combine(acc2, acc3));
 }
 
 // Thread t reduces split (t / outputs) of output (t % outputs): consecutive threads read
 // consecutive outputs, coalesced when the kept axes are innermost. With one split it writes the
 // output; otherwise its partial goes to scratch[o * splits + s].
-template <ReduceKind K, typename T>
-__global__ void ReducePerThread(const T* src, ReduceGeometry g, Out<K, T>* dst, double scale,
-                                const T* extreme, Acc<K, T>* scratch, int64_t splits) {
+template <ReduceKind K, typename T, typename S>
+__global__ void ReducePerThread(const S* src, ReduceGeometry g, StoredOutOf<K, T, S>* dst,
+                                double scale, const S* extreme, Acc<K, T>* scratch,
+                                int64_t splits) {
   const int64_t outputs = g.outputs(), n = g.reduced_size();
   const int64_t per_split = (n + splits - 1) / splits;
   for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < outputs * splits;
        t += int64_t{gridDim.x} * blockDim.x) {
     const int64_t o = t % outputs, s = t / outputs;
-    const T e = extreme != nullptr ? extreme[o] : T{};
+    const T e = extreme != nullptr ? static_cast<T>(extreme[o]) : T{};
     const int64_t begin = s * per_split, end = min(n, begin + per_split);
     const Acc<K, T> acc =
-        ReduceRange<K, T>(src + g.base + BoxOffset(g.kept, o), g, begin, end, 1, e);
+        ReduceRange<K, T, S>(src + g.base + BoxOffset(g.kept, o), g, begin, end, 1, e);
     if (splits == 1)
-      dst[o] = Reducer<K, T>::Finish(acc, scale);
+      dst[o] = static_cast<StoredOutOf<K, T, S>>(Reducer<K, T>::Finish(acc, scale));
     else
       scratch[o * splits + s] = acc;
   }
@@ -95,11 +100,11 @@ constexpr int kDenseItems = sizeof(T) >= 8 ? 8 : 16;
 // The block reduces the consecutive elements [begin, end) of one output (g.reduced_contiguous):
 // thread t reads begin + t + j * blockDim for j < kDenseItems per step, so each load is coalesced
 // across the warp and all of a step's loads are in flight before the first is combined.
-template <ReduceKind K, typename T>
-__device__ Acc<K, T> ReduceDenseRange(const T* row, const ReduceGeometry& g, int64_t begin,
+template <ReduceKind K, typename T, typename S>
+__device__ Acc<K, T> ReduceDenseRange(const S* row, const ReduceGeometry& g, int64_t begin,
                                       int64_t end, T extreme) {
   using R = Reducer<K, T>;
-  constexpr int kItems = kDenseItems<T>;
+  constexpr int kItems = kDenseItems<S>;
   constexpr int kAccumulators = 4;
   Acc<K, T> acc[kAccumulators];
 #pragma unroll
@@ -107,16 +112,17 @@ __device__ Acc<K, T> ReduceDenseRange(const T* row, const ReduceGeometry& g, int
   const int64_t threads = blockDim.x;
   int64_t r = begin + threadIdx.x;
   for (; r + (kItems - 1) * threads < end; r += kItems * threads) {
-    T v[kItems];
+    S v[kItems];
 #pragma unroll
     for (int j = 0; j < kItems; ++j) v[j] = row[r + j * threads];
 #pragma unroll
     for (int j = 0; j < kItems; ++j) {
       const int64_t index = K == ReduceKind::kArgMatch ? BoxOffset(g.index, r + j * threads) : 0;
-      acc[j % kAccumulators] = R::Combine(acc[j % kAccumulators], R::Load(v[j], extreme, index));
+      acc[j % kAccumulators] =
+          R::Combine(acc[j % kAccumulators], R::Load(static_cast<T>(v[j]), extreme, index));
     }
   }
-  for (; r < end; r += threads) acc[0] = R::Combine(acc[0], LoadAt<K, T>(row, g, r, extreme));
+  for (; r < end; r += threads) acc[0] = R::Combine(acc[0], LoadAt<K, T, S>(row, g, r, extreme));
   return R::Combine(R::Combine(acc[0], acc[1]), R::Combine(acc[2], acc[3]));
 }
 
@@ -125,29 +131,30 @@ __device__ Acc<K, T> ReduceDenseRange(const T* row, const ReduceGeometry& g, int
 // output's last split (counted by `tickets`, one zeroed counter per output) combines the partials
 // in split order (deterministic) and writes the output, so no second kernel runs: one launch less
 // per reduction, which a recorded loop pays every iteration. It leaves the counter zero again.
-template <ReduceKind K, typename T>
-__global__ void ReducePerBlock(const T* src, ReduceGeometry g, Out<K, T>* dst, double scale,
-                               const T* extreme, Acc<K, T>* scratch, int64_t splits,
+template <ReduceKind K, typename T, typename S>
+__global__ void ReducePerBlock(const S* src, ReduceGeometry g, StoredOutOf<K, T, S>* dst,
+                               double scale, const S* extreme, Acc<K, T>* scratch, int64_t splits,
                                unsigned* tickets) {
   using R = Reducer<K, T>;
+  using O = StoredOutOf<K, T, S>;
   __shared__ bool last_split;
   const int64_t outputs = g.outputs(), n = g.reduced_size();
   // Splits start on a whole step of dense loads from the row's start, so a warp's loads stay on
   // 128-byte lines when the row does, as a whole chunk does (the last splits may be empty and
   // contribute the identity).
-  const int64_t step = int64_t{kThreads} * kDenseItems<T>;
+  const int64_t step = int64_t{kThreads} * kDenseItems<S>;
   const int64_t per_split = ((n + splits - 1) / splits + step - 1) / step * step;
   for (int64_t b = blockIdx.x; b < outputs * splits; b += gridDim.x) {
     const int64_t o = b / splits, s = b % splits;
-    const T e = extreme != nullptr ? extreme[o] : T{};
+    const T e = extreme != nullptr ? static_cast<T>(extreme[o]) : T{};
     const int64_t begin = min(n, s * per_split), end = min(n, begin + per_split);
-    const T* row = src + g.base + BoxOffset(g.kept, o);
-    const Acc<K, T> acc = g.reduced_contiguous
-                              ? ReduceDenseRange<K, T>(row, g, begin, end, e)
-                              : ReduceRange<K, T>(row, g, begin + threadIdx.x, end, blockDim.x, e);
+    const S* row = src + g.base + BoxOffset(g.kept, o);
+    const Acc<K, T> acc = g.reduced_contiguous ? ReduceDenseRange<K, T, S>(row, g, begin, end, e)
+                                               : ReduceRange<K, T, S>(row, g, begin + threadIdx.x,
+                                                                      end, blockDim.x, e);
     const Acc<K, T> block = BlockCombine<K, T>(acc);
     if (splits == 1) {
-      if (threadIdx.x == 0) dst[o] = R::Finish(block, scale);
+      if (threadIdx.x == 0) dst[o] = static_cast<O>(R::Finish(block, scale));
       continue;
     }
     if (threadIdx.x == 0) {
@@ -165,7 +172,7 @@ __global__ void ReducePerBlock(const T* src, ReduceGeometry g, Out<K, T>* dst, d
       total = R::Combine(total, partials[t]);
     const Acc<K, T> combined = BlockCombine<K, T>(total);
     if (threadIdx.x == 0) {
-      dst[o] = R::Finish(combined, scale);
+      dst[o] = static_cast<O>(R::Finish(combined, scale));
       tickets[o] = 0;
     }
   }
@@ -174,21 +181,21 @@ __global__ void ReducePerBlock(const T* src, ReduceGeometry g, Out<K, T>* dst, d
 // The thread path's partials of each output combined in split order: a thread per output where
 // splits are few, a block per output where they are many (a thread walking ~1000 partials one
 // dependent load at a time cost 0.16 ms of a 0.5 ms sum).
-template <ReduceKind K, typename T>
+template <ReduceKind K, typename T, typename O>
 __global__ void CombineSplitsPerThread(const Acc<K, T>* scratch, int64_t outputs, int64_t splits,
-                                       Out<K, T>* dst, double scale) {
+                                       O* dst, double scale) {
   using R = Reducer<K, T>;
   for (int64_t o = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; o < outputs;
        o += int64_t{gridDim.x} * blockDim.x) {
     Acc<K, T> acc = R::Identity();
     for (int64_t s = 0; s < splits; ++s) acc = R::Combine(acc, scratch[o * splits + s]);
-    dst[o] = R::Finish(acc, scale);
+    dst[o] = static_cast<O>(R::Finish(acc, scale));
   }
 }
 
-template <ReduceKind K, typename T>
+template <ReduceKind K, typename T, typename O>
 __global__ void CombineSplitsPerBlock(const Acc<K, T>* scratch, int64_t outputs, int64_t splits,
-                                      Out<K, T>* dst, double scale) {
+                                      O* dst, double scale) {
   using R = Reducer<K, T>;
   for (int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
     Acc<K, T> acc = R::Identity();
@@ -196,7 +203,7 @@ __global__ void CombineSplitsPerBlock(const Acc<K, T>* scratch, int64_t outputs,
       acc = R::Combine(acc, scratch[o * splits + s]);
     }
     const Acc<K, T> block = BlockCombine<K, T>(acc);
-    if (threadIdx.x == 0) dst[o] = R::Finish(block, scale);
+    if (threadIdx.x == 0) dst[o] = static_cast<O>(R::Finish(block, scale));
   }
 }
 
@@ -205,10 +212,11 @@ unsigned GridFor(int64_t items, int threads, int sm_count) {
       std::clamp<int64_t>((items + threads - 1) / threads, 1, int64_t{sm_count} * 32));
 }
 
-template <ReduceKind K, typename T>
-cudaError_t Launch(const T* src, const ReduceGeometry& g, Out<K, T>* dst, double scale,
-                   const T* extreme, void* scratch, int64_t scratch_bytes, int sm_count,
+template <ReduceKind K, typename T, typename S>
+cudaError_t Launch(const S* src, const ReduceGeometry& g, StoredOutOf<K, T, S>* dst, double scale,
+                   const S* extreme, void* scratch, int64_t scratch_bytes, int sm_count,
                    cudaStream_t stream) {
+  using O = StoredOutOf<K, T, S>;
   const int64_t outputs = g.outputs(), n = g.reduced_size();
   if (outputs == 0) return cudaSuccess;
   // The scratch holds the tickets, then the partials.
@@ -224,36 +232,37 @@ cudaError_t Launch(const T* src, const ReduceGeometry& g, Out<K, T>* dst, double
   const bool per_thread = n < 32 || (!g.reduced_contiguous && kept_inner_dense && outputs >= 32);
   if (!per_thread) {
     // One wave of resident blocks; each split at least two steps of a block's dense loads.
-    static const int per_sm = BlocksPerSm(ReducePerBlock<K, T>, kThreads);
+    static const int per_sm = BlocksPerSm(ReducePerBlock<K, T, S>, kThreads);
     const int64_t target_blocks = int64_t{sm_count} * per_sm;
     int64_t splits = std::max<int64_t>(1, target_blocks / outputs);
-    splits = std::min<int64_t>(splits, std::max<int64_t>(1, n / (kThreads * kDenseItems<T> * 2)));
+    splits = std::min<int64_t>(splits, std::max<int64_t>(1, n / (kThreads * kDenseItems<S> * 2)));
     splits = std::min(splits, max_splits);
     // A split needs a ticket per output (never short: splitting needs fewer outputs than resident
     // blocks).
     if (outputs > kReduceTickets) splits = 1;
     const auto blocks = static_cast<unsigned>(std::min<int64_t>(outputs * splits, target_blocks));
-    ReducePerBlock<K, T><<<blocks, kThreads, 0, stream>>>(src, g, dst, scale, extreme, partials,
-                                                          splits, static_cast<unsigned*>(scratch));
+    ReducePerBlock<K, T, S><<<blocks, kThreads, 0, stream>>>(
+        src, g, dst, scale, extreme, partials, splits, static_cast<unsigned*>(scratch));
     return cudaGetLastError();  // the last block of each output combined its partials
   }
-  static const int per_sm = BlocksPerSm(ReducePerThread<K, T>, kThreads);
+  static const int per_sm = BlocksPerSm(ReducePerThread<K, T, S>, kThreads);
   const int64_t target_threads = int64_t{sm_count} * per_sm * kThreads;
   int64_t splits = std::clamp<int64_t>(target_threads / outputs, 1, std::max<int64_t>(1, n / 64));
   splits = std::min(splits, max_splits);
   const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(
       (outputs * splits + kThreads - 1) / kThreads, 1, int64_t{sm_count} * per_sm));
-  ReducePerThread<K, T>
+  ReducePerThread<K, T, S>
       <<<blocks, kThreads, 0, stream>>>(src, g, dst, scale, extreme, partials, splits);
   // Its partials, combined by a second kernel.
   if (splits > 1) {
     if (splits >= 64) {
-      CombineSplitsPerBlock<K, T>
+      CombineSplitsPerBlock<K, T, O>
           <<<static_cast<unsigned>(std::min<int64_t>(outputs, int64_t{sm_count} * 8)), kThreads, 0,
              stream>>>(partials, outputs, splits, dst, scale);
     } else {
-      CombineSplitsPerThread<K, T><<<GridFor(outputs, kThreads, sm_count), kThreads, 0, stream>>>(
-          partials, outputs, splits, dst, scale);
+      CombineSplitsPerThread<K, T, O>
+          <<<GridFor(outputs, kThreads, sm_count), kThreads, 0, stream>>>(partials, outputs, splits,
+                                                                          dst, scale);
     }
   }
   return cudaGetLastError();
@@ -261,18 +270,21 @@ cudaError_t Launch(const T* src, const ReduceGeometry& g, Out<K, T>* dst, double
 
 }  // namespace
 
-cudaError_t LaunchReduce(ReduceKind kind, DType in, const void* src, const ReduceGeometry& g,
-                         void* dst, double scale, const void* extreme, void* scratch,
-                         int64_t scratch_bytes, int sm_count, cudaStream_t stream) {
+cudaError_t LaunchReduce(ReduceKind kind, DType in, DType storage, const void* src,
+                         const ReduceGeometry& g, void* dst, double scale, const void* extreme,
+                         void* scratch, int64_t scratch_bytes, int sm_count, cudaStream_t stream) {
   if (!HasKernels(in)) return cudaErrorInvalidValue;
-  cudaError_t result = cudaSuccess;
+  cudaError_t result = cudaErrorInvalidValue;
   DispatchReduceKind(kind, [&](auto kind_tag) {
     constexpr ReduceKind K = decltype(kind_tag)::value;
     DispatchDType(in, [&](auto tag) {
       using T = decltype(tag);
-      result =
-          Launch<K, T>(static_cast<const T*>(src), g, static_cast<Out<K, T>*>(dst), scale,
-                       static_cast<const T*>(extreme), scratch, scratch_bytes, sm_count, stream);
+      DispatchStorage<T>(in, storage, [&](auto storage_tag) {
+        using S = decltype(storage_tag);
+        result = Launch<K, T, S>(
+            static_cast<const S*>(src), g, static_cast<StoredOutOf<K, T, S>*>(dst), scale,
+            static_cast<const S*>(extreme), scratch, scratch_bytes, sm_count, stream);
+      });
     });
   });
   return result;

@@ -246,16 +246,7 @@ absl::StatusOr<OpResult> ExecuteReduce(const OpContext& context, const PlannedRe
     ASSIGN_OR_RETURN(source,
                      Relayout(backend, array, plan.prepare_map, plan.prepare_mode, context.alive));
   }
-  if (plan.kernel_dtype != plan.in_dtype) {  // a 16-bit float: the kernels read float32
-    const IndexMap& source_map = plan.prepare ? plan.prepare_map : array.index_map();
-    ASSIGN_OR_RETURN(std::vector<Chunk> cast,
-                     AllocateChunks(backend, plan.kernel_dtype, source_map));
-    for (size_t c = 0; c < cast.size(); ++c) {
-      RETURN_IF_ERROR(backend.Cast(plan.in_dtype, plan.kernel_dtype, source[c].buffer,
-                                   cast[c].buffer, NumElements(cast[c].spec.box)));
-    }
-    source = std::move(cast);
-  }
+
   if (into != nullptr) {
     out.chunks = *into;
   } else {
@@ -267,11 +258,11 @@ absl::StatusOr<OpResult> ExecuteReduce(const OpContext& context, const PlannedRe
     // Pass 1: each chunk's extreme, combined into every chunk's copy of its outputs.
     Array partial;
     partial.shape = plan.result_shape;
-    partial.dtype = plan.kernel_dtype;
+    partial.dtype = plan.in_dtype;
     partial.mode = plan.result_mode == Mode::kReplica ? Mode::kReplica : plan.extreme_mode;
-    ASSIGN_OR_RETURN(partial.chunks, AllocateChunks(backend, plan.kernel_dtype, plan.result_map));
+    ASSIGN_OR_RETURN(partial.chunks, AllocateChunks(backend, plan.in_dtype, plan.result_map));
     for (size_t c = 0; c < source.size(); ++c) {
-      RETURN_IF_ERROR(backend.Reduce(plan.kind, plan.kernel_dtype, source[c].buffer,
+      RETURN_IF_ERROR(backend.Reduce(plan.kind, plan.kernel_dtype, plan.in_dtype, source[c].buffer,
                                      plan.geometry[c], partial.chunks[c].buffer, 1, nullptr));
     }
     if (partial.mode == Mode::kReplica) {
@@ -281,26 +272,15 @@ absl::StatusOr<OpResult> ExecuteReduce(const OpContext& context, const PlannedRe
                        Relayout(backend, partial, plan.result_map, Mode::kReplica, context.alive));
     }
   }
-  // A 16-bit float result is reduced in float32 into temporaries, then cast.
-  std::vector<Chunk> kernel_outs;
-  if (plan.kernel_result_dtype != plan.result_dtype) {
-    ASSIGN_OR_RETURN(kernel_outs,
-                     AllocateChunks(backend, plan.kernel_result_dtype, plan.result_map));
-  }
   for (size_t c = 0; c < source.size(); ++c) {
     RETURN_IF_ERROR(context.CheckAlive());
-    const BufferPtr& kernel_out =
-        kernel_outs.empty() ? out.chunks[c].buffer : kernel_outs[c].buffer;
     if (plan.arg) {
-      RETURN_IF_ERROR(backend.Reduce(ReduceKind::kArgMatch, plan.kernel_dtype, source[c].buffer,
-                                     plan.geometry[c], kernel_out, 1, extremes[c].buffer));
+      RETURN_IF_ERROR(backend.Reduce(ReduceKind::kArgMatch, plan.kernel_dtype, plan.in_dtype,
+                                     source[c].buffer, plan.geometry[c], out.chunks[c].buffer, 1,
+                                     extremes[c].buffer));
     } else {
-      RETURN_IF_ERROR(backend.Reduce(plan.kind, plan.kernel_dtype, source[c].buffer,
-                                     plan.geometry[c], kernel_out, plan.scale, nullptr));
-    }
-    if (kernel_out != out.chunks[c].buffer) {
-      RETURN_IF_ERROR(backend.Cast(plan.kernel_result_dtype, plan.result_dtype, kernel_out,
-                                   out.chunks[c].buffer, NumElements(plan.result_map[c].box)));
+      RETURN_IF_ERROR(backend.Reduce(plan.kind, plan.kernel_dtype, plan.in_dtype, source[c].buffer,
+                                     plan.geometry[c], out.chunks[c].buffer, plan.scale, nullptr));
     }
   }
   if (planned.combine && out.mode != Mode::kReplica) {

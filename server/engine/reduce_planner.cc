@@ -138,11 +138,9 @@ absl::StatusOr<ReducePlan> PlanReduce(const ReduceInput& input, const StopCheck&
   plan.arg = arg;
   plan.in_dtype = array.dtype;
   plan.kernel_dtype = KernelDType(array.dtype);
-  plan.kernel_result_dtype = arg ? DType::kInt64 : ResultDType(rule.kind, plan.kernel_dtype);
+  const DType kernel_result = arg ? DType::kInt64 : ResultDType(rule.kind, plan.kernel_dtype);
   // NumPy reduces a 16-bit float into its own dtype (sum, mean, max, ...), computing in float32.
-  plan.result_dtype = IsHalf(array.dtype) && plan.kernel_result_dtype == plan.kernel_dtype
-                          ? array.dtype
-                          : plan.kernel_result_dtype;
+  plan.result_dtype = kernel_result == plan.kernel_dtype ? array.dtype : kernel_result;
   plan.extreme_mode = rule.mode;
   plan.scale = reduced_count == 0 ? std::numeric_limits<double>::quiet_NaN()
                                   : 1.0 / static_cast<double>(reduced_count);

@@ -28,10 +28,9 @@ struct ReducePlan {
   bool arg = false;                    // argmax/argmin: a kArgMatch pass follows
   DType in_dtype = DType::kUnspecified;
   DType result_dtype = DType::kUnspecified;
-  // What the kernels read and write: float16 and bfloat16 operands are cast to float32 first and
-  // a float32 result is cast back (in_dtype and result_dtype elsewhere).
+  // The dtype the kernels reduce in: in_dtype, or float32 for float16 and bfloat16, which the
+  // kernels load from their 16-bit storage (in_dtype) and write back in it (Backend::Reduce).
   DType kernel_dtype = DType::kUnspecified;
-  DType kernel_result_dtype = DType::kUnspecified;
   Shape result_shape;
   Mode result_mode = Mode::kReplica;
   double scale = 1;  // mean: 1 / reduced element count

@@ -1,6 +1,7 @@
 // The host backend's compute: elementwise ops, casts, reductions and GEMM as plain loops over the
 // same element rules the CUDA kernels use (server/kernels/), on the simulated devices' threads.
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -28,21 +29,27 @@ KernelArg<T> ToKernelArg(const ElementwiseArg& arg, const std::shared_ptr<HostBu
   return k;
 }
 
-template <ReduceKind K, typename T>
-void ReduceOnHost(const T* src, const ReduceGeometry& g, typename Reducer<K, T>::Out* dst,
-                  double scale, const T* extreme) {
+// Elements stored as S, reduced in T (S is T, or a 16-bit float reduced in float32); an output
+// of the compute dtype is written as S.
+template <ReduceKind K, typename T, typename S>
+using ReduceStoredOut = std::conditional_t<std::is_same_v<typename Reducer<K, T>::Out, T>, S,
+                                           typename Reducer<K, T>::Out>;
+
+template <ReduceKind K, typename T, typename S>
+void ReduceOnHost(const S* src, const ReduceGeometry& g, ReduceStoredOut<K, T, S>* dst,
+                  double scale, const S* extreme) {
   using R = Reducer<K, T>;
   const int64_t outputs = g.outputs(), n = g.reduced_size();
   for (int64_t o = 0; o < outputs; ++o) {
-    const T* base = src + g.base + BoxOffset(g.kept, o);
-    const T e = extreme != nullptr ? extreme[o] : T{};
+    const S* base = src + g.base + BoxOffset(g.kept, o);
+    const T e = extreme != nullptr ? static_cast<T>(extreme[o]) : T{};
     typename R::Acc acc = R::Identity();
     for (int64_t r = 0; r < n; ++r) {
       const int64_t offset = g.reduced_contiguous ? r : BoxOffset(g.reduced, r);
       const int64_t index = K == ReduceKind::kArgMatch ? BoxOffset(g.index, r) : 0;
-      acc = R::Combine(acc, R::Load(base[offset], e, index));
+      acc = R::Combine(acc, R::Load(static_cast<T>(base[offset]), e, index));
     }
-    dst[o] = R::Finish(acc, scale);
+    dst[o] = static_cast<ReduceStoredOut<K, T, S>>(R::Finish(acc, scale));
   }
 }
 
@@ -143,22 +150,33 @@ absl::Status HostBackend::Cast(DType from, DType to, const BufferPtr& src, const
   return Launch("Cast", d->device(), {s.get()}, {d.get()}, std::move(work)).status();
 }
 
-absl::Status HostBackend::Reduce(ReduceKind kind, DType in, const BufferPtr& src,
+absl::Status HostBackend::Reduce(ReduceKind kind, DType in, DType storage, const BufferPtr& src,
                                  const ReduceGeometry& geometry, const BufferPtr& dst, double scale,
                                  const BufferPtr& extreme) {
   auto s = AsHost(src), d = AsHost(dst), e = AsHost(extreme);
   std::vector<HostBuffer*> reads = {s.get()};
   if (e) reads.push_back(e.get());
-  auto work = [=] {
-    DispatchReduceKind(kind, [&](auto kind_tag) {
-      constexpr ReduceKind K = decltype(kind_tag)::value;
-      DispatchDType(in, [&](auto tag) {
-        using T = decltype(tag);
-        ReduceOnHost<K, T>(s->as<T>(), geometry, d->as<typename Reducer<K, T>::Out>(), scale,
-                           e ? e->as<T>() : nullptr);
+  // Dispatched before the work is queued, so a pair the planner never sends fails here.
+  std::function<void()> work;
+  bool stored = false;
+  DispatchReduceKind(kind, [&](auto kind_tag) {
+    using Kind = decltype(kind_tag);
+    DispatchDType(in, [&](auto tag) {
+      using T = decltype(tag);
+      stored = DispatchStorage<T>(in, storage, [&](auto storage_tag) {
+        using S = decltype(storage_tag);
+        work = [=] {
+          ReduceOnHost<Kind::value, T, S>(s->as<S>(), geometry,
+                                          d->as<ReduceStoredOut<Kind::value, T, S>>(), scale,
+                                          e ? e->as<S>() : nullptr);
+        };
       });
     });
-  };
+  });
+  if (!stored) {
+    return absl::InternalError(
+        absl::StrCat("reduce: no loop for ", DTypeName(in), " stored as ", DTypeName(storage)));
+  }
   return Launch("Reduce", d->device(), reads, {d.get()}, std::move(work)).status();
 }
 
