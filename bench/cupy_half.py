@@ -1,7 +1,7 @@
-"""The peer of kernel_bench's 16-bit float rows, timed in the same run: CuPy's float16 `A + B`
-on one GPU over the same element count (2^28 by default: two 512 MiB operands), device time from
-CUDA events, median of 20 after warm-ups. CuPy has no bfloat16, so the bfloat16 row is compared
-with CuPy's float16 (the same bytes moved).
+"""The peers of kernel_bench's 16-bit float rows, timed in the same run: CuPy's float16 `A + B`
+and `sum` on one GPU over the same element count (2^28 by default: 512 MiB operands), device time
+from CUDA events, median of 20 after warm-ups. CuPy has no bfloat16, so the bfloat16 rows are
+compared with CuPy's float16 (the same bytes moved).
 
     python3 bench/cupy_half.py [--elements=N] [--kernels=FILE]
 
@@ -43,13 +43,18 @@ def main():
         print("cupy_half: CuPy's float16 add differs from float32-and-round", file=sys.stderr)
     print(f"cupy_add_f16_ms {ms:.4f}")
     print(f"cupy_add_f16_GBps {3 * 2 * args.elements / (ms * 1e-3) / 1e9:.1f}")
+    centred = a - cupy.float16(0.5)  # the sum of 2^28 stays within float16's range
+    sum_ms = median_ms(lambda: cupy.sum(centred))
+    print(f"cupy_sum_f16_ms {sum_ms:.4f}")
+    print(f"cupy_sum_f16_GBps {2 * args.elements / (sum_ms * 1e-3) / 1e9:.1f}")
     if args.kernels:
         figures = dict(line.split()[:2] for line in open(args.kernels)
                        if line.startswith("kernel_") and len(line.split()) == 2)
-        for row in ("add_f16", "add_bf16"):
+        for row, peer in (("add_f16", ms), ("add_bf16", ms), ("sum_f16", sum_ms),
+                          ("sum_bf16", sum_ms)):
             key = f"kernel_{row}_ms"
             if key in figures:
-                print(f"half_{row}_vs_cupy {ms / float(figures[key]):.2f}")
+                print(f"half_{row}_vs_cupy {peer / float(figures[key]):.2f}")
 
 
 if __name__ == "__main__":
