@@ -110,6 +110,39 @@ __device__ Acc<K, T> ReduceDenseRange(const S* row, const ReduceGeometry& g, int
 #pragma unroll
   for (int j = 0; j < kAccumulators; ++j) acc[j] = R::Identity();
   const int64_t threads = blockDim.x;
+  if constexpr (sizeof(S) == 2) {
+    // 16-bit elements two at a time, one 4-byte load each: 2-byte loads left the float16 sum at
+    // 0.82x of CuPy's on an H200, bound by load instructions, not bytes.
+    if ((reinterpret_cast<uintptr_t>(row + begin) & 3) == 0) {
+      struct alignas(4) Pair {
+        S v[2];
+      };
+      const auto* pairs = reinterpret_cast<const Pair*>(row + begin);
+      const int64_t pair_count = (end - begin) / 2;
+      auto combine_pair = [&](int slot, const Pair& pair, int64_t first) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int64_t index = K == ReduceKind::kArgMatch ? BoxOffset(g.index, first + h) : 0;
+          acc[slot] = R::Combine(acc[slot], R::Load(static_cast<T>(pair.v[h]), extreme, index));
+        }
+      };
+      int64_t p = threadIdx.x;
+      for (; p + (kItems - 1) * threads < pair_count; p += kItems * threads) {
+        Pair v[kItems];
+#pragma unroll
+        for (int j = 0; j < kItems; ++j) v[j] = pairs[p + j * threads];
+#pragma unroll
+        for (int j = 0; j < kItems; ++j) {
+          combine_pair(j % kAccumulators, v[j], begin + 2 * (p + j * threads));
+        }
+      }
+      for (; p < pair_count; p += threads) combine_pair(0, pairs[p], begin + 2 * p);
+      if ((end - begin) % 2 != 0 && threadIdx.x == 0) {
+        acc[1] = R::Combine(acc[1], LoadAt<K, T, S>(row, g, end - 1, extreme));
+      }
+      return R::Combine(R::Combine(acc[0], acc[1]), R::Combine(acc[2], acc[3]));
+    }
+  }
   int64_t r = begin + threadIdx.x;
   for (; r + (kItems - 1) * threads < end; r += kItems * threads) {
     S v[kItems];
