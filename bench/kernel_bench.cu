@@ -237,8 +237,8 @@ int Main(int argc, char** argv) {
     if (!correct) {
       std::fprintf(stderr, "sum of %s: %.9Lg, want %.9Lg\n", DTypeName(dtype), got, want);
     }
-    rows.push_back(Row{"sum_" + name.substr(4), ms, n * 2.0 / (ms * 1e-3) / 1e9, copy_gbps, "", 0,
-                       correct});
+    rows.push_back(
+        Row{"sum_" + name.substr(4), ms, n * 2.0 / (ms * 1e-3) / 1e9, copy_gbps, "", 0, correct});
   };
   bench_half(Float16{}, "add_f16", DType::kFloat16);
   bench_half(BFloat16{}, "add_bf16", DType::kBFloat16);

@@ -69,9 +69,20 @@ TEST(HalfTest, EveryBFloat16DecodesExactlyAndEncodesBack) {
 // random ones over the whole range.
 TEST(HalfTest, Float16RoundsDoublesToNearestEven) {
   std::mt19937_64 rng(7);
-  std::vector<double> inputs = {0.0,     -0.0,    1.0,      65504.0, 65519.99, 65520.0, -65520.0,
-                                1e-8,    2.98e-8, 2.9802322387695312e-08, 5.96e-8, 1e300,
-                                -1e-300, std::numeric_limits<double>::infinity(),
+  std::vector<double> inputs = {0.0,
+                                -0.0,
+                                1.0,
+                                65504.0,
+                                65519.99,
+                                65520.0,
+                                -65520.0,
+                                1e-8,
+                                2.98e-8,
+                                2.9802322387695312e-08,
+                                5.96e-8,
+                                1e300,
+                                -1e-300,
+                                std::numeric_limits<double>::infinity(),
                                 -std::numeric_limits<double>::infinity()};
   for (uint32_t b = 0; b < 0x7c00; b += 7) {
     const double lo = static_cast<float>(Float16::FromBits(static_cast<uint16_t>(b)));
