@@ -39,7 +39,7 @@ const char* DTypeName(DType dtype);
 // UNIMPLEMENTED): every declared dtype but complex.
 bool IsImplemented(DType dtype);
 // Whether kernels are instantiated for this dtype (DispatchDType). float16 and bfloat16 are
-// storage only: the planners cast them to float32 for arithmetic (KernelDType).
+// storage only: kernels compute them in float32 (KernelDType), converting on load and store.
 bool HasKernels(DType dtype);
 // The dtype kernels compute an implemented dtype in: float32 for the 16-bit floats, else itself.
 DType KernelDType(DType dtype);

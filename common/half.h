@@ -1,8 +1,9 @@
 // float16 (IEEE binary16) and bfloat16 as storage types: 16 bits in memory, float32 in
 // arithmetic. Each converts implicitly to float, and from any arithmetic type by rounding to
 // nearest, ties to even (directly from double, so a double is rounded once, as NumPy's
-// npy_double_to_half does). The conversions are plain integer code shared by the host loops and
-// the CUDA kernels, so both backends produce the same bits. CUDA-safe: no Abseil or protobuf.
+// npy_double_to_half does). The conversions are integer code shared by the host loops and the
+// CUDA kernels, except float <-> 16-bit on the GPU, which is the `cvt` instruction with the same
+// rounding (EncodeFloat), so both backends produce the same bits. CUDA-safe: no Abseil or protobuf.
 #ifndef DISTARRAY_COMMON_HALF_H_
 #define DISTARRAY_COMMON_HALF_H_
 

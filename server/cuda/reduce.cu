@@ -19,10 +19,6 @@ template <ReduceKind K, typename T>
 using Acc = typename Reducer<K, T>::Acc;
 template <ReduceKind K, typename T>
 using Out = typename Reducer<K, T>::Out;
-// Elements stored as S (T, or a 16-bit float reduced in float32): the output is written as S
-// where the reducer's output is T (sum of float16 is float16; argmax is int64 either way).
-template <ReduceKind K, typename T, typename S>
-using StoredOutOf = std::conditional_t<std::is_same_v<Out<K, T>, T>, S, Out<K, T>>;
 
 template <ReduceKind K, typename T, typename S>
 __device__ __forceinline__ Acc<K, T> LoadAt(const S* base, const ReduceGeometry& g, int64_t r,
@@ -53,7 +49,7 @@ __device__ Acc<K, T> ReduceRange(const S* base, const ReduceGeometry& g, int64_t
 // consecutive outputs, coalesced when the kept axes are innermost. With one split it writes the
 // output; otherwise its partial goes to scratch[o * splits + s].
 template <ReduceKind K, typename T, typename S>
-__global__ void ReducePerThread(const S* src, ReduceGeometry g, StoredOutOf<K, T, S>* dst,
+__global__ void ReducePerThread(const S* src, ReduceGeometry g, ReduceStoredOut<K, T, S>* dst,
                                 double scale, const S* extreme, Acc<K, T>* scratch,
                                 int64_t splits) {
   const int64_t outputs = g.outputs(), n = g.reduced_size();
@@ -66,7 +62,7 @@ __global__ void ReducePerThread(const S* src, ReduceGeometry g, StoredOutOf<K, T
     const Acc<K, T> acc =
         ReduceRange<K, T, S>(src + g.base + BoxOffset(g.kept, o), g, begin, end, 1, e);
     if (splits == 1)
-      dst[o] = static_cast<StoredOutOf<K, T, S>>(Reducer<K, T>::Finish(acc, scale));
+      dst[o] = static_cast<ReduceStoredOut<K, T, S>>(Reducer<K, T>::Finish(acc, scale));
     else
       scratch[o * splits + s] = acc;
   }
@@ -165,11 +161,11 @@ __device__ Acc<K, T> ReduceDenseRange(const S* row, const ReduceGeometry& g, int
 // in split order (deterministic) and writes the output, so no second kernel runs: one launch less
 // per reduction, which a recorded loop pays every iteration. It leaves the counter zero again.
 template <ReduceKind K, typename T, typename S>
-__global__ void ReducePerBlock(const S* src, ReduceGeometry g, StoredOutOf<K, T, S>* dst,
+__global__ void ReducePerBlock(const S* src, ReduceGeometry g, ReduceStoredOut<K, T, S>* dst,
                                double scale, const S* extreme, Acc<K, T>* scratch, int64_t splits,
                                unsigned* tickets) {
   using R = Reducer<K, T>;
-  using O = StoredOutOf<K, T, S>;
+  using O = ReduceStoredOut<K, T, S>;
   __shared__ bool last_split;
   const int64_t outputs = g.outputs(), n = g.reduced_size();
   // Splits start on a whole step of dense loads from the row's start, so a warp's loads stay on
@@ -246,10 +242,10 @@ unsigned GridFor(int64_t items, int threads, int sm_count) {
 }
 
 template <ReduceKind K, typename T, typename S>
-cudaError_t Launch(const S* src, const ReduceGeometry& g, StoredOutOf<K, T, S>* dst, double scale,
-                   const S* extreme, void* scratch, int64_t scratch_bytes, int sm_count,
-                   cudaStream_t stream) {
-  using O = StoredOutOf<K, T, S>;
+cudaError_t Launch(const S* src, const ReduceGeometry& g, ReduceStoredOut<K, T, S>* dst,
+                   double scale, const S* extreme, void* scratch, int64_t scratch_bytes,
+                   int sm_count, cudaStream_t stream) {
+  using O = ReduceStoredOut<K, T, S>;
   const int64_t outputs = g.outputs(), n = g.reduced_size();
   if (outputs == 0) return cudaSuccess;
   // The scratch holds the tickets, then the partials.
@@ -315,7 +311,7 @@ cudaError_t LaunchReduce(ReduceKind kind, DType in, DType storage, const void* s
       DispatchStorage<T>(in, storage, [&](auto storage_tag) {
         using S = decltype(storage_tag);
         result = Launch<K, T, S>(
-            static_cast<const S*>(src), g, static_cast<StoredOutOf<K, T, S>*>(dst), scale,
+            static_cast<const S*>(src), g, static_cast<ReduceStoredOut<K, T, S>*>(dst), scale,
             static_cast<const S*>(extreme), scratch, scratch_bytes, sm_count, stream);
       });
     });

@@ -202,7 +202,7 @@ absl::StatusOr<ElementwisePlan> PlanElementwise(const ElementwiseInput& input) {
                           : absl::StrCat(" (NumPy computes it in ", DTypeName(plan.compute),
                                          "; astype to float32 first)"));
     }
-    // NumPy's loop dtype; a 16-bit float loop computes in float32, its result cast back.
+    // NumPy's loop dtype; a 16-bit float loop computes in float32 on operands stored in 16 bits.
     loop_dtype = plan.compute;
     plan.compute = KernelDType(loop_dtype);
     std::optional<DType> result = ElementwiseResultDType(*input.op, plan.compute);

@@ -29,12 +29,6 @@ KernelArg<T> ToKernelArg(const ElementwiseArg& arg, const std::shared_ptr<HostBu
   return k;
 }
 
-// Elements stored as S, reduced in T (S is T, or a 16-bit float reduced in float32); an output
-// of the compute dtype is written as S.
-template <ReduceKind K, typename T, typename S>
-using ReduceStoredOut = std::conditional_t<std::is_same_v<typename Reducer<K, T>::Out, T>, S,
-                                           typename Reducer<K, T>::Out>;
-
 template <ReduceKind K, typename T, typename S>
 void ReduceOnHost(const S* src, const ReduceGeometry& g, ReduceStoredOut<K, T, S>* dst,
                   double scale, const S* extreme) {

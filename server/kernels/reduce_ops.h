@@ -121,6 +121,13 @@ void DispatchReduceKind(ReduceKind kind, Fn&& fn) {
   }
 }
 
+// What a kernel writes for elements stored as S and reduced in T (S is T, or a 16-bit float
+// reduced in float32): an output of the compute dtype goes back to S (sum of float16 is
+// float16); any other output (argmax's int64, all's bool) stays as it is.
+template <ReduceKind K, typename T, typename S>
+using ReduceStoredOut = std::conditional_t<std::is_same_v<typename Reducer<K, T>::Out, T>, S,
+                                           typename Reducer<K, T>::Out>;
+
 }  // namespace distarray
 
 #endif  // DISTARRAY_SERVER_KERNELS_REDUCE_OPS_H_

@@ -402,6 +402,15 @@ std::vector<BadCase> Cases() {
       [=](auto& stub, auto&) { return Create(stub, CreateRequest({4}, v1::DTYPE_COMPLEX64, one)); },
       StatusCode::UNIMPLEMENTED, "spec.dtype: dtype complex64 is not implemented yet");
   add(
+      "a float16 fill beyond float16's range",
+      [=](auto& stub, auto&) {
+        auto r = CreateRequest({4}, v1::DTYPE_FLOAT16, one);
+        r.mutable_fill()->mutable_full()->mutable_value()->set_int_value(70000);
+        return Create(stub, r);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "fill.full.value: scalar 70000 is not exactly representable as float16");
+  add(
       "bad uniform bounds",
       [=](auto& stub, auto&) {
         auto r = CreateRequest({4}, v1::DTYPE_FLOAT32, one);
