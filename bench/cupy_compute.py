@@ -29,6 +29,8 @@ import cupy  # noqa: E402
 
 SIDE = 16384  # a 16384x16384 float32 array is 1 GiB
 GIB = 1 << 30
+BLOCK = 1024  # the batched matmul: (STACK, BLOCK, BLOCK) @ (BLOCK, BLOCK), float32
+STACK = SIDE * SIDE // (BLOCK * BLOCK)
 
 
 def note(message):
@@ -86,6 +88,13 @@ def one_gpu(a, b):
     if tf32 is not None:
         print(f"cupy_matmul_tf32 {tf32}")
     emit_flops("cupy_matmul_16384", median_ms(lambda: cupy.matmul(a, b), [0], warmup=1, reps=5))
+    # A stack of 256 1024x1024 matrices (a's bytes) times one 1024x1024 matrix: the same flops
+    # per byte as the distarray bench's batched matmul.
+    stack = a.reshape(STACK, BLOCK, BLOCK)
+    w = cupy.ascontiguousarray(b[:BLOCK, :BLOCK])
+    ms = median_ms(lambda: cupy.matmul(stack, w), [0], warmup=1, reps=5)
+    print(f"cupy_batched_matmul_ms {ms:.4f}")
+    print(f"cupy_batched_matmul_TFLOPs {2.0 * STACK * BLOCK**3 / (ms * 1e-3) / 1e12:.2f}")
 
 
 def row_blocks(devices):

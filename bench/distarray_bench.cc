@@ -391,6 +391,51 @@ bool Compute(const distarray::Client& client, int ndev, const Figures& peer, con
                       got.empty() ? 0.0 : got[0], want));
     }
   }
+  // --- batched matmul: a stack of 1024^2 matrices split along its batch axis, one matrix
+  // replicated: a strided batched GEMM per GPU, the matrix reused for every entry ---
+  {
+    constexpr int64_t kBlock = 1024;
+    const int64_t stack = std::max<int64_t>(1, side * side / (kBlock * kBlock));
+    std::printf("| %s |\n", Fmt("batched matmul (%lld, %lld, %lld) @ (%lld, %lld) float32, TF32 "
+                                "off: the stack split along its batch axis, %s",
+                                static_cast<long long>(stack), static_cast<long long>(kBlock),
+                                static_cast<long long>(kBlock), static_cast<long long>(kBlock),
+                                static_cast<long long>(kBlock), gpus.c_str())
+                                .c_str());
+    auto s3 = Must(client.Create({stack, kBlock, kBlock}, v1::DTYPE_FLOAT32,
+                                 {distarray::Split(3, 0, stack, devices)}, uniform(13)),
+                   "create the stack");
+    auto w = Must(client.Create({kBlock, kBlock}, v1::DTYPE_FLOAT32,
+                                {distarray::Replicated(2, devices)}, uniform(14)),
+                  "create the matrix");
+    v1::MatmulRequest batched;
+    *batched.mutable_spec()->mutable_a() = s3.AsOperand();
+    *batched.mutable_spec()->mutable_b() = w.AsOperand();
+    const double bm_s = timed(1, 5, [&] { return Must(client.Matmul(batched), "batched matmul"); });
+    const double bm_tflops = 2.0 * stack * kBlock * kBlock * kBlock / bm_s / 1e12;
+    RowVs("  Matmul RPC + Synchronize, TFLOP/s", bm_tflops, "TF/s",
+          "CuPy matmul of the same stack, one GPU", Figure(cupy, "cupy_batched_matmul_TFLOPs"),
+          no_cupy);
+    std::printf("|   times: distarray %.3f ms, CuPy %s |\n", bm_s * 1e3,
+                ms(Figure(cupy, "cupy_batched_matmul_ms")).c_str());
+    auto c = Must(client.Matmul(batched), "batched matmul");
+    const int64_t entry = stack - 1, i = kBlock / 2;
+    const auto ra = Must(s3.Download<float>(distarray::MakeRegion(
+                             {SliceSpec{entry, entry + 1}, SliceSpec{i, i + 1}, SliceSpec{}})),
+                         "download a row of the last matrix");
+    const auto cw = Must(w.Download<float>(column_of(i)), "download a column of the matrix");
+    const auto got =
+        Must(c.Download<float>(distarray::MakeRegion(
+                 {SliceSpec{entry, entry + 1}, SliceSpec{i, i + 1}, SliceSpec{i, i + 1}})),
+             "download C element");
+    double want = 0;
+    for (size_t k = 0; k < ra.size() && k < cw.size(); ++k) want += double{ra[k]} * cw[k];
+    check(got.size() == 1 && ra.size() == static_cast<size_t>(kBlock) &&
+              std::fabs(got[0] - want) < 1e-4 * want,
+          Fmt("C[%lld, %lld, %lld] = %.7g, float64 dot = %.7g", static_cast<long long>(entry),
+              static_cast<long long>(i), static_cast<long long>(i), got.empty() ? 0.0 : got[0],
+              want));
+  }
   std::printf("|   (the compute section took %.1f s) |\n", Seconds(start, Clock::now()));
   return ok;
 }

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "common/box.h"
+#include "common/checked.h"
 #include "common/dtype.h"
 #include "common/scalar.h"
 #include "server/kernels/ops.h"
@@ -64,6 +66,34 @@ struct ElementwiseArg {
   bool contiguous = true;
   Scalar scalar;
 };
+
+// A batch of GEMMs over dense row-major matrices (Backend::Gemm).
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t batch = 1;
+  // Elements from one matrix of the batch to the next; 0 where one matrix serves every entry.
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+};
+
+// Whether `shape`'s matrices lie within buffers of `a_elements`, `b_elements` and `c_elements`
+// (a backend's last check before it hands pointers to a BLAS).
+inline bool GemmFits(const GemmShape& shape, int64_t a_elements, int64_t b_elements,
+                     int64_t c_elements) {
+  if (shape.m < 0 || shape.n < 0 || shape.k < 0 || shape.batch < 1 || shape.stride_a < 0 ||
+      shape.stride_b < 0 || shape.stride_c < 0) {
+    return false;
+  }
+  auto fits = [&](int64_t stride, int64_t rows, int64_t cols, int64_t elements) {
+    const std::optional<int64_t> last = MulOrNull(stride, shape.batch - 1);
+    const std::optional<int64_t> size = MulOrNull(rows, cols);
+    const std::optional<int64_t> end = last && size ? AddOrNull(*last, *size) : std::nullopt;
+    return end && *end <= elements;
+  };
+  return fits(shape.stride_a, shape.m, shape.k, a_elements) &&
+         fits(shape.stride_b, shape.k, shape.n, b_elements) &&
+         fits(shape.stride_c, shape.m, shape.n, c_elements) &&
+         (shape.batch == 1 || shape.stride_c >= shape.m * shape.n);
+}
 
 struct DeviceMemory {
   std::string name;
@@ -157,10 +187,20 @@ class Backend {
                       const BufferPtr& extreme) {
     return Reduce(kind, in, in, src, geometry, dst, scale, extreme);
   }
-  // c = a @ b for dense row-major a (m x k) and b (k x n) of float32 or float64. TF32 tensor
-  // cores only with `allow_tf32`.
+  // c[i] = a[i] @ b[i] for i < shape.batch, over dense row-major matrices a[i] (m x k) at element
+  // i * stride_a of `a`, b[i] (k x n) at i * stride_b and c[i] (m x n) at i * stride_c, of
+  // float16, bfloat16 (float32 arithmetic), float32 or float64. A stride of 0 reuses one matrix
+  // for every i. TF32 tensor cores only with `allow_tf32`.
   virtual absl::Status Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b, const BufferPtr& c,
-                            int64_t m, int64_t n, int64_t k, bool allow_tf32) = 0;
+                            const GemmShape& shape, bool allow_tf32) = 0;
+  // One product: c = a @ b.
+  absl::Status Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b, const BufferPtr& c,
+                    int64_t m, int64_t n, int64_t k, bool allow_tf32) {
+    return Gemm(
+        dtype, a, b, c,
+        GemmShape{.m = m, .n = n, .k = k, .stride_a = m * k, .stride_b = k * n, .stride_c = m * n},
+        allow_tf32);
+  }
 
   // Copies host bytes into `dst` at byte `offset`. `src` may be reused once this returns (the
   // bytes are staged); the device copy itself runs asynchronously.

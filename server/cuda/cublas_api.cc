@@ -17,12 +17,14 @@ absl::StatusOr<const CublasApi*> LoadCublas() {
       status = library.status();
       return;
     }
-    const bool bound = BindSymbol(*library, "cublasCreate_v2", api.create) &&
-                       BindSymbol(*library, "cublasDestroy_v2", api.destroy) &&
-                       BindSymbol(*library, "cublasSetStream_v2", api.set_stream) &&
-                       BindSymbol(*library, "cublasSetWorkspace_v2", api.set_workspace) &&
-                       BindSymbol(*library, "cublasGemmEx_64", api.gemm_ex) &&
-                       BindSymbol(*library, "cublasGetStatusName", api.status_name);
+    const bool bound =
+        BindSymbol(*library, "cublasCreate_v2", api.create) &&
+        BindSymbol(*library, "cublasDestroy_v2", api.destroy) &&
+        BindSymbol(*library, "cublasSetStream_v2", api.set_stream) &&
+        BindSymbol(*library, "cublasSetWorkspace_v2", api.set_workspace) &&
+        BindSymbol(*library, "cublasGemmEx_64", api.gemm_ex) &&
+        BindSymbol(*library, "cublasGemmStridedBatchedEx_64", api.gemm_strided_batched_ex) &&
+        BindSymbol(*library, "cublasGetStatusName", api.status_name);
     if (!bound) {
       status = absl::UnavailableError(absl::StrCat("cuBLAS: a symbol is missing: ", dlerror()));
     }

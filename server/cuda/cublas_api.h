@@ -17,6 +17,7 @@ struct CublasApi {
   decltype(&cublasSetStream_v2) set_stream;
   decltype(&cublasSetWorkspace_v2) set_workspace;
   decltype(&cublasGemmEx_64) gemm_ex;
+  decltype(&cublasGemmStridedBatchedEx_64) gemm_strided_batched_ex;
   decltype(&cublasGetStatusName) status_name;
 };
 

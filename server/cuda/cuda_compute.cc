@@ -86,14 +86,18 @@ absl::Status CudaBackend::Reduce(ReduceKind kind, DType in, DType storage, const
 }
 
 absl::Status CudaBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b,
-                               const BufferPtr& c, int64_t m, int64_t n, int64_t k,
-                               bool allow_tf32) {
+                               const BufferPtr& c, const GemmShape& shape, bool allow_tf32) {
   if (dtype != DType::kFloat32 && dtype != DType::kFloat64 && !IsHalf(dtype)) {
     return absl::InternalError(absl::StrCat("gemm: no cuBLAS path for ", DTypeName(dtype)));
   }
   CudaBuffer* ca = AsCuda(a);
   CudaBuffer* cb = AsCuda(b);
   CudaBuffer* cc = AsCuda(c);
+  const int64_t size = DTypeSize(dtype);
+  if (!GemmFits(shape, ca->bytes() / size, cb->bytes() / size, cc->bytes() / size)) {
+    return absl::InternalError("gemm: the batch does not fit its buffers");
+  }
+  const auto [m, n, k, batch, stride_a, stride_b, stride_c] = shape;
   const int device = cc->device();
   cublasHandle_t handle = devices_[device].cublas->get();
   const cuda::CublasApi& api = devices_[device].cublas->api();
@@ -127,13 +131,23 @@ absl::Status CudaBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr&
                  return cuda::CudaStatus(cudaMemsetAsync(cc->data(), 0, cc->bytes(), stream),
                                          "gemm k=0 zero fill");
                }
-               return CublasStatus(api,
-                                   api.gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k,
-                                               f32 ? static_cast<const void*>(&alpha32) : &alpha64,
-                                               cb->data(), type, n, ca->data(), type, k,
-                                               f32 ? static_cast<const void*>(&beta32) : &beta64,
-                                               cc->data(), type, n, compute, CUBLAS_GEMM_DEFAULT),
-                                   "cublasGemmEx");
+               const void* alpha = f32 ? static_cast<const void*>(&alpha32) : &alpha64;
+               const void* beta = f32 ? static_cast<const void*>(&beta32) : &beta64;
+               if (batch == 1) {
+                 return CublasStatus(api,
+                                     api.gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha,
+                                                 cb->data(), type, n, ca->data(), type, k, beta,
+                                                 cc->data(), type, n, compute, CUBLAS_GEMM_DEFAULT),
+                                     "cublasGemmEx");
+               }
+               // A stride of 0 makes cuBLAS reuse one matrix for every entry (broadcasting).
+               return CublasStatus(
+                   api,
+                   api.gemm_strided_batched_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha,
+                                               cb->data(), type, n, stride_b, ca->data(), type, k,
+                                               stride_a, beta, cc->data(), type, n, stride_c, batch,
+                                               compute, CUBLAS_GEMM_DEFAULT),
+                   "cublasGemmStridedBatchedEx");
              })
       .status();
 }

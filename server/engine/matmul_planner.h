@@ -1,14 +1,17 @@
-// Planning a distributed 2-D matmul. The operands' chunk boundaries cut rows, the shared axis
-// and columns into a grid; each grid product (rows i, shared k, columns j) runs on a device that
-// holds both its blocks if one does (the least loaded such device), else on the holder of the
-// larger block, the smaller moving to it (cupyx raises where blocks share no device). Products
-// along k on one device merge into one GEMM. Pure.
+// Planning a distributed matmul, 2-D or batched (NumPy's matmul: the last two axes multiply, the
+// axes before them broadcast). The operands' chunk boundaries cut the batch axes, rows, the shared
+// axis and columns into a grid; each grid product (batch box, rows i, shared k, columns j) runs on
+// a device that holds both its blocks if one does (the least loaded such device), else on the
+// holder of the larger block, the smaller moving to it (cupyx raises where blocks share no
+// device). Products along k on one device merge into one GEMM, and a product over a batch box is
+// one strided batched GEMM. Pure.
 #ifndef DISTARRAY_SERVER_ENGINE_MATMUL_PLANNER_H_
 #define DISTARRAY_SERVER_ENGINE_MATMUL_PLANNER_H_
 
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/backend/backend.h"
 #include "server/engine/chunk_index.h"
 #include "server/engine/operand.h"
 
@@ -22,18 +25,21 @@ struct MatmulPlan {
   Shape result_shape;
   Mode result_mode = Mode::kReplica;  // SUM where the shared axis is split
   // Operands that must first become REPLICA with unit-step chunks (op modes, strided chunks):
-  // Relayout to an even row split before planning the grid, in which case the plan was made
+  // Relayout to an even split of axis 0 before planning the grid, in which case the plan was made
   // against that layout.
   bool prepare_a = false, prepare_b = false;
   IndexMap a_layout, b_layout;  // the layouts the grid was planned on
-  // Per product: its blocks of a and b (device, global box) and its result chunk.
+  // Per product: its blocks of a and b (device, box in the operand's coordinates; an axis the
+  // operand broadcasts has length 1) and its result chunk, each read and written densely.
   IndexMap a_blocks, b_blocks, result_map;
-  struct Dims {
-    int64_t m, n, k;
-  };
-  std::vector<Dims> dims;
+  // Per product: the GEMM over those dense blocks (a stride of 0 where one operand's matrix
+  // serves every batch entry).
+  std::vector<GemmShape> gemms;
 };
 
+// INVALID_ARGUMENT for operands of fewer than 2 axes, mixed dtypes, inner dimensions that
+// differ and batch axes that do not broadcast (naming both shapes); UNIMPLEMENTED for dtypes
+// without a GEMM; RESOURCE_EXHAUSTED past kMaxMatmulProducts.
 absl::StatusOr<MatmulPlan> PlanMatmul(const ArrayMeta& a, const ArrayMeta& b,
                                       const StopCheck& stop = {});
 

@@ -360,11 +360,10 @@ absl::StatusOr<OpResult> ExecuteMatmul(const OpContext& context, const PlannedMa
   ASSIGN_OR_RETURN(std::vector<Chunk> b_blocks,
                    blocks_of(planned.b, plan.prepare_b, plan.b_layout, plan.b_blocks));
   ASSIGN_OR_RETURN(out.chunks, AllocateChunks(backend, out.dtype, plan.result_map));
-  for (size_t p = 0; p < plan.dims.size(); ++p) {
+  for (size_t p = 0; p < plan.gemms.size(); ++p) {
     RETURN_IF_ERROR(context.CheckAlive());
-    const MatmulPlan::Dims& d = plan.dims[p];
     RETURN_IF_ERROR(backend.Gemm(plan.dtype, a_blocks[p].buffer, b_blocks[p].buffer,
-                                 out.chunks[p].buffer, d.m, d.n, d.k, planned.allow_tf32));
+                                 out.chunks[p].buffer, plan.gemms[p], planned.allow_tf32));
   }
   if (planned.result_map) {
     Array product;

@@ -49,8 +49,9 @@ class HostBackend final : public Backend {
   absl::Status Reduce(ReduceKind kind, DType in, DType storage, const BufferPtr& src,
                       const ReduceGeometry& geometry, const BufferPtr& dst, double scale,
                       const BufferPtr& extreme) override;
+  using Backend::Gemm;
   absl::Status Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b, const BufferPtr& c,
-                    int64_t m, int64_t n, int64_t k, bool allow_tf32) override;
+                    const GemmShape& shape, bool allow_tf32) override;
   absl::Status WriteFromHost(const BufferPtr& dst, int64_t offset, const void* src,
                              int64_t bytes) override;
   absl::StatusOr<std::unique_ptr<PendingRead>> ReadToHost(const BufferPtr& src, int64_t offset,

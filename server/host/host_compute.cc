@@ -175,21 +175,31 @@ absl::Status HostBackend::Reduce(ReduceKind kind, DType in, DType storage, const
 }
 
 absl::Status HostBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b,
-                               const BufferPtr& c, int64_t m, int64_t n, int64_t k,
-                               bool /*allow_tf32*/) {
+                               const BufferPtr& c, const GemmShape& shape, bool /*allow_tf32*/) {
   if (dtype != DType::kFloat32 && dtype != DType::kFloat64 && !IsHalf(dtype)) {
     return absl::InternalError(absl::StrCat("gemm: no loop for ", DTypeName(dtype)));
   }
   auto ha = AsHost(a), hb = AsHost(b), hc = AsHost(c);
+  const int64_t size = DTypeSize(dtype);
+  if (!GemmFits(shape, ha->bytes() / size, hb->bytes() / size, hc->bytes() / size)) {
+    return absl::InternalError("gemm: the batch does not fit its buffers");
+  }
   auto work = [=] {
+    const auto [m, n, k, batch, stride_a, stride_b, stride_c] = shape;
     auto gemm = [&](const auto* pa, const auto* pb, auto* pc) {
       if (m == 0 || n == 0) return;
       const OpenBlasApi* blas = LoadOpenBlas();
-      if (blas == nullptr || k == 0 || !FitsCblas(m, n, k)) {
-        return GemmOnHostLoop(pa, pb, pc, m, n, k);
+      for (int64_t i = 0; i < batch; ++i) {
+        const auto* ai = pa + i * stride_a;
+        const auto* bi = pb + i * stride_b;
+        auto* ci = pc + i * stride_c;
+        if (blas == nullptr || k == 0 || !FitsCblas(m, n, k)) {
+          GemmOnHostLoop(ai, bi, ci, m, n, k);
+        } else {
+          GemmOnHostBlas(*blas, ai, bi, ci, static_cast<int>(m), static_cast<int>(n),
+                         static_cast<int>(k));
+        }
       }
-      GemmOnHostBlas(*blas, pa, pb, pc, static_cast<int>(m), static_cast<int>(n),
-                     static_cast<int>(k));
     };
     if (dtype == DType::kFloat32) {
       gemm(ha->as<float>(), hb->as<float>(), hc->as<float>());
@@ -201,9 +211,9 @@ absl::Status HostBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr&
       DispatchStorageDType(dtype, [&](auto tag) {
         using H = decltype(tag);
         if constexpr (kIsHalf<H>) {
-          const std::vector<float> fa(ha->as<H>(), ha->as<H>() + m * k);
-          const std::vector<float> fb(hb->as<H>(), hb->as<H>() + k * n);
-          std::vector<float> fc(m * n);
+          const std::vector<float> fa(ha->as<H>(), ha->as<H>() + ha->bytes() / size);
+          const std::vector<float> fb(hb->as<H>(), hb->as<H>() + hb->bytes() / size);
+          std::vector<float> fc(hc->as<H>(), hc->as<H>() + hc->bytes() / size);
           gemm(fa.data(), fb.data(), fc.data());
           std::copy(fc.begin(), fc.end(), hc->as<H>());
         }

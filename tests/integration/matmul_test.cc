@@ -21,23 +21,53 @@ struct MatmulReference {
   std::vector<long double> abs_tol;
 };
 
-// a @ b in long double. Element (i, j) may differ from the exact value by (k + 4) * unit *
-// sum_k |a_ik b_kj| (unit: the roundoff of the dtype, or of TF32 when allowed).
+// a @ b in long double, batch axes broadcast as NumPy's. Element (..., i, j) may differ from the
+// exact value by (k + 4) * unit * sum_k |a_ik b_kj| (unit: the roundoff of the dtype, or of TF32
+// when allowed).
 MatmulReference ReferenceMatmul(const HostArray& a, const HostArray& b, bool tf32 = false) {
-  const int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
+  const size_t rank_a = a.shape.size(), rank_b = b.shape.size();
+  const size_t batch_rank = std::max(rank_a, rank_b) - 2;
+  const int64_t m = a.shape[rank_a - 2], k = a.shape[rank_a - 1], n = b.shape[rank_b - 1];
+  // Per result batch axis, the extent and how far a's and b's matrices move per step of it.
+  Shape shape(batch_rank, 1);
+  std::vector<int64_t> a_step(batch_rank, 0), b_step(batch_rank, 0);
+  for (const auto& [array, step] : {std::pair{&a, &a_step}, std::pair{&b, &b_step}}) {
+    const size_t own = array->shape.size() - 2;
+    int64_t stride = array->shape[own] * array->shape[own + 1];
+    for (size_t axis = own; axis-- > 0;) {
+      const size_t t = axis + batch_rank - own;
+      shape[t] = std::max(shape[t], array->shape[axis]);
+      if (array->shape[axis] > 1) (*step)[t] = stride;
+      stride *= array->shape[axis];
+    }
+  }
+  int64_t entries = 1;
+  for (int64_t e : shape) entries *= e;
+  shape.push_back(m);
+  shape.push_back(n);
   const long double unit =
       tf32 ? std::ldexp(1.0L, -10) : (a.dtype == v1::DTYPE_FLOAT32 ? FLT_EPSILON : DBL_EPSILON);
-  MatmulReference ref{HostArray{a.dtype, {m, n}, {}}, {}};
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      long double sum = 0, magnitude = 0;
-      for (int64_t p = 0; p < k; ++p) {
-        const long double term = a.values[i * k + p] * b.values[p * n + j];
-        sum += term;
-        magnitude += std::fabs(term);
+  MatmulReference ref{HostArray{a.dtype, shape, {}}, {}};
+  for (int64_t entry = 0; entry < entries; ++entry) {
+    int64_t a_base = 0, b_base = 0;
+    int64_t rest = entry;
+    for (size_t t = batch_rank; t-- > 0;) {
+      const int64_t index = rest % shape[t];
+      rest /= shape[t];
+      a_base += index * a_step[t];
+      b_base += index * b_step[t];
+    }
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        long double sum = 0, magnitude = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          const long double term = a.values[a_base + i * k + p] * b.values[b_base + p * n + j];
+          sum += term;
+          magnitude += std::fabs(term);
+        }
+        ref.c.values.push_back(sum);
+        ref.abs_tol.push_back((k + 4) * unit * magnitude);
       }
-      ref.c.values.push_back(sum);
-      ref.abs_tol.push_back((k + 4) * unit * magnitude);
     }
   }
   return ref;
@@ -62,8 +92,18 @@ class MatmulTest : public BackendTest {
            std::optional<v1::IndexMap> result_index_map = std::nullopt,
            v1::Mode a_mode = v1::MODE_REPLICA, v1::Mode b_mode = v1::MODE_REPLICA,
            bool tf32 = false, std::optional<Array>* result_out = nullptr) {
-    const HostArray a = RandomHost(dtype, {m, k}, rng_, {.float_lo = -1, .float_hi = 1});
-    const HostArray b = RandomHost(dtype, {k, n}, rng_, {.float_lo = -1, .float_hi = 1});
+    RunShapes(dtype, {m, k}, {k, n}, a_map, b_map, std::move(modes), std::move(result_index_map),
+              a_mode, b_mode, tf32, result_out);
+  }
+
+  // The same for operands of any shapes (batched: the axes before the last two broadcast).
+  void RunShapes(v1::DType dtype, const Shape& a_shape, const Shape& b_shape,
+                 const v1::IndexMap& a_map, const v1::IndexMap& b_map, std::vector<v1::Mode> modes,
+                 std::optional<v1::IndexMap> result_index_map = std::nullopt,
+                 v1::Mode a_mode = v1::MODE_REPLICA, v1::Mode b_mode = v1::MODE_REPLICA,
+                 bool tf32 = false, std::optional<Array>* result_out = nullptr) {
+    const HostArray a = RandomHost(dtype, a_shape, rng_, {.float_lo = -1, .float_hi = 1});
+    const HostArray b = RandomHost(dtype, b_shape, rng_, {.float_lo = -1, .float_hi = 1});
     const std::string what = Describe(a, a_map, b, b_map);
     ASSERT_OK_AND_ASSIGN(Array A, UploadHost(client(), a, a_map, a_mode));
     ASSERT_OK_AND_ASSIGN(Array B, UploadHost(client(), b, b_map, b_mode));
@@ -77,18 +117,18 @@ class MatmulTest : public BackendTest {
     absl::StatusOr<Array> C = result_index_map || tf32 ? client().Matmul(request) : Matmul(A, B);
     ASSERT_TRUE(C.ok()) << what << ": " << C.status();
     EXPECT_EQ(C->info().dtype(), dtype) << what;
-    EXPECT_EQ(C->shape(), (Shape{m, n})) << what;
+    const MatmulReference ref = ReferenceMatmul(a_logical, b_logical, tf32);
+    EXPECT_EQ(C->shape(), ref.c.shape) << what;
     if (!modes.empty()) {
       EXPECT_TRUE(std::find(modes.begin(), modes.end(), C->info().mode()) != modes.end())
           << what << ": mode " << v1::Mode_Name(C->info().mode());
     }
     if (result_index_map) {
       ASSERT_OK_AND_ASSIGN(v1::IndexMap normalized,
-                           NormalizedIndexMap(client(), {m, n}, *result_index_map));
+                           NormalizedIndexMap(client(), ref.c.shape, *result_index_map));
       EXPECT_TRUE(SameIndexMap(C->info().index_map(), normalized))
           << C->info().index_map().ShortDebugString() << " vs " << normalized.ShortDebugString();
     }
-    const MatmulReference ref = ReferenceMatmul(a_logical, b_logical, tf32);
     HostArray want = ref.c;
     if (result_index_map) {  // elements outside a requested layout read as 0
       const std::vector<bool> covered = Covered(C->info().index_map(), want.shape);
@@ -215,6 +255,64 @@ TEST_P(MatmulTest, AllowTf32StaysWithinTf32Precision) {
       v1::MODE_REPLICA, /*tf32=*/true);
 }
 
+TEST_P(MatmulTest, BatchedStacksOnOneDevice) {
+  for (v1::DType dtype : kFloatDTypes) {
+    RunShapes(dtype, {3, 4, 5}, {3, 5, 2}, OnDevice(3, dev(1)), OnDevice(3, dev(1)),
+              {v1::MODE_REPLICA});
+    // Operands on different devices: the smaller stack moves.
+    RunShapes(dtype, {2, 2, 9, 7}, {2, 2, 7, 6}, OnDevice(4, dev(0)), OnDevice(4, dev(3)),
+              {v1::MODE_REPLICA});
+  }
+}
+
+TEST_P(MatmulTest, BatchSplitTimesReplicatedMatrixMovesNothing) {
+  for (v1::DType dtype : kFloatDTypes) {
+    // One strided batched GEMM per device, the matrix reused for every entry (stride 0).
+    RunShapes(dtype, {9, 7, 5}, {5, 3}, Split(3, 0, 9, AllDevices()), Replicated(2, AllDevices()),
+              {v1::MODE_REPLICA});
+    // And the other way round: a matrix times a stack split along its batch axis.
+    RunShapes(dtype, {6, 5}, {4, 5, 3}, Replicated(2, AllDevices()), Split(3, 0, 4, AllDevices()),
+              {v1::MODE_REPLICA});
+  }
+}
+
+TEST_P(MatmulTest, BatchAxesBroadcastAsNumPys) {
+  for (v1::DType dtype : kFloatDTypes) {
+    // (2, 1) against (5,): a broadcast along one long axis and not the other.
+    RunShapes(dtype, {2, 1, 4, 3}, {5, 3, 6}, OnDevice(4, dev(0)), OnDevice(3, dev(1)),
+              {v1::MODE_REPLICA});
+    // (1, 3) against (4, 1), both split.
+    RunShapes(dtype, {1, 3, 5, 2}, {4, 1, 2, 3}, Split(4, 1, 3, AllDevices()),
+              Split(4, 0, 4, {dev(2), dev(3)}), {v1::MODE_REPLICA});
+  }
+}
+
+TEST_P(MatmulTest, BatchedSharedAxisSplitGivesASumResult) {
+  for (v1::DType dtype : kFloatDTypes) {
+    RunShapes(dtype, {4, 6, 8}, {4, 8, 3}, Split(3, 2, 8, {dev(0), dev(1)}),
+              Split(3, 1, 8, {dev(0), dev(1)}), SplitK());
+    // Batch split one way, k the other.
+    RunShapes(dtype, {4, 6, 8}, {8, 3}, Split(3, 0, 4, {dev(2), dev(3)}),
+              Split(2, 0, 8, {dev(0), dev(1)}), {});
+  }
+}
+
+TEST_P(MatmulTest, BatchedRandomLayoutsModesAndResultMaps) {
+  for (int trial = 0; trial < 6; ++trial) {
+    const v1::DType dtype = kFloatDTypes[trial % 2];
+    const int64_t batch = 1 + rng_() % 5, m = 2 + rng_() % 9, k = 2 + rng_() % 9,
+                  n = 2 + rng_() % 9;
+    const Shape a_shape{batch, m, k};
+    const Shape b_shape = trial % 3 == 0 ? Shape{k, n} : Shape{batch, k, n};
+    const v1::IndexMap a_map = ToProto(RandomMap(a_shape, devices(), rng_), a_shape);
+    const v1::IndexMap b_map = ToProto(RandomMap(b_shape, devices(), rng_), b_shape);
+    const v1::Mode a_mode = trial % 2 == 0 ? v1::MODE_REPLICA : v1::MODE_SUM;
+    std::optional<v1::IndexMap> result_map;
+    if (trial >= 4) result_map = Split(3, 1, m, AllDevices());
+    RunShapes(dtype, a_shape, b_shape, a_map, b_map, {}, result_map, a_mode);
+  }
+}
+
 TEST_P(MatmulTest, ErrorsHaveExactCodes) {
   std::mt19937_64 rng(302);
   auto make = [&](v1::DType dtype, const Shape& shape) {
@@ -231,7 +329,7 @@ TEST_P(MatmulTest, ErrorsHaveExactCodes) {
               MentionsShape(r.status().message(), {52, 29}))
       << r.status();
 
-  // Not 2-D: refused (or not implemented yet, for batched operands), naming the shape.
+  // 1-D: refused naming the shape (NumPy's vector promotion is not supported).
   ASSERT_OK_AND_ASSIGN(Array v, make(v1::DTYPE_FLOAT64, {53}));
   ASSERT_OK_AND_ASSIGN(Array b, make(v1::DTYPE_FLOAT64, {53, 29}));
   r = Matmul(v, b);
@@ -240,11 +338,17 @@ TEST_P(MatmulTest, ErrorsHaveExactCodes) {
   r = Matmul(a, v);
   EXPECT_TRUE(StatusIs(r.status(), {kInvalid, kUnimplemented})) << "2-D @ 1-D";
   EXPECT_TRUE(MentionsShape(r.status().message(), {53})) << r.status();
+  // Batch axes that do not broadcast, and stacks whose inner dimensions differ.
   ASSERT_OK_AND_ASSIGN(Array t1, make(v1::DTYPE_FLOAT64, {2, 3, 4}));
-  ASSERT_OK_AND_ASSIGN(Array t2, make(v1::DTYPE_FLOAT64, {2, 4, 5}));
+  ASSERT_OK_AND_ASSIGN(Array t2, make(v1::DTYPE_FLOAT64, {3, 4, 5}));
   r = Matmul(t1, t2);
-  EXPECT_TRUE(StatusIs(r.status(), {kInvalid, kUnimplemented})) << "3-D @ 3-D";
-  EXPECT_TRUE(MentionsShape(r.status().message(), {2, 3, 4})) << r.status();
+  EXPECT_TRUE(StatusIs(r.status(), kInvalid, {"broadcast"})) << r.status();
+  EXPECT_TRUE(MentionsShape(r.status().message(), {2, 3, 4}) &&
+              MentionsShape(r.status().message(), {3, 4, 5}))
+      << r.status();
+  ASSERT_OK_AND_ASSIGN(Array t3, make(v1::DTYPE_FLOAT64, {2, 5, 4}));
+  r = Matmul(t1, t3);
+  EXPECT_TRUE(StatusIs(r.status(), kInvalid, {"aligned"})) << r.status();
 
   // Mixed float dtypes.
   ASSERT_OK_AND_ASSIGN(Array b32, make(v1::DTYPE_FLOAT32, {53, 29}));

@@ -452,6 +452,48 @@ TEST_P(BackendConformanceTest, GemmAgainstLongDoubleProducts) {
   }
 }
 
+TEST_P(BackendConformanceTest, BatchedGemmWithAStrideOfZero) {
+  // c[i] = a[i] @ b for i < 5: a a stack, b one matrix reused (stride 0), float64.
+  constexpr int64_t kBatch = 5, kM = 7, kN = 6, kK = 9;
+  const auto a = Random<double>(kBatch * kM * kK, 601, -1, 1);
+  const auto b = Random<double>(kK * kN, 602, -1, 1);
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr da, UploadTo(backend(), a));
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr db, UploadTo(backend(), b));
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr dc, backend().Allocate(0, kBatch * kM * kN * 8));
+  const GemmShape shape{.m = kM,
+                        .n = kN,
+                        .k = kK,
+                        .batch = kBatch,
+                        .stride_a = kM * kK,
+                        .stride_b = 0,
+                        .stride_c = kM * kN};
+  DA_ASSERT_OK(backend().Gemm(DType::kFloat64, da, db, dc, shape, /*allow_tf32=*/false));
+  std::vector<long double> want(kBatch * kM * kN, 0), magnitude(want.size(), 0);
+  for (int64_t e = 0; e < kBatch; ++e) {
+    for (int64_t r = 0; r < kM; ++r) {
+      for (int64_t col = 0; col < kN; ++col) {
+        for (int64_t j = 0; j < kK; ++j) {
+          const long double term =
+              static_cast<long double>(a[(e * kM + r) * kK + j]) * b[j * kN + col];
+          want[(e * kM + r) * kN + col] += term;
+          magnitude[(e * kM + r) * kN + col] += std::fabs(term);
+        }
+      }
+    }
+  }
+  DA_ASSERT_OK_AND_ASSIGN(auto got, ReadFrom<double>(backend(), dc, kBatch * kM * kN));
+  ExpectElements(
+      got, [&](int64_t i) { return want[i]; },
+      [&](int64_t i) { return (magnitude[i] + 1) * kK * std::numeric_limits<double>::epsilon(); },
+      "batched gemm float64");
+
+  // A batch that reaches past a buffer is refused before any BLAS sees a pointer.
+  GemmShape past = shape;
+  past.batch = kBatch + 1;
+  EXPECT_EQ(backend().Gemm(DType::kFloat64, da, db, dc, past, false).code(),
+            absl::StatusCode::kInternal);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, BackendConformanceTest, ::testing::Values("host", "cuda"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;

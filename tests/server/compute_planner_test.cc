@@ -94,7 +94,7 @@ TEST(MatmulPlannerTest, RowSplitTimesReplicatedMovesNothing) {
   auto plan = PlanMatmul(a, b);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->result_mode, Mode::kReplica);
-  ASSERT_EQ(plan->dims.size(), 2u);
+  ASSERT_EQ(plan->gemms.size(), 2u);
   for (size_t p = 0; p < 2; ++p) {
     EXPECT_EQ(plan->a_blocks[p], a.map[p]);  // each product where its rows are
     EXPECT_EQ(plan->b_blocks[p].device, a.map[p].device);
@@ -113,7 +113,90 @@ TEST(MatmulPlannerTest, SplitSharedAxisGivesSum) {
   auto plan = PlanMatmul(a, b);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->result_mode, Mode::kSum);
-  EXPECT_EQ(plan->dims.size(), 2u);
+  EXPECT_EQ(plan->gemms.size(), 2u);
+}
+
+// A stack of `batch` rows x cols matrices split along the batch axis over `devices`.
+ArrayMeta BatchSplit(int64_t batch, int64_t rows, int64_t cols, std::vector<int> devices) {
+  ArrayMeta a{{batch, rows, cols}, DType::kFloat32, Mode::kReplica, {}};
+  const int64_t n = static_cast<int64_t>(devices.size());
+  for (int64_t p = 0; p < n; ++p) {
+    a.map.push_back(
+        ChunkSpec{devices[p],
+                  {R(batch * p / n, batch * (p + 1) / n - batch * p / n), R(0, rows), R(0, cols)}});
+  }
+  return a;
+}
+
+TEST(MatmulPlannerTest, BatchSplitTimesReplicatedMatrixIsOneStridedGemmPerDevice) {
+  const ArrayMeta a = BatchSplit(6, 4, 3, {0, 1});
+  ArrayMeta b{{3, 5},
+              DType::kFloat32,
+              Mode::kReplica,
+              {ChunkSpec{0, {R(0, 3), R(0, 5)}}, ChunkSpec{1, {R(0, 3), R(0, 5)}}}};
+  auto plan = PlanMatmul(a, b);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->result_shape, (Shape{6, 4, 5}));
+  EXPECT_EQ(plan->result_mode, Mode::kReplica);
+  ASSERT_EQ(plan->gemms.size(), 2u);
+  for (size_t p = 0; p < 2; ++p) {
+    EXPECT_EQ(plan->a_blocks[p], a.map[p]);  // nothing moves
+    EXPECT_EQ(plan->b_blocks[p].device, a.map[p].device);
+    EXPECT_EQ(plan->b_blocks[p].box, (Box{R(0, 3), R(0, 5)}));
+    EXPECT_EQ(plan->result_map[p].box, (Box{a.map[p].box[0], R(0, 4), R(0, 5)}));
+    const GemmShape& g = plan->gemms[p];
+    EXPECT_EQ(g.batch, 3);
+    EXPECT_EQ(g.stride_a, 4 * 3);
+    EXPECT_EQ(g.stride_b, 0);  // one matrix for the whole stack
+    EXPECT_EQ(g.stride_c, 4 * 5);
+  }
+}
+
+TEST(MatmulPlannerTest, BatchAxesBroadcastAsNumPys) {
+  // (2, 1, 4, 3) @ (5, 3, 6) -> (2, 5, 4, 6); a broadcasts along axis 1 and not along axis 0,
+  // so each box holds one entry of axis 0.
+  ArrayMeta a{{2, 1, 4, 3},
+              DType::kFloat64,
+              Mode::kReplica,
+              {ChunkSpec{0, {R(0, 2), R(0, 1), R(0, 4), R(0, 3)}}}};
+  ArrayMeta b{
+      {5, 3, 6}, DType::kFloat64, Mode::kReplica, {ChunkSpec{0, {R(0, 5), R(0, 3), R(0, 6)}}}};
+  auto plan = PlanMatmul(a, b);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->result_shape, (Shape{2, 5, 4, 6}));
+  ASSERT_EQ(plan->gemms.size(), 2u);
+  for (size_t p = 0; p < 2; ++p) {
+    const int64_t entry = static_cast<int64_t>(p);
+    EXPECT_EQ(plan->a_blocks[p].box, (Box{R(entry, 1), R(0, 1), R(0, 4), R(0, 3)}));
+    EXPECT_EQ(plan->b_blocks[p].box, (Box{R(0, 5), R(0, 3), R(0, 6)}));
+    EXPECT_EQ(plan->result_map[p].box, (Box{R(entry, 1), R(0, 5), R(0, 4), R(0, 6)}));
+    EXPECT_EQ(plan->gemms[p].batch, 5);
+    EXPECT_EQ(plan->gemms[p].stride_a, 0);
+    EXPECT_EQ(plan->gemms[p].stride_b, 3 * 6);
+  }
+}
+
+TEST(MatmulPlannerTest, BatchAxesThatDoNotBroadcastAreRefusedNamingBothShapes) {
+  const ArrayMeta a = BatchSplit(4, 2, 3, {0});
+  const ArrayMeta b = BatchSplit(3, 3, 2, {0});
+  const absl::Status status = PlanMatmul(a, b).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("(4, 2, 3)"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("(3, 3, 2)"), std::string::npos) << status;
+}
+
+TEST(MatmulPlannerTest, EveryIndexCutsStopAtTheProductLimit) {
+  // a broadcast along a long axis and not along another: a cut per entry of axis 0, which here
+  // would be 70,000 products.
+  ArrayMeta a{{70000, 1, 2, 2},
+              DType::kFloat32,
+              Mode::kReplica,
+              {ChunkSpec{0, {R(0, 70000), R(0, 1), R(0, 2), R(0, 2)}}}};
+  ArrayMeta b{{1, 3, 2, 2},
+              DType::kFloat32,
+              Mode::kReplica,
+              {ChunkSpec{0, {R(0, 1), R(0, 3), R(0, 2), R(0, 2)}}}};
+  EXPECT_EQ(PlanMatmul(a, b).status().code(), absl::StatusCode::kResourceExhausted);
 }
 
 TEST(MatmulPlannerTest, ShapesThatDoNotAlignAreRefused) {

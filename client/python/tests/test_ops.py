@@ -232,6 +232,24 @@ def test_matmul(client, rng, dtype):
         a @ a  # (6, 8) @ (6, 8)
 
 
+def test_batched_matmul_broadcasts_as_numpy(client, rng):
+    """A stack split along its batch axis times a matrix, and batch axes that broadcast."""
+    s_np = rng.uniform(-1, 1, (4, 6, 8))
+    w_np = rng.uniform(-1, 1, (8, 5))
+    s = client.from_numpy(s_np, distarray.split_index_map(s_np.shape, 0, [0, 1]))
+    w = client.from_numpy(w_np, distarray.on_device(2, 1))
+    c = s @ w
+    assert c.shape == (4, 6, 5) and c.mode == "replica"
+    check(c, s_np @ w_np, exact=False)
+    x_np = rng.uniform(-1, 1, (2, 1, 3, 4))
+    y_np = rng.uniform(-1, 1, (5, 4, 2))
+    x = client.from_numpy(x_np, distarray.on_device(4, 0))
+    y = client.from_numpy(y_np, distarray.on_device(3, 1))
+    check(x @ y, x_np @ y_np, exact=False)
+    with pytest.raises(distarray.InvalidArgumentError, match="broadcast"):
+        s @ client.from_numpy(rng.uniform(-1, 1, (3, 8, 5)), distarray.on_device(3, 0))
+
+
 def test_float16_matches_numpy(client, rng):
     """float16 arrays compute in float32 and round once, as NumPy's float16 loops do: arithmetic
     is bit for bit NumPy's; libm-backed functions may differ in the last bit."""
