@@ -333,6 +333,36 @@ bool Compute(const distarray::Client& client, int ndev, const Figures& peer, con
   std::printf("|   times: distarray %.3f ms (%.3f ms back to back), CuPy %s |\n", sum_s * 1e3,
               sum_pipe_s * 1e3, ms(Figure(cupy, "cupy_sum_1GiB_ms")).c_str());
   {
+    // Where a distributed sum's time goes: the same sum leaving SUM-mode partials (no combine),
+    // and one GPU's share alone (its rows as an array on that GPU).
+    auto partials = [&] {
+      return Must(distarray::Reduce(a, v1::REDUCE_OP_SUM, {}, false, /*combine=*/false), "sum");
+    };
+    const double partial_s = timed(2, 9, partials), partial_pipe_s = pipelined(partials);
+    auto share = Must(client.Create({side / ndev, side}, v1::DTYPE_FLOAT32,
+                                    {distarray::OnDevice(2, 0)}, uniform(15)),
+                      "create one GPU's share");
+    auto share_sum = [&] {
+      return Must(distarray::Reduce(share, v1::REDUCE_OP_SUM, {}, false, true), "sum");
+    };
+    const double share_s = timed(2, 9, share_sum), share_pipe_s = pipelined(share_sum);
+    // The Reduce RPC alone (it returns once the work is enqueued): a figure near the whole
+    // op's would mean the daemon waits for the device inside the call.
+    std::vector<double> enqueue;
+    for (int i = 0; i < 9; ++i) {
+      Must(client.Synchronize(), "sync");
+      const auto t0 = Clock::now();
+      auto r = sum();
+      enqueue.push_back(Seconds(t0, Clock::now()));
+    }
+    std::printf("|   breakdown: the Reduce RPC alone (combine) %.3f ms |\n", Median(enqueue) * 1e3);
+    std::printf(
+        "|   breakdown: without combine (SUM-mode partials) %.3f ms (%.3f back to back); one "
+        "GPU's share (%s) alone %.3f ms (%.3f back to back) |\n",
+        partial_s * 1e3, partial_pipe_s * 1e3, size(array_bytes / ndev).c_str(), share_s * 1e3,
+        share_pipe_s * 1e3);
+  }
+  {
     auto total = Must(distarray::Reduce(a, v1::REDUCE_OP_SUM, {}, false, true), "sum");
     const auto value = Must(total.Download<float>(), "download the sum");
     // Uniform [0, 1): the sum is n/2 within a few standard deviations, sqrt(n/12); float32

@@ -41,6 +41,13 @@ T Must(const char* bench, absl::StatusOr<T> v, const char* what) {
   return *std::move(v);
 }
 
+inline void Must(const char* bench, const absl::Status& status, const char* what) {
+  if (!status.ok()) {
+    std::fprintf(stderr, "%s: %s: %s\n", bench, what, status.ToString().c_str());
+    std::exit(2);
+  }
+}
+
 }  // namespace distarray::bench
 
 #endif  // DISTARRAY_BENCH_FIGURES_H_

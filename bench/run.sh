@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Runs every benchmark on a GPU machine as one command and prints one table:
 #   bench/run.sh BIN_DIR [OUT_DIR]
-# BIN_DIR holds distarrayd, distarray_bench, kernel_bench, loop_bench, cg_bench and peer_limit.
+# BIN_DIR holds distarrayd, distarray_bench, kernel_bench, loop_bench, cg_bench,
+# request_graph_bench and peer_limit.
 # Needs python3 with cupy for the CuPy and cupyx peers (skipped with a note when absent).
 # BENCH_ONLY=compute,latency bench/run.sh BIN_DIR runs only those sections of distarray_bench
 # (reshard, transfer, shm, latency, compute; default: all) and only the peers they need. The
 # section "kernels" runs kernel_bench (the compute kernels' device time against a device copy and
 # CUB); "loop" runs loop_bench (the seed's loop through RunGraph) against loop_peers.py; "cg"
-# runs cg_bench (conjugate gradient, the whole solve in one RunGraph) against cg_peers.py; "python"
+# runs cg_bench (conjugate gradient, the whole solve in one RunGraph) against cg_peers.py;
+# "reqgraph" runs request_graph_bench (a many-piece reshard eagerly against the same op as a cached
+# one-statement RunGraph program); "python"
 # runs python_transfer_bench.py (the Python SDK's 1 GiB transfers through gRPC and shared memory,
 # against a host memcpy and the C++ SDK's figures of section "transfer") when python3 can import
 # distarray (pip install ./client/python, or PYTHONPATH naming an installed copy).
@@ -62,12 +65,15 @@ if want loop; then
   "$bin/loop_bench" --server="127.0.0.1:$(cat "$out/port")" --peers_file="$out/loop_peers.txt" \
     | tee "$out/loop.txt"
 fi
+if want reqgraph; then
+  "$bin/request_graph_bench" --server="127.0.0.1:$(cat "$out/port")" | tee "$out/reqgraph.txt"
+fi
 if want cg; then
   "$bin/cg_bench" --server="127.0.0.1:$(cat "$out/port")" --peers_file="$out/cg_peers.txt" \
     | tee "$out/cg.txt"
 fi
 # distarray_bench's sections: what --only names besides "kernels", "loop", "cg" and "python".
-bench_only=$(echo "$only" | tr ',' '\n' | grep -v -e '^kernels$' -e '^loop$' -e '^cg$' -e '^python$' \
+bench_only=$(echo "$only" | tr ',' '\n' | grep -v -e '^kernels$' -e '^loop$' -e '^cg$' -e '^python$' -e '^reqgraph$' \
   | paste -sd, || true)
 if [ -z "$only" ] || [ -n "$bench_only" ]; then
   "$bin/distarray_bench" --server="127.0.0.1:$(cat "$out/port")" --peer_file="$out/peer.txt" \

@@ -124,6 +124,9 @@ class GraphRecorder {
   // Whether this backend records programs over `devices` together (the program runner runs the
   // others eagerly, without trying).
   virtual bool CanRecord(absl::Span<const int> devices) const { return devices.size() == 1; }
+  // Whether replaying a recorded graph of a request's many small launches beats launching them
+  // one by one (the engine then runs many-piece reshards as cached one-statement programs).
+  virtual bool ReplayBeatsLaunches() const { return false; }
   absl::StatusOr<std::unique_ptr<GraphRecording>> Begin(int device) {
     return Begin(absl::MakeConstSpan(&device, 1));
   }

@@ -56,7 +56,13 @@ absl::StatusOr<ArrayPtr> Engine::Reshard(const v1::ReshardRequest& request,
   Array out = Derived(*array, request.in_place(), call);
   out.mode = mode;
   RETURN_IF_ERROR(call.CheckAlive());
-  ASSIGN_OR_RETURN(out.chunks, Relayout(*backend_, *array, map, mode, call.alive));
+  ASSIGN_OR_RETURN(std::optional<std::vector<Chunk>> replayed,
+                   ReshardByReplay(array, map, request, call));
+  if (replayed) {
+    out.chunks = *std::move(replayed);
+  } else {
+    ASSIGN_OR_RETURN(out.chunks, Relayout(*backend_, *array, map, mode, call.alive));
+  }
   return Register(std::move(out), request.in_place(), call);
 }
 

@@ -9,7 +9,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -177,6 +179,12 @@ class Engine {
   OpContext RequestContext(const CallContext& call) const;
   absl::StatusOr<Array> ArrayFromSpec(const v1::ArraySpec& spec, absl::string_view field,
                                       const CallContext& call) const;
+  // A reshard of many small pieces as a cached one-statement program replayed as a graph, where
+  // the backend says replays beat launching the pieces one by one; nullopt where it does not
+  // apply (the caller reshards eagerly). reshard_replay.cc.
+  absl::StatusOr<std::optional<std::vector<Chunk>>> ReshardByReplay(
+      const ArrayPtr& array, const IndexMap& map, const v1::ReshardRequest& request,
+      const CallContext& call);
 
   std::unique_ptr<Backend> backend_;
   const EngineOptions options_;

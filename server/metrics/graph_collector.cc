@@ -33,8 +33,8 @@ std::vector<prometheus::MetricFamily> GraphCollector::Collect() const {
   Add(out, "distarray_registered_programs", "Programs kept by RegisterProgram", MetricType::Gauge,
       info.graph_cache().registered_programs());
   Add(out, "distarray_graph_launches_total",
-      "RunGraph calls that ran as one recorded device graph and finished", MetricType::Counter,
-      runs.launches);
+      "RunGraph calls and many-piece reshards that ran as one recorded device graph and finished",
+      MetricType::Counter, runs.launches);
   Add(out, "distarray_graph_iterations_total",
       "Loop bodies run by finished RunGraph calls, summed over every loop", MetricType::Counter,
       runs.iterations);

@@ -1,0 +1,134 @@
+// A single-op request with many launches, run eagerly (one Reshard RPC: each piece launched
+// from the host) against the same op as a one-statement RunGraph program (recorded once, then
+// replayed from the daemon's graph cache), each + a Synchronize RPC, median of several runs.
+// The op: a square float32 matrix in row blocks resharded to column blocks over the GPUs (or
+// device 0), so every (row block, column block) pair is one piece. This is the measurement behind
+// docs/design.md's "Single-op requests stay eager". The two results are compared element for
+// element; a mismatch makes the exit status 1.
+//   request_graph_bench --server=127.0.0.1:PORT [--side=2048] [--blocks=8,32,64]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "bench/figures.h"
+#include "distarray/client.h"
+#include "distarray/graph.h"
+#include "distarray/index_maps.h"
+
+ABSL_FLAG(std::string, server, "127.0.0.1:50051", "distarrayd address");
+ABSL_FLAG(int64_t, side, 2048, "rows and columns of the float32 matrix");
+ABSL_FLAG(std::string, blocks, "8,32,64", "row (and column) blocks per case: blocks^2 pieces");
+
+namespace {
+
+namespace v1 = distarray::v1;
+namespace g = distarray::graph;
+using Clock = std::chrono::steady_clock;
+
+template <typename T>
+T Must(absl::StatusOr<T> v, const char* what) {
+  return distarray::bench::Must("request_graph_bench", std::move(v), what);
+}
+
+void Must(const absl::Status& status, const char* what) {
+  distarray::bench::Must("request_graph_bench", status, what);
+}
+
+double Ms(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// `blocks` blocks along `axis`, dealt round-robin to `devices`.
+v1::IndexMap Blocks(int64_t side, int axis, int64_t blocks, const std::vector<int>& devices) {
+  std::vector<v1::Chunk> chunks;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const distarray::SliceSpec part{side * b / blocks, side * (b + 1) / blocks};
+    std::vector<distarray::SliceSpec> slices(2);
+    slices[axis] = part;
+    chunks.push_back(distarray::MakeChunk(devices[b % devices.size()], slices));
+  }
+  return distarray::MakeIndexMap(chunks);
+}
+
+// Median milliseconds of `op` + a Synchronize RPC, after two warm-ups.
+template <typename Op>
+double Timed(const distarray::Client& client, Op&& op) {
+  std::vector<double> ms;
+  for (int i = 0; i < 9; ++i) {
+    Must(client.Synchronize(), "sync");
+    const auto t0 = Clock::now();
+    auto result = op();
+    Must(client.Synchronize(), "sync");
+    if (i >= 2) ms.push_back(Ms(t0, Clock::now()));
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  auto client = Must(distarray::Client::Connect(absl::GetFlag(FLAGS_server)), "connect");
+  const auto info = Must(client.ServerInfo(), "server info");
+  const int64_t side = absl::GetFlag(FLAGS_side);
+  std::vector<int> devices;
+  for (int d = 0; d < std::min(info.devices_size(), 2); ++d) devices.push_back(d);
+  std::printf("request_graph_bench: backend %s, a %lldx%lld float32 matrix over %zu device(s)\n",
+              info.backend().c_str(), static_cast<long long>(side), static_cast<long long>(side),
+              devices.size());
+  std::printf("| %-36s | %12s | %14s | %16s | %10s |\n", "reshard, row blocks -> column blocks",
+              "Reshard RPC", "RunGraph (hit)", "first RunGraph", "eager/graph");
+  bool ok = true;
+  for (absl::string_view field : absl::StrSplit(absl::GetFlag(FLAGS_blocks), ',')) {
+    int64_t blocks = 0;
+    if (!absl::SimpleAtoi(field, &blocks) || blocks < 1 || blocks > side) {
+      std::fprintf(stderr, "request_graph_bench: --blocks: bad count '%s'\n",
+                   std::string(field).c_str());
+      return 2;
+    }
+    v1::Fill fill;
+    fill.mutable_uniform()->set_high(1);
+    fill.mutable_uniform()->set_seed(static_cast<uint64_t>(blocks));
+    auto a = Must(
+        client.Create({side, side}, v1::DTYPE_FLOAT32, {Blocks(side, 0, blocks, devices)}, fill),
+        "create");
+    const v1::IndexMap target = Blocks(side, 1, blocks, devices);
+
+    const double eager_ms = Timed(client, [&] { return Must(a.Reshard(target), "reshard"); });
+
+    g::ProgramBuilder builder;
+    builder.Output("b", builder.Reshard(builder.Input("a"), target));
+    const std::string program = Must(client.RegisterProgram(builder.program()), "register");
+    const auto t0 = Clock::now();
+    auto first = Must(client.RunGraph(program, {{"a", &a}}), "first run");
+    Must(client.Synchronize(), "sync");
+    const double first_ms = Ms(t0, Clock::now());
+    bool hit = true;
+    const double graph_ms = Timed(client, [&] {
+      auto run = Must(client.RunGraph(program, {{"a", &a}}), "run");
+      hit = hit && run.graph_cache_hit;
+      return run;
+    });
+
+    const auto eager = Must(Must(a.Reshard(target), "reshard").Download<float>(), "download");
+    const auto graph = Must(first.outputs.at("b").Download<float>(), "download");
+    const bool same = eager == graph;
+    ok = ok && same;
+    std::printf("| %-36s | %9.3f ms | %11.3f ms | %13.3f ms | %9.2fx |\n",
+                (std::to_string(blocks * blocks) + " pieces").c_str(), eager_ms, graph_ms, first_ms,
+                eager_ms / graph_ms);
+    std::printf("|   execution %s, cache hits on every timed run: %s; results equal: %s |\n",
+                v1::GraphExecution_Name(first.execution).c_str(), hit ? "yes" : "no",
+                same ? "yes" : "NO");
+    Must(client.DeleteProgram(program), "delete program");
+  }
+  return ok ? 0 : 1;
+}
