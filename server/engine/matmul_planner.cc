@@ -117,16 +117,58 @@ BatchView ViewBatch(const Shape& shape, const Shape& batch) {
   return view;
 }
 
+// The plan of matrices (and stacks), on operands of 2 or more axes.
+absl::StatusOr<MatmulPlan> PlanMatrices(const ArrayMeta& a, const ArrayMeta& b,
+                                        const StopCheck& stop);
+
 }  // namespace
+
+ArrayMeta WithUnitAxis(const ArrayMeta& array, int axis) {
+  ArrayMeta out = array;
+  out.shape.insert(out.shape.begin() + axis, 1);
+  for (ChunkSpec& chunk : out.map) chunk.box.insert(chunk.box.begin() + axis, Range{0, 1, 1});
+  return out;
+}
 
 absl::StatusOr<MatmulPlan> PlanMatmul(const ArrayMeta& a, const ArrayMeta& b,
                                       const StopCheck& stop) {
   for (const auto& [field, array] : {std::pair{"spec.a", &a}, std::pair{"spec.b", &b}}) {
-    if (array->shape.size() < 2) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ": matmul takes arrays of 2 or more axes (a stack of matrices), got shape ",
-          ShapeString(array->shape), " (make a vector a 1-row or 1-column matrix)"));
+    if (array->shape.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": matmul takes arrays of 1 or more axes, got a 0-d array"));
     }
+  }
+  const bool a_vector = a.shape.size() == 1, b_vector = b.shape.size() == 1;
+  const int64_t k_a = a.shape.back();
+  const int64_t k_b = b_vector ? b.shape[0] : b.shape[b.shape.size() - 2];
+  if (k_a != k_b && IsFloating(a.dtype) && a.dtype == b.dtype) {
+    // Named by the shapes as given, before a vector becomes a matrix.
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.b: shapes ", ShapeString(a.shape), " and ", ShapeString(b.shape),
+                     " are not aligned: ", k_a, " (last axis of a) != ", k_b,
+                     b_vector ? " (the only axis of b)" : " (second-to-last axis of b)"));
+  }
+  ASSIGN_OR_RETURN(MatmulPlan plan, PlanMatrices(a_vector ? WithUnitAxis(a, 0) : a,
+                                                 b_vector ? WithUnitAxis(b, 1) : b, stop));
+  plan.a_vector = a_vector;
+  plan.b_vector = b_vector;
+  // Drop the added axes: rows (second-to-last) for a vector a, columns (last) for a vector b.
+  const size_t rank = plan.result_shape.size();
+  std::vector<size_t> dropped;
+  if (b_vector) dropped.push_back(rank - 1);
+  if (a_vector) dropped.push_back(rank - 2);
+  for (size_t axis : dropped) {
+    plan.result_shape.erase(plan.result_shape.begin() + axis);
+    for (ChunkSpec& chunk : plan.result_map) chunk.box.erase(chunk.box.begin() + axis);
+  }
+  return plan;
+}
+
+namespace {
+
+absl::StatusOr<MatmulPlan> PlanMatrices(const ArrayMeta& a, const ArrayMeta& b,
+                                        const StopCheck& stop) {
+  for (const auto& [field, array] : {std::pair{"spec.a", &a}, std::pair{"spec.b", &b}}) {
     if (!IsFloating(array->dtype)) {
       return absl::UnimplementedError(
           absl::StrCat(field, ": matmul on ", DTypeName(array->dtype),
@@ -304,4 +346,5 @@ absl::StatusOr<MatmulPlan> PlanMatmul(const ArrayMeta& a, const ArrayMeta& b,
   return plan;
 }
 
+}  // namespace
 }  // namespace distarray

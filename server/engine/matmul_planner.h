@@ -35,10 +35,17 @@ struct MatmulPlan {
   // Per product: the GEMM over those dense blocks (a stride of 0 where one operand's matrix
   // serves every batch entry).
   std::vector<GemmShape> gemms;
+  // NumPy's vectors: a 1-D a is planned as a 1-row matrix (a unit axis before its own) and a 1-D
+  // b as a 1-column one (a unit axis after), so the blocks above are in those coordinates; the
+  // added axes are dropped from result_shape and result_map (a vector @ vector is 0-d).
+  bool a_vector = false, b_vector = false;
 };
 
-// INVALID_ARGUMENT for operands of fewer than 2 axes, mixed dtypes, inner dimensions that
-// differ and batch axes that do not broadcast (naming both shapes); UNIMPLEMENTED for dtypes
+// `array` with a unit axis inserted at `axis` (same elements, same buffers' layout).
+ArrayMeta WithUnitAxis(const ArrayMeta& array, int axis);
+
+// INVALID_ARGUMENT for 0-d operands, mixed dtypes, inner dimensions that differ and batch axes
+// that do not broadcast (naming both shapes as given); UNIMPLEMENTED for dtypes
 // without a GEMM; RESOURCE_EXHAUSTED past kMaxMatmulProducts.
 absl::StatusOr<MatmulPlan> PlanMatmul(const ArrayMeta& a, const ArrayMeta& b,
                                       const StopCheck& stop = {});

@@ -345,20 +345,30 @@ absl::StatusOr<OpResult> ExecuteMatmul(const OpContext& context, const PlannedMa
   OpResult out{plan.result_shape, plan.dtype, plan.result_mode, {}};
   RETURN_IF_ERROR(context.CheckAlive());
 
-  // Operands that needed a plain layout first, then each product's blocks on its device.
-  auto blocks_of = [&](const ArrayPtr& array, bool prepare, const IndexMap& layout,
+  // Operands that needed a plain layout first, then each product's blocks on its device. A vector
+  // is read as the matrix the plan made of it (a unit axis added: same buffers).
+  auto blocks_of = [&](const Array& source, bool vector, int unit_axis, bool prepare,
+                       const IndexMap& layout,
                        const IndexMap& blocks) -> absl::StatusOr<std::vector<Chunk>> {
-    if (!prepare) return ReadOnlyChunksIn(backend, *array, blocks, context.alive);
-    Array plain = *array;
-    ASSIGN_OR_RETURN(plain.chunks,
-                     Relayout(backend, *array, layout, Mode::kReplica, context.alive));
+    Array array = source;
+    if (vector) {
+      array.shape.insert(array.shape.begin() + unit_axis, 1);
+      for (Chunk& chunk : array.chunks) {
+        chunk.spec.box.insert(chunk.spec.box.begin() + unit_axis, Range{0, 1, 1});
+      }
+    }
+    if (!prepare) return ReadOnlyChunksIn(backend, array, blocks, context.alive);
+    Array plain = array;
+    ASSIGN_OR_RETURN(plain.chunks, Relayout(backend, array, layout, Mode::kReplica, context.alive));
     plain.mode = Mode::kReplica;
     return ReadOnlyChunksIn(backend, plain, blocks, context.alive);
   };
-  ASSIGN_OR_RETURN(std::vector<Chunk> a_blocks,
-                   blocks_of(planned.a, plan.prepare_a, plan.a_layout, plan.a_blocks));
-  ASSIGN_OR_RETURN(std::vector<Chunk> b_blocks,
-                   blocks_of(planned.b, plan.prepare_b, plan.b_layout, plan.b_blocks));
+  ASSIGN_OR_RETURN(
+      std::vector<Chunk> a_blocks,
+      blocks_of(*planned.a, plan.a_vector, 0, plan.prepare_a, plan.a_layout, plan.a_blocks));
+  ASSIGN_OR_RETURN(
+      std::vector<Chunk> b_blocks,
+      blocks_of(*planned.b, plan.b_vector, 1, plan.prepare_b, plan.b_layout, plan.b_blocks));
   ASSIGN_OR_RETURN(out.chunks, AllocateChunks(backend, out.dtype, plan.result_map));
   for (size_t p = 0; p < plan.gemms.size(); ++p) {
     RETURN_IF_ERROR(context.CheckAlive());

@@ -24,7 +24,23 @@ struct MatmulReference {
 // a @ b in long double, batch axes broadcast as NumPy's. Element (..., i, j) may differ from the
 // exact value by (k + 4) * unit * sum_k |a_ik b_kj| (unit: the roundoff of the dtype, or of TF32
 // when allowed).
-MatmulReference ReferenceMatmul(const HostArray& a, const HostArray& b, bool tf32 = false) {
+MatmulReference ReferenceMatmul(const HostArray& a, const HostArray& b, bool tf32 = false);
+
+// NumPy's vectors: a 1-D a is a 1-row matrix, a 1-D b a 1-column one, the added axes dropped
+// from the result.
+MatmulReference ReferenceMatmulOfVectors(HostArray a, HostArray b, bool tf32) {
+  const bool a_vector = a.shape.size() == 1, b_vector = b.shape.size() == 1;
+  if (a_vector) a.shape.insert(a.shape.begin(), 1);
+  if (b_vector) b.shape.push_back(1);
+  MatmulReference ref = ReferenceMatmul(a, b, tf32);
+  Shape& shape = ref.c.shape;
+  if (b_vector) shape.erase(shape.end() - 1);
+  if (a_vector) shape.erase(shape.end() - (b_vector ? 1 : 2));
+  return ref;
+}
+
+MatmulReference ReferenceMatmul(const HostArray& a, const HostArray& b, bool tf32) {
+  if (a.shape.size() < 2 || b.shape.size() < 2) return ReferenceMatmulOfVectors(a, b, tf32);
   const size_t rank_a = a.shape.size(), rank_b = b.shape.size();
   const size_t batch_rank = std::max(rank_a, rank_b) - 2;
   const int64_t m = a.shape[rank_a - 2], k = a.shape[rank_a - 1], n = b.shape[rank_b - 1];
@@ -313,6 +329,25 @@ TEST_P(MatmulTest, BatchedRandomLayoutsModesAndResultMaps) {
   }
 }
 
+TEST_P(MatmulTest, VectorsAreNumPysOneRowAndOneColumnMatrices) {
+  for (v1::DType dtype : kFloatDTypes) {
+    // vector @ matrix, matrix @ vector, vector @ vector (0-d), a stack @ vector.
+    RunShapes(dtype, {53}, {53, 29}, OnDevice(1, dev(1)), Split(2, 1, 29, AllDevices()),
+              {v1::MODE_REPLICA});
+    RunShapes(dtype, {37, 53}, {53}, Split(2, 0, 37, AllDevices()), Replicated(1, AllDevices()),
+              {v1::MODE_REPLICA});
+    RunShapes(dtype, {53}, {53}, OnDevice(1, dev(2)), OnDevice(1, dev(2)), {v1::MODE_REPLICA});
+    RunShapes(dtype, {4, 6, 5}, {5}, Split(3, 0, 4, AllDevices()), Replicated(1, AllDevices()),
+              {v1::MODE_REPLICA});
+    // Both split along the shared axis: a 0-d SUM-mode result of partial dot products.
+    RunShapes(dtype, {53}, {53}, Split(1, 0, 53, AllDevices()), Split(1, 0, 53, AllDevices()),
+              SplitK());
+    // An op-mode vector (gathered first).
+    RunShapes(dtype, {53}, {53, 29}, Replicated(1, {dev(0), dev(1)}), OnDevice(2, dev(3)), {},
+              std::nullopt, v1::MODE_SUM);
+  }
+}
+
 TEST_P(MatmulTest, ErrorsHaveExactCodes) {
   std::mt19937_64 rng(302);
   auto make = [&](v1::DType dtype, const Shape& shape) {
@@ -329,15 +364,21 @@ TEST_P(MatmulTest, ErrorsHaveExactCodes) {
               MentionsShape(r.status().message(), {52, 29}))
       << r.status();
 
-  // 1-D: refused naming the shape (NumPy's vector promotion is not supported).
-  ASSERT_OK_AND_ASSIGN(Array v, make(v1::DTYPE_FLOAT64, {53}));
+  // A vector whose length is not the shared axis: named by the shapes as given.
+  ASSERT_OK_AND_ASSIGN(Array v, make(v1::DTYPE_FLOAT64, {29}));
   ASSERT_OK_AND_ASSIGN(Array b, make(v1::DTYPE_FLOAT64, {53, 29}));
   r = Matmul(v, b);
-  EXPECT_TRUE(StatusIs(r.status(), {kInvalid, kUnimplemented})) << "1-D @ 2-D";
-  EXPECT_TRUE(MentionsShape(r.status().message(), {53})) << r.status();
+  EXPECT_TRUE(StatusIs(r.status(), kInvalid, {"aligned"})) << "1-D @ 2-D";
+  EXPECT_TRUE(MentionsShape(r.status().message(), {29}) &&
+              MentionsShape(r.status().message(), {53, 29}))
+      << r.status();
   r = Matmul(a, v);
-  EXPECT_TRUE(StatusIs(r.status(), {kInvalid, kUnimplemented})) << "2-D @ 1-D";
-  EXPECT_TRUE(MentionsShape(r.status().message(), {53})) << r.status();
+  EXPECT_TRUE(StatusIs(r.status(), kInvalid, {"aligned"})) << "2-D @ 1-D";
+  EXPECT_TRUE(MentionsShape(r.status().message(), {29})) << r.status();
+  // 0-d operands.
+  const std::vector<double> two = {2.0};
+  ASSERT_OK_AND_ASSIGN(Array s0, client().Upload<double>(two, {}, {OnDevice(0, dev(0))}));
+  EXPECT_TRUE(StatusIs(Matmul(s0, b).status(), kInvalid, {"0-d"}));
   // Batch axes that do not broadcast, and stacks whose inner dimensions differ.
   ASSERT_OK_AND_ASSIGN(Array t1, make(v1::DTYPE_FLOAT64, {2, 3, 4}));
   ASSERT_OK_AND_ASSIGN(Array t2, make(v1::DTYPE_FLOAT64, {3, 4, 5}));

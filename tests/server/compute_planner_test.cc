@@ -199,6 +199,34 @@ TEST(MatmulPlannerTest, EveryIndexCutsStopAtTheProductLimit) {
   EXPECT_EQ(PlanMatmul(a, b).status().code(), absl::StatusCode::kResourceExhausted);
 }
 
+TEST(MatmulPlannerTest, VectorsDropTheirAddedAxes) {
+  // Two vectors split alike along the shared axis: a 0-d SUM-mode result, one dot per device.
+  ArrayMeta v{
+      {6}, DType::kFloat32, Mode::kReplica, {ChunkSpec{0, {R(0, 3)}}, ChunkSpec{1, {R(3, 3)}}}};
+  auto dot = PlanMatmul(v, v);
+  ASSERT_TRUE(dot.ok()) << dot.status();
+  EXPECT_TRUE(dot->a_vector && dot->b_vector);
+  EXPECT_EQ(dot->result_shape, Shape{});
+  EXPECT_EQ(dot->result_mode, Mode::kSum);
+  ASSERT_EQ(dot->result_map.size(), 2u);
+  EXPECT_TRUE(dot->result_map[0].box.empty());
+  EXPECT_EQ(dot->a_blocks[1].box, (Box{R(0, 1), R(3, 3)}));  // a unit row axis before its own
+  EXPECT_EQ(dot->b_blocks[1].box, (Box{R(3, 3), R(0, 1)}));  // a unit column axis after
+  // matrix @ vector: (8,), rows where the matrix's are.
+  auto mv = PlanMatmul(RowSplit(8, 6, {0, 1}),
+                       ArrayMeta{{6},
+                                 DType::kFloat32,
+                                 Mode::kReplica,
+                                 {ChunkSpec{0, {R(0, 6)}}, ChunkSpec{1, {R(0, 6)}}}});
+  ASSERT_TRUE(mv.ok()) << mv.status();
+  EXPECT_EQ(mv->result_shape, Shape{8});
+  EXPECT_EQ(mv->result_map[1].box, Box{R(4, 4)});
+  // A vector of the wrong length is named as given.
+  const absl::Status bad = PlanMatmul(v, RowSplit(5, 2, {0})).status();
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("(6,)"), std::string::npos) << bad;
+}
+
 TEST(MatmulPlannerTest, ShapesThatDoNotAlignAreRefused) {
   const ArrayMeta a = RowSplit(4, 6, {0});
   const ArrayMeta b = RowSplit(5, 2, {0});

@@ -87,9 +87,9 @@ def astype(a: Any, dtype, *, name: Optional[str] = None):
 
 
 def matmul(a: Any, b: Any, *, allow_tf32: bool = False, index_map=None, name: Optional[str] = None):
-    """``a @ b`` as ``numpy.matmul`` for float16/bfloat16/float32/float64 arrays of one dtype and
-    2 or more axes (the axes before the last two broadcast). When the shared axis is split the
-    result is a 'sum'-mode array of partial products (combined on download)."""
+    """``a @ b`` as ``numpy.matmul`` for float16/bfloat16/float32/float64 arrays of one dtype:
+    vectors, matrices and stacks (the axes before the last two broadcast). When the shared axis is
+    split the result is a 'sum'-mode array of partial products (combined on download)."""
     if not isinstance(a, ArrayOps) or not isinstance(b, ArrayOps):
         raise TypeError("distarray.matmul takes two arrays")
     options: Dict[str, Any] = {"allow_tf32": allow_tf32}

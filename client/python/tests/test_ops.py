@@ -248,6 +248,11 @@ def test_batched_matmul_broadcasts_as_numpy(client, rng):
     check(x @ y, x_np @ y_np, exact=False)
     with pytest.raises(distarray.InvalidArgumentError, match="broadcast"):
         s @ client.from_numpy(rng.uniform(-1, 1, (3, 8, 5)), distarray.on_device(3, 0))
+    v_np = rng.uniform(-1, 1, 8)
+    v = client.from_numpy(v_np, distarray.split_index_map(v_np.shape, 0, [0, 1]))
+    check(s @ v, s_np @ v_np, exact=False)  # a stack @ vector: (4, 6)
+    check(v @ w, v_np @ w_np, exact=False)  # vector @ matrix: (5,)
+    check(distarray.matmul(v, v), np.asarray(v_np @ v_np), exact=False)  # a 0-d dot product
 
 
 def test_float16_matches_numpy(client, rng):
