@@ -12,6 +12,23 @@
 namespace distarray {
 namespace {
 
+// Whether float32 holds every value of `dtype` exactly.
+bool FloatHoldsExactly(DType dtype) {
+  switch (dtype) {
+    case DType::kBool:
+    case DType::kInt8:
+    case DType::kUInt8:
+    case DType::kInt16:
+    case DType::kUInt16:
+    case DType::kFloat16:
+    case DType::kBFloat16:
+    case DType::kFloat32:
+      return true;
+    default:
+      return false;
+  }
+}
+
 v1::Operand OperandOf(const std::string& variable) {
   v1::Operand operand;
   operand.set_variable(variable);
@@ -232,17 +249,12 @@ class FusionPlanner {
     absl::StatusOr<PlannedElementwise> planned = PlanElementwiseOp(context_, s.elementwise(), "");
     if (!planned.ok()) return RefuseStatement(std::string(planned.status().message()));
     const ElementwisePlan& plan = planned->plan;
-    // The generated kernel reads and writes each value in its compute dtype; 16-bit floats
-    // stored around float32 arithmetic are the one-op kernels' (Backend::Elementwise's storage).
-    if (plan.storage != plan.compute) {
-      return RefuseStatement(
-          absl::StrCat("it computes ", DTypeName(plan.storage), " in float32, which is not fused"));
-    }
-    for (size_t i = 0; i < plan.operands.size(); ++i) {
-      if (planned->arrays[i] != nullptr && IsHalf(planned->arrays[i]->dtype)) {
-        return RefuseStatement(absl::StrCat("an operand is ", DTypeName(planned->arrays[i]->dtype),
-                                            ", which is not fused"));
-      }
+    // A 16-bit float result is a float rounded once in the generated kernel; an astype to one
+    // from a dtype that float does not hold exactly would round twice (through float), so it
+    // stays a one-op kernel, which rounds from the source value.
+    if (!plan.op && IsHalf(plan.result_dtype) && !FloatHoldsExactly(plan.compute)) {
+      return RefuseStatement(absl::StrCat("it casts ", DTypeName(plan.compute), " to ",
+                                          DTypeName(plan.result_dtype), ", which is not fused"));
     }
     if (!SetLayout(plan.result_shape, plan.result_map)) return false;
     if (plan.result_shape != *shape_ || plan.result_map != *map_) {

@@ -9,9 +9,10 @@
 #include <random>
 #include <set>
 
-#include "absl/strings/str_join.h"
-
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "distarray/graph.h"
 #include "tests/support/backend_fixture.h"
 #include "tests/support/compute_reference.h"
 #include "tests/support/reference.h"
@@ -486,6 +487,65 @@ TEST_P(HalfTest, MatmulAccumulatesInFloat32) {
         }
       }
     }
+  }
+}
+
+// A RunGraph loop over float16 and bfloat16 arrays: each op computes in float32 and rounds once
+// to its 16-bit dtype, fused into one kernel per iteration (the CUDA backend, where each device
+// holds one chunk) or op by op (the host backend; several chunks on a device), so every layout
+// gives the bits of a host model that rounds the same way.
+TEST_P(HalfTest, LoopsOverSixteenBitArraysRoundEveryOpAsTheirStatementsDo) {
+  namespace g = graph;
+  constexpr int64_t n = 4099;
+  std::mt19937_64 rng(17);
+  const HalfArray x0 = RandomHalf(v1::DTYPE_FLOAT16, {n}, 0.5, 2.0, rng);
+  const HalfArray y0 = RandomHalf(v1::DTYPE_BFLOAT16, {n}, -4.0, 4.0, rng);
+  const HalfArray k0{v1::DTYPE_FLOAT16, {n}, std::vector<uint16_t>(n, 0)};
+  // while all(k < 20): x = x * 1.01 + 0.25; y = y * 0.75 + 0.1; k = k + 1
+  g::ProgramBuilder p;
+  g::Vars out = p.WhileLoop([](auto v) { return g::All(v[2] < 20.0); },
+                            [](auto v) {
+                              return g::Vars{v[0] * 1.01 + 0.25, v[1] * 0.75 + 0.1, v[2] + 1.0};
+                            },
+                            {p.Input("x"), p.Input("y"), p.Input("k")}, 1000);
+  p.Output("x", out[0]);
+  p.Output("y", out[1]);
+
+  // The host model: weak scalars take the array's dtype first, each op's float32 result is
+  // rounded to the 16-bit dtype.
+  auto model = [](HalfArray a, double scale, double offset) {
+    auto round = [&](float v) { return ToBits(a.dtype, v); };
+    auto value = [&](uint16_t bits) { return static_cast<float>(FromBits(a.dtype, bits)); };
+    const float s = value(round(static_cast<float>(scale)));
+    const float o = value(round(static_cast<float>(offset)));
+    for (int it = 0; it < 20; ++it) {
+      for (uint16_t& b : a.bits) b = round(value(round(value(b) * s)) + o);
+    }
+    return a;
+  };
+  const HalfArray want_x = model(x0, 1.01, 0.25), want_y = model(y0, 0.75, 0.1);
+
+  const bool cuda = absl::StartsWith(GetParam(), "cuda");
+  const std::vector<std::pair<std::string, v1::IndexMap>> layouts = {
+      {"one device", Split(1, 0, n, {dev(0)})},
+      {"two devices", Split(1, 0, n, {dev(0), dev(1)})},
+      {"split", Split(1, 0, n, {dev(0), dev(1), dev(2)})}};
+  for (const auto& [label, map] : layouts) {
+    SCOPED_TRACE(label);
+    ASSERT_OK_AND_ASSIGN(Array x, Upload(x0, map));
+    ASSERT_OK_AND_ASSIGN(Array y, Upload(y0, map));
+    ASSERT_OK_AND_ASSIGN(Array k, Upload(k0, map));
+    ASSERT_OK_AND_ASSIGN(GraphRun run,
+                         client().RunGraph(p.program(), {{"x", &x}, {"y", &y}, {"k", &k}}));
+    EXPECT_EQ(run.iterations, 20);
+    std::set<int> devices;
+    for (const auto& chunk : map.chunks()) devices.insert(chunk.device());
+    const bool one_chunk_per_device = static_cast<int>(devices.size()) == map.chunks_size();
+    EXPECT_EQ(run.fused_loops, cuda && one_chunk_per_device ? 1 : 0);
+    ASSERT_OK_AND_ASSIGN(std::vector<uint16_t> got_x, Bits(run.outputs.at("x")));
+    ASSERT_OK_AND_ASSIGN(std::vector<uint16_t> got_y, Bits(run.outputs.at("y")));
+    EXPECT_EQ(got_x, want_x.bits);
+    EXPECT_EQ(got_y, want_y.bits);
   }
 }
 

@@ -146,6 +146,38 @@ TYPED_TEST(FusedLoopCompileTest, EveryOpOfTheTableCompiles) {
   ASSERT_TRUE(cubin.ok()) << cubin.status() << "\n" << source;
 }
 
+// 16-bit floats: loaded from their bits, each op's float32 result rounded once to the dtype,
+// stored as bits; every op of the table that float32 takes, on float16 and bfloat16 storage.
+TEST(FusedLoopSourceTest, SixteenBitFloatsRoundEachResultAndCompile) {
+  for (const DType half : {DType::kFloat16, DType::kBFloat16}) {
+    SCOPED_TRACE(DTypeName(half));
+    FusedLoop loop = EveryOpOn<float>();
+    loop.inputs[0].dtype = half;
+    for (FusedLoop::Op& op : loop.ops) {
+      for (FusedLoop::Arg& arg : op.args) {
+        if (arg.read == DType::kFloat32) arg.read = half;
+      }
+      if (op.op && op.result == DType::kFloat32) op.result = half;  // StoredOut
+    }
+    const std::string source = cuda::FusedLoopSource(loop);
+    const std::string name = half == DType::kFloat16 ? "Float16" : "BFloat16";
+    EXPECT_NE(source.find("const unsigned short* const in0"), std::string::npos) << source;
+    EXPECT_NE(source.find("const float x0 = distarray::cuda::fused::" + name + "Bits(p0[u].v[l])"),
+              std::string::npos)
+        << source;
+    EXPECT_NE(source.find("distarray::cuda::fused::Round" + name + "(static_cast<float>(u::Add{}("),
+              std::string::npos)
+        << source;
+    EXPECT_NE(source.find("q0.v[l] = distarray::cuda::fused::To" + name + "Bits(v0)"),
+              std::string::npos)
+        << source;
+    EXPECT_NE(source.find("constexpr int kW = 8;"), std::string::npos) << source;  // 16 bytes
+    RequireNvrtc();
+    absl::StatusOr<std::string> cubin = cuda::CompileToCubin(source, "sm_90");
+    ASSERT_TRUE(cubin.ok()) << cubin.status() << "\n" << source;
+  }
+}
+
 }  // namespace
 }  // namespace distarray
 

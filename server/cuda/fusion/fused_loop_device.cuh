@@ -63,6 +63,30 @@ struct alignas(sizeof(T) * kW) Pack {
   T v[kW];
 };
 
+// float16 and bfloat16: a value of the chain is a float holding a value of its 16-bit dtype (each
+// op's result rounded once, as the one-op kernels store it), moved to and from memory as its bits
+// with the same cvt instructions as common/half.h, so fused and unfused loops agree bit for bit.
+__device__ __forceinline__ float Float16Bits(unsigned short bits) {
+  float v;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(v) : "h"(bits));
+  return v;
+}
+__device__ __forceinline__ unsigned short ToFloat16Bits(float v) {
+  unsigned short bits;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(v));
+  return bits;
+}
+__device__ __forceinline__ float BFloat16Bits(unsigned short bits) {
+  return __uint_as_float(static_cast<unsigned int>(bits) << 16);
+}
+__device__ __forceinline__ unsigned short ToBFloat16Bits(float v) {
+  unsigned short bits;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(bits) : "f"(v));
+  return bits;
+}
+__device__ __forceinline__ float RoundFloat16(float v) { return Float16Bits(ToFloat16Bits(v)); }
+__device__ __forceinline__ float RoundBFloat16(float v) { return BFloat16Bits(ToBFloat16Bits(v)); }
+
 // Whether this copy of the body runs: false once an earlier evaluation stopped the loop. First
 // waits for the previous copy to finish (and its writes to be visible), where the copy was
 // launched early as its programmatic dependent (PDL: its launch overlaps the previous copy's

@@ -22,9 +22,13 @@ constexpr const char* kFunctors[] = {
 static_assert(sizeof(kFunctors) / sizeof(kFunctors[0]) ==
               static_cast<size_t>(ElementwiseOpId::kCount));
 
-// The element type's name in the kernel (the fixed-width names of rtc_std/cstdint).
+// The type a value of `dtype` has in the kernel's registers (the fixed-width names of
+// rtc_std/cstdint): a 16-bit float is a float holding a value of its dtype.
 const char* TypeName(DType dtype) {
   switch (dtype) {
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      return "float";
     case DType::kBool:
       return "bool";
     case DType::kInt8:
@@ -52,8 +56,45 @@ const char* TypeName(DType dtype) {
   }
 }
 
+// The type its elements have in memory: a 16-bit float's bits.
+const char* MemoryTypeName(DType dtype) {
+  return IsHalf(dtype) ? "unsigned short" : TypeName(dtype);
+}
+
+// A float rounded to `dtype` (16-bit) or as it is.
+std::string Rounded(DType dtype, const std::string& value) {
+  if (dtype == DType::kFloat16)
+    return absl::StrCat("distarray::cuda::fused::RoundFloat16(", value, ")");
+  if (dtype == DType::kBFloat16) {
+    return absl::StrCat("distarray::cuda::fused::RoundBFloat16(", value, ")");
+  }
+  return value;
+}
+
+// An element of `dtype` read from memory (`bits`) into a register, and the other way.
+std::string Load(DType dtype, const std::string& bits) {
+  if (dtype == DType::kFloat16)
+    return absl::StrCat("distarray::cuda::fused::Float16Bits(", bits, ")");
+  if (dtype == DType::kBFloat16) {
+    return absl::StrCat("distarray::cuda::fused::BFloat16Bits(", bits, ")");
+  }
+  return bits;
+}
+std::string StoreBits(DType dtype, const std::string& value) {
+  if (dtype == DType::kFloat16) {
+    return absl::StrCat("distarray::cuda::fused::ToFloat16Bits(", value, ")");
+  }
+  if (dtype == DType::kBFloat16) {
+    return absl::StrCat("distarray::cuda::fused::ToBFloat16Bits(", value, ")");
+  }
+  return value;
+}
+
 // `scalar` converted to `dtype` as the unfused kernels convert it (Scalar::As), written exactly.
+// A 16-bit dtype's scalar arrives rounded to it (the planner rounds weak scalars), so it is
+// written as the float it is.
 std::string Literal(const Scalar& scalar, DType dtype) {
+  if (IsHalf(dtype)) dtype = DType::kFloat32;
   return DispatchDType(dtype, [&](auto tag) -> std::string {
     using T = decltype(tag);
     const T value = scalar.As<T>();
@@ -107,7 +148,8 @@ void AppendElement(const FusedLoop& loop, const std::string& indent,
                    const std::function<std::string(size_t, const std::string&)>& store,
                    std::string& s) {
   for (size_t k = 0; k < loop.inputs.size(); ++k) {
-    absl::StrAppend(&s, indent, "const ", TypeName(loop.inputs[k].dtype), " x", k, " = ", input(k),
+    const DType dtype = loop.inputs[k].dtype;
+    absl::StrAppend(&s, indent, "const ", TypeName(dtype), " x", k, " = ", Load(dtype, input(k)),
                     ";\n");
   }
   for (size_t k = 0; k < loop.ops.size(); ++k) {
@@ -117,24 +159,30 @@ void AppendElement(const FusedLoop& loop, const std::string& indent,
       if (!arg.value.has_value()) {
         args.push_back(Literal(arg.scalar, arg.read));
       } else if (loop.DTypeOf(*arg.value) != arg.read) {
-        args.push_back(
-            absl::StrCat("u::Cast<", TypeName(arg.read), ">(", ValueName(*arg.value), ")"));
+        // To a 16-bit dtype: converted to float, then rounded once (the planner fuses only
+        // sources that float holds exactly).
+        args.push_back(Rounded(arg.read, absl::StrCat("u::Cast<", TypeName(arg.read), ">(",
+                                                      ValueName(*arg.value), ")")));
       } else {
         args.push_back(ValueName(*arg.value));
       }
     }
     const char* result = TypeName(op.result);
     if (!op.op.has_value()) {
-      absl::StrAppend(&s, indent, "const ", result, " v", k, " = u::Cast<", result, ">(", args[0],
-                      ");\n");
+      absl::StrAppend(&s, indent, "const ", result, " v", k, " = ",
+                      Rounded(op.result, absl::StrCat("u::Cast<", result, ">(", args[0], ")")),
+                      ";\n");
     } else {
-      absl::StrAppend(&s, indent, "const ", result, " v", k, " = static_cast<", result,
-                      ">(u::", kFunctors[static_cast<int>(*op.op)], "{}(",
-                      absl::StrJoin(args, ", "), "));\n");
+      absl::StrAppend(&s, indent, "const ", result, " v", k, " = ",
+                      Rounded(op.result, absl::StrCat("static_cast<", result,
+                                                      ">(u::", kFunctors[static_cast<int>(*op.op)],
+                                                      "{}(", absl::StrJoin(args, ", "), "))")),
+                      ";\n");
     }
   }
   for (size_t k = 0; k < loop.stores.size(); ++k) {
-    absl::StrAppend(&s, indent, store(k, ValueName(loop.stores[k].value)), ";\n");
+    const FusedLoop::Value& value = loop.stores[k].value;
+    absl::StrAppend(&s, indent, store(k, StoreBits(loop.DTypeOf(value), ValueName(value))), ";\n");
   }
   absl::StrAppend(&s, indent, "local = local ", loop.all ? "&&" : "||", " ",
                   ValueName(loop.predicate), ";\n");
@@ -152,12 +200,12 @@ std::string FusedLoopSource(const FusedLoop& loop, bool aligned) {
                   "  namespace u = distarray::ufunc;\n",
                   "  if (!distarray::cuda::fused::Running(args)) return;\n");
   for (size_t k = 0; k < loop.inputs.size(); ++k) {
-    const char* type = TypeName(loop.inputs[k].dtype);
+    const char* type = MemoryTypeName(loop.inputs[k].dtype);
     absl::StrAppend(&s, "  const ", type, "* const in", k, " = static_cast<const ", type,
                     "*>(args.buffers[", k, "]);\n");
   }
   for (size_t k = 0; k < loop.stores.size(); ++k) {
-    const char* type = TypeName(loop.DTypeOf(loop.stores[k].value));
+    const char* type = MemoryTypeName(loop.DTypeOf(loop.stores[k].value));
     absl::StrAppend(&s, "  ", type, "* const out", k, " = static_cast<", type, "*>(args.buffers[",
                     loop.inputs.size() + k, "]);\n");
   }
@@ -173,7 +221,7 @@ std::string FusedLoopSource(const FusedLoop& loop, bool aligned) {
                   "  const int64_t packs = args.elements / kW;\n",
                   "  for (int64_t base = first; base < packs; base += kU * stride) {\n");
   auto pack = [&](DType dtype) {
-    return absl::StrCat("distarray::cuda::fused::Pack<", TypeName(dtype), ", kW>");
+    return absl::StrCat("distarray::cuda::fused::Pack<", MemoryTypeName(dtype), ", kW>");
   };
   for (size_t k = 0; k < loop.inputs.size(); ++k) {
     absl::StrAppend(&s, "    ", pack(loop.inputs[k].dtype), " p", k, "[kU];\n");
