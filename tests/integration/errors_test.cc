@@ -728,7 +728,7 @@ std::vector<BadCase> Cases() {
       },
       StatusCode::INVALID_ARGUMENT, "spec.a: matmul takes arrays, not scalars");
   add(
-      "matmul of a 1-D array",
+      "matmul of a matrix and a vector of another length",
       [=](auto& stub, auto& bystander) {
         grpc::ClientContext c;
         v1::CreateArrayResponse out;
@@ -741,7 +741,9 @@ std::vector<BadCase> Cases() {
         v1::MatmulResponse response;
         return stub.Matmul(&c2, r, &response);
       },
-      StatusCode::INVALID_ARGUMENT, "spec.b: matmul takes 2-D arrays, got shape (4,)");
+      StatusCode::INVALID_ARGUMENT,
+      "spec.b: shapes (10, 10) and (4,) are not aligned: 10 (last axis of a) != 4 (the only axis "
+      "of b)");
   add(
       "RunGraph without a program",
       [](auto& stub, auto&) {
