@@ -40,10 +40,46 @@ CudaStream::~CudaStream() {
   LogIfFailed(cudaStreamDestroy(stream_), "cudaStreamDestroy");
 }
 
+namespace {
+
+// Timing-free events no one holds, per device. Never destroyed: events may be released during
+// process exit, after static destructors would have run.
+class EventPool {
+ public:
+  static EventPool& Get() {
+    static EventPool* pool = new EventPool;
+    return *pool;
+  }
+  cudaEvent_t Take(int device) {
+    std::lock_guard lock(mu_);
+    if (device < 0 || static_cast<size_t>(device) >= free_.size() || free_[device].empty()) {
+      return nullptr;
+    }
+    cudaEvent_t event = free_[device].back();
+    free_[device].pop_back();
+    return event;
+  }
+  void Give(int device, cudaEvent_t event) {
+    std::lock_guard lock(mu_);
+    if (static_cast<size_t>(device) >= free_.size()) free_.resize(device + 1);
+    free_[device].push_back(event);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::vector<cudaEvent_t>> free_;
+};
+
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<CudaEvent>> CudaEvent::Record(cudaStream_t stream) {
-  cudaEvent_t event = nullptr;
-  CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-  auto owned = std::shared_ptr<CudaEvent>(new CudaEvent(event));
+  int device = 0;
+  CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  cudaEvent_t event = EventPool::Get().Take(device);
+  if (event == nullptr) {
+    CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  }
+  auto owned = std::shared_ptr<CudaEvent>(new CudaEvent(event, device));
   CUDA_RETURN_IF_ERROR(cudaEventRecord(event, stream));
   return owned;
 }
@@ -51,12 +87,18 @@ absl::StatusOr<std::shared_ptr<CudaEvent>> CudaEvent::Record(cudaStream_t stream
 absl::StatusOr<std::shared_ptr<CudaEvent>> CudaEvent::RecordTimed(cudaStream_t stream) {
   cudaEvent_t event = nullptr;
   CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDefault));
-  auto owned = std::shared_ptr<CudaEvent>(new CudaEvent(event));
+  auto owned = std::shared_ptr<CudaEvent>(new CudaEvent(event, /*pooled_device=*/-1));
   CUDA_RETURN_IF_ERROR(cudaEventRecord(event, stream));
   return owned;
 }
 
-CudaEvent::~CudaEvent() { LogIfFailed(cudaEventDestroy(event_), "cudaEventDestroy"); }
+CudaEvent::~CudaEvent() {
+  if (pooled_device_ >= 0) {
+    EventPool::Get().Give(pooled_device_, event_);
+  } else {
+    LogIfFailed(cudaEventDestroy(event_), "cudaEventDestroy");
+  }
+}
 
 absl::StatusOr<std::unique_ptr<NcclClique>> NcclClique::Create(int device_count) {
   std::vector<ncclComm_t> comms(device_count);

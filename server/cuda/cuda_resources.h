@@ -46,11 +46,15 @@ class CudaStream {
 };
 
 // A timing-free event, shared by the buffers whose hazards it marks.
+// Every launch records one, so they are pooled: an event whose last holder lets go goes back to
+// its device's free list instead of cudaEventDestroy, and the next Record reuses it (a wait that
+// was enqueued on it already captured the record it waits for, so recording it again is safe).
 class CudaEvent {
  public:
-  // Records a new event on `stream` (of the current device).
+  // Records an event on `stream` (of the current device).
   static absl::StatusOr<std::shared_ptr<CudaEvent>> Record(cudaStream_t stream);
-  // The same with timing enabled, for cudaEventElapsedTime (a little dearer to record).
+  // The same with timing enabled, for cudaEventElapsedTime (a little dearer to record; not
+  // pooled).
   static absl::StatusOr<std::shared_ptr<CudaEvent>> RecordTimed(cudaStream_t stream);
   ~CudaEvent();
   CudaEvent(const CudaEvent&) = delete;
@@ -59,8 +63,9 @@ class CudaEvent {
   bool done() const { return cudaEventQuery(event_) == cudaSuccess; }
 
  private:
-  explicit CudaEvent(cudaEvent_t event) : event_(event) {}
+  CudaEvent(cudaEvent_t event, int pooled_device) : event_(event), pooled_device_(pooled_device) {}
   cudaEvent_t event_;
+  int pooled_device_;  // the device whose free list takes it back; -1: destroyed instead
 };
 using CudaEventPtr = std::shared_ptr<CudaEvent>;
 
