@@ -4,7 +4,8 @@
 // driven by the client one RPC per op and the peers loop_peers.py measured just before in the same
 // run (NumPy, plain CuPy, JAX by default and with its loop in a CUDA graph). Prints per size: the
 // first run (record + instantiate + run), the median of 5 later runs end to end, microseconds per
-// iteration, and ratios. Every result is checked; a wrong one makes the exit status 1.
+// iteration, and ratios; and the same loop on float16 arrays (device time against float32's).
+// Every result is checked; a wrong one makes the exit status 1.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -162,6 +163,39 @@ int main(int argc, char** argv) {
       } else {
         std::printf("| %s: no device time reported (eager or host) |\n", label.c_str());
       }
+
+#if defined(__FLT16_MAX__)
+      {
+        // The same loop on float16 arrays (integers to 2048 are exact in float16, so the result
+        // is the same): stored in 16 bits, computed in float32, fused like the float32 loop.
+        std::vector<_Float16> start16(start.begin(), start.end());
+        auto h = Must(client.Upload<_Float16>(start16, {n}, {map}), "upload float16");
+        Must(client.RunGraph(program, {{"a", &h}}), "RunGraph float16");  // records
+        std::vector<double> half_device;
+        int fused = 0;
+        for (int rep = 0; rep < 5; ++rep) {
+          auto run = Must(client.RunGraph(program, {{"a", &h}}), "RunGraph float16");
+          half_device.push_back(run.device_seconds * 1e3);
+          fused = run.fused_loops;
+          if (rep == 4) {
+            const auto got = Must(run.outputs.at("a").Download<_Float16>(), "download float16");
+            bool right = run.iterations == kIterations && got.size() == static_cast<size_t>(n);
+            for (int64_t i = 0; right && i < n; ++i) {
+              right = static_cast<float>(got[i]) == static_cast<float>(i % 7 + kIterations);
+            }
+            ok &= right;
+          }
+        }
+        std::sort(half_device.begin(), half_device.end());
+        const double half_ms = half_device[half_device.size() / 2];
+        if (half_ms > 0 && device_ms > 0) {
+          std::printf(
+              "| %s, float16: device time %.2f ms (%.2f us/iter), %s; float32 %.2f ms: %.2fx |\n",
+              label.c_str(), half_ms, half_ms * 1e3 / kIterations,
+              fused > 0 ? "fused" : "not fused", device_ms, device_ms / half_ms);
+        }
+      }
+#endif
 
       if (gpus == 1 && n <= absl::GetFlag(FLAGS_rpc_loop_max_elements)) {
         // The same loop driven by the client: less, all, read the flag, add; one RPC each.
