@@ -61,33 +61,24 @@ const char* MemoryTypeName(DType dtype) {
   return IsHalf(dtype) ? "unsigned short" : TypeName(dtype);
 }
 
-// A float rounded to `dtype` (16-bit) or as it is.
-std::string Rounded(DType dtype, const std::string& value) {
-  if (dtype == DType::kFloat16)
-    return absl::StrCat("distarray::cuda::fused::RoundFloat16(", value, ")");
-  if (dtype == DType::kBFloat16) {
-    return absl::StrCat("distarray::cuda::fused::RoundBFloat16(", value, ")");
-  }
-  return value;
+// `value` through fused_loop_device.cuh's function `prefix` + "Float16" or + "BFloat16" +
+// `suffix` for a 16-bit `dtype`; as it is for any other dtype.
+std::string ThroughHalf(DType dtype, const char* prefix, const char* suffix,
+                        const std::string& value) {
+  if (!IsHalf(dtype)) return value;
+  return absl::StrCat("distarray::cuda::fused::", prefix,
+                      dtype == DType::kFloat16 ? "Float16" : "BFloat16", suffix, "(", value, ")");
 }
-
+// A float rounded to `dtype`.
+std::string Rounded(DType dtype, const std::string& value) {
+  return ThroughHalf(dtype, "Round", "", value);
+}
 // An element of `dtype` read from memory (`bits`) into a register, and the other way.
 std::string Load(DType dtype, const std::string& bits) {
-  if (dtype == DType::kFloat16)
-    return absl::StrCat("distarray::cuda::fused::Float16Bits(", bits, ")");
-  if (dtype == DType::kBFloat16) {
-    return absl::StrCat("distarray::cuda::fused::BFloat16Bits(", bits, ")");
-  }
-  return bits;
+  return ThroughHalf(dtype, "", "Bits", bits);
 }
 std::string StoreBits(DType dtype, const std::string& value) {
-  if (dtype == DType::kFloat16) {
-    return absl::StrCat("distarray::cuda::fused::ToFloat16Bits(", value, ")");
-  }
-  if (dtype == DType::kBFloat16) {
-    return absl::StrCat("distarray::cuda::fused::ToBFloat16Bits(", value, ")");
-  }
-  return value;
+  return ThroughHalf(dtype, "To", "Bits", value);
 }
 
 // `scalar` converted to `dtype` as the unfused kernels convert it (Scalar::As), written exactly.
