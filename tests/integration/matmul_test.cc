@@ -1,8 +1,8 @@
-// 2-D matmul (float32 and float64) against a long-double host reference, over the layouts the
-// block planner has to handle: one device, row-split times replicated, replicated times
-// column-split, block grids splitting the shared axis (a SUM-mode result), k blocks on different
-// devices (the daemon moves them), random layouts with gaps, op-mode operands and a requested
-// result layout; and the errors.
+// Matmul (float32 and float64) against a long-double host reference, over the layouts the block
+// planner has to handle: one device, row-split times replicated, replicated times column-split,
+// block grids splitting the shared axis (a SUM-mode result), k blocks on different devices (the
+// daemon moves them), random layouts with gaps, op-mode operands and a requested result layout;
+// stacks with broadcast batch axes and NumPy's vectors; and the errors.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>

@@ -271,6 +271,8 @@ absl::StatusOr<Array> AsType(const Array& a, v1::DType dtype);
 // unless `combine`; see ReduceOpSpec.
 absl::StatusOr<Array> Reduce(const Array& a, v1::ReduceOp op, std::vector<int32_t> axes = {},
                              bool keepdims = false, bool combine = false);
+// a @ b as numpy.matmul: vectors, matrices and stacks (the axes before the last two broadcast).
+// A split shared axis gives a SUM-mode array of partial products.
 absl::StatusOr<Array> Matmul(const Array& a, const Array& b);
 
 // Elementwise arithmetic; the result takes the left array's layout.
