@@ -97,7 +97,8 @@ absl::Status CudaBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr&
   if (!GemmFits(shape, ca->bytes() / size, cb->bytes() / size, cc->bytes() / size)) {
     return absl::InternalError("gemm: the batch does not fit its buffers");
   }
-  const auto [m, n, k, batch, stride_a, stride_b, stride_c] = shape;
+  const int64_t m = shape.m, n = shape.n, k = shape.k, batch = shape.batch;
+  const int64_t stride_a = shape.stride_a, stride_b = shape.stride_b, stride_c = shape.stride_c;
   const int device = cc->device();
   cublasHandle_t handle = devices_[device].cublas->get();
   const cuda::CublasApi& api = devices_[device].cublas->api();

@@ -185,7 +185,10 @@ absl::Status HostBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr&
     return absl::InternalError("gemm: the batch does not fit its buffers");
   }
   auto work = [=] {
-    const auto [m, n, k, batch, stride_a, stride_b, stride_c] = shape;
+    // Plain copies, not a structured binding: the lambda below captures them, which Clang
+    // before 16 refuses for bindings.
+    const int64_t m = shape.m, n = shape.n, k = shape.k, batch = shape.batch;
+    const int64_t stride_a = shape.stride_a, stride_b = shape.stride_b, stride_c = shape.stride_c;
     auto gemm = [&](const auto* pa, const auto* pb, auto* pc) {
       if (m == 0 || n == 0) return;
       const OpenBlasApi* blas = LoadOpenBlas();
