@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "server/engine/chunk_index.h"
 #include "server/engine/engine.h"
 
 namespace distarray {
@@ -23,31 +24,18 @@ namespace {
 constexpr int64_t kReplayMinPieces = 32;
 constexpr int64_t kReplayMaxPieceBytes = int64_t{1} << 20;
 constexpr int64_t kReplayMaxBytes = int64_t{256} << 20;
-// Chunk pairs beyond this are not counted (the reshard stays eager).
-constexpr int64_t kMaxPairsCounted = int64_t{1} << 20;
 
-// [lowest, highest] index a range touches.
-std::pair<int64_t, int64_t> Hull(const Range& r) {
-  const int64_t last = r.start + (r.count - 1) * r.step;
-  return {std::min(r.start, last), std::max(r.start, last)};
-}
-
-bool HullsMeet(const Box& a, const Box& b) {
-  for (size_t d = 0; d < a.size(); ++d) {
-    const auto [a_lo, a_hi] = Hull(a[d]);
-    const auto [b_lo, b_hi] = Hull(b[d]);
-    if (a_hi < b_lo || b_hi < a_lo) return false;
-  }
-  return true;
-}
-
-// Source and destination chunks whose hulls meet: at least the reshard's pieces (a piece is one
-// pair's intersection), counted up to `enough`.
-int64_t PiecesAtLeast(const IndexMap& from, const IndexMap& to, int64_t enough) {
+// Source and destination chunks whose hulls meet (the chunk index planning uses): at least the
+// reshard's pieces (a piece is one pair's intersection), counted up to `enough`, or fewer where
+// counting would pass the planning budget (the reshard then stays eager).
+int64_t PiecesAtLeast(const IndexMap& from, const IndexMap& to, int64_t enough,
+                      const StopCheck& stop) {
+  const ChunkIndex index(from);
+  PlanBudget budget(kDefaultPlanWorkLimit, stop);
   int64_t pieces = 0;
-  for (const ChunkSpec& a : from) {
-    for (const ChunkSpec& b : to) {
-      if (HullsMeet(a.box, b.box) && ++pieces >= enough) return pieces;
+  for (const ChunkSpec& chunk : to) {
+    if (!index.ForEachOverlap(chunk.box, budget, [&](int64_t) { return ++pieces < enough; })) {
+      break;
     }
   }
   return pieces;
@@ -63,14 +51,10 @@ absl::StatusOr<std::optional<std::vector<Chunk>>> Engine::ReshardByReplay(
       request.in_place()) {
     return std::nullopt;
   }
-  const IndexMap from = array->index_map();
   const int64_t bytes = NumElements(array->shape) * DTypeSize(array->dtype);
-  if (bytes > kReplayMaxBytes ||
-      static_cast<int64_t>(from.size()) * static_cast<int64_t>(map.size()) > kMaxPairsCounted) {
-    return std::nullopt;
-  }
+  if (bytes > kReplayMaxBytes) return std::nullopt;
   const int64_t enough = std::max(kReplayMinPieces, bytes / kReplayMaxPieceBytes);
-  if (PiecesAtLeast(from, map, enough) < enough) return std::nullopt;
+  if (PiecesAtLeast(array->index_map(), map, enough, call.alive) < enough) return std::nullopt;
   // The request as a program: b = reshard(a), keyed by tenant like any inline program so that
   // one tenant's cache hits say nothing of another's requests.
   v1::Program program;
