@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <complex>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -242,6 +243,55 @@ int Main(int argc, char** argv) {
   };
   bench_half(Float16{}, "add_f16", DType::kFloat16);
   bench_half(BFloat16{}, "add_bf16", DType::kBFloat16);
+
+  // complex64 and complex128 products and quotients (Smith's algorithm) over the same bytes as
+  // the float32 rows: 2^27 complex64 or 2^26 complex128 elements per operand by default. Each
+  // part must lie within a few units of the exact value's scale (|a| |b| for a product, |a| / |b|
+  // for a quotient); kernel_bench's CuPy peer for these rows is cupy_complex.py.
+  auto bench_complex = [&](auto tag, const std::string& suffix) {
+    using C = decltype(tag);
+    using R = typename C::Real;
+    const int64_t count = n * 4 / static_cast<int64_t>(sizeof(C));
+    const std::vector<R> parts = RandomValues<R>(4 * count, 4 + sizeof(C), -2.0, 2.0);
+    std::vector<C> hx(count), hy(count);
+    for (int64_t i = 0; i < count; ++i) {
+      hx[i] = C(parts[4 * i], parts[4 * i + 1]);
+      hy[i] = C(parts[4 * i + 2], parts[4 * i + 3]);
+    }
+    DeviceArray<C> x(count), y(count), z(count);
+    x.Upload(hx);
+    y.Upload(hy);
+    const long double eps = std::numeric_limits<R>::epsilon();
+    for (const ElementwiseOpId op : {ElementwiseOpId::kMultiply, ElementwiseOpId::kTrueDivide}) {
+      const bool product = op == ElementwiseOpId::kMultiply;
+      const DeviceArg args[] = {Dense(x.get()), Dense(y.get())};
+      const float ms = MedianMs(stream, [&](cudaStream_t s) {
+        return LaunchElementwise(op, DTypeFor<C>(), DTypeFor<C>(), z.get(), count, args, 2,
+                                 sm_count, s);
+      });
+      const std::vector<C> got = z.Download();
+      bool correct = true;
+      for (int64_t i = 0; i < count && correct; ++i) {
+        const std::complex<long double> a(hx[i].re, hx[i].im), b(hy[i].re, hy[i].im);
+        const std::complex<long double> want = product ? a * b : a / b;
+        const long double tol =
+            product ? 4 * eps * std::abs(a) * std::abs(b) : 8 * eps * std::abs(a) / std::abs(b);
+        correct =
+            std::fabs(got[i].re - want.real()) <= tol && std::fabs(got[i].im - want.imag()) <= tol;
+        if (!correct) {
+          std::fprintf(stderr, "%s %s: element %lld is (%.9g, %.9g), want (%.9Lg, %.9Lg)\n",
+                       product ? "multiply" : "divide", suffix.c_str(), static_cast<long long>(i),
+                       static_cast<double>(got[i].re), static_cast<double>(got[i].im), want.real(),
+                       want.imag());
+        }
+      }
+      const double bytes = 3.0 * count * sizeof(C);
+      rows.push_back(Row{(product ? "multiply_" : "divide_") + suffix, ms,
+                         bytes / (ms * 1e-3) / 1e9, copy_gbps, "", 0, correct});
+    }
+  };
+  bench_complex(Complex64{}, "c64");
+  bench_complex(Complex128{}, "c128");
 
   // Reductions: sum over everything (against CUB's float sum), over rows and over columns.
   DeviceArray<char> scratch(size_t{4} << 20);

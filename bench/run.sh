@@ -7,7 +7,7 @@
 # BENCH_ONLY=compute,latency bench/run.sh BIN_DIR runs only those sections of distarray_bench
 # (reshard, transfer, shm, latency, compute; default: all) and only the peers they need. The
 # section "kernels" runs kernel_bench (the compute kernels' device time against a device copy and
-# CUB); "loop" runs loop_bench (the seed's loop through RunGraph) against loop_peers.py; "cg"
+# CUB, and its 16-bit and complex rows against CuPy); "loop" runs loop_bench (the seed's loop through RunGraph) against loop_peers.py; "cg"
 # runs cg_bench (conjugate gradient, the whole solve in one RunGraph) against cg_peers.py;
 # "reqgraph" runs request_graph_bench (a many-piece reshard eagerly against the same op as a cached
 # one-statement RunGraph program); "python"
@@ -32,6 +32,9 @@ if want kernels; then
   "$bin/kernel_bench" | tee "$out/kernels.txt"
   echo "== peer: CuPy's float16 A + B against the 16-bit rows (cupy_half.py)"
   python3 "$here/cupy_half.py" --kernels="$out/kernels.txt" | tee "$out/cupy_half.txt" ||
+    echo "cupy unavailable" >&2
+  echo "== peer: CuPy's complex A * B and A / B against the complex rows (cupy_complex.py)"
+  python3 "$here/cupy_complex.py" --kernels="$out/kernels.txt" | tee "$out/cupy_complex.txt" ||
     echo "cupy unavailable" >&2
 fi
 if want reshard; then

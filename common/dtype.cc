@@ -69,19 +69,24 @@ const char* DTypeName(DType dtype) {
   }
 }
 
-bool IsImplemented(DType dtype) {
-  switch (dtype) {
-    case DType::kComplex64:
-    case DType::kComplex128:
-      return false;
-    default:
-      return DTypeSize(dtype) > 0;
-  }
-}
+bool IsImplemented(DType dtype) { return DTypeSize(dtype) > 0; }
 
 bool IsHalf(DType dtype) { return dtype == DType::kFloat16 || dtype == DType::kBFloat16; }
 
-bool HasKernels(DType dtype) { return IsImplemented(dtype) && !IsHalf(dtype); }
+bool IsComplex(DType dtype) { return dtype == DType::kComplex64 || dtype == DType::kComplex128; }
+
+DType RealPartDType(DType dtype) {
+  switch (dtype) {
+    case DType::kComplex64:
+      return DType::kFloat32;
+    case DType::kComplex128:
+      return DType::kFloat64;
+    default:
+      return dtype;
+  }
+}
+
+bool HasKernels(DType dtype) { return IsImplemented(dtype) && !IsHalf(dtype) && !IsComplex(dtype); }
 
 DType KernelDType(DType dtype) { return IsHalf(dtype) ? DType::kFloat32 : dtype; }
 

@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "common/complex.h"
 #include "common/half.h"
 
 namespace distarray {
@@ -35,15 +36,19 @@ constexpr int kMaxDType = 15;
 // Size in bytes of one element; 0 for kUnspecified or an unknown value.
 int64_t DTypeSize(DType dtype);
 const char* DTypeName(DType dtype);
-// Whether arrays of this dtype can be created, moved and computed with (the rest answer
-// UNIMPLEMENTED): every declared dtype but complex.
+// Whether arrays of this dtype can be created, moved and computed with: every declared dtype.
 bool IsImplemented(DType dtype);
-// Whether kernels are instantiated for this dtype (DispatchDType). float16 and bfloat16 are
-// storage only: kernels compute them in float32 (KernelDType), converting on load and store.
+// Whether real-valued kernels (reductions, fills from generators, fused loops) are instantiated
+// for this dtype (DispatchDType). float16 and bfloat16 are storage only: kernels compute them in
+// float32 (KernelDType), converting on load and store. Complex dtypes have elementwise kernels
+// only (DispatchComputeDType).
 bool HasKernels(DType dtype);
 // The dtype kernels compute an implemented dtype in: float32 for the 16-bit floats, else itself.
 DType KernelDType(DType dtype);
 bool IsHalf(DType dtype);
+bool IsComplex(DType dtype);
+// The real part's dtype of a complex dtype (float32, float64); other dtypes are their own.
+DType RealPartDType(DType dtype);
 bool IsFloating(DType dtype);
 bool IsSignedInteger(DType dtype);
 bool IsUnsignedInteger(DType dtype);
@@ -85,8 +90,21 @@ decltype(auto) DispatchDType(DType dtype, Fn&& fn) {
   }
 }
 
-// DispatchDType plus the storage-only dtypes (Float16, BFloat16): for what moves, fills, casts
-// and combines elements, never for arithmetic kernels.
+// DispatchDType plus complex64 and complex128: the compute types of elementwise kernels.
+template <typename Fn>
+decltype(auto) DispatchComputeDType(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::kComplex64:
+      return fn(Complex64{});
+    case DType::kComplex128:
+      return fn(Complex128{});
+    default:
+      return DispatchDType(dtype, std::forward<Fn>(fn));
+  }
+}
+
+// Every implemented dtype: DispatchComputeDType plus the storage-only 16-bit floats (Float16,
+// BFloat16). For what moves, fills, casts and combines elements, never for arithmetic kernels.
 template <typename Fn>
 decltype(auto) DispatchStorageDType(DType dtype, Fn&& fn) {
   switch (dtype) {
@@ -95,7 +113,7 @@ decltype(auto) DispatchStorageDType(DType dtype, Fn&& fn) {
     case DType::kBFloat16:
       return fn(BFloat16{});
     default:
-      return DispatchDType(dtype, std::forward<Fn>(fn));
+      return DispatchComputeDType(dtype, std::forward<Fn>(fn));
   }
 }
 
@@ -128,6 +146,10 @@ constexpr DType DTypeFor() {
     return DType::kFloat16;
   else if constexpr (std::is_same_v<T, BFloat16>)
     return DType::kBFloat16;
+  else if constexpr (std::is_same_v<T, Complex64>)
+    return DType::kComplex64;
+  else if constexpr (std::is_same_v<T, Complex128>)
+    return DType::kComplex128;
   else
     return DType::kUnspecified;
 }

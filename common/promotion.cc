@@ -40,7 +40,7 @@ DType WiderFloat(DType a, DType b) {
 }  // namespace
 
 DType FloatFor(DType dtype) {
-  if (IsFloating(dtype)) return dtype;
+  if (IsFloating(dtype) || IsComplex(dtype)) return dtype;
   switch (Bits(dtype)) {
     case 8:
       return DType::kFloat16;
@@ -52,6 +52,16 @@ DType FloatFor(DType dtype) {
 }
 
 std::optional<DType> PromoteTypes(DType a, DType b) {
+  if (IsComplex(a) || IsComplex(b)) {
+    // The complex dtype whose parts hold the promotion of both real parts: complex64 with
+    // float16, int16 or float32 stays complex64; with float64, int32 or any 64-bit integer it
+    // becomes complex128, as in NumPy.
+    if (!IsReal(a) && !IsComplex(a)) return std::nullopt;
+    if (!IsReal(b) && !IsComplex(b)) return std::nullopt;
+    std::optional<DType> parts = PromoteTypes(RealPartDType(a), RealPartDType(b));
+    if (!parts) return std::nullopt;
+    return *parts == DType::kFloat64 ? DType::kComplex128 : DType::kComplex64;
+  }
   if (!IsReal(a) || !IsReal(b)) return std::nullopt;
   if (a == b) return a;
   if (a == DType::kBool) return b;
@@ -82,7 +92,7 @@ DType PromoteWithScalar(DType array_dtype, Scalar::Kind kind) {
     case Scalar::Kind::kUInt:
       return array_dtype == DType::kBool ? DType::kInt64 : array_dtype;
     default:
-      return IsFloating(array_dtype) ? array_dtype : DType::kFloat64;
+      return IsFloating(array_dtype) || IsComplex(array_dtype) ? array_dtype : DType::kFloat64;
   }
 }
 

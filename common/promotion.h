@@ -14,9 +14,10 @@
 
 namespace distarray {
 
-// numpy.result_type(a, b) over the real dtypes (bool, integers, float16/bfloat16/32/64).
-// bfloat16, which NumPy lacks, promotes as JAX does: with float16 to float32, with 8-bit integers
-// to bfloat16, otherwise as float16 would. nullopt for complex or unspecified dtypes.
+// numpy.result_type(a, b) over every implemented dtype. bfloat16, which NumPy lacks, promotes as
+// JAX does: with float16 to float32, with 8-bit integers to bfloat16, otherwise as float16 would.
+// A complex dtype with anything is the complex dtype whose parts hold both real parts. nullopt
+// for unspecified dtypes.
 std::optional<DType> PromoteTypes(DType a, DType b);
 
 // The dtype of `array_dtype` (already the promotion of every array operand) combined with a weak
@@ -25,7 +26,7 @@ DType PromoteWithScalar(DType array_dtype, Scalar::Kind kind);
 
 // The smallest float dtype that holds every value of `dtype` (NumPy's loop for float-only ufuncs
 // on integer input): bool and 8-bit integers give float16, 16-bit integers float32, wider
-// integers float64; floats are themselves.
+// integers float64; floats and complex dtypes are themselves.
 DType FloatFor(DType dtype);
 
 // OK when the weak scalar can take part in an op computing in `dtype`: an integer scalar must lie

@@ -24,7 +24,7 @@ DType ComputeDType(ufunc::TypeRule rule, DType promoted) {
     case ufunc::TypeRule::kShift:
       return promoted == DType::kBool ? DType::kInt8 : promoted;
     case ufunc::TypeRule::kTrueDivide:
-      return IsFloating(promoted) ? promoted : DType::kFloat64;
+      return IsFloating(promoted) || IsComplex(promoted) ? promoted : DType::kFloat64;
     case ufunc::TypeRule::kFloatMath:
       return FloatFor(promoted);
     default:
@@ -201,6 +201,15 @@ absl::StatusOr<ElementwisePlan> PlanElementwise(const ElementwiseInput& input) {
                           ? ""
                           : absl::StrCat(" (NumPy computes it in ", DTypeName(plan.compute),
                                          "; astype to float32 first)"));
+    }
+    if (IsComplex(plan.compute) && info->complex != ufunc::ComplexSupport::kYes) {
+      if (info->complex == ufunc::ComplexSupport::kNumPyLacks) {
+        return absl::InvalidArgumentError(absl::StrCat("spec.op: ", name, " is not defined for ",
+                                                       DTypeName(plan.compute),
+                                                       " (NumPy has no complex loop for it)"));
+      }
+      return NotBuilt(name, plan.compute,
+                      absl::StrCat(" (complex numbers take ", ComplexOpNames(), " and astype)"));
     }
     // NumPy's loop dtype; a 16-bit float loop computes in float32 on operands stored in 16 bits.
     loop_dtype = plan.compute;

@@ -48,6 +48,9 @@ bool FitsAfterConversion(double v, DType dtype) {
 }
 
 absl::Status ValidateFill(const v1::Fill& fill, DType dtype, int64_t num_elements) {
+  // A complex fill's values are real parts (uniform draws both parts from the same range), so
+  // they must fit the real part's dtype.
+  if (IsComplex(dtype)) return ValidateFill(fill, RealPartDType(dtype), num_elements);
   switch (fill.kind_case()) {
     case v1::Fill::kFull: {
       ASSIGN_OR_RETURN(Scalar value, ScalarFromProto(fill.full().value(), "fill.full.value"));
@@ -167,7 +170,8 @@ absl::StatusOr<Array> Engine::ArrayFromSpec(const v1::ArraySpec& spec, absl::str
   ASSIGN_OR_RETURN(array.dtype, DTypeFromProto(spec.dtype(), absl::StrCat(field, ".dtype")));
   array.shape = FromProto(spec.shape());
   RETURN_IF_ERROR(ValidateShape(array.shape, array.dtype, absl::StrCat(field, ".shape")));
-  ASSIGN_OR_RETURN(array.mode, ModeFromProto(spec.mode(), absl::StrCat(field, ".mode")));
+  ASSIGN_OR_RETURN(array.mode,
+                   ModeFromProto(spec.mode(), array.dtype, absl::StrCat(field, ".mode")));
   ASSIGN_OR_RETURN(IndexMap map,
                    NormalizeMap(spec.index_map(), array.shape, absl::StrCat(field, ".index_map")));
   for (ChunkSpec& c : map) array.chunks.push_back(Chunk{std::move(c), nullptr});

@@ -39,7 +39,9 @@ Scalar IdentityScalar(DType dtype, Mode mode) {
   return DispatchStorageDType(dtype, [&](auto tag) -> Scalar {
     using T = decltype(tag);
     const T identity = ModeIdentity<T>(mode);
-    if constexpr (kIsFloatStorage<T>)
+    if constexpr (kIsComplex<T>)
+      return Scalar::Float(identity.re);  // 0 or 1: identities are real
+    else if constexpr (kIsFloatStorage<T>)
       return Scalar::Float(static_cast<double>(identity));
     else if constexpr (std::is_same_v<T, bool>)
       return Scalar::Bool(identity);

@@ -1,14 +1,19 @@
 #include "server/engine/op_table.h"
 
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "server/kernels/elementwise_loop.h"
 
 namespace distarray {
 namespace {
 
 constexpr ElementwiseOpInfo kOps[] = {
-#define DA_OP_INFO(suffix, F, name, arity, rule) \
-  {ElementwiseOpId::k##F, v1::ELEMENTWISE_OP_##suffix, name, arity, ufunc::TypeRule::rule},
+#define DA_OP_INFO(suffix, F, name, arity, rule, complex)             \
+  {ElementwiseOpId::k##F, v1::ELEMENTWISE_OP_##suffix,   name, arity, \
+   ufunc::TypeRule::rule, ufunc::ComplexSupport::complex},
     DISTARRAY_ELEMENTWISE_OPS(DA_OP_INFO)
 #undef DA_OP_INFO
 };
@@ -24,6 +29,17 @@ const ElementwiseOpInfo* FindElementwiseOp(v1::ElementwiseOp op) {
 }
 
 const ElementwiseOpInfo& OpInfo(ElementwiseOpId id) { return kOps[static_cast<int>(id)]; }
+
+const std::string& ComplexOpNames() {
+  static const std::string* const names = [] {
+    std::vector<std::string> built;
+    for (const ElementwiseOpInfo& info : kOps) {
+      if (info.complex == ufunc::ComplexSupport::kYes) built.push_back(info.name);
+    }
+    return new std::string(absl::StrJoin(built, ", "));
+  }();
+  return *names;
+}
 
 std::optional<DType> ElementwiseResultDType(ElementwiseOpId id, DType compute) {
   std::optional<DType> result;

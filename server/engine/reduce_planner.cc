@@ -98,7 +98,7 @@ absl::StatusOr<ReducePlan> PlanReduce(const ReduceInput& input, const StopCheck&
     return absl::InvalidArgumentError("spec.operand: a reduction takes an array, not a scalar");
   }
   const ArrayMeta& array = *input.array;
-  if (!IsImplemented(array.dtype)) {
+  if (!HasKernels(KernelDType(array.dtype))) {
     return absl::UnimplementedError(absl::StrCat(
         "spec.op: ", rule.name, " on ", DTypeName(array.dtype), " is not implemented yet"));
   }

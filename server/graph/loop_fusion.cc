@@ -256,6 +256,12 @@ class FusionPlanner {
       return RefuseStatement(absl::StrCat("it casts ", DTypeName(plan.compute), " to ",
                                           DTypeName(plan.result_dtype), ", which is not fused"));
     }
+    // The generated kernel's registers hold real numbers only; complex loops run op by op.
+    bool complex = IsComplex(plan.compute) || IsComplex(plan.result_dtype);
+    for (const ArrayPtr& array : planned->arrays) {
+      complex = complex || (array != nullptr && IsComplex(array->dtype));
+    }
+    if (complex) return RefuseStatement("it reads or writes complex values, which are not fused");
     if (!SetLayout(plan.result_shape, plan.result_map)) return false;
     if (plan.result_shape != *shape_ || plan.result_map != *map_) {
       return RefuseStatement("an op's result is not in the loop's shape and index map");

@@ -93,12 +93,12 @@ constexpr bool InGroup(int id, int arity, int kArity, int kGroup, int kGroups) {
 template <int kArity, int kGroup = 0, int kGroups = 1, typename Fn>
 bool DispatchElementwise(ElementwiseOpId op, DType compute, Fn&& fn) {
   switch (op) {
-#define DA_DISPATCH_CASE(suffix, F, name, arity, rule)                                    \
+#define DA_DISPATCH_CASE(suffix, F, name, arity, rule, complex)                           \
   case ElementwiseOpId::k##F:                                                             \
     if constexpr (InGroup(static_cast<int>(ElementwiseOpId::k##F), arity, kArity, kGroup, \
                           kGroups)) {                                                     \
-      if (!HasKernels(compute)) return false;                                             \
-      return DispatchDType(compute, [&](auto tag) {                                       \
+      if (!HasKernels(compute) && !IsComplex(compute)) return false;                      \
+      return DispatchComputeDType(compute, [&](auto tag) {                                \
         using T = decltype(tag);                                                          \
         if constexpr (ufunc::Accepts<ufunc::F, T, arity>()) {                             \
           fn(ufunc::F{}, tag, std::integral_constant<int, arity>{});                      \
@@ -120,8 +120,8 @@ bool DispatchElementwise(ElementwiseOpId op, DType compute, Fn&& fn) {
 // The arity of an op, from the table.
 constexpr int ArityOf(ElementwiseOpId op) {
   switch (op) {
-#define DA_ARITY_CASE(suffix, F, name, arity, rule) \
-  case ElementwiseOpId::k##F:                       \
+#define DA_ARITY_CASE(suffix, F, name, arity, rule, complex) \
+  case ElementwiseOpId::k##F:                                \
     return arity;
     DISTARRAY_ELEMENTWISE_OPS(DA_ARITY_CASE)
 #undef DA_ARITY_CASE
@@ -144,6 +144,8 @@ template <typename To, typename From>
 DA_HD To CastElement(From v) {
   if constexpr (kIsHalf<From>) {
     return CastElement<To>(static_cast<float>(v));
+  } else if constexpr (kIsHalf<To> && kIsComplex<From>) {
+    return To(v.re);  // the real part, rounded once
   } else if constexpr (kIsHalf<To>) {
     return To(v);
   } else {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "common/complex.h"
 #include "common/half.h"
 #include "common/mode.h"
 #include "common/strided_box.h"
@@ -57,9 +58,15 @@ DA_HD T ApplyCombine(Combine c, T old_value, T value) {
     // value NaN whichever copy comes first (`x != x` is the NaN test that compiles on both
     // sides and is false for every integer).
     case Combine::kMax:
-      return (value > old_value || value != value) ? value : old_value;
+      if constexpr (kIsComplex<T>)
+        return value;  // never planned: complex arrays have no MAX or MIN mode
+      else
+        return (value > old_value || value != value) ? value : old_value;
     case Combine::kMin:
-      return (value < old_value || value != value) ? value : old_value;
+      if constexpr (kIsComplex<T>)
+        return value;
+      else
+        return (value < old_value || value != value) ? value : old_value;
     default:
       return value;
   }
@@ -76,6 +83,13 @@ DA_HD uint64_t SplitMix64(uint64_t x) {
 
 template <typename T>
 DA_HD T GeneratedValue(const Generator& g, int64_t linear_index) {
+  if constexpr (kIsComplex<T>) {
+    // arange is real (as numpy.arange with real start and step); uniform draws both parts
+    // independently, the real part from stream 2i and the imaginary part from 2i + 1.
+    using R = typename T::Real;
+    if (g.kind == Generator::Kind::kArange) return T(GeneratedValue<R>(g, linear_index));
+    return T(GeneratedValue<R>(g, 2 * linear_index), GeneratedValue<R>(g, 2 * linear_index + 1));
+  }
   if (g.kind == Generator::Kind::kArange) {
     return static_cast<T>(g.start + g.step * static_cast<double>(linear_index));
   }

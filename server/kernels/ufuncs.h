@@ -15,6 +15,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "common/complex.h"
 #include "server/kernels/wrapping.h"
 
 namespace distarray {
@@ -26,6 +27,9 @@ template <typename T>
 inline constexpr bool kIsFloat = std::is_floating_point_v<T>;
 template <typename T>
 inline constexpr bool kIsBool = std::is_same_v<T, bool>;
+// Float or complex: what true division computes in.
+template <typename T>
+inline constexpr bool kIsInexact = kIsFloat<T> || kIsComplex<T>;
 
 // C math functions by their float/double names, which exist both in host libm and in CUDA's
 // device library (std:: overloads are host-only under some toolchains).
@@ -114,7 +118,7 @@ struct Multiply {
 };
 // True division; the planner computes integer inputs in float64, as NumPy does.
 struct TrueDivide {
-  template <typename T, typename = std::enable_if_t<kIsFloat<T>>>
+  template <typename T, typename = std::enable_if_t<kIsInexact<T>>>
   DA_HD T operator()(T a, T b) const {
     return a / b;
   }
@@ -308,10 +312,13 @@ struct Positive {
     return a;
   }
 };
+// The magnitude of a complex number is real: absolute(complex64) is float32, as in NumPy.
 struct Absolute {
   template <typename T>
-  DA_HD T operator()(T a) const {
-    if constexpr (kIsFloat<T>)
+  DA_HD auto operator()(T a) const {
+    if constexpr (kIsComplex<T>)
+      return Magnitude(a);
+    else if constexpr (kIsFloat<T>)
       return a < 0 ? -a : (a == 0 ? T(0) : a);  // -0.0 -> 0.0
     else if constexpr (std::is_signed_v<T> && !kIsBool<T>)
       return a < 0 ? WrappingSubtract(T(0), a) : a;
@@ -356,7 +363,9 @@ struct IsNan {
 struct IsInf {
   template <typename T>
   DA_HD bool operator()(T a) const {
-    if constexpr (kIsFloat<T>)
+    if constexpr (kIsComplex<T>)
+      return (*this)(a.re) || (*this)(a.im);
+    else if constexpr (kIsFloat<T>)
       return a == std::numeric_limits<T>::infinity() || a == -std::numeric_limits<T>::infinity();
     else
       return false;
@@ -365,7 +374,9 @@ struct IsInf {
 struct IsFinite {
   template <typename T>
   DA_HD bool operator()(T a) const {
-    if constexpr (kIsFloat<T>)
+    if constexpr (kIsComplex<T>)
+      return (*this)(a.re) && (*this)(a.im);
+    else if constexpr (kIsFloat<T>)
       return a - a == T(0);  // false for inf and NaN
     else
       return true;
@@ -440,84 +451,106 @@ enum class TypeRule {
   kWhere,       // operand 0 is a condition (cast to bool); operands 1 and 2 promote
 };
 
+// Whether an op computes on complex numbers. NumPy defines most ufuncs on complex; the ones it
+// lacks (floor division, rounding, bitwise ops) are a type error, and the rest not built here yet
+// answer UNIMPLEMENTED naming the op and dtype.
+enum class ComplexSupport {
+  kYes,
+  kNumPyLacks,
+  kNotBuilt,
+};
+
 }  // namespace ufunc
 
-// The table: X(ProtoSuffix, Functor, numpy_name, arity, rule). ProtoSuffix names
-// distarray.v1.ElementwiseOp's ELEMENTWISE_OP_<ProtoSuffix>, and the op's id below.
-#define DISTARRAY_ELEMENTWISE_OPS(X)                           \
-  X(ADD, Add, "add", 2, kSame)                                 \
-  X(SUBTRACT, Subtract, "subtract", 2, kSame)                  \
-  X(MULTIPLY, Multiply, "multiply", 2, kSame)                  \
-  X(DIVIDE, TrueDivide, "true_divide", 2, kTrueDivide)         \
-  X(FLOOR_DIVIDE, FloorDivide, "floor_divide", 2, kBoolAsInt8) \
-  X(REMAINDER, Remainder, "remainder", 2, kBoolAsInt8)         \
-  X(POWER, Power, "power", 2, kBoolAsInt8)                     \
-  X(MAXIMUM, Maximum, "maximum", 2, kSame)                     \
-  X(MINIMUM, Minimum, "minimum", 2, kSame)                     \
-  X(FMAX, Fmax, "fmax", 2, kSame)                              \
-  X(FMIN, Fmin, "fmin", 2, kSame)                              \
-  X(ARCTAN2, Arctan2, "arctan2", 2, kFloatMath)                \
-  X(HYPOT, Hypot, "hypot", 2, kFloatMath)                      \
-  X(LESS, Less, "less", 2, kSame)                              \
-  X(LESS_EQUAL, LessEqual, "less_equal", 2, kSame)             \
-  X(GREATER, Greater, "greater", 2, kSame)                     \
-  X(GREATER_EQUAL, GreaterEqual, "greater_equal", 2, kSame)    \
-  X(EQUAL, Equal, "equal", 2, kSame)                           \
-  X(NOT_EQUAL, NotEqual, "not_equal", 2, kSame)                \
-  X(LOGICAL_AND, LogicalAnd, "logical_and", 2, kSame)          \
-  X(LOGICAL_OR, LogicalOr, "logical_or", 2, kSame)             \
-  X(LOGICAL_XOR, LogicalXor, "logical_xor", 2, kSame)          \
-  X(BITWISE_AND, BitwiseAnd, "bitwise_and", 2, kNoFloat)       \
-  X(BITWISE_OR, BitwiseOr, "bitwise_or", 2, kNoFloat)          \
-  X(BITWISE_XOR, BitwiseXor, "bitwise_xor", 2, kNoFloat)       \
-  X(LEFT_SHIFT, LeftShift, "left_shift", 2, kShift)            \
-  X(RIGHT_SHIFT, RightShift, "right_shift", 2, kShift)         \
-  X(NEGATIVE, Negative, "negative", 1, kSame)                  \
-  X(POSITIVE, Positive, "positive", 1, kSame)                  \
-  X(ABS, Absolute, "absolute", 1, kSame)                       \
-  X(SIGN, Sign, "sign", 1, kSame)                              \
-  X(SQUARE, Square, "square", 1, kBoolAsInt8)                  \
-  X(SQRT, Sqrt, "sqrt", 1, kFloatMath)                         \
-  X(EXP, Exp, "exp", 1, kFloatMath)                            \
-  X(EXPM1, Expm1, "expm1", 1, kFloatMath)                      \
-  X(LOG, Log, "log", 1, kFloatMath)                            \
-  X(LOG1P, Log1p, "log1p", 1, kFloatMath)                      \
-  X(LOG2, Log2, "log2", 1, kFloatMath)                         \
-  X(LOG10, Log10, "log10", 1, kFloatMath)                      \
-  X(SIN, Sin, "sin", 1, kFloatMath)                            \
-  X(COS, Cos, "cos", 1, kFloatMath)                            \
-  X(TAN, Tan, "tan", 1, kFloatMath)                            \
-  X(ARCSIN, Arcsin, "arcsin", 1, kFloatMath)                   \
-  X(ARCCOS, Arccos, "arccos", 1, kFloatMath)                   \
-  X(ARCTAN, Arctan, "arctan", 1, kFloatMath)                   \
-  X(SINH, Sinh, "sinh", 1, kFloatMath)                         \
-  X(COSH, Cosh, "cosh", 1, kFloatMath)                         \
-  X(TANH, Tanh, "tanh", 1, kFloatMath)                         \
-  X(FLOOR, Floor, "floor", 1, kSame)                           \
-  X(CEIL, Ceil, "ceil", 1, kSame)                              \
-  X(TRUNC, Trunc, "trunc", 1, kSame)                           \
-  X(RINT, Rint, "rint", 1, kFloatMath)                         \
-  X(LOGICAL_NOT, LogicalNot, "logical_not", 1, kSame)          \
-  X(INVERT, Invert, "invert", 1, kNoFloat)                     \
-  X(ISNAN, IsNan, "isnan", 1, kSame)                           \
-  X(ISINF, IsInf, "isinf", 1, kSame)                           \
-  X(ISFINITE, IsFinite, "isfinite", 1, kSame)                  \
-  X(WHERE, Where, "where", 3, kWhere)                          \
-  X(CLIP, Clip, "clip", 3, kSame)
+// The table: X(ProtoSuffix, Functor, numpy_name, arity, rule, complex). ProtoSuffix names
+// distarray.v1.ElementwiseOp's ELEMENTWISE_OP_<ProtoSuffix>, and the op's id below; `complex`
+// says whether the op takes complex64/complex128 (ComplexSupport).
+#define DISTARRAY_ELEMENTWISE_OPS(X)                                        \
+  X(ADD, Add, "add", 2, kSame, kYes)                                        \
+  X(SUBTRACT, Subtract, "subtract", 2, kSame, kYes)                         \
+  X(MULTIPLY, Multiply, "multiply", 2, kSame, kYes)                         \
+  X(DIVIDE, TrueDivide, "true_divide", 2, kTrueDivide, kYes)                \
+  X(FLOOR_DIVIDE, FloorDivide, "floor_divide", 2, kBoolAsInt8, kNumPyLacks) \
+  X(REMAINDER, Remainder, "remainder", 2, kBoolAsInt8, kNumPyLacks)         \
+  X(POWER, Power, "power", 2, kBoolAsInt8, kNotBuilt)                       \
+  X(MAXIMUM, Maximum, "maximum", 2, kSame, kNotBuilt)                       \
+  X(MINIMUM, Minimum, "minimum", 2, kSame, kNotBuilt)                       \
+  X(FMAX, Fmax, "fmax", 2, kSame, kNotBuilt)                                \
+  X(FMIN, Fmin, "fmin", 2, kSame, kNotBuilt)                                \
+  X(ARCTAN2, Arctan2, "arctan2", 2, kFloatMath, kNumPyLacks)                \
+  X(HYPOT, Hypot, "hypot", 2, kFloatMath, kNumPyLacks)                      \
+  X(LESS, Less, "less", 2, kSame, kNotBuilt)                                \
+  X(LESS_EQUAL, LessEqual, "less_equal", 2, kSame, kNotBuilt)               \
+  X(GREATER, Greater, "greater", 2, kSame, kNotBuilt)                       \
+  X(GREATER_EQUAL, GreaterEqual, "greater_equal", 2, kSame, kNotBuilt)      \
+  X(EQUAL, Equal, "equal", 2, kSame, kYes)                                  \
+  X(NOT_EQUAL, NotEqual, "not_equal", 2, kSame, kYes)                       \
+  X(LOGICAL_AND, LogicalAnd, "logical_and", 2, kSame, kYes)                 \
+  X(LOGICAL_OR, LogicalOr, "logical_or", 2, kSame, kYes)                    \
+  X(LOGICAL_XOR, LogicalXor, "logical_xor", 2, kSame, kYes)                 \
+  X(BITWISE_AND, BitwiseAnd, "bitwise_and", 2, kNoFloat, kNumPyLacks)       \
+  X(BITWISE_OR, BitwiseOr, "bitwise_or", 2, kNoFloat, kNumPyLacks)          \
+  X(BITWISE_XOR, BitwiseXor, "bitwise_xor", 2, kNoFloat, kNumPyLacks)       \
+  X(LEFT_SHIFT, LeftShift, "left_shift", 2, kShift, kNumPyLacks)            \
+  X(RIGHT_SHIFT, RightShift, "right_shift", 2, kShift, kNumPyLacks)         \
+  X(NEGATIVE, Negative, "negative", 1, kSame, kYes)                         \
+  X(POSITIVE, Positive, "positive", 1, kSame, kYes)                         \
+  X(ABS, Absolute, "absolute", 1, kSame, kYes)                              \
+  X(SIGN, Sign, "sign", 1, kSame, kNotBuilt)                                \
+  X(SQUARE, Square, "square", 1, kBoolAsInt8, kYes)                         \
+  X(SQRT, Sqrt, "sqrt", 1, kFloatMath, kNotBuilt)                           \
+  X(EXP, Exp, "exp", 1, kFloatMath, kNotBuilt)                              \
+  X(EXPM1, Expm1, "expm1", 1, kFloatMath, kNotBuilt)                        \
+  X(LOG, Log, "log", 1, kFloatMath, kNotBuilt)                              \
+  X(LOG1P, Log1p, "log1p", 1, kFloatMath, kNotBuilt)                        \
+  X(LOG2, Log2, "log2", 1, kFloatMath, kNotBuilt)                           \
+  X(LOG10, Log10, "log10", 1, kFloatMath, kNotBuilt)                        \
+  X(SIN, Sin, "sin", 1, kFloatMath, kNotBuilt)                              \
+  X(COS, Cos, "cos", 1, kFloatMath, kNotBuilt)                              \
+  X(TAN, Tan, "tan", 1, kFloatMath, kNotBuilt)                              \
+  X(ARCSIN, Arcsin, "arcsin", 1, kFloatMath, kNotBuilt)                     \
+  X(ARCCOS, Arccos, "arccos", 1, kFloatMath, kNotBuilt)                     \
+  X(ARCTAN, Arctan, "arctan", 1, kFloatMath, kNotBuilt)                     \
+  X(SINH, Sinh, "sinh", 1, kFloatMath, kNotBuilt)                           \
+  X(COSH, Cosh, "cosh", 1, kFloatMath, kNotBuilt)                           \
+  X(TANH, Tanh, "tanh", 1, kFloatMath, kNotBuilt)                           \
+  X(FLOOR, Floor, "floor", 1, kSame, kNumPyLacks)                           \
+  X(CEIL, Ceil, "ceil", 1, kSame, kNumPyLacks)                              \
+  X(TRUNC, Trunc, "trunc", 1, kSame, kNumPyLacks)                           \
+  X(RINT, Rint, "rint", 1, kFloatMath, kNotBuilt)                           \
+  X(LOGICAL_NOT, LogicalNot, "logical_not", 1, kSame, kYes)                 \
+  X(INVERT, Invert, "invert", 1, kNoFloat, kNumPyLacks)                     \
+  X(ISNAN, IsNan, "isnan", 1, kSame, kYes)                                  \
+  X(ISINF, IsInf, "isinf", 1, kSame, kYes)                                  \
+  X(ISFINITE, IsFinite, "isfinite", 1, kSame, kYes)                         \
+  X(WHERE, Where, "where", 3, kWhere, kYes)                                 \
+  X(CLIP, Clip, "clip", 3, kSame, kNotBuilt)
 
 // An op's id; the numeric values are internal (the proto enum has its own numbers).
 enum class ElementwiseOpId : int {
-#define DA_OP_ID(suffix, functor, name, arity, rule) k##functor,
+#define DA_OP_ID(suffix, functor, name, arity, rule, complex) k##functor,
   DISTARRAY_ELEMENTWISE_OPS(DA_OP_ID)
 #undef DA_OP_ID
       kCount
 };
 
 namespace ufunc {
-// Whether the functor is defined for compute type T (with its operand arity).
+// Each functor's ComplexSupport, from the table.
+template <typename Op>
+inline constexpr ComplexSupport kComplexSupport = ComplexSupport::kNotBuilt;
+#define DA_COMPLEX_SUPPORT(suffix, F, name, arity, rule, complex) \
+  template <>                                                     \
+  inline constexpr ComplexSupport kComplexSupport<F> = ComplexSupport::complex;
+DISTARRAY_ELEMENTWISE_OPS(DA_COMPLEX_SUPPORT)
+#undef DA_COMPLEX_SUPPORT
+
+// Whether the functor is defined for compute type T (with its operand arity). On complex types
+// only the ops the table marks are instantiated: the other functors' bodies assume real numbers.
 template <typename Op, typename T, int kArity>
 constexpr bool Accepts() {
-  if constexpr (kArity == 1)
+  if constexpr (kIsComplex<T> && kComplexSupport<Op> != ComplexSupport::kYes)
+    return false;
+  else if constexpr (kArity == 1)
     return std::is_invocable_v<Op, T>;
   else if constexpr (kArity == 2)
     return std::is_invocable_v<Op, T, T>;
@@ -539,7 +572,11 @@ struct ResultOf<Op, T, 2> {
 };
 template <typename Op, typename T>
 struct ResultOf<Op, T, 3> {
-  using type = std::conditional_t<std::is_same_v<Op, Where>, T, std::invoke_result_t<Op, T, T, T>>;
+  using type = std::invoke_result_t<Op, T, T, T>;
+};
+template <typename T>
+struct ResultOf<Where, T, 3> {  // the condition is bool, not T
+  using type = T;
 };
 
 // astype: C++ conversion made total. Float to integer saturates and NaN becomes 0 (what CUDA's
@@ -547,7 +584,15 @@ struct ResultOf<Op, T, 3> {
 // is `!= 0`.
 template <typename To, typename From>
 DA_HD To Cast(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
+  if constexpr (kIsComplex<From> && !kIsComplex<To>) {
+    // NumPy's complex -> real: the real part (bool: whether either part is nonzero).
+    if constexpr (std::is_same_v<To, bool>)
+      return static_cast<bool>(v);
+    else
+      return Cast<To>(v.re);
+  } else if constexpr (kIsComplex<To>) {
+    return To(v);  // the real part, or complex64 <-> complex128 part by part
+  } else if constexpr (std::is_same_v<To, bool>) {
     return v != From(0);
   } else if constexpr (kIsFloat<From> && kIsInt<To>) {
     if (v != v) return 0;

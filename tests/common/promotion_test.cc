@@ -1,5 +1,8 @@
 #include "common/promotion.h"
 
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace distarray {
@@ -43,8 +46,28 @@ TEST(PromoteTypesTest, EqualsNumPysResultTypeForEveryPair) {
   }
 }
 
-TEST(PromoteTypesTest, ComplexIsNotPromoted) {
-  EXPECT_EQ(PromoteTypes(D::kComplex64, D::kFloat32), std::nullopt);
+// numpy.result_type(complex64, x) for every x, from NumPy 2.1 (bfloat16 as JAX: with float32's
+// parts); complex128 with anything is complex128.
+TEST(PromoteTypesTest, ComplexTakesTheDTypeWhosePartsHoldBoth) {
+  const std::vector<std::pair<D, D>> with_complex64 = {
+      {D::kBool, D::kComplex64},       {D::kInt8, D::kComplex64},
+      {D::kInt16, D::kComplex64},      {D::kInt32, D::kComplex128},
+      {D::kInt64, D::kComplex128},     {D::kUInt8, D::kComplex64},
+      {D::kUInt16, D::kComplex64},     {D::kUInt32, D::kComplex128},
+      {D::kUInt64, D::kComplex128},    {D::kFloat16, D::kComplex64},
+      {D::kBFloat16, D::kComplex64},   {D::kFloat32, D::kComplex64},
+      {D::kFloat64, D::kComplex128},   {D::kComplex64, D::kComplex64},
+      {D::kComplex128, D::kComplex128}};
+  for (const auto& [other, want] : with_complex64) {
+    EXPECT_EQ(PromoteTypes(D::kComplex64, other), want) << DTypeName(other);
+    EXPECT_EQ(PromoteTypes(other, D::kComplex64), want) << DTypeName(other);
+    EXPECT_EQ(PromoteTypes(D::kComplex128, other), D::kComplex128) << DTypeName(other);
+  }
+  EXPECT_EQ(PromoteTypes(D::kComplex64, D::kUnspecified), std::nullopt);
+  // Weak scalars keep the complex dtype; the float loop of a complex dtype is itself.
+  EXPECT_EQ(PromoteWithScalar(D::kComplex64, Scalar::Kind::kFloat), D::kComplex64);
+  EXPECT_EQ(PromoteWithScalar(D::kComplex64, Scalar::Kind::kInt), D::kComplex64);
+  EXPECT_EQ(FloatFor(D::kComplex128), D::kComplex128);
 }
 
 TEST(PromoteWithScalarTest, ScalarsAreWeak) {

@@ -1139,12 +1139,6 @@ TEST_P(UfuncTest, ErrorsHaveExactCodes) {
        {kInvalid},
        {}},
   };
-  for (v1::DType d : {v1::DTYPE_COMPLEX64, v1::DTYPE_COMPLEX128}) {
-    v1::ElementwiseRequest r = request(v1::ELEMENTWISE_OP_ASTYPE, {operand(A)});
-    r.mutable_spec()->set_dtype(d);
-    cases.push_back(
-        {"astype to " + DTypeStr(d), r, {absl::StatusCode::kUnimplemented}, {DTypeStr(d)}});
-  }
   {
     v1::ElementwiseRequest r = request(v1::ELEMENTWISE_OP_ASTYPE, {operand(A)});
     r.mutable_spec()->set_dtype(static_cast<v1::DType>(77));

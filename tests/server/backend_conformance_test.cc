@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -174,6 +175,60 @@ TEST_P(BackendConformanceTest, BinaryOpsOnDenseOperandsOfEverySize) {
         },
         Exact, "subtract int32");
   }
+}
+
+// complex64 moves two elements per 16-byte pack and complex128 one, so both take the dense
+// path's packs and its tail; a real scalar operand is the real part.
+template <typename R>
+void CheckComplexProductsAndQuotients(
+    Backend& backend, const std::function<absl::StatusOr<std::vector<Complex<R>>>(
+                          ElementwiseOpId, int64_t, const std::vector<ElementwiseArg>&)>& run) {
+  using C = Complex<R>;
+  const long double eps = std::numeric_limits<R>::epsilon();
+  for (const int64_t n : kSizes) {
+    SCOPED_TRACE(::testing::Message() << DTypeName(DTypeFor<C>()) << ", n = " << n);
+    const auto parts = Random<R>(4 * n, 50 + n, -2, 2);
+    std::vector<C> a(n), b(n);
+    for (int64_t i = 0; i < n; ++i) {
+      a[i] = C(parts[4 * i], parts[4 * i + 1]);
+      b[i] = C(parts[4 * i + 2], parts[4 * i + 3]);
+    }
+    DA_ASSERT_OK_AND_ASSIGN(BufferPtr da, UploadTo(backend, a));
+    DA_ASSERT_OK_AND_ASSIGN(BufferPtr db, UploadTo(backend, b));
+    DA_ASSERT_OK_AND_ASSIGN(auto product,
+                            run(ElementwiseOpId::kMultiply, n, {ArrayArg(da), ArrayArg(db)}));
+    DA_ASSERT_OK_AND_ASSIGN(auto quotient,
+                            run(ElementwiseOpId::kTrueDivide, n, {ArrayArg(da), ArrayArg(db)}));
+    DA_ASSERT_OK_AND_ASSIGN(auto scaled,
+                            run(ElementwiseOpId::kMultiply, n, {ArrayArg(da), ScalarArg(0.75)}));
+    for (int64_t i = 0; i < n; ++i) {
+      const std::complex<long double> x(a[i].re, a[i].im), y(b[i].re, b[i].im);
+      const std::complex<long double> p = x * y, q = x / y;
+      const long double p_tol = 4 * eps * std::abs(x) * std::abs(y);
+      const long double q_tol = 8 * eps * std::abs(x) / std::abs(y);
+      // Written so that a NaN fails too.
+      if (!(std::fabs(product[i].re - p.real()) <= p_tol &&
+            std::fabs(product[i].im - p.imag()) <= p_tol &&
+            std::fabs(quotient[i].re - q.real()) <= q_tol &&
+            std::fabs(quotient[i].im - q.imag()) <= q_tol && scaled[i].re == a[i].re * R(0.75) &&
+            scaled[i].im == a[i].im * R(0.75))) {
+        FAIL() << "element " << i << ": product (" << product[i].re << ", " << product[i].im
+               << "), quotient (" << quotient[i].re << ", " << quotient[i].im << "), scaled ("
+               << scaled[i].re << ", " << scaled[i].im << ")";
+      }
+    }
+  }
+}
+
+TEST_P(BackendConformanceTest, ComplexProductsAndQuotients) {
+  CheckComplexProductsAndQuotients<float>(
+      backend(), [&](ElementwiseOpId op, int64_t n, const std::vector<ElementwiseArg>& args) {
+        return RunElementwise<Complex64>(op, DType::kComplex64, n, args);
+      });
+  CheckComplexProductsAndQuotients<double>(
+      backend(), [&](ElementwiseOpId op, int64_t n, const std::vector<ElementwiseArg>& args) {
+        return RunElementwise<Complex128>(op, DType::kComplex128, n, args);
+      });
 }
 
 TEST_P(BackendConformanceTest, ScalarsNarrowTypesAndTernaryOps) {

@@ -108,7 +108,7 @@ FusedLoop EveryOpOn() {
   loop.inputs = {{nullptr, dtype}};
   const FusedLoop::Arg x = ValueArg(true, 0, dtype);
   const FusedLoop::Arg two = ScalarArg(Scalar::Int(2), dtype);
-#define DA_EVERY_OP(suffix, functor, name, arity, rule)                       \
+#define DA_EVERY_OP(suffix, functor, name, arity, rule, complex)              \
   if constexpr (ufunc::Accepts<ufunc::functor, T, arity>()) {                 \
     using R = typename ufunc::ResultOf<ufunc::functor, T, arity>::type;       \
     FusedLoop::Op op{ElementwiseOpId::k##functor, dtype, DTypeFor<R>(), {x}}; \

@@ -2,6 +2,7 @@
 #ifndef DISTARRAY_CLIENT_TYPES_H_
 #define DISTARRAY_CLIENT_TYPES_H_
 
+#include <complex>
 #include <cstdint>
 #include <type_traits>
 
@@ -33,6 +34,11 @@ constexpr v1::DType DTypeOf() {
     return v1::DTYPE_FLOAT32;
   else if constexpr (std::is_same_v<T, double>)
     return v1::DTYPE_FLOAT64;
+  // std::complex is laid out as two parts, real first: the daemon's complex elements.
+  else if constexpr (std::is_same_v<T, std::complex<float>>)
+    return v1::DTYPE_COMPLEX64;
+  else if constexpr (std::is_same_v<T, std::complex<double>>)
+    return v1::DTYPE_COMPLEX128;
 #ifdef __FLT16_MAX__
   // float16 where the compiler has the type (GCC 12+, Clang 15+ on x86-64 and AArch64).
   else if constexpr (std::is_same_v<T, _Float16>)

@@ -10,8 +10,7 @@ import numpy as np
 from .v1 import distarray_pb2 as pb
 
 # NumPy dtype <-> DType. bfloat16 needs the ml_dtypes package (`pip install distarray[bfloat16]`),
-# NumPy has no such dtype; complex is declared in the API and the daemon answers UNIMPLEMENTED
-# for it today (GetServerInfo.implemented_dtypes lists what it serves).
+# NumPy has no such dtype. GetServerInfo.implemented_dtypes lists what a daemon serves.
 _TO_PROTO = {
     np.dtype(np.bool_): pb.DTYPE_BOOL,
     np.dtype(np.int8): pb.DTYPE_INT8,
@@ -48,7 +47,8 @@ def to_proto_dtype(dtype: DTypeLike) -> int:
         return _TO_PROTO[d]
     except KeyError:
         raise ValueError(
-            f"distarray has no dtype for {d} (bool, [u]int8-64, float16/32/64, bfloat16)"
+            f"distarray has no dtype for {d} "
+            "(bool, [u]int8-64, float16/32/64, bfloat16, complex64/128)"
         ) from None
 
 
@@ -113,6 +113,11 @@ def to_proto_scalar(value: ScalarLike) -> "pb.Scalar":
             raise OverflowError(f"the integer {v} does not fit in 64 bits")
     elif isinstance(value, (numbers.Real, np.floating)):
         s.float_value = float(value)
+    elif isinstance(value, (numbers.Complex, np.complexfloating)):
+        raise TypeError(
+            "complex scalar operands are not supported yet; use a complex array "
+            "(client.from_numpy(np.full(shape, value)))"
+        )
     else:
         raise TypeError(f"not a scalar operand: {type(value).__name__}")
     return s

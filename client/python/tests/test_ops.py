@@ -291,9 +291,32 @@ def test_bfloat16_through_ml_dtypes(client, rng):
     check(a.astype(np.float64), a_np.astype(np.float64))
 
 
-def test_what_the_daemon_does_not_serve_is_an_error(client, rng):
+def test_complex_arrays_compute_as_numpy(client, rng):
+    for dtype in (np.complex64, np.complex128):
+        a_np = (rng.uniform(-2, 2, SHAPE) + 1j * rng.uniform(-2, 2, SHAPE)).astype(dtype)
+        b_np = (rng.uniform(-2, 2, SHAPE) + 1j * rng.uniform(-2, 2, SHAPE)).astype(dtype)
+        a, b = put(client, a_np), put(client, b_np, 1, (2, 0))
+        np.testing.assert_array_equal(a.to_numpy(), a_np)
+        rtol = 1e-5 if dtype == np.complex64 else 1e-13
+        for got, want in ((a + b, a_np + b_np), (a * b, a_np * b_np), (a / b, a_np / b_np),
+                          (a * 2.5, a_np * 2.5), (np.abs(a), np.abs(a_np)),
+                          (-a, -a_np), (np.square(a), np.square(a_np))):
+            g = got.to_numpy()
+            assert g.dtype == want.dtype
+            np.testing.assert_allclose(g, want, rtol=rtol, atol=rtol)
+        check(a == b, a_np == b_np)
+        check(a.astype(np.float64), a_np.real.astype(np.float64))
+    f = put(client, rng.uniform(size=SHAPE).astype(np.float32))
+    z = put(client, (rng.uniform(size=SHAPE) + 1j).astype(np.complex64))
+    assert (f + z).dtype == np.complex64
+    assert (f.astype(np.float64) + z).dtype == np.complex128
     with pytest.raises(distarray.UnimplementedError, match="complex64"):
-        client.from_numpy(np.ones(4, np.complex64))
+        np.maximum(z, z)
+    with pytest.raises(TypeError, match="complex scalar"):
+        z * 1j
+
+
+def test_what_the_daemon_does_not_serve_is_an_error(client, rng):
     a = put(client, rng.uniform(size=SHAPE))
     with pytest.raises(TypeError):
         np.add.reduce(a)  # not served: no silent download

@@ -15,7 +15,7 @@ namespace {
 
 // The functor of each op, by ElementwiseOpId (the table in ufuncs.h).
 constexpr const char* kFunctors[] = {
-#define DA_FUNCTOR_NAME(suffix, functor, name, arity, rule) #functor,
+#define DA_FUNCTOR_NAME(suffix, functor, name, arity, rule, complex) #functor,
     DISTARRAY_ELEMENTWISE_OPS(DA_FUNCTOR_NAME)
 #undef DA_FUNCTOR_NAME
 };

@@ -1,0 +1,411 @@
+// complex64 and complex128 arrays end to end: stored as (real, imaginary) pairs as NumPy and
+// std::complex lay them out, moved and combined like any array, and computed with the ufuncs
+// NumPy defines on complex numbers that the daemon builds. Values are checked against
+// std::complex<long double> on fresh random inputs. A complex result is within a relative error
+// of its operands' scale: a product's rounding error is relative to |a| |b|, not to |a b| (which
+// cancellation can make small), and a sum's to |a| + |b|.
+#include <cmath>
+#include <complex>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "distarray/graph.h"
+#include "tests/support/backend_fixture.h"
+#include "tests/support/compute_reference.h"
+
+namespace distarray::testing {
+namespace {
+
+using C64 = std::complex<float>;
+using C128 = std::complex<double>;
+using CL = std::complex<long double>;
+
+template <typename C>
+std::vector<C> RandomComplex(size_t n, std::mt19937_64& rng, double lo = -2, double hi = 2) {
+  std::uniform_real_distribution<double> part(lo, hi);
+  std::vector<C> out(n);
+  for (C& z : out) {
+    const double re = part(rng), im = part(rng);
+    z = C(static_cast<typename C::value_type>(re), static_cast<typename C::value_type>(im));
+  }
+  return out;
+}
+
+template <typename C>
+constexpr long double Epsilon() {
+  return std::numeric_limits<typename C::value_type>::epsilon();
+}
+
+template <typename C>
+CL Wide(C z) {
+  return CL(z.real(), z.imag());
+}
+
+// got within rel * scale of want, part by part (NaN matches NaN).
+bool Near(long double got, long double want, long double tol) {
+  if (std::isnan(want)) return std::isnan(got);
+  if (std::isinf(want)) return got == want;
+  return std::fabs(got - want) <= tol;
+}
+
+template <typename C>
+::testing::AssertionResult ComplexMatch(const std::vector<C>& got, const std::vector<CL>& want,
+                                        const std::vector<long double>& scale, long double ulps,
+                                        const std::string& what) {
+  if (got.size() != want.size()) {
+    return ::testing::AssertionFailure()
+           << what << ": " << got.size() << " elements, want " << want.size();
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    const long double tol = ulps * Epsilon<C>() * scale[i];
+    if (!Near(got[i].real(), want[i].real(), tol) || !Near(got[i].imag(), want[i].imag(), tol)) {
+      return ::testing::AssertionFailure()
+             << what << ": element " << i << " is (" << got[i].real() << ", " << got[i].imag()
+             << "), want (" << static_cast<double>(want[i].real()) << ", "
+             << static_cast<double>(want[i].imag()) << ")";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+class ComplexTest : public BackendTest {
+ protected:
+  // Rows split over four devices (modulo the machine's): one chunk each.
+  v1::IndexMap Rows(int64_t rows) { return Split(2, 0, rows, {dev(0), dev(1), dev(2), dev(3)}); }
+  v1::IndexMap Cols(int64_t cols) { return Split(2, 1, cols, {dev(1), dev(0)}); }
+
+  template <typename C>
+  void CheckArithmetic(v1::DType dtype);
+};
+
+TEST_P(ComplexTest, ValuesRoundTripThroughReshardsAndModes) {
+  std::mt19937_64 rng(41);
+  const std::vector<C128> z = RandomComplex<C128>(24 * 10, rng);
+  ASSERT_OK_AND_ASSIGN(Array a, client().Upload<C128>(z, {24, 10}, {Rows(24)}));
+  EXPECT_EQ(a.info().dtype(), v1::DTYPE_COMPLEX128);
+  ASSERT_OK_AND_ASSIGN(Array moved, a.Reshard(Cols(10)));
+  ASSERT_OK_AND_ASSIGN(std::vector<C128> got, moved.Download<C128>());
+  EXPECT_EQ(got, z) << "bits changed on the way";
+
+  // Replicated on two devices, then SUM mode: each element is owned once, so the logical value
+  // is unchanged; back to REPLICA, the partial copies combine to it again.
+  ASSERT_OK_AND_ASSIGN(Array both, a.Reshard(Replicated(2, {dev(0), dev(1)})));
+  ASSERT_OK_AND_ASSIGN(Array sum, both.ChangeMode(v1::MODE_SUM));
+  ASSERT_OK_AND_ASSIGN(got, sum.Download<C128>());
+  EXPECT_EQ(got, z) << "SUM mode";
+  ASSERT_OK_AND_ASSIGN(Array prod, sum.ChangeMode(v1::MODE_PROD));
+  ASSERT_OK_AND_ASSIGN(Array back, prod.Reshard(Rows(24), v1::MODE_REPLICA));
+  ASSERT_OK_AND_ASSIGN(got, back.Download<C128>());
+  for (size_t i = 0; i < z.size(); ++i) {
+    ASSERT_NEAR(got[i].real(), z[i].real(), 1e-15) << i;
+    ASSERT_NEAR(got[i].imag(), z[i].imag(), 1e-15) << i;
+  }
+
+  // Complex numbers are not ordered: no MAX or MIN mode, and the array is untouched.
+  EXPECT_TRUE(StatusIs(a.ChangeMode(v1::MODE_MAX).status(), absl::StatusCode::kInvalidArgument,
+                       {"mode", "complex128", "MAX"}));
+  EXPECT_TRUE(
+      StatusIs(client()
+                   .Create({4}, v1::DTYPE_COMPLEX64, ArrayOpts(OnDevice(1, dev(0)), v1::MODE_MIN))
+                   .status(),
+               absl::StatusCode::kInvalidArgument, {"spec.mode", "complex64"}));
+  ASSERT_OK_AND_ASSIGN(got, a.Download<C128>());
+  EXPECT_EQ(got, z);
+}
+
+TEST_P(ComplexTest, FillsPutTheirValuesInTheRealPart) {
+  const std::vector<int64_t> shape = {6, 5};
+  v1::Fill arange;
+  arange.mutable_arange()->set_start(-3);
+  arange.mutable_arange()->set_step(0.5);
+  ASSERT_OK_AND_ASSIGN(Array a,
+                       client().Create(shape, v1::DTYPE_COMPLEX64, ArrayOpts(Rows(6)), arange));
+  ASSERT_OK_AND_ASSIGN(std::vector<C64> got, a.Download<C64>());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], C64(-3 + 0.5f * i, 0)) << i;
+
+  // uniform draws both parts from [low, high), the same values whatever the layout.
+  v1::Fill uniform;
+  uniform.mutable_uniform()->set_low(-1);
+  uniform.mutable_uniform()->set_high(1);
+  uniform.mutable_uniform()->set_seed(7);
+  ASSERT_OK_AND_ASSIGN(Array u1,
+                       client().Create(shape, v1::DTYPE_COMPLEX128, ArrayOpts(Rows(6)), uniform));
+  ASSERT_OK_AND_ASSIGN(Array u2,
+                       client().Create(shape, v1::DTYPE_COMPLEX128, ArrayOpts(Cols(5)), uniform));
+  ASSERT_OK_AND_ASSIGN(std::vector<C128> v1s, u1.Download<C128>());
+  ASSERT_OK_AND_ASSIGN(std::vector<C128> v2s, u2.Download<C128>());
+  EXPECT_EQ(v1s, v2s);
+  int nonzero_imag = 0;
+  for (const C128& v : v1s) {
+    EXPECT_TRUE(v.real() >= -1 && v.real() < 1 && v.imag() >= -1 && v.imag() < 1) << v;
+    nonzero_imag += v.imag() != 0;
+    EXPECT_NE(v.real(), v.imag());
+  }
+  EXPECT_GT(nonzero_imag, 25);
+
+  v1::Fill full;
+  full.mutable_full()->mutable_value()->set_float_value(2.5);
+  ASSERT_OK_AND_ASSIGN(
+      Array f, client().Create({3}, v1::DTYPE_COMPLEX128, ArrayOpts(OnDevice(1, dev(1))), full));
+  ASSERT_OK_AND_ASSIGN(std::vector<C128> fv, f.Download<C128>());
+  EXPECT_EQ(fv, std::vector<C128>(3, C128(2.5, 0)));
+}
+
+template <typename C>
+void ComplexTest::CheckArithmetic(v1::DType dtype) {
+  SCOPED_TRACE(DTypeStr(dtype));
+  std::mt19937_64 rng(dtype);
+  const int64_t rows = 12, cols = 9;
+  const size_t n = rows * cols;
+  std::vector<C> a = RandomComplex<C>(n, rng);
+  const std::vector<C> b = RandomComplex<C>(n, rng);
+  const std::vector<C> row = RandomComplex<C>(cols, rng);  // broadcast along the rows
+  a[3] = b[3];                                             // equal elements for equal()
+  a[5] = C(0, 0);
+  ASSERT_OK_AND_ASSIGN(Array A, client().Upload<C>(a, {rows, cols}, {Rows(rows)}));
+  ASSERT_OK_AND_ASSIGN(Array B, client().Upload<C>(b, {rows, cols}, {Cols(cols)}));
+  ASSERT_OK_AND_ASSIGN(Array Row, client().Upload<C>(row, {cols}, {OnDevice(1, dev(2))}));
+
+  struct Binary {
+    v1::ElementwiseOp op;
+    const Array* rhs;
+  };
+  for (const Binary& bin : {Binary{v1::ELEMENTWISE_OP_ADD, &B},
+                            {v1::ELEMENTWISE_OP_SUBTRACT, &Row},
+                            {v1::ELEMENTWISE_OP_MULTIPLY, &B},
+                            {v1::ELEMENTWISE_OP_MULTIPLY, &Row},
+                            {v1::ELEMENTWISE_OP_DIVIDE, &B},
+                            {v1::ELEMENTWISE_OP_DIVIDE, &Row}}) {
+    const bool broadcast = bin.rhs == &Row;
+    const std::string what =
+        absl::StrCat(v1::ElementwiseOp_Name(bin.op), broadcast ? " by a row" : "");
+    ASSERT_OK_AND_ASSIGN(Array out, Ufunc(bin.op, {A, *bin.rhs}));
+    EXPECT_EQ(out.info().dtype(), dtype) << what;
+    EXPECT_TRUE(SameIndexMap(out.info().index_map(), A.info().index_map())) << what;
+    ASSERT_OK_AND_ASSIGN(std::vector<C> got, out.Download<C>());
+    std::vector<CL> want(n);
+    std::vector<long double> scale(n);
+    for (size_t i = 0; i < n; ++i) {
+      const CL x = Wide(a[i]);
+      const CL y = Wide(broadcast ? row[i % cols] : b[i]);
+      switch (bin.op) {
+        case v1::ELEMENTWISE_OP_ADD:
+          want[i] = x + y;
+          scale[i] = std::abs(x) + std::abs(y);
+          break;
+        case v1::ELEMENTWISE_OP_SUBTRACT:
+          want[i] = x - y;
+          scale[i] = std::abs(x) + std::abs(y);
+          break;
+        case v1::ELEMENTWISE_OP_MULTIPLY:
+          want[i] = x * y;
+          scale[i] = std::abs(x) * std::abs(y);
+          break;
+        default:
+          want[i] = x / y;
+          scale[i] = std::abs(x) / std::abs(y);
+          break;
+      }
+    }
+    EXPECT_TRUE(ComplexMatch(got, want, scale, 8, what));
+  }
+
+  // Unary ops keep the dtype; absolute gives the real part's dtype.
+  for (v1::ElementwiseOp op :
+       {v1::ELEMENTWISE_OP_NEGATIVE, v1::ELEMENTWISE_OP_POSITIVE, v1::ELEMENTWISE_OP_SQUARE}) {
+    ASSERT_OK_AND_ASSIGN(Array out, Ufunc(op, {A}));
+    ASSERT_OK_AND_ASSIGN(std::vector<C> got, out.Download<C>());
+    std::vector<CL> want(n);
+    std::vector<long double> scale(n);
+    for (size_t i = 0; i < n; ++i) {
+      const CL x = Wide(a[i]);
+      want[i] = op == v1::ELEMENTWISE_OP_NEGATIVE   ? -x
+                : op == v1::ELEMENTWISE_OP_POSITIVE ? x
+                                                    : x * x;
+      scale[i] = std::norm(x) + std::abs(x);
+    }
+    EXPECT_TRUE(ComplexMatch(got, want, scale, 4, v1::ElementwiseOp_Name(op)));
+  }
+  using R = typename C::value_type;
+  ASSERT_OK_AND_ASSIGN(Array magnitude, Ufunc(v1::ELEMENTWISE_OP_ABS, {A}));
+  EXPECT_EQ(magnitude.info().dtype(),
+            dtype == v1::DTYPE_COMPLEX64 ? v1::DTYPE_FLOAT32 : v1::DTYPE_FLOAT64);
+  ASSERT_OK_AND_ASSIGN(std::vector<R> mag, magnitude.Download<R>());
+  for (size_t i = 0; i < n; ++i) {
+    const long double want = std::abs(Wide(a[i]));
+    EXPECT_LE(std::fabs(mag[i] - want), 2 * Epsilon<C>() * want) << "absolute, element " << i;
+  }
+
+  // Comparisons and predicates give bool.
+  ASSERT_OK_AND_ASSIGN(Array eq, Ufunc(v1::ELEMENTWISE_OP_EQUAL, {A, B}));
+  ASSERT_OK_AND_ASSIGN(Array ne, Ufunc(v1::ELEMENTWISE_OP_NOT_EQUAL, {A, B}));
+  ASSERT_OK_AND_ASSIGN(Array nonzero, Ufunc(v1::ELEMENTWISE_OP_LOGICAL_NOT, {A}));
+  ASSERT_OK_AND_ASSIGN(std::vector<bool> eqv, eq.Download<bool>());
+  ASSERT_OK_AND_ASSIGN(std::vector<bool> nev, ne.Download<bool>());
+  ASSERT_OK_AND_ASSIGN(std::vector<bool> notv, nonzero.Download<bool>());
+  for (size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(eqv[i], a[i] == b[i]) << i;
+    EXPECT_EQ(nev[i], a[i] != b[i]) << i;
+    EXPECT_EQ(notv[i], a[i] == C(0, 0)) << i;
+  }
+  EXPECT_TRUE(eqv[3]);
+  EXPECT_TRUE(notv[5]);
+
+  // where(a == b, a, b * 2): a weak float scalar keeps the complex dtype.
+  ASSERT_OK_AND_ASSIGN(Array twice, B * 2.0);
+  EXPECT_EQ(twice.info().dtype(), dtype);
+  ASSERT_OK_AND_ASSIGN(Array picked, Ufunc(v1::ELEMENTWISE_OP_WHERE, {eq, A, twice}));
+  ASSERT_OK_AND_ASSIGN(std::vector<C> pv, picked.Download<C>());
+  for (size_t i = 0; i < n; ++i) EXPECT_EQ(pv[i], eqv[i] ? a[i] : b[i] * R(2)) << i;
+}
+
+TEST_P(ComplexTest, ArithmeticMatchesALongDoubleReference) {
+  CheckArithmetic<C64>(v1::DTYPE_COMPLEX64);
+  CheckArithmetic<C128>(v1::DTYPE_COMPLEX128);
+}
+
+TEST_P(ComplexTest, PredicatesSeeInfinitiesAndNaNsInEitherPart) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<C128> z = {{1, 2}, {inf, 0}, {0, -inf}, {nan, 1}, {1, nan}, {inf, nan}};
+  ASSERT_OK_AND_ASSIGN(Array a, client().Upload<C128>(z, {6}, {Split(1, 0, 6, {dev(0), dev(1)})}));
+  const std::vector<std::pair<v1::ElementwiseOp, std::vector<bool>>> cases = {
+      {v1::ELEMENTWISE_OP_ISNAN, {false, false, false, true, true, true}},
+      {v1::ELEMENTWISE_OP_ISINF, {false, true, true, false, false, true}},
+      {v1::ELEMENTWISE_OP_ISFINITE, {true, false, false, false, false, false}},
+  };
+  for (const auto& [op, want] : cases) {
+    ASSERT_OK_AND_ASSIGN(Array out, Ufunc(op, {a}));
+    ASSERT_OK_AND_ASSIGN(std::vector<bool> got, out.Download<bool>());
+    EXPECT_EQ(got, want) << v1::ElementwiseOp_Name(op);
+  }
+  // Division by zero gives inf or NaN part by part, as NumPy's does.
+  ASSERT_OK_AND_ASSIGN(Array zero, client().Create({6}, v1::DTYPE_COMPLEX128,
+                                                   ArrayOpts(Split(1, 0, 6, {dev(1), dev(0)}))));
+  ASSERT_OK_AND_ASSIGN(Array q, Ufunc(v1::ELEMENTWISE_OP_DIVIDE, {a, zero}));
+  ASSERT_OK_AND_ASSIGN(std::vector<C128> qv, q.Download<C128>());
+  EXPECT_EQ(qv[0].real(), inf);
+  EXPECT_EQ(qv[0].imag(), inf);
+}
+
+TEST_P(ComplexTest, MixedDTypesPromoteAsNumPy) {
+  std::mt19937_64 rng(5);
+  const std::vector<C64> z = RandomComplex<C64>(8, rng);
+  std::vector<double> d(8);
+  std::vector<float> f(8);
+  std::vector<int32_t> k(8);
+  for (int i = 0; i < 8; ++i) {
+    d[i] = 0.1 * i - 0.3;
+    f[i] = 0.25f * i;
+    k[i] = 3 * i - 7;
+  }
+  const v1::IndexMap map = Split(1, 0, 8, {dev(0), dev(1)});
+  ASSERT_OK_AND_ASSIGN(Array Z, client().Upload<C64>(z, {8}, {map}));
+  ASSERT_OK_AND_ASSIGN(Array D, client().Upload<double>(d, {8}, {map}));
+  ASSERT_OK_AND_ASSIGN(Array F, client().Upload<float>(f, {8}, {map}));
+  ASSERT_OK_AND_ASSIGN(Array K, client().Upload<int32_t>(k, {8}, {map}));
+
+  // complex64 + float64 and complex64 + int32 are complex128; complex64 + float32 stays.
+  ASSERT_OK_AND_ASSIGN(Array zd, Z + D);
+  ASSERT_OK_AND_ASSIGN(Array kz, K * Z);
+  ASSERT_OK_AND_ASSIGN(Array zf, Z - F);
+  EXPECT_EQ(zd.info().dtype(), v1::DTYPE_COMPLEX128);
+  EXPECT_EQ(kz.info().dtype(), v1::DTYPE_COMPLEX128);
+  EXPECT_EQ(zf.info().dtype(), v1::DTYPE_COMPLEX64);
+  ASSERT_OK_AND_ASSIGN(std::vector<C128> zdv, zd.Download<C128>());
+  ASSERT_OK_AND_ASSIGN(std::vector<C128> kzv, kz.Download<C128>());
+  ASSERT_OK_AND_ASSIGN(std::vector<C64> zfv, zf.Download<C64>());
+  for (int i = 0; i < 8; ++i) {
+    const C128 wide(z[i].real(), z[i].imag());
+    EXPECT_EQ(zdv[i], wide + d[i]) << i;
+    EXPECT_EQ(kzv[i], static_cast<double>(k[i]) * wide) << i;
+    EXPECT_EQ(zfv[i], z[i] - f[i]) << i;
+  }
+
+  // astype: real to complex has a zero imaginary part; complex to real keeps the real part (as
+  // NumPy, which also warns); to bool, whether either part is nonzero; complex128 -> complex64
+  // rounds each part.
+  ASSERT_OK_AND_ASSIGN(Array fz, AsType(F, v1::DTYPE_COMPLEX128));
+  ASSERT_OK_AND_ASSIGN(std::vector<C128> fzv, fz.Download<C128>());
+  ASSERT_OK_AND_ASSIGN(Array re, AsType(Z, v1::DTYPE_FLOAT64));
+  ASSERT_OK_AND_ASSIGN(std::vector<double> rev, re.Download<double>());
+  ASSERT_OK_AND_ASSIGN(Array narrowed, AsType(zd, v1::DTYPE_COMPLEX64));
+  ASSERT_OK_AND_ASSIGN(std::vector<C64> nv, narrowed.Download<C64>());
+  ASSERT_OK_AND_ASSIGN(Array truth, AsType(fz, v1::DTYPE_BOOL));
+  ASSERT_OK_AND_ASSIGN(std::vector<bool> tv, truth.Download<bool>());
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(fzv[i], C128(f[i], 0)) << i;
+    EXPECT_EQ(rev[i], static_cast<double>(z[i].real())) << i;
+    EXPECT_EQ(nv[i], C64(static_cast<float>(zdv[i].real()), static_cast<float>(zdv[i].imag())))
+        << i;
+    EXPECT_EQ(tv[i], f[i] != 0) << i;
+  }
+}
+
+TEST_P(ComplexTest, WhatIsNotBuiltOrNotDefinedSaysSo) {
+  std::mt19937_64 rng(3);
+  const std::vector<C64> z = RandomComplex<C64>(4, rng);
+  ASSERT_OK_AND_ASSIGN(Array a, client().Upload<C64>(z, {4}, {OnDevice(1, dev(0))}));
+  // Ufuncs NumPy defines on complex numbers but the daemon does not build yet.
+  for (v1::ElementwiseOp op :
+       {v1::ELEMENTWISE_OP_MAXIMUM, v1::ELEMENTWISE_OP_LESS, v1::ELEMENTWISE_OP_POWER}) {
+    EXPECT_TRUE(StatusIs(Ufunc(op, {a, a}).status(), absl::StatusCode::kUnimplemented,
+                         {"complex64", "not implemented"}))
+        << v1::ElementwiseOp_Name(op);
+  }
+  EXPECT_TRUE(StatusIs(Ufunc(v1::ELEMENTWISE_OP_EXP, {a}).status(),
+                       absl::StatusCode::kUnimplemented, {"exp", "complex64"}));
+  // Ufuncs NumPy has no complex loop for.
+  for (v1::ElementwiseOp op : {v1::ELEMENTWISE_OP_FLOOR_DIVIDE, v1::ELEMENTWISE_OP_BITWISE_AND,
+                               v1::ELEMENTWISE_OP_ARCTAN2}) {
+    EXPECT_TRUE(StatusIs(Ufunc(op, {a, a}).status(), absl::StatusCode::kInvalidArgument,
+                         {"spec.op", "complex64"}))
+        << v1::ElementwiseOp_Name(op);
+  }
+  EXPECT_TRUE(StatusIs(Reduce(a, v1::REDUCE_OP_SUM).status(), absl::StatusCode::kUnimplemented,
+                       {"sum", "complex64"}));
+  ASSERT_OK_AND_ASSIGN(
+      Array m, client().Create({2, 2}, v1::DTYPE_COMPLEX64, ArrayOpts(OnDevice(2, dev(0)))));
+  EXPECT_TRUE(StatusIs(Matmul(m, m).status(), absl::StatusCode::kUnimplemented, {"complex64"}));
+  ASSERT_OK_AND_ASSIGN(std::vector<C64> after, a.Download<C64>());
+  EXPECT_EQ(after, z);
+}
+
+// A loop over a complex array runs in RunGraph (op by op: fused kernels hold real numbers).
+TEST_P(ComplexTest, AProgramLoopsOverAComplexArray) {
+  std::mt19937_64 rng(11);
+  const std::vector<C64> z = RandomComplex<C64>(16, rng, -1, 1);
+  ASSERT_OK_AND_ASSIGN(Array a, client().Upload<C64>(z, {16}, {Split(1, 0, 16, {dev(0), dev(1)})}));
+  ASSERT_OK_AND_ASSIGN(Array i0,
+                       client().Create({}, v1::DTYPE_INT32, ArrayOpts(OnDevice(0, dev(0)))));
+  // while i < 5: z = z * w; i += 1, with w = 1j everywhere (a quarter turn per iteration).
+  ASSERT_OK_AND_ASSIGN(Array w, client().Upload<C64>(std::vector<C64>(16, C64(0, 1)), {16},
+                                                     {Split(1, 0, 16, {dev(0), dev(1)})}));
+  namespace g = distarray::graph;
+  g::ProgramBuilder p;
+  const g::Var z_in = p.Input("z");
+  const g::Var w_in = p.Input("w");
+  const g::Var i_in = p.Input("i");
+  g::Vars out = p.WhileLoop([](auto v) { return g::All(v[1] < 5); },
+                            [&](auto v) {
+                              return g::Vars{v[0] * w_in, v[1] + 1};
+                            },
+                            {z_in, i_in}, 100);
+  p.Output("z", out[0]);
+  ASSERT_OK_AND_ASSIGN(GraphRun r,
+                       client().RunGraph(p.program(), {{"z", &a}, {"w", &w}, {"i", &i0}}));
+  EXPECT_EQ(r.iterations, 5);
+  EXPECT_FALSE(r.hit_iteration_cap);
+  ASSERT_OK_AND_ASSIGN(std::vector<C64> got, r.outputs.at("z").Download<C64>());
+  for (size_t k = 0; k < z.size(); ++k) {
+    // Five quarter turns: z * i^5 = z * i = (-im, re), exactly.
+    EXPECT_EQ(got[k], C64(-z[k].imag(), z[k].real())) << k;
+  }
+}
+
+DISTARRAY_INSTANTIATE_BACKENDS(ComplexTest);
+
+}  // namespace
+}  // namespace distarray::testing
