@@ -91,6 +91,12 @@ DType PromoteWithScalar(DType array_dtype, Scalar::Kind kind) {
     case Scalar::Kind::kInt:
     case Scalar::Kind::kUInt:
       return array_dtype == DType::kBool ? DType::kInt64 : array_dtype;
+    case Scalar::Kind::kComplex:
+      // NumPy 2's weak Python complex: complex64 keeps its dtype, and the floats whose values
+      // complex64's parts hold (float16, bfloat16, float32) become complex64; the rest complex128.
+      if (IsComplex(array_dtype)) return array_dtype;
+      return IsFloating(array_dtype) && DTypeSize(array_dtype) <= 4 ? DType::kComplex64
+                                                                    : DType::kComplex128;
     default:
       return IsFloating(array_dtype) || IsComplex(array_dtype) ? array_dtype : DType::kFloat64;
   }

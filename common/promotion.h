@@ -21,7 +21,8 @@ namespace distarray {
 std::optional<DType> PromoteTypes(DType a, DType b);
 
 // The dtype of `array_dtype` (already the promotion of every array operand) combined with a weak
-// scalar of `kind`.
+// scalar of `kind`. A complex scalar gives complex64 with float16, bfloat16, float32 and
+// complex64 arrays, and complex128 with the rest.
 DType PromoteWithScalar(DType array_dtype, Scalar::Kind kind);
 
 // The smallest float dtype that holds every value of `dtype` (NumPy's loop for float-only ufuncs

@@ -53,6 +53,8 @@ absl::StatusOr<Scalar> ScalarFromProto(const v1::Scalar& scalar, absl::string_vi
       return Scalar::UInt(scalar.uint_value());
     case v1::Scalar::kFloatValue:
       return Scalar::Float(scalar.float_value());
+    case v1::Scalar::kComplexValue:
+      return Scalar::ComplexValue(scalar.complex_value().real(), scalar.complex_value().imag());
     default:
       return absl::InvalidArgumentError(absl::StrCat(field, ": the scalar has no value"));
   }
@@ -72,6 +74,10 @@ v1::Scalar ToProto(const Scalar& scalar) {
       break;
     case Scalar::Kind::kFloat:
       out.set_float_value(scalar.f);
+      break;
+    case Scalar::Kind::kComplex:
+      out.mutable_complex_value()->set_real(scalar.f);
+      out.mutable_complex_value()->set_imag(scalar.imag);
       break;
   }
   return out;

@@ -5,15 +5,18 @@
 
 #include <cstdint>
 
+#include "common/complex.h"
+
 namespace distarray {
 
 struct Scalar {
-  enum class Kind { kBool, kInt, kUInt, kFloat };
+  enum class Kind { kBool, kInt, kUInt, kFloat, kComplex };
   Kind kind = Kind::kInt;
   bool b = false;
   int64_t i = 0;
   uint64_t u = 0;
-  double f = 0;
+  double f = 0;     // kFloat's value, kComplex's real part
+  double imag = 0;  // kComplex's imaginary part
 
   static Scalar Bool(bool v) {
     Scalar s;
@@ -40,9 +43,23 @@ struct Scalar {
     return s;
   }
 
-  // The value converted to T (checked for exactness by ValidateScalarFor in scalar_check.h).
+  static Scalar ComplexValue(double real, double imaginary) {
+    Scalar s;
+    s.kind = Kind::kComplex;
+    s.f = real;
+    s.imag = imaginary;
+    return s;
+  }
+
+  // The value converted to T (checked for exactness by ValidateScalarFor in scalar_check.h). A
+  // complex value converts to a real T as NumPy's astype does: its real part (the planner never
+  // asks: a complex scalar makes the operation complex).
   template <typename T>
   T As() const {
+    if constexpr (kIsComplex<T>) {
+      using R = typename T::Real;
+      if (kind == Kind::kComplex) return T(static_cast<R>(f), static_cast<R>(imag));
+    }
     switch (kind) {
       case Kind::kBool:
         return static_cast<T>(b);

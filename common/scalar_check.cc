@@ -19,6 +19,8 @@ std::string Describe(const Scalar& s) {
       return absl::StrCat(s.i);
     case Scalar::Kind::kUInt:
       return absl::StrCat(s.u);
+    case Scalar::Kind::kComplex:
+      return absl::StrCat("(", s.f, std::signbit(s.imag) ? "" : "+", s.imag, "j)");
     default:
       return absl::StrCat(s.f);
   }
@@ -83,7 +85,10 @@ bool RoundTripsNumeric(const Scalar& s) {
 template <typename T>
 bool RoundTrips(const Scalar& s) {
   if constexpr (kIsComplex<T>) {
-    return RoundTripsNumeric<typename T::Real>(s);  // a real scalar is the real part
+    // A real scalar is the real part; a complex one's parts each round to the part's type.
+    using R = typename T::Real;
+    if (s.kind != Scalar::Kind::kComplex) return RoundTripsNumeric<R>(s);
+    return RoundTripsNumeric<R>(Scalar::Float(s.f)) && RoundTripsNumeric<R>(Scalar::Float(s.imag));
   } else if constexpr (std::is_same_v<T, bool>) {
     return s.kind == Scalar::Kind::kBool;
   } else {
@@ -94,6 +99,11 @@ bool RoundTrips(const Scalar& s) {
 }  // namespace
 
 absl::Status ValidateScalarFor(const Scalar& scalar, DType dtype, absl::string_view field) {
+  if (scalar.kind == Scalar::Kind::kComplex && !IsComplex(dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": the complex scalar ", Describe(scalar),
+                                                   " does not fit a ", DTypeName(dtype),
+                                                   " array (use a complex64 or complex128 one)"));
+  }
   if (dtype == DType::kBool) {
     if (scalar.kind == Scalar::Kind::kBool) return absl::OkStatus();
     return absl::InvalidArgumentError(absl::StrCat(

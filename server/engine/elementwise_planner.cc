@@ -170,8 +170,9 @@ absl::StatusOr<ElementwisePlan> PlanElementwise(const ElementwiseInput& input) {
     // Weak scalars: a where with arrays only in the condition takes its dtype from them.
     if (!promoted) {
       const Scalar::Kind k = input.operands[first_promoted].scalar.kind;
-      promoted = k == Scalar::Kind::kBool    ? DType::kBool
-                 : k == Scalar::Kind::kFloat ? DType::kFloat64
+      promoted = k == Scalar::Kind::kBool      ? DType::kBool
+                 : k == Scalar::Kind::kFloat   ? DType::kFloat64
+                 : k == Scalar::Kind::kComplex ? DType::kComplex128
                  : k == Scalar::Kind::kUInt && input.operands[first_promoted].scalar.u > INT64_MAX
                      ? DType::kUInt64
                      : DType::kInt64;

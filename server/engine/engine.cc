@@ -48,9 +48,11 @@ bool FitsAfterConversion(double v, DType dtype) {
 }
 
 absl::Status ValidateFill(const v1::Fill& fill, DType dtype, int64_t num_elements) {
-  // A complex fill's values are real parts (uniform draws both parts from the same range), so
-  // they must fit the real part's dtype.
-  if (IsComplex(dtype)) return ValidateFill(fill, RealPartDType(dtype), num_elements);
+  // A complex fill's generated values are real parts (uniform draws both parts from the same
+  // range), so they must fit the real part's dtype; a full value may be complex itself.
+  if (IsComplex(dtype) && !fill.has_full()) {
+    return ValidateFill(fill, RealPartDType(dtype), num_elements);
+  }
   switch (fill.kind_case()) {
     case v1::Fill::kFull: {
       ASSIGN_OR_RETURN(Scalar value, ScalarFromProto(fill.full().value(), "fill.full.value"));

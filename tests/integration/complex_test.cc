@@ -344,6 +344,43 @@ TEST_P(ComplexTest, MixedDTypesPromoteAsNumPy) {
   }
 }
 
+// Complex scalars are weak, as Python's complex in NumPy 2: complex64 with float32 arrays (and
+// complex ones), complex128 with float64 and integers; a fill takes one as its value.
+TEST_P(ComplexTest, ComplexScalarsAreWeakAsInNumPy) {
+  const v1::IndexMap map = Split(1, 0, 6, {dev(0), dev(1)});
+  const std::vector<float> f = {0.5f, -1.25f, 2, 0, 3.5f, -7};
+  const std::vector<int32_t> k = {1, -2, 3, 0, 5, -6};
+  ASSERT_OK_AND_ASSIGN(Array F, client().Upload<float>(f, {6}, {map}));
+  ASSERT_OK_AND_ASSIGN(Array K, client().Upload<int32_t>(k, {6}, {map}));
+  const std::complex<double> w(0.5, -2);
+  ASSERT_OK_AND_ASSIGN(Array fw, Ufunc(v1::ELEMENTWISE_OP_MULTIPLY, {F, w}));
+  ASSERT_OK_AND_ASSIGN(Array kw, Ufunc(v1::ELEMENTWISE_OP_ADD, {w, K}));
+  EXPECT_EQ(fw.info().dtype(), v1::DTYPE_COMPLEX64);
+  EXPECT_EQ(kw.info().dtype(), v1::DTYPE_COMPLEX128);
+  ASSERT_OK_AND_ASSIGN(std::vector<C64> fwv, fw.Download<C64>());
+  ASSERT_OK_AND_ASSIGN(std::vector<C128> kwv, kw.Download<C128>());
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(fwv[i], C64(f[i], 0) * C64(0.5f, -2.0f)) << i;
+    EXPECT_EQ(kwv[i], w + static_cast<double>(k[i])) << i;
+  }
+  // z == (0.5 - 2j) picks the elements equal to the scalar.
+  ASSERT_OK_AND_ASSIGN(Array eq,
+                       Ufunc(v1::ELEMENTWISE_OP_EQUAL, {fw, std::complex<double>(0.25, -1)}));
+  ASSERT_OK_AND_ASSIGN(std::vector<bool> eqv, eq.Download<bool>());
+  EXPECT_EQ(eqv, (std::vector<bool>{true, false, false, false, false, false}));
+
+  v1::Fill full;
+  full.mutable_full()->mutable_value()->mutable_complex_value()->set_real(1.5);
+  full.mutable_full()->mutable_value()->mutable_complex_value()->set_imag(-0.25);
+  ASSERT_OK_AND_ASSIGN(
+      Array c, client().Create({3}, v1::DTYPE_COMPLEX64, ArrayOpts(OnDevice(1, dev(1))), full));
+  ASSERT_OK_AND_ASSIGN(std::vector<C64> cv, c.Download<C64>());
+  EXPECT_EQ(cv, std::vector<C64>(3, C64(1.5f, -0.25f)));
+  EXPECT_TRUE(StatusIs(
+      client().Create({3}, v1::DTYPE_FLOAT32, ArrayOpts(OnDevice(1, dev(1))), full).status(),
+      absl::StatusCode::kInvalidArgument, {"fill.full.value", "(1.5-0.25j)", "float32"}));
+}
+
 TEST_P(ComplexTest, WhatIsNotBuiltOrNotDefinedSaysSo) {
   std::mt19937_64 rng(3);
   const std::vector<C64> z = RandomComplex<C64>(4, rng);

@@ -255,6 +255,9 @@ class Operand {
   Operand(T scalar) {  // NOLINT
     *proto_.mutable_scalar() = MakeScalar(scalar);
   }
+  Operand(std::complex<double> scalar) {  // NOLINT
+    *proto_.mutable_scalar() = MakeScalar(scalar);
+  }
   const v1::Operand& proto() const { return proto_; }
   const Client* client() const { return client_; }  // null for a scalar
 

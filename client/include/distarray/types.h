@@ -48,11 +48,14 @@ constexpr v1::DType DTypeOf() {
     static_assert(sizeof(T) == 0, "no distarray dtype for this type");
 }
 
-// A scalar operand from a C++ value.
+// A scalar operand from a C++ value (std::complex included).
 template <typename T>
 v1::Scalar MakeScalar(T value) {
   v1::Scalar s;
-  if constexpr (std::is_same_v<T, bool>)
+  if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) {
+    s.mutable_complex_value()->set_real(value.real());
+    s.mutable_complex_value()->set_imag(value.imag());
+  } else if constexpr (std::is_same_v<T, bool>)
     s.set_bool_value(value);
   else if constexpr (std::is_floating_point_v<T>)
     s.set_float_value(value);

@@ -90,12 +90,12 @@ def mode_name(mode: int) -> str:
     return _MODE_NAMES.get(mode, str(mode))
 
 
-ScalarLike = Union[bool, int, float, np.generic]
+ScalarLike = Union[bool, int, float, complex, np.generic]
 
 
 def is_scalar(value) -> bool:
-    """Python and NumPy real numbers and bools are scalar operands (not 0-d arrays)."""
-    return isinstance(value, (bool, np.bool_, numbers.Real, np.integer, np.floating))
+    """Python and NumPy numbers (complex included) and bools are scalar operands (not 0-d arrays)."""
+    return isinstance(value, (bool, np.bool_, numbers.Number, np.number))
 
 
 def to_proto_scalar(value: ScalarLike) -> "pb.Scalar":
@@ -114,10 +114,9 @@ def to_proto_scalar(value: ScalarLike) -> "pb.Scalar":
     elif isinstance(value, (numbers.Real, np.floating)):
         s.float_value = float(value)
     elif isinstance(value, (numbers.Complex, np.complexfloating)):
-        raise TypeError(
-            "complex scalar operands are not supported yet; use a complex array "
-            "(client.from_numpy(np.full(shape, value)))"
-        )
+        v = complex(value)
+        s.complex_value.real = v.real
+        s.complex_value.imag = v.imag
     else:
         raise TypeError(f"not a scalar operand: {type(value).__name__}")
     return s

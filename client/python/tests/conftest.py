@@ -106,5 +106,7 @@ def random_array(rng: np.random.Generator, shape, dtype) -> np.ndarray:
         return rng.random(shape) < 0.5
     if dtype.kind == "f" or dtype.name == "bfloat16":  # ml_dtypes' bfloat16 is of kind "V"
         return rng.uniform(-100, 100, shape).astype(dtype)
+    if dtype.kind == "c":
+        return (rng.uniform(-100, 100, shape) + 1j * rng.uniform(-100, 100, shape)).astype(dtype)
     info = np.iinfo(dtype)
     return rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)

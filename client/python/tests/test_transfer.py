@@ -10,7 +10,8 @@ import distarray
 from conftest import random_array
 
 SERVED = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
-          np.uint64, np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
+          np.uint64, np.float16, ml_dtypes.bfloat16, np.float32, np.float64, np.complex64,
+          np.complex128]
 
 
 def layouts(shape):
