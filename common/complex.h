@@ -23,8 +23,10 @@ template <typename R>
 struct alignas(2 * sizeof(R)) Complex {
   static_assert(std::is_floating_point_v<R>);
   using Real = R;
-  R re = 0;
-  R im = 0;
+  // No default member initializers: a trivial default constructor lets kernels keep complex
+  // accumulators in __shared__ arrays. Value-initialization (`Complex{}`) is zero.
+  R re;
+  R im;
 
   Complex() = default;
   DA_COMPLEX_HD constexpr Complex(R real, R imag) : re(real), im(imag) {}

@@ -87,7 +87,7 @@ absl::Status CudaBackend::Reduce(ReduceKind kind, DType in, DType storage, const
 
 absl::Status CudaBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b,
                                const BufferPtr& c, const GemmShape& shape, bool allow_tf32) {
-  if (dtype != DType::kFloat32 && dtype != DType::kFloat64 && !IsHalf(dtype)) {
+  if (dtype != DType::kFloat32 && dtype != DType::kFloat64 && !IsHalf(dtype) && !IsComplex(dtype)) {
     return absl::InternalError(absl::StrCat("gemm: no cuBLAS path for ", DTypeName(dtype)));
   }
   CudaBuffer* ca = AsCuda(a);
@@ -115,14 +115,18 @@ absl::Status CudaBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr&
                    CublasStatus(api, api.set_workspace(handle, workspace.data(), workspace.bytes()),
                                 "cublasSetWorkspace"));
                // Row-major C = A B is column-major C^T = B^T A^T: pass b first, n and m swapped.
-               // 16-bit floats multiply and accumulate in float32 (alpha and beta are float).
-               const bool f32 = dtype != DType::kFloat64;
-               const float alpha32 = 1, beta32 = 0;
-               const double alpha64 = 1, beta64 = 0;
-               const cudaDataType_t type = dtype == DType::kFloat16    ? CUDA_R_16F
-                                           : dtype == DType::kBFloat16 ? CUDA_R_16BF
-                                           : f32                       ? CUDA_R_32F
-                                                                       : CUDA_R_64F;
+               // 16-bit floats multiply and accumulate in float32, complex64 in float32 parts and
+               // complex128 in double parts. alpha and beta are complex, real part first: a
+               // real GEMM reads just the real part, a complex one both.
+               const bool f32 = dtype != DType::kFloat64 && dtype != DType::kComplex128;
+               const Complex64 alpha32(1.0f, 0.0f), beta32(0.0f, 0.0f);
+               const Complex128 alpha64(1.0, 0.0), beta64(0.0, 0.0);
+               const cudaDataType_t type = dtype == DType::kFloat16      ? CUDA_R_16F
+                                           : dtype == DType::kBFloat16   ? CUDA_R_16BF
+                                           : dtype == DType::kComplex64  ? CUDA_C_32F
+                                           : dtype == DType::kComplex128 ? CUDA_C_64F
+                                           : f32                         ? CUDA_R_32F
+                                                                         : CUDA_R_64F;
                const cublasComputeType_t compute = !f32 ? CUBLAS_COMPUTE_64F
                                                    : allow_tf32 && !IsHalf(dtype)
                                                        ? CUBLAS_COMPUTE_32F_FAST_TF32

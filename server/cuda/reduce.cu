@@ -302,18 +302,20 @@ cudaError_t Launch(const S* src, const ReduceGeometry& g, ReduceStoredOut<K, T, 
 cudaError_t LaunchReduce(ReduceKind kind, DType in, DType storage, const void* src,
                          const ReduceGeometry& g, void* dst, double scale, const void* extreme,
                          void* scratch, int64_t scratch_bytes, int sm_count, cudaStream_t stream) {
-  if (!HasKernels(in)) return cudaErrorInvalidValue;
+  if (!HasKernels(in) && !IsComplex(in)) return cudaErrorInvalidValue;
   cudaError_t result = cudaErrorInvalidValue;
   DispatchReduceKind(kind, [&](auto kind_tag) {
     constexpr ReduceKind K = decltype(kind_tag)::value;
-    DispatchDType(in, [&](auto tag) {
+    DispatchComputeDType(in, [&](auto tag) {
       using T = decltype(tag);
-      DispatchStorage<T>(in, storage, [&](auto storage_tag) {
-        using S = decltype(storage_tag);
-        result = Launch<K, T, S>(
-            static_cast<const S*>(src), g, static_cast<ReduceStoredOut<K, T, S>*>(dst), scale,
-            static_cast<const S*>(extreme), scratch, scratch_bytes, sm_count, stream);
-      });
+      if constexpr (kReduces<K, T>) {  // else: not built (complex max/min), an invalid value
+        DispatchStorage<T>(in, storage, [&](auto storage_tag) {
+          using S = decltype(storage_tag);
+          result = Launch<K, T, S>(
+              static_cast<const S*>(src), g, static_cast<ReduceStoredOut<K, T, S>*>(dst), scale,
+              static_cast<const S*>(extreme), scratch, scratch_bytes, sm_count, stream);
+        });
+      }
     });
   });
   return result;

@@ -43,7 +43,7 @@ absl::StatusOr<OpRule> RuleFor(v1::ReduceOp op) {
 
 DType ResultDType(ReduceKind kind, DType in) {
   DType out = in;
-  DispatchDType(in, [&](auto tag) {
+  DispatchComputeDType(in, [&](auto tag) {
     using T = decltype(tag);
     switch (kind) {
       case ReduceKind::kSum:
@@ -98,9 +98,11 @@ absl::StatusOr<ReducePlan> PlanReduce(const ReduceInput& input, const StopCheck&
     return absl::InvalidArgumentError("spec.operand: a reduction takes an array, not a scalar");
   }
   const ArrayMeta& array = *input.array;
-  if (!HasKernels(KernelDType(array.dtype))) {
-    return absl::UnimplementedError(absl::StrCat(
-        "spec.op: ", rule.name, " on ", DTypeName(array.dtype), " is not implemented yet"));
+  if (IsComplex(array.dtype) && (rule.kind == ReduceKind::kMax || rule.kind == ReduceKind::kMin)) {
+    return absl::UnimplementedError(
+        absl::StrCat("spec.op: ", rule.name, " on ", DTypeName(array.dtype),
+                     " is not implemented yet (complex arrays reduce with sum, prod, mean, all "
+                     "and any)"));
   }
   const int rank = static_cast<int>(array.shape.size());
   std::vector<bool> reduced(rank, input.axes.empty());

@@ -65,6 +65,19 @@ void GemmOnHostBlas(const OpenBlasApi& blas, const double* a, const double* b, d
   blas.dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, k, b, n, 0.0, c, n);
 }
 
+// complex64 and complex128: CBLAS takes alpha and beta by pointer, as (real, imaginary) pairs.
+void GemmOnHostBlas(const OpenBlasApi& blas, const Complex64* a, const Complex64* b, Complex64* c,
+                    int m, int n, int k) {
+  const Complex64 one(1.0f, 0.0f), zero(0.0f, 0.0f);
+  blas.cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, &one, a, k, b, n, &zero, c, n);
+}
+
+void GemmOnHostBlas(const OpenBlasApi& blas, const Complex128* a, const Complex128* b,
+                    Complex128* c, int m, int n, int k) {
+  const Complex128 one(1.0, 0.0), zero(0.0, 0.0);
+  blas.zgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, &one, a, k, b, n, &zero, c, n);
+}
+
 // i-k-j order keeps the innermost loop streaming over rows of b and c.
 template <typename T>
 void GemmOnHostLoop(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k) {
@@ -74,7 +87,7 @@ void GemmOnHostLoop(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t 
     for (int64_t p = 0; p < k; ++p) {
       const T a_ip = a[i * k + p];
       const T* b_row = b + p * n;
-      for (int64_t j = 0; j < n; ++j) c_row[j] += a_ip * b_row[j];
+      for (int64_t j = 0; j < n; ++j) c_row[j] = c_row[j] + a_ip * b_row[j];
     }
   }
 }
@@ -155,16 +168,19 @@ absl::Status HostBackend::Reduce(ReduceKind kind, DType in, DType storage, const
   bool stored = false;
   DispatchReduceKind(kind, [&](auto kind_tag) {
     using Kind = decltype(kind_tag);
-    DispatchDType(in, [&](auto tag) {
+    if (!HasKernels(in) && !IsComplex(in)) return;
+    DispatchComputeDType(in, [&](auto tag) {
       using T = decltype(tag);
-      stored = DispatchStorage<T>(in, storage, [&](auto storage_tag) {
-        using S = decltype(storage_tag);
-        work = [=] {
-          ReduceOnHost<Kind::value, T, S>(s->as<S>(), geometry,
-                                          d->as<ReduceStoredOut<Kind::value, T, S>>(), scale,
-                                          e ? e->as<S>() : nullptr);
-        };
-      });
+      if constexpr (kReduces<Kind::value, T>) {  // else: not built (complex max/min)
+        stored = DispatchStorage<T>(in, storage, [&](auto storage_tag) {
+          using S = decltype(storage_tag);
+          work = [=] {
+            ReduceOnHost<Kind::value, T, S>(s->as<S>(), geometry,
+                                            d->as<ReduceStoredOut<Kind::value, T, S>>(), scale,
+                                            e ? e->as<S>() : nullptr);
+          };
+        });
+      }
     });
   });
   if (!stored) {
@@ -176,7 +192,7 @@ absl::Status HostBackend::Reduce(ReduceKind kind, DType in, DType storage, const
 
 absl::Status HostBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b,
                                const BufferPtr& c, const GemmShape& shape, bool /*allow_tf32*/) {
-  if (dtype != DType::kFloat32 && dtype != DType::kFloat64 && !IsHalf(dtype)) {
+  if (dtype != DType::kFloat32 && dtype != DType::kFloat64 && !IsHalf(dtype) && !IsComplex(dtype)) {
     return absl::InternalError(absl::StrCat("gemm: no loop for ", DTypeName(dtype)));
   }
   auto ha = AsHost(a), hb = AsHost(b), hc = AsHost(c);
@@ -208,6 +224,10 @@ absl::Status HostBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr&
       gemm(ha->as<float>(), hb->as<float>(), hc->as<float>());
     } else if (dtype == DType::kFloat64) {
       gemm(ha->as<double>(), hb->as<double>(), hc->as<double>());
+    } else if (dtype == DType::kComplex64) {
+      gemm(ha->as<Complex64>(), hb->as<Complex64>(), hc->as<Complex64>());
+    } else if (dtype == DType::kComplex128) {
+      gemm(ha->as<Complex128>(), hb->as<Complex128>(), hc->as<Complex128>());
     } else {
       // 16-bit floats: products and sums in float32 (as cuBLAS's 16-bit GEMM computes), the
       // result rounded once.

@@ -18,8 +18,12 @@ const OpenBlasApi* LoadOpenBlas() {
       return;
     }
     loaded = BindSymbol(*library, "cblas_sgemm", api.sgemm) &&
-             BindSymbol(*library, "cblas_dgemm", api.dgemm);
-    if (!loaded) spdlog::warn("host GEMM runs as a plain loop: OpenBLAS lacks cblas_sgemm/dgemm");
+             BindSymbol(*library, "cblas_dgemm", api.dgemm) &&
+             BindSymbol(*library, "cblas_cgemm", api.cgemm) &&
+             BindSymbol(*library, "cblas_zgemm", api.zgemm);
+    if (!loaded) {
+      spdlog::warn("host GEMM runs as a plain loop: OpenBLAS lacks cblas_[sdcz]gemm");
+    }
   });
   return loaded ? &api : nullptr;
 }

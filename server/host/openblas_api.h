@@ -14,6 +14,8 @@ namespace distarray {
 struct OpenBlasApi {
   decltype(&cblas_sgemm) sgemm;
   decltype(&cblas_dgemm) dgemm;
+  decltype(&cblas_cgemm) cgemm;
+  decltype(&cblas_zgemm) zgemm;
 };
 
 // The loaded API (once per process), or null where OpenBLAS cannot be loaded.

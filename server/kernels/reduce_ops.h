@@ -31,25 +31,38 @@ struct ReduceGeometry {
   DA_HD int64_t reduced_size() const { return reduced.size(); }
 };
 
+// Whether reduction K is built for T: complex numbers are not ordered, so they take sum, prod,
+// mean, all and any only (the planner answers UNIMPLEMENTED for the rest).
+template <ReduceKind K, typename T>
+inline constexpr bool kReduces =
+    !kIsComplex<T> || K == ReduceKind::kSum || K == ReduceKind::kProd || K == ReduceKind::kMean ||
+    K == ReduceKind::kAll || K == ReduceKind::kAny;
+
 template <ReduceKind K, typename T>
 struct Reducer {
   static constexpr bool kFloat = std::is_floating_point_v<T>;
+  static constexpr bool kComplex = kIsComplex<T>;
   static constexpr bool kBool = std::is_same_v<T, bool>;
-  // Sums and products accumulate floats in double and integers in 64 bits, wrapping (NumPy's
-  // int64/uint64 results); max/min in T; all/any in bool; arg passes in int64 indices.
-  using Wide =
-      std::conditional_t<kFloat, double,
-                         std::conditional_t<std::is_unsigned_v<T> && !kBool, uint64_t, int64_t>>;
-  // The mean accumulates in double for every dtype, as NumPy's does (an int64 sum may wrap).
+  // Sums and products accumulate floats in double, complex numbers in complex128 and integers in
+  // 64 bits, wrapping (NumPy's int64/uint64 results); max/min in T; all/any in bool; arg passes
+  // in int64 indices.
+  using Wide = std::conditional_t<
+      kFloat, double,
+      std::conditional_t<kComplex, Complex128,
+                         std::conditional_t<std::is_unsigned_v<T> && !kBool, uint64_t, int64_t>>>;
+  // The mean accumulates in double (complex128) for every dtype, as NumPy's does (an int64 sum
+  // may wrap).
   using Acc = std::conditional_t<
-      K == ReduceKind::kMean, double,
+      K == ReduceKind::kMean, std::conditional_t<kComplex, Complex128, double>,
       std::conditional_t<
           K == ReduceKind::kSum || K == ReduceKind::kProd, Wide,
           std::conditional_t<K == ReduceKind::kAll || K == ReduceKind::kAny, bool,
                              std::conditional_t<K == ReduceKind::kArgMatch, int64_t, T>>>>;
   using Out = std::conditional_t<
-      K == ReduceKind::kSum || K == ReduceKind::kProd, std::conditional_t<kFloat, T, Wide>,
-      std::conditional_t<K == ReduceKind::kMean, std::conditional_t<kFloat, T, double>, Acc>>;
+      K == ReduceKind::kSum || K == ReduceKind::kProd,
+      std::conditional_t<kFloat || kComplex, T, Wide>,
+      std::conditional_t<K == ReduceKind::kMean, std::conditional_t<kFloat || kComplex, T, double>,
+                         Acc>>;
 
   static DA_HD Acc Identity() {
     if constexpr (K == ReduceKind::kSum || K == ReduceKind::kMean)
@@ -95,7 +108,9 @@ struct Reducer {
       return (a < b || a != a) ? a : b;
   }
   static DA_HD Out Finish(Acc a, double scale) {
-    if constexpr (K == ReduceKind::kMean)
+    if constexpr (K == ReduceKind::kMean && kComplex)
+      return static_cast<Out>(Acc(a.re * scale, a.im * scale));
+    else if constexpr (K == ReduceKind::kMean)
       return static_cast<Out>(static_cast<double>(a) * scale);
     else
       return static_cast<Out>(a);

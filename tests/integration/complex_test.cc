@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "distarray/graph.h"
 #include "tests/support/backend_fixture.h"
@@ -401,13 +402,145 @@ TEST_P(ComplexTest, WhatIsNotBuiltOrNotDefinedSaysSo) {
                          {"spec.op", "complex64"}))
         << v1::ElementwiseOp_Name(op);
   }
-  EXPECT_TRUE(StatusIs(Reduce(a, v1::REDUCE_OP_SUM).status(), absl::StatusCode::kUnimplemented,
-                       {"sum", "complex64"}));
+  for (v1::ReduceOp op : {v1::REDUCE_OP_MAX, v1::REDUCE_OP_ARGMIN}) {
+    EXPECT_TRUE(StatusIs(Reduce(a, op).status(), absl::StatusCode::kUnimplemented,
+                         {"complex64", "sum, prod, mean, all and any"}))
+        << v1::ReduceOp_Name(op);
+  }
   ASSERT_OK_AND_ASSIGN(
-      Array m, client().Create({2, 2}, v1::DTYPE_COMPLEX64, ArrayOpts(OnDevice(2, dev(0)))));
-  EXPECT_TRUE(StatusIs(Matmul(m, m).status(), absl::StatusCode::kUnimplemented, {"complex64"}));
+      Array m, client().Create({2, 2}, v1::DTYPE_COMPLEX128, ArrayOpts(OnDevice(2, dev(0)))));
+  ASSERT_OK_AND_ASSIGN(
+      Array m64, client().Create({2, 2}, v1::DTYPE_COMPLEX64, ArrayOpts(OnDevice(2, dev(0)))));
+  EXPECT_TRUE(StatusIs(Matmul(m, m64).status(), absl::StatusCode::kInvalidArgument,
+                       {"spec.b", "complex64", "complex128"}));
   ASSERT_OK_AND_ASSIGN(std::vector<C64> after, a.Download<C64>());
   EXPECT_EQ(after, z);
+}
+
+// sum, prod and mean of complex arrays accumulate in complex128 and return the array's dtype;
+// all and any test either part. Rows 2 and 3 are held twice and count once.
+template <typename C>
+void CheckReductions(const Client& client, int d0, int d1) {
+  SCOPED_TRACE(DTypeStr(DTypeOf<C>()));
+  using R = typename C::value_type;
+  std::mt19937_64 rng(sizeof(C));
+  const int64_t rows = 6, cols = 8, depth = 5;
+  const size_t n = rows * cols * depth;
+  // Values near 1 in magnitude, so that products of 40 neither overflow nor vanish.
+  std::vector<C> z = RandomComplex<C>(n, rng, -1, 1);
+  for (C& v : z) v = C(v.real() * R(0.3) + R(0.9), v.imag() * R(0.3));
+  z[7] = C(0, 0);  // a zero for all()
+  const v1::IndexMap overlapping = MakeIndexMap(
+      {MakeChunk(d0, {SliceSpec{0, 4}, {}, {}}), MakeChunk(d1, {SliceSpec{2, 6}, {}, {}})});
+  ASSERT_OK_AND_ASSIGN(Array a, client.Upload<C>(z, {rows, cols, depth}, {overlapping}));
+  auto at = [&](int64_t i, int64_t j, int64_t k) { return Wide(z[(i * cols + j) * depth + k]); };
+  struct Case {
+    v1::ReduceOp op;
+    std::vector<int32_t> axes;
+  };
+  for (const Case& c : {Case{v1::REDUCE_OP_SUM, {0}}, Case{v1::REDUCE_OP_SUM, {1, 2}},
+                        Case{v1::REDUCE_OP_MEAN, {1}}, Case{v1::REDUCE_OP_PROD, {2}},
+                        Case{v1::REDUCE_OP_PROD, {0, 1}}, Case{v1::REDUCE_OP_MEAN, {}}}) {
+    const std::string what = absl::StrCat(v1::ReduceOp_Name(c.op), " over ", c.axes.size(),
+                                          c.axes.empty() ? " (all)" : " axes");
+    ASSERT_OK_AND_ASSIGN(Array out, Reduce(a, c.op, c.axes));
+    EXPECT_EQ(out.info().dtype(), DTypeOf<C>()) << what;
+    ASSERT_OK_AND_ASSIGN(std::vector<C> got, out.Download<C>());
+    const std::vector<bool> reduced = {c.axes.empty() || absl::c_linear_search(c.axes, 0),
+                                       c.axes.empty() || absl::c_linear_search(c.axes, 1),
+                                       c.axes.empty() || absl::c_linear_search(c.axes, 2)};
+    const int64_t extent[3] = {rows, cols, depth};
+    std::vector<CL> want;
+    std::vector<long double> scale;
+    // Outputs in C order over the kept axes.
+    for (int64_t i = 0; i < (reduced[0] ? 1 : rows); ++i) {
+      for (int64_t j = 0; j < (reduced[1] ? 1 : cols); ++j) {
+        for (int64_t k = 0; k < (reduced[2] ? 1 : depth); ++k) {
+          CL acc = c.op == v1::REDUCE_OP_PROD ? CL(1) : CL(0);
+          long double magnitude = 0;
+          int64_t count = 0;
+          for (int64_t x = 0; x < (reduced[0] ? extent[0] : 1); ++x) {
+            for (int64_t y = 0; y < (reduced[1] ? extent[1] : 1); ++y) {
+              for (int64_t w = 0; w < (reduced[2] ? extent[2] : 1); ++w) {
+                const CL v = at(reduced[0] ? x : i, reduced[1] ? y : j, reduced[2] ? w : k);
+                acc = c.op == v1::REDUCE_OP_PROD ? acc * v : acc + v;
+                magnitude += std::abs(v);
+                ++count;
+              }
+            }
+          }
+          if (c.op == v1::REDUCE_OP_MEAN) {
+            acc /= static_cast<long double>(count);
+            magnitude /= static_cast<long double>(count);
+          }
+          want.push_back(acc);
+          // A sum's partials round to the dtype on each device before they combine: an error
+          // relative to the summed magnitudes; a product's is relative to itself.
+          scale.push_back(c.op == v1::REDUCE_OP_PROD ? std::abs(acc) : std::abs(acc) + magnitude);
+        }
+      }
+    }
+    EXPECT_TRUE(ComplexMatch(got, want, scale, 8, what));
+  }
+  ASSERT_OK_AND_ASSIGN(Array all, Reduce(a, v1::REDUCE_OP_ALL, {2}));
+  ASSERT_OK_AND_ASSIGN(Array any, Reduce(a, v1::REDUCE_OP_ANY));
+  ASSERT_OK_AND_ASSIGN(std::vector<bool> allv, all.Download<bool>());
+  ASSERT_OK_AND_ASSIGN(std::vector<bool> anyv, any.Download<bool>());
+  for (int64_t r = 0; r < rows * cols; ++r) EXPECT_EQ(allv[r], r != 1) << "all, output " << r;
+  EXPECT_EQ(anyv, std::vector<bool>{true});
+}
+
+TEST_P(ComplexTest, SumsProductsAndMeansCountEachElementOnce) {
+  CheckReductions<C64>(client(), dev(0), dev(1));
+  CheckReductions<C128>(client(), dev(0), dev(1));
+}
+
+// Complex GEMM (cuBLAS's C/Z types, OpenBLAS's cgemm/zgemm) against a long double reference: a
+// k-split product (a SUM-mode result) and a stack times a matrix. Each part is within a few units
+// per product of sum_p |a_ip| |b_pj|, the scale of the rounding error.
+template <typename C>
+void CheckMatmul(const Client& client, int d0, int d1, int64_t batch, int64_t m, int64_t k,
+                 int64_t n, bool split_k) {
+  SCOPED_TRACE(absl::StrCat(DTypeStr(DTypeOf<C>()), " batch ", batch, split_k ? " k-split" : ""));
+  std::mt19937_64 rng(m * 1000 + k);
+  const std::vector<C> a = RandomComplex<C>(batch * m * k, rng);
+  const std::vector<C> b = RandomComplex<C>(k * n, rng);
+  const std::vector<int64_t> a_shape =
+      batch > 1 ? std::vector<int64_t>{batch, m, k} : std::vector<int64_t>{m, k};
+  const int rank = static_cast<int>(a_shape.size());
+  const v1::IndexMap a_map =
+      split_k ? Split(rank, rank - 1, k, {d0, d1}) : Split(rank, 0, a_shape[0], {d0, d1});
+  const v1::IndexMap b_map = split_k ? Split(2, 0, k, {d0, d1}) : Replicated(2, {d0, d1});
+  ASSERT_OK_AND_ASSIGN(Array A, client.Upload<C>(a, a_shape, {a_map}));
+  ASSERT_OK_AND_ASSIGN(Array B, client.Upload<C>(b, {k, n}, {b_map}));
+  ASSERT_OK_AND_ASSIGN(Array P, Matmul(A, B));
+  EXPECT_EQ(P.info().dtype(), DTypeOf<C>());
+  ASSERT_OK_AND_ASSIGN(std::vector<C> got, P.Download<C>());
+  std::vector<CL> want(batch * m * n);
+  std::vector<long double> scale(batch * m * n);
+  for (int64_t e = 0; e < batch; ++e) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        CL acc = 0;
+        long double magnitude = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          const CL x = Wide(a[(e * m + i) * k + p]), y = Wide(b[p * n + j]);
+          acc += x * y;
+          magnitude += std::abs(x) * std::abs(y);
+        }
+        want[(e * m + i) * n + j] = acc;
+        scale[(e * m + i) * n + j] = magnitude;
+      }
+    }
+  }
+  EXPECT_TRUE(ComplexMatch(got, want, scale, 4, "matmul"));
+}
+
+TEST_P(ComplexTest, MatmulMatchesALongDoubleReference) {
+  CheckMatmul<C64>(client(), dev(0), dev(1), 1, 33, 40, 17, /*split_k=*/true);
+  CheckMatmul<C128>(client(), dev(0), dev(1), 1, 33, 40, 17, /*split_k=*/true);
+  CheckMatmul<C64>(client(), dev(0), dev(1), 6, 9, 12, 7, /*split_k=*/false);
+  CheckMatmul<C128>(client(), dev(0), dev(1), 6, 9, 12, 7, /*split_k=*/false);
 }
 
 // A loop over a complex array runs in RunGraph (op by op: fused kernels hold real numbers).
