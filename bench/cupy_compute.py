@@ -4,6 +4,7 @@ cupyx.distributed.array over the GPUs, on the shapes the benchmark uses.
   A + B   two 16384x16384 float32 arrays (1 GiB each): 3 GiB moved (2 read, 1 written)
   sum     of one such array, all axes: 1 GiB read
   matmul  16384x16384 @ 16384x16384 float32, TF32 off: 2 * 16384^3 flops
+  complex 8192x8192 @ 8192x8192 complex64 on one GPU: 8 * 8192^3 flops
 
 Each figure is the median wall time of (op + synchronize every device used) after warm-ups, the
 result freed after the clock stops, as distarray_bench times (RPC + Synchronize).
@@ -30,6 +31,7 @@ import cupy  # noqa: E402
 SIDE = 16384  # a 16384x16384 float32 array is 1 GiB
 GIB = 1 << 30
 BLOCK = 1024  # the batched matmul: (STACK, BLOCK, BLOCK) @ (BLOCK, BLOCK), float32
+COMPLEX_SIDE = 8192  # the complex64 matmul: 8192^2 @ 8192^2
 STACK = SIDE * SIDE // (BLOCK * BLOCK)
 
 
@@ -95,6 +97,14 @@ def one_gpu(a, b):
     ms = median_ms(lambda: cupy.matmul(stack, w), [0], warmup=1, reps=5)
     print(f"cupy_batched_matmul_ms {ms:.4f}")
     print(f"cupy_batched_matmul_TFLOPs {2.0 * STACK * BLOCK**3 / (ms * 1e-3) / 1e12:.2f}")
+    # complex64 8192^3 (parts from a's and b's values): 8 real flops per complex multiply-add.
+    n = COMPLEX_SIDE
+    ca = (a[:n, :n] + 1j * a[n:2 * n, :n]).astype(cupy.complex64)
+    cb = (b[:n, :n] + 1j * b[n:2 * n, :n]).astype(cupy.complex64)
+    ms = median_ms(lambda: cupy.matmul(ca, cb), [0], warmup=1, reps=5)
+    print(f"cupy_matmul_c64_ms {ms:.4f}")
+    print(f"cupy_matmul_c64_TFLOPs {8.0 * n**3 / (ms * 1e-3) / 1e12:.2f}")
+    del ca, cb
 
 
 def row_blocks(devices):

@@ -13,8 +13,10 @@
 //             of one (Reduce SUM, all axes, combined) against the device-copy bandwidth
 //             (peer_limit), CuPy on one GPU and cupyx (cupy_compute.py), also 4 back to back;
 //             a 16384^3 float32 matmul, TF32 off, A row-split and B replicated, against CuPy's
-//             cuBLAS on one GPU and cupyx's distributed matmul, in TFLOP/s. Each result is
-//             checked after the timing; a failed check makes the exit status 1.
+//             cuBLAS on one GPU and cupyx's distributed matmul, in TFLOP/s; a stack of 1024^2
+//             matrices times one matrix, and an 8192^3 complex64 matmul, against CuPy on one
+//             GPU. Each result is checked after the timing; a failed check makes the exit
+//             status 1.
 // --only=compute,latency runs just those sections (default: all, in the order above);
 // --compute_side=512 shrinks the compute arrays to smoke-test them on the host backend.
 #include <grpcpp/grpcpp.h>
@@ -22,6 +24,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <complex>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -465,6 +468,50 @@ bool Compute(const distarray::Client& client, int ndev, const Figures& peer, con
           Fmt("C[%lld, %lld, %lld] = %.7g, float64 dot = %.7g", static_cast<long long>(entry),
               static_cast<long long>(i), static_cast<long long>(i), got.empty() ? 0.0 : got[0],
               want));
+  }
+  // --- complex64 matmul: A rows split, B replicated; a complex multiply-add is 8 real flops ---
+  {
+    const int64_t complex_side = std::min<int64_t>(8192, side);  // --compute_side shrinks it
+    using C = std::complex<float>;
+    std::printf("| %s |\n", Fmt("matmul %lld^3 complex64: A rows split, B replicated, %s",
+                                static_cast<long long>(complex_side), gpus.c_str())
+                                .c_str());
+    auto ca = Must(client.Create({complex_side, complex_side}, v1::DTYPE_COMPLEX64,
+                                 {distarray::Split(2, 0, complex_side, devices)}, uniform(15)),
+                   "create complex A");
+    auto cb = Must(client.Create({complex_side, complex_side}, v1::DTYPE_COMPLEX64,
+                                 {distarray::Replicated(2, devices)}, uniform(16)),
+                   "create complex B");
+    v1::MatmulRequest complex_mm;
+    *complex_mm.mutable_spec()->mutable_a() = ca.AsOperand();
+    *complex_mm.mutable_spec()->mutable_b() = cb.AsOperand();
+    const double cm_s =
+        timed(1, 5, [&] { return Must(client.Matmul(complex_mm), "complex matmul"); });
+    const double cm_tflops = 8.0 * complex_side * complex_side * complex_side / cm_s / 1e12;
+    RowVs("  Matmul RPC + Synchronize, TFLOP/s", cm_tflops, "TF/s",
+          "CuPy complex64 matmul (cuBLAS), one GPU", Figure(cupy, "cupy_matmul_c64_TFLOPs"),
+          no_cupy);
+    std::printf("|   times: distarray %.3f ms, CuPy %s |\n", cm_s * 1e3,
+                ms(Figure(cupy, "cupy_matmul_c64_ms")).c_str());
+    auto c = Must(client.Matmul(complex_mm), "complex matmul");
+    const int64_t i = complex_side / 3;
+    const auto ra = Must(ca.Download<C>(row_of(i)), "download a row of complex A");
+    const auto cbc = Must(cb.Download<C>(column_of(i)), "download a column of complex B");
+    const auto got =
+        Must(c.Download<C>(distarray::MakeRegion({SliceSpec{i, i + 1}, SliceSpec{i, i + 1}})),
+             "download complex C element");
+    std::complex<double> want = 0;
+    double magnitude = 0;
+    for (size_t k = 0; k < ra.size() && k < cbc.size(); ++k) {
+      want += std::complex<double>(ra[k]) * std::complex<double>(cbc[k]);
+      magnitude += std::abs(std::complex<double>(ra[k])) * std::abs(std::complex<double>(cbc[k]));
+    }
+    check(
+        got.size() == 1 && ra.size() == static_cast<size_t>(complex_side) &&
+            std::abs(std::complex<double>(got[0]) - want) < 1e-5 * magnitude,
+        Fmt("C[%lld, %lld] = (%.7g, %.7g), complex128 dot = (%.7g, %.7g)",
+            static_cast<long long>(i), static_cast<long long>(i), got.empty() ? 0.0 : got[0].real(),
+            got.empty() ? 0.0 : got[0].imag(), want.real(), want.imag()));
   }
   std::printf("|   (the compute section took %.1f s) |\n", Seconds(start, Clock::now()));
   return ok;
