@@ -4,6 +4,7 @@
 #define DISTARRAY_COMMON_SCALAR_H_
 
 #include <cstdint>
+#include <type_traits>
 
 #include "common/complex.h"
 
@@ -52,8 +53,9 @@ struct Scalar {
   }
 
   // The value converted to T (checked for exactness by ValidateScalarFor in scalar_check.h). A
-  // complex value converts to a real T as NumPy's astype does: its real part (the planner never
-  // asks: a complex scalar makes the operation complex).
+  // complex value converts to a real T as NumPy's astype does: to bool, whether either part is
+  // nonzero (where's condition reads a scalar so); to a number, its real part (never asked for:
+  // a complex scalar operand makes the operation complex).
   template <typename T>
   T As() const {
     if constexpr (kIsComplex<T>) {
@@ -67,6 +69,9 @@ struct Scalar {
         return static_cast<T>(i);
       case Kind::kUInt:
         return static_cast<T>(u);
+      case Kind::kComplex:
+        if constexpr (std::is_same_v<T, bool>) return f != 0 || imag != 0;
+        return static_cast<T>(f);
       default:
         return static_cast<T>(f);
     }

@@ -98,7 +98,7 @@ absl::StatusOr<ReducePlan> PlanReduce(const ReduceInput& input, const StopCheck&
     return absl::InvalidArgumentError("spec.operand: a reduction takes an array, not a scalar");
   }
   const ArrayMeta& array = *input.array;
-  if (IsComplex(array.dtype) && (rule.kind == ReduceKind::kMax || rule.kind == ReduceKind::kMin)) {
+  if (IsComplex(array.dtype) && !ReducesComplex(rule.kind)) {
     return absl::UnimplementedError(
         absl::StrCat("spec.op: ", rule.name, " on ", DTypeName(array.dtype),
                      " is not implemented yet (complex arrays reduce with sum, prod, mean, all "

@@ -31,12 +31,15 @@ struct ReduceGeometry {
   DA_HD int64_t reduced_size() const { return reduced.size(); }
 };
 
-// Whether reduction K is built for T: complex numbers are not ordered, so they take sum, prod,
-// mean, all and any only (the planner answers UNIMPLEMENTED for the rest).
+// Whether reduction `kind` is built for complex numbers: they are not ordered, so they take sum,
+// prod, mean, all and any only. The planner answers UNIMPLEMENTED for the rest, and the kernels
+// are instantiated for what this allows (kReduces).
+constexpr bool ReducesComplex(ReduceKind kind) {
+  return kind == ReduceKind::kSum || kind == ReduceKind::kProd || kind == ReduceKind::kMean ||
+         kind == ReduceKind::kAll || kind == ReduceKind::kAny;
+}
 template <ReduceKind K, typename T>
-inline constexpr bool kReduces =
-    !kIsComplex<T> || K == ReduceKind::kSum || K == ReduceKind::kProd || K == ReduceKind::kMean ||
-    K == ReduceKind::kAll || K == ReduceKind::kAny;
+inline constexpr bool kReduces = !kIsComplex<T> || ReducesComplex(K);
 
 template <ReduceKind K, typename T>
 struct Reducer {

@@ -352,6 +352,27 @@ std::vector<std::pair<std::string, Case>> Seeds() {
     c.DownloadFrom(3);
   }
   {
+    // complex arrays and scalars: a complex fill, a complex scalar lifting a float32 array, a
+    // SUM-mode complex array combined, and a MAX mode the daemon must refuse.
+    Case& c = add("complex_scalars_and_modes");
+    v1::Scalar w;
+    w.mutable_complex_value()->set_real(0.5);
+    w.mutable_complex_value()->set_imag(-2);
+    *c.Create(Spec({6, 4}, v1::DTYPE_COMPLEX64, RowBlocks({6, 4}, 3)))
+         .mutable_fill()
+         ->mutable_full()
+         ->mutable_value() = w;
+    c.Create(Spec({6, 4}, kF32, RowBlocks({6, 4}, 2)))
+        .mutable_fill()
+        ->mutable_arange()
+        ->set_step(1);
+    c.WithScalar(v1::ELEMENTWISE_OP_MULTIPLY, 1, w);
+    c.Binary(v1::ELEMENTWISE_OP_DIVIDE, 0, 1);
+    c.ChangeMode(0, v1::MODE_SUM);
+    c.ChangeMode(0, v1::MODE_MAX);
+    c.DownloadFrom(0);
+  }
+  {
     Case& c = add("elementwise_scalar_unary");
     c.Create(Spec({5, 5}, v1::DTYPE_INT32, RowBlocks({5, 5}, 2)))
         .mutable_fill()

@@ -364,6 +364,11 @@ TEST_P(ComplexTest, ComplexScalarsAreWeakAsInNumPy) {
     EXPECT_EQ(fwv[i], C64(f[i], 0) * C64(0.5f, -2.0f)) << i;
     EXPECT_EQ(kwv[i], w + static_cast<double>(k[i])) << i;
   }
+  // A complex condition is true where either part is nonzero (NumPy's bool(1j)).
+  ASSERT_OK_AND_ASSIGN(Array picked,
+                       Ufunc(v1::ELEMENTWISE_OP_WHERE, {std::complex<double>(0, 1), F, 0.0f}));
+  ASSERT_OK_AND_ASSIGN(std::vector<float> pv, picked.Download<float>());
+  EXPECT_EQ(pv, f);
   // z == (0.5 - 2j) picks the elements equal to the scalar.
   ASSERT_OK_AND_ASSIGN(Array eq,
                        Ufunc(v1::ELEMENTWISE_OP_EQUAL, {fw, std::complex<double>(0.25, -1)}));

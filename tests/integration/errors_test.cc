@@ -416,6 +416,19 @@ std::vector<BadCase> Cases() {
       StatusCode::INVALID_ARGUMENT,
       "fill.full.value: scalar 70000 is not exactly representable as float16");
   add(
+      "a complex fill into a float32 array",
+      [=](auto& stub, auto&) {
+        auto r = CreateRequest({4}, v1::DTYPE_FLOAT32, one);
+        v1::ComplexNumber* z =
+            r.mutable_fill()->mutable_full()->mutable_value()->mutable_complex_value();
+        z->set_real(1);
+        z->set_imag(-2);
+        return Create(stub, r);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "fill.full.value: the complex scalar (1-2j) does not fit a float32 array (use a complex64 "
+      "or complex128 one)");
+  add(
       "bad uniform bounds",
       [=](auto& stub, auto&) {
         auto r = CreateRequest({4}, v1::DTYPE_FLOAT32, one);
