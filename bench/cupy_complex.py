@@ -11,7 +11,7 @@ import argparse
 
 import cupy
 
-from cupy_half import median_ms
+from cupy_half import kernel_figures, median_ms
 
 
 def main():
@@ -36,8 +36,7 @@ def main():
             print(f"cupy_{row}_GBps {3 * args.bytes / (ms * 1e-3) / 1e9:.1f}")
         del a, b, out
     if args.kernels:
-        figures = dict(line.split()[:2] for line in open(args.kernels)
-                       if line.startswith("kernel_") and len(line.split()) == 2)
+        figures = kernel_figures(args.kernels)
         for row, peer in times.items():
             key = f"kernel_{row}_ms"
             if key in figures:

@@ -28,6 +28,12 @@ def median_ms(fn, repeats=20):
     return sorted(times)[len(times) // 2]
 
 
+def kernel_figures(path):
+    """kernel_bench's "kernel_<row>_ms <value>" lines of one run, as a dict."""
+    return dict(line.split()[:2] for line in open(path)
+                if line.startswith("kernel_") and len(line.split()) == 2)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--elements", type=int, default=1 << 28)
@@ -48,8 +54,7 @@ def main():
     print(f"cupy_sum_f16_ms {sum_ms:.4f}")
     print(f"cupy_sum_f16_GBps {2 * args.elements / (sum_ms * 1e-3) / 1e9:.1f}")
     if args.kernels:
-        figures = dict(line.split()[:2] for line in open(args.kernels)
-                       if line.startswith("kernel_") and len(line.split()) == 2)
+        figures = kernel_figures(args.kernels)
         for row, peer in (("add_f16", ms), ("add_bf16", ms), ("sum_f16", sum_ms),
                           ("sum_bf16", sum_ms)):
             key = f"kernel_{row}_ms"
