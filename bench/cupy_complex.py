@@ -1,5 +1,5 @@
 """The peers of kernel_bench's complex rows, timed in the same run: CuPy's complex64 and
-complex128 `A * B` and `A / B` on one GPU over the same bytes (512 MiB per operand by default),
+complex128 `A * B`, `A / B` and `exp(A)` on one GPU over the same bytes (512 MiB per operand by default),
 device time from CUDA events, median of 20 after warm-ups.
 
     python3 bench/cupy_complex.py [--bytes=N] [--kernels=FILE]
@@ -34,6 +34,10 @@ def main():
             times[row] = ms
             print(f"cupy_{row}_ms {ms:.4f}")
             print(f"cupy_{row}_GBps {3 * args.bytes / (ms * 1e-3) / 1e9:.1f}")
+        ms = median_ms(lambda: cupy.exp(a, out=out))
+        times[f"exp_{suffix}"] = ms
+        print(f"cupy_exp_{suffix}_ms {ms:.4f}")
+        print(f"cupy_exp_{suffix}_GBps {2 * args.bytes / (ms * 1e-3) / 1e9:.1f}")
         del a, b, out
     if args.kernels:
         figures = kernel_figures(args.kernels)

@@ -289,6 +289,28 @@ int Main(int argc, char** argv) {
       rows.push_back(Row{(product ? "multiply_" : "divide_") + suffix, ms,
                          bytes / (ms * 1e-3) / 1e9, copy_gbps, "", 0, correct});
     }
+    // exp, a transcendental function (expf/sincosf per element): normwise within 32 units of
+    // the exact value's magnitude, checked on every 61st element (long double exp is slow here).
+    const DeviceArg x_only[] = {Dense(x.get())};
+    const float exp_ms = MedianMs(stream, [&](cudaStream_t s) {
+      return LaunchElementwise(ElementwiseOpId::kExp, DTypeFor<C>(), DTypeFor<C>(), z.get(), count,
+                               x_only, 1, sm_count, s);
+    });
+    const std::vector<C> exp_got = z.Download();
+    bool exp_correct = true;
+    for (int64_t i = 0; i < count && exp_correct; i += 61) {
+      const std::complex<long double> want =
+          std::exp(std::complex<long double>(hx[i].re, hx[i].im));
+      const std::complex<long double> got(exp_got[i].re, exp_got[i].im);
+      exp_correct = std::abs(got - want) <= 32 * eps * std::abs(want);
+      if (!exp_correct) {
+        std::fprintf(stderr, "exp %s: element %lld is (%.9Lg, %.9Lg), want (%.9Lg, %.9Lg)\n",
+                     suffix.c_str(), static_cast<long long>(i), got.real(), got.imag(), want.real(),
+                     want.imag());
+      }
+    }
+    rows.push_back(Row{"exp_" + suffix, exp_ms, 2.0 * count * sizeof(C) / (exp_ms * 1e-3) / 1e9,
+                       copy_gbps, "", 0, exp_correct});
   };
   bench_complex(Complex64{}, "c64");
   bench_complex(Complex128{}, "c128");

@@ -6,6 +6,8 @@
 #include <limits>
 #include <string_view>
 
+#include "common/complex.h"
+
 namespace distarray {
 
 enum class Mode : int { kReplica = 0, kSum = 1, kProd = 2, kMax = 3, kMin = 4 };
@@ -28,6 +30,22 @@ inline const char* ModeName(Mode mode) {
 // The value an uncovered element (or a non-owning copy) holds in `mode`. REPLICA reads as zero.
 template <typename T>
 constexpr T ModeIdentity(Mode mode) {
+  if constexpr (kIsComplex<T>) {
+    // Complex numbers are ordered as NumPy's maximum orders them, by real part and then imaginary
+    // part: (-inf, -inf) is below every other value and (inf, inf) above.
+    using R = typename T::Real;
+    const R inf = std::numeric_limits<R>::infinity();
+    switch (mode) {
+      case Mode::kProd:
+        return T(R(1), R(0));
+      case Mode::kMax:
+        return T(-inf, -inf);
+      case Mode::kMin:
+        return T(inf, inf);
+      default:
+        return T(R(0), R(0));
+    }
+  }
   switch (mode) {
     case Mode::kProd:
       return T(1);

@@ -33,16 +33,6 @@ absl::StatusOr<Mode> ModeFromProto(v1::Mode mode, absl::string_view field) {
   return static_cast<Mode>(mode);
 }
 
-absl::StatusOr<Mode> ModeFromProto(v1::Mode mode, DType dtype, absl::string_view field) {
-  ASSIGN_OR_RETURN(const Mode parsed, ModeFromProto(mode, field));
-  if (IsComplex(dtype) && (parsed == Mode::kMax || parsed == Mode::kMin)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": a ", DTypeName(dtype), " array cannot be in ", ModeName(parsed),
-                     " mode (complex numbers are not ordered); use REPLICA, SUM or PROD"));
-  }
-  return parsed;
-}
-
 absl::StatusOr<Scalar> ScalarFromProto(const v1::Scalar& scalar, absl::string_view field) {
   switch (scalar.value_case()) {
     case v1::Scalar::kBoolValue:

@@ -24,8 +24,6 @@ absl::StatusOr<DType> DTypeFromProto(v1::DType dtype, absl::string_view field);
 inline v1::DType ToProto(DType dtype) { return static_cast<v1::DType>(dtype); }
 
 absl::StatusOr<Mode> ModeFromProto(v1::Mode mode, absl::string_view field);
-// The same, for an array of `dtype`: complex arrays take no MAX or MIN mode (INVALID_ARGUMENT).
-absl::StatusOr<Mode> ModeFromProto(v1::Mode mode, DType dtype, absl::string_view field);
 inline v1::Mode ToProto(Mode mode) { return static_cast<v1::Mode>(mode); }
 
 // INVALID_ARGUMENT when no value is set.

@@ -308,14 +308,12 @@ cudaError_t LaunchReduce(ReduceKind kind, DType in, DType storage, const void* s
     constexpr ReduceKind K = decltype(kind_tag)::value;
     DispatchComputeDType(in, [&](auto tag) {
       using T = decltype(tag);
-      if constexpr (kReduces<K, T>) {  // else: not built (complex max/min), an invalid value
-        DispatchStorage<T>(in, storage, [&](auto storage_tag) {
-          using S = decltype(storage_tag);
-          result = Launch<K, T, S>(
-              static_cast<const S*>(src), g, static_cast<ReduceStoredOut<K, T, S>*>(dst), scale,
-              static_cast<const S*>(extreme), scratch, scratch_bytes, sm_count, stream);
-        });
-      }
+      DispatchStorage<T>(in, storage, [&](auto storage_tag) {
+        using S = decltype(storage_tag);
+        result = Launch<K, T, S>(
+            static_cast<const S*>(src), g, static_cast<ReduceStoredOut<K, T, S>*>(dst), scale,
+            static_cast<const S*>(extreme), scratch, scratch_bytes, sm_count, stream);
+      });
     });
   });
   return result;

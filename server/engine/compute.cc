@@ -51,7 +51,7 @@ absl::StatusOr<ArrayPtr> Engine::Reshard(const v1::ReshardRequest& request,
   }
   Mode mode = array->mode;
   if (request.has_mode()) {
-    ASSIGN_OR_RETURN(mode, ModeFromProto(request.mode(), array->dtype, "mode"));
+    ASSIGN_OR_RETURN(mode, ModeFromProto(request.mode(), "mode"));
   }
   Array out = Derived(*array, request.in_place(), call);
   out.mode = mode;
@@ -69,7 +69,7 @@ absl::StatusOr<ArrayPtr> Engine::Reshard(const v1::ReshardRequest& request,
 absl::StatusOr<ArrayPtr> Engine::ChangeMode(const v1::ChangeModeRequest& request,
                                             const CallContext& call) {
   ASSIGN_OR_RETURN(ArrayPtr array, registry_.Find(call.tenant, request.handle(), "handle"));
-  ASSIGN_OR_RETURN(Mode mode, ModeFromProto(request.mode(), array->dtype, "mode"));
+  ASSIGN_OR_RETURN(Mode mode, ModeFromProto(request.mode(), "mode"));
   Array out = Derived(*array, request.in_place(), call);
   out.mode = mode;
   RETURN_IF_ERROR(call.CheckAlive());

@@ -203,14 +203,10 @@ absl::StatusOr<ElementwisePlan> PlanElementwise(const ElementwiseInput& input) {
                           : absl::StrCat(" (NumPy computes it in ", DTypeName(plan.compute),
                                          "; astype to float32 first)"));
     }
-    if (IsComplex(plan.compute) && info->complex != ufunc::ComplexSupport::kYes) {
-      if (info->complex == ufunc::ComplexSupport::kNumPyLacks) {
-        return absl::InvalidArgumentError(absl::StrCat("spec.op: ", name, " is not defined for ",
-                                                       DTypeName(plan.compute),
-                                                       " (NumPy has no complex loop for it)"));
-      }
-      return NotBuilt(name, plan.compute,
-                      absl::StrCat(" (complex numbers take ", ComplexOpNames(), " and astype)"));
+    if (IsComplex(plan.compute) && info->complex == ufunc::ComplexSupport::kNumPyLacks) {
+      return absl::InvalidArgumentError(absl::StrCat("spec.op: ", name, " is not defined for ",
+                                                     DTypeName(plan.compute),
+                                                     " (NumPy has no complex loop for it)"));
     }
     // NumPy's loop dtype; a 16-bit float loop computes in float32 on operands stored in 16 bits.
     loop_dtype = plan.compute;

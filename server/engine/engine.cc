@@ -172,8 +172,7 @@ absl::StatusOr<Array> Engine::ArrayFromSpec(const v1::ArraySpec& spec, absl::str
   ASSIGN_OR_RETURN(array.dtype, DTypeFromProto(spec.dtype(), absl::StrCat(field, ".dtype")));
   array.shape = FromProto(spec.shape());
   RETURN_IF_ERROR(ValidateShape(array.shape, array.dtype, absl::StrCat(field, ".shape")));
-  ASSIGN_OR_RETURN(array.mode,
-                   ModeFromProto(spec.mode(), array.dtype, absl::StrCat(field, ".mode")));
+  ASSIGN_OR_RETURN(array.mode, ModeFromProto(spec.mode(), absl::StrCat(field, ".mode")));
   ASSIGN_OR_RETURN(IndexMap map,
                    NormalizeMap(spec.index_map(), array.shape, absl::StrCat(field, ".index_map")));
   for (ChunkSpec& c : map) array.chunks.push_back(Chunk{std::move(c), nullptr});

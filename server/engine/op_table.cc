@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "server/kernels/elementwise_loop.h"
 
 namespace distarray {
@@ -29,17 +28,6 @@ const ElementwiseOpInfo* FindElementwiseOp(v1::ElementwiseOp op) {
 }
 
 const ElementwiseOpInfo& OpInfo(ElementwiseOpId id) { return kOps[static_cast<int>(id)]; }
-
-const std::string& ComplexOpNames() {
-  static const std::string* const names = [] {
-    std::vector<std::string> built;
-    for (const ElementwiseOpInfo& info : kOps) {
-      if (info.complex == ufunc::ComplexSupport::kYes) built.push_back(info.name);
-    }
-    return new std::string(absl::StrJoin(built, ", "));
-  }();
-  return *names;
-}
 
 std::optional<DType> ElementwiseResultDType(ElementwiseOpId id, DType compute) {
   std::optional<DType> result;

@@ -26,8 +26,6 @@ struct ElementwiseOpInfo {
 // The op a proto value names; nullptr for UNSPECIFIED, ASTYPE (not a table op) or unknown values.
 const ElementwiseOpInfo* FindElementwiseOp(v1::ElementwiseOp op);
 const ElementwiseOpInfo& OpInfo(ElementwiseOpId id);
-// NumPy's names of the ops built for complex numbers, comma-separated (for messages).
-const std::string& ComplexOpNames();
 
 // The result dtype of op `id` computing in `compute`; nullopt when the op does not take it.
 std::optional<DType> ElementwiseResultDType(ElementwiseOpId id, DType compute);

@@ -98,12 +98,6 @@ absl::StatusOr<ReducePlan> PlanReduce(const ReduceInput& input, const StopCheck&
     return absl::InvalidArgumentError("spec.operand: a reduction takes an array, not a scalar");
   }
   const ArrayMeta& array = *input.array;
-  if (IsComplex(array.dtype) && !ReducesComplex(rule.kind)) {
-    return absl::UnimplementedError(
-        absl::StrCat("spec.op: ", rule.name, " on ", DTypeName(array.dtype),
-                     " is not implemented yet (complex arrays reduce with sum, prod, mean, all "
-                     "and any)"));
-  }
   const int rank = static_cast<int>(array.shape.size());
   std::vector<bool> reduced(rank, input.axes.empty());
   for (int i = 0; i < static_cast<int>(input.axes.size()); ++i) {

@@ -229,12 +229,10 @@ absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string
                                                      field + ".reshard.index_map"));
       }
       if (s.has_reshard() && s.reshard().has_mode()) {
-        ASSIGN_OR_RETURN(mode,
-                         ModeFromProto(s.reshard().mode(), source->dtype, field + ".reshard.mode"));
+        ASSIGN_OR_RETURN(mode, ModeFromProto(s.reshard().mode(), field + ".reshard.mode"));
       }
       if (s.has_change_mode()) {
-        ASSIGN_OR_RETURN(mode, ModeFromProto(s.change_mode().mode(), source->dtype,
-                                             field + ".change_mode.mode"));
+        ASSIGN_OR_RETURN(mode, ModeFromProto(s.change_mode().mode(), field + ".change_mode.mode"));
       }
       if (check) {
         Assign(s.target(), MetadataOnly({source->shape, source->dtype, mode, map}));

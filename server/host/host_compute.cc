@@ -171,16 +171,14 @@ absl::Status HostBackend::Reduce(ReduceKind kind, DType in, DType storage, const
     if (!HasKernels(in) && !IsComplex(in)) return;
     DispatchComputeDType(in, [&](auto tag) {
       using T = decltype(tag);
-      if constexpr (kReduces<Kind::value, T>) {  // else: not built (complex max/min)
-        stored = DispatchStorage<T>(in, storage, [&](auto storage_tag) {
-          using S = decltype(storage_tag);
-          work = [=] {
-            ReduceOnHost<Kind::value, T, S>(s->as<S>(), geometry,
-                                            d->as<ReduceStoredOut<Kind::value, T, S>>(), scale,
-                                            e ? e->as<S>() : nullptr);
-          };
-        });
-      }
+      stored = DispatchStorage<T>(in, storage, [&](auto storage_tag) {
+        using S = decltype(storage_tag);
+        work = [=] {
+          ReduceOnHost<Kind::value, T, S>(s->as<S>(), geometry,
+                                          d->as<ReduceStoredOut<Kind::value, T, S>>(), scale,
+                                          e ? e->as<S>() : nullptr);
+        };
+      });
     });
   });
   if (!stored) {

@@ -11,6 +11,7 @@
 #include "common/half.h"
 #include "common/mode.h"
 #include "common/strided_box.h"
+#include "server/kernels/complex_math.h"
 #include "server/kernels/wrapping.h"
 
 namespace distarray {
@@ -56,15 +57,16 @@ DA_HD T ApplyCombine(Combine c, T old_value, T value) {
         return WrappingMultiply(old_value, value);
     // NaN propagates, as in NumPy's maximum/minimum: a NaN copy of an element makes its MAX/MIN
     // value NaN whichever copy comes first (`x != x` is the NaN test that compiles on both
-    // sides and is false for every integer).
+    // sides and is false for every integer; a complex value is NaN where either part is).
+    // Complex numbers compare in NumPy's lexicographic order.
     case Combine::kMax:
       if constexpr (kIsComplex<T>)
-        return value;  // never planned: complex arrays have no MAX or MIN mode
+        return (ufunc::ComplexLess(old_value, value) || value != value) ? value : old_value;
       else
         return (value > old_value || value != value) ? value : old_value;
     case Combine::kMin:
       if constexpr (kIsComplex<T>)
-        return value;
+        return (ufunc::ComplexLess(value, old_value) || value != value) ? value : old_value;
       else
         return (value < old_value || value != value) ? value : old_value;
     default:

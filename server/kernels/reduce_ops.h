@@ -31,16 +31,6 @@ struct ReduceGeometry {
   DA_HD int64_t reduced_size() const { return reduced.size(); }
 };
 
-// Whether reduction `kind` is built for complex numbers: they are not ordered, so they take sum,
-// prod, mean, all and any only. The planner answers UNIMPLEMENTED for the rest, and the kernels
-// are instantiated for what this allows (kReduces).
-constexpr bool ReducesComplex(ReduceKind kind) {
-  return kind == ReduceKind::kSum || kind == ReduceKind::kProd || kind == ReduceKind::kMean ||
-         kind == ReduceKind::kAll || kind == ReduceKind::kAny;
-}
-template <ReduceKind K, typename T>
-inline constexpr bool kReduces = !kIsComplex<T> || ReducesComplex(K);
-
 template <ReduceKind K, typename T>
 struct Reducer {
   static constexpr bool kFloat = std::is_floating_point_v<T>;
@@ -106,9 +96,9 @@ struct Reducer {
     else if constexpr (K == ReduceKind::kArgMatch)
       return a < b ? a : b;
     else if constexpr (K == ReduceKind::kMax)
-      return (a > b || a != a) ? a : b;
+      return ApplyCombine(Combine::kMax, b, a);  // NaN propagates; complex: NumPy's order
     else
-      return (a < b || a != a) ? a : b;
+      return ApplyCombine(Combine::kMin, b, a);
   }
   static DA_HD Out Finish(Acc a, double scale) {
     if constexpr (K == ReduceKind::kMean && kComplex)

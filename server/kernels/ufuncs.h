@@ -16,6 +16,8 @@
 #include <type_traits>
 
 #include "common/complex.h"
+#include "server/kernels/complex_math.h"
+#include "server/kernels/real_math.h"
 #include "server/kernels/wrapping.h"
 
 namespace distarray {
@@ -30,56 +32,6 @@ inline constexpr bool kIsBool = std::is_same_v<T, bool>;
 // Float or complex: what true division computes in.
 template <typename T>
 inline constexpr bool kIsInexact = kIsFloat<T> || kIsComplex<T>;
-
-// C math functions by their float/double names, which exist both in host libm and in CUDA's
-// device library (std:: overloads are host-only under some toolchains).
-#define DA_MATH1(name)                      \
-  template <typename T>                     \
-  DA_HD T name(T x) {                       \
-    if constexpr (std::is_same_v<T, float>) \
-      return ::name##f(x);                  \
-    else                                    \
-      return ::name(x);                     \
-  }
-#define DA_MATH2(name)                      \
-  template <typename T>                     \
-  DA_HD T name(T x, T y) {                  \
-    if constexpr (std::is_same_v<T, float>) \
-      return ::name##f(x, y);               \
-    else                                    \
-      return ::name(x, y);                  \
-  }
-namespace math {
-DA_MATH1(sqrt)
-DA_MATH1(exp)
-DA_MATH1(expm1)
-DA_MATH1(log)
-DA_MATH1(log1p)
-DA_MATH1(log2)
-DA_MATH1(log10)
-DA_MATH1(sin)
-DA_MATH1(cos)
-DA_MATH1(tan)
-DA_MATH1(asin)
-DA_MATH1(acos)
-DA_MATH1(atan)
-DA_MATH1(sinh)
-DA_MATH1(cosh)
-DA_MATH1(tanh)
-DA_MATH1(floor)
-DA_MATH1(ceil)
-DA_MATH1(trunc)
-DA_MATH1(rint)
-DA_MATH2(atan2)
-DA_MATH2(hypot)
-DA_MATH2(pow)
-DA_MATH2(fmod)
-DA_MATH2(fmax)
-DA_MATH2(fmin)
-DA_MATH2(copysign)
-}  // namespace math
-#undef DA_MATH1
-#undef DA_MATH2
 
 // `v < 0` without the always-false comparison of an unsigned value (a -Wtype-limits warning).
 template <typename T>
@@ -204,23 +156,32 @@ struct Power {
     }
   }
 };
-// NaN propagates (NumPy's maximum/minimum); fmax/fmin prefer the number.
+// NaN propagates (NumPy's maximum/minimum); fmax/fmin prefer the number. Complex numbers are
+// ordered as NumPy orders them (complex_math.h), NaN in either part counting as NaN.
 struct Maximum {
   template <typename T>
   DA_HD T operator()(T a, T b) const {
-    return (a > b || a != a) ? a : b;
+    if constexpr (kIsComplex<T>)
+      return (a != a || ComplexLessEqual(b, a)) ? a : b;
+    else
+      return (a > b || a != a) ? a : b;
   }
 };
 struct Minimum {
   template <typename T>
   DA_HD T operator()(T a, T b) const {
-    return (a < b || a != a) ? a : b;
+    if constexpr (kIsComplex<T>)
+      return (a != a || ComplexLessEqual(a, b)) ? a : b;
+    else
+      return (a < b || a != a) ? a : b;
   }
 };
 struct Fmax {
   template <typename T>
   DA_HD T operator()(T a, T b) const {
-    if constexpr (kIsFloat<T>)
+    if constexpr (kIsComplex<T>)
+      return (b != b || ComplexLessEqual(b, a)) ? a : b;
+    else if constexpr (kIsFloat<T>)
       return math::fmax(a, b);
     else
       return a > b ? a : b;
@@ -229,7 +190,9 @@ struct Fmax {
 struct Fmin {
   template <typename T>
   DA_HD T operator()(T a, T b) const {
-    if constexpr (kIsFloat<T>)
+    if constexpr (kIsComplex<T>)
+      return (b != b || ComplexLessEqual(a, b)) ? a : b;
+    else if constexpr (kIsFloat<T>)
       return math::fmin(a, b);
     else
       return a < b ? a : b;
@@ -248,7 +211,39 @@ struct Hypot {
   }
 };
 
-// ---- Comparisons and logic: bool results.
+// ---- Comparisons and logic: bool results. Complex numbers compare lexicographically, as in
+// NumPy: a > b is b < a, and a >= b is b <= a, in both orders (NaN makes each false).
+
+struct Less {
+  template <typename T>
+  DA_HD bool operator()(T a, T b) const {
+    if constexpr (kIsComplex<T>)
+      return ComplexLess(a, b);
+    else
+      return a < b;
+  }
+};
+struct LessEqual {
+  template <typename T>
+  DA_HD bool operator()(T a, T b) const {
+    if constexpr (kIsComplex<T>)
+      return ComplexLessEqual(a, b);
+    else
+      return a <= b;
+  }
+};
+struct Greater {
+  template <typename T>
+  DA_HD bool operator()(T a, T b) const {
+    return Less{}(b, a);
+  }
+};
+struct GreaterEqual {
+  template <typename T>
+  DA_HD bool operator()(T a, T b) const {
+    return LessEqual{}(b, a);
+  }
+};
 
 #define DA_COMPARE(Name, expr)              \
   struct Name {                             \
@@ -257,10 +252,6 @@ struct Hypot {
       return expr;                          \
     }                                       \
   };
-DA_COMPARE(Less, a < b)
-DA_COMPARE(LessEqual, a <= b)
-DA_COMPARE(Greater, a > b)
-DA_COMPARE(GreaterEqual, a >= b)
 DA_COMPARE(Equal, a == b)
 DA_COMPARE(NotEqual, a != b)
 DA_COMPARE(LogicalAnd, (a != T(0)) && (b != T(0)))
@@ -329,8 +320,12 @@ struct Absolute {
 struct Sign {
   template <typename T, typename = std::enable_if_t<!kIsBool<T>>>
   DA_HD T operator()(T a) const {
-    if (a != a) return a;  // NaN
-    return static_cast<T>(int{T(0) < a} - int{IsNegative(a)});
+    if constexpr (kIsComplex<T>) {
+      return ComplexSign(a);  // NumPy 2: z / |z|
+    } else {
+      if (a != a) return a;  // NaN
+      return static_cast<T>(int{T(0) < a} - int{IsNegative(a)});
+    }
   }
 };
 struct Square {
@@ -397,13 +392,14 @@ DA_ROUNDING(Floor, floor)
 DA_ROUNDING(Ceil, ceil)
 DA_ROUNDING(Trunc, trunc)
 #undef DA_ROUNDING
-// Floating-point functions; integer inputs are computed in a float type the planner picks.
-#define DA_FLOAT_FN(Name, fn)                                       \
-  struct Name {                                                     \
-    template <typename T, typename = std::enable_if_t<kIsFloat<T>>> \
-    DA_HD T operator()(T a) const {                                 \
-      return math::fn(a);                                           \
-    }                                                               \
+// Floating-point functions, real (real_math.h) and complex (complex_math.h); integer inputs are
+// computed in a float type the planner picks.
+#define DA_FLOAT_FN(Name, fn)                                         \
+  struct Name {                                                       \
+    template <typename T, typename = std::enable_if_t<kIsInexact<T>>> \
+    DA_HD T operator()(T a) const {                                   \
+      return math::fn(a);                                             \
+    }                                                                 \
   };
 DA_FLOAT_FN(Sqrt, sqrt)
 DA_FLOAT_FN(Exp, exp)
@@ -451,13 +447,11 @@ enum class TypeRule {
   kWhere,       // operand 0 is a condition (cast to bool); operands 1 and 2 promote
 };
 
-// Whether an op computes on complex numbers. NumPy defines most ufuncs on complex; the ones it
-// lacks (floor division, rounding, bitwise ops) are a type error, and the rest not built here yet
-// answer UNIMPLEMENTED naming the op and dtype.
+// Whether an op computes on complex numbers: NumPy defines most ufuncs on complex, and the ones it
+// lacks (floor division, rounding, bitwise ops, arctan2, hypot) are a type error.
 enum class ComplexSupport {
   kYes,
   kNumPyLacks,
-  kNotBuilt,
 };
 
 }  // namespace ufunc
@@ -472,17 +466,17 @@ enum class ComplexSupport {
   X(DIVIDE, TrueDivide, "true_divide", 2, kTrueDivide, kYes)                \
   X(FLOOR_DIVIDE, FloorDivide, "floor_divide", 2, kBoolAsInt8, kNumPyLacks) \
   X(REMAINDER, Remainder, "remainder", 2, kBoolAsInt8, kNumPyLacks)         \
-  X(POWER, Power, "power", 2, kBoolAsInt8, kNotBuilt)                       \
-  X(MAXIMUM, Maximum, "maximum", 2, kSame, kNotBuilt)                       \
-  X(MINIMUM, Minimum, "minimum", 2, kSame, kNotBuilt)                       \
-  X(FMAX, Fmax, "fmax", 2, kSame, kNotBuilt)                                \
-  X(FMIN, Fmin, "fmin", 2, kSame, kNotBuilt)                                \
+  X(POWER, Power, "power", 2, kBoolAsInt8, kYes)                            \
+  X(MAXIMUM, Maximum, "maximum", 2, kSame, kYes)                            \
+  X(MINIMUM, Minimum, "minimum", 2, kSame, kYes)                            \
+  X(FMAX, Fmax, "fmax", 2, kSame, kYes)                                     \
+  X(FMIN, Fmin, "fmin", 2, kSame, kYes)                                     \
   X(ARCTAN2, Arctan2, "arctan2", 2, kFloatMath, kNumPyLacks)                \
   X(HYPOT, Hypot, "hypot", 2, kFloatMath, kNumPyLacks)                      \
-  X(LESS, Less, "less", 2, kSame, kNotBuilt)                                \
-  X(LESS_EQUAL, LessEqual, "less_equal", 2, kSame, kNotBuilt)               \
-  X(GREATER, Greater, "greater", 2, kSame, kNotBuilt)                       \
-  X(GREATER_EQUAL, GreaterEqual, "greater_equal", 2, kSame, kNotBuilt)      \
+  X(LESS, Less, "less", 2, kSame, kYes)                                     \
+  X(LESS_EQUAL, LessEqual, "less_equal", 2, kSame, kYes)                    \
+  X(GREATER, Greater, "greater", 2, kSame, kYes)                            \
+  X(GREATER_EQUAL, GreaterEqual, "greater_equal", 2, kSame, kYes)           \
   X(EQUAL, Equal, "equal", 2, kSame, kYes)                                  \
   X(NOT_EQUAL, NotEqual, "not_equal", 2, kSame, kYes)                       \
   X(LOGICAL_AND, LogicalAnd, "logical_and", 2, kSame, kYes)                 \
@@ -496,35 +490,35 @@ enum class ComplexSupport {
   X(NEGATIVE, Negative, "negative", 1, kSame, kYes)                         \
   X(POSITIVE, Positive, "positive", 1, kSame, kYes)                         \
   X(ABS, Absolute, "absolute", 1, kSame, kYes)                              \
-  X(SIGN, Sign, "sign", 1, kSame, kNotBuilt)                                \
+  X(SIGN, Sign, "sign", 1, kSame, kYes)                                     \
   X(SQUARE, Square, "square", 1, kBoolAsInt8, kYes)                         \
-  X(SQRT, Sqrt, "sqrt", 1, kFloatMath, kNotBuilt)                           \
-  X(EXP, Exp, "exp", 1, kFloatMath, kNotBuilt)                              \
-  X(EXPM1, Expm1, "expm1", 1, kFloatMath, kNotBuilt)                        \
-  X(LOG, Log, "log", 1, kFloatMath, kNotBuilt)                              \
-  X(LOG1P, Log1p, "log1p", 1, kFloatMath, kNotBuilt)                        \
-  X(LOG2, Log2, "log2", 1, kFloatMath, kNotBuilt)                           \
-  X(LOG10, Log10, "log10", 1, kFloatMath, kNotBuilt)                        \
-  X(SIN, Sin, "sin", 1, kFloatMath, kNotBuilt)                              \
-  X(COS, Cos, "cos", 1, kFloatMath, kNotBuilt)                              \
-  X(TAN, Tan, "tan", 1, kFloatMath, kNotBuilt)                              \
-  X(ARCSIN, Arcsin, "arcsin", 1, kFloatMath, kNotBuilt)                     \
-  X(ARCCOS, Arccos, "arccos", 1, kFloatMath, kNotBuilt)                     \
-  X(ARCTAN, Arctan, "arctan", 1, kFloatMath, kNotBuilt)                     \
-  X(SINH, Sinh, "sinh", 1, kFloatMath, kNotBuilt)                           \
-  X(COSH, Cosh, "cosh", 1, kFloatMath, kNotBuilt)                           \
-  X(TANH, Tanh, "tanh", 1, kFloatMath, kNotBuilt)                           \
+  X(SQRT, Sqrt, "sqrt", 1, kFloatMath, kYes)                                \
+  X(EXP, Exp, "exp", 1, kFloatMath, kYes)                                   \
+  X(EXPM1, Expm1, "expm1", 1, kFloatMath, kYes)                             \
+  X(LOG, Log, "log", 1, kFloatMath, kYes)                                   \
+  X(LOG1P, Log1p, "log1p", 1, kFloatMath, kYes)                             \
+  X(LOG2, Log2, "log2", 1, kFloatMath, kYes)                                \
+  X(LOG10, Log10, "log10", 1, kFloatMath, kYes)                             \
+  X(SIN, Sin, "sin", 1, kFloatMath, kYes)                                   \
+  X(COS, Cos, "cos", 1, kFloatMath, kYes)                                   \
+  X(TAN, Tan, "tan", 1, kFloatMath, kYes)                                   \
+  X(ARCSIN, Arcsin, "arcsin", 1, kFloatMath, kYes)                          \
+  X(ARCCOS, Arccos, "arccos", 1, kFloatMath, kYes)                          \
+  X(ARCTAN, Arctan, "arctan", 1, kFloatMath, kYes)                          \
+  X(SINH, Sinh, "sinh", 1, kFloatMath, kYes)                                \
+  X(COSH, Cosh, "cosh", 1, kFloatMath, kYes)                                \
+  X(TANH, Tanh, "tanh", 1, kFloatMath, kYes)                                \
   X(FLOOR, Floor, "floor", 1, kSame, kNumPyLacks)                           \
   X(CEIL, Ceil, "ceil", 1, kSame, kNumPyLacks)                              \
   X(TRUNC, Trunc, "trunc", 1, kSame, kNumPyLacks)                           \
-  X(RINT, Rint, "rint", 1, kFloatMath, kNotBuilt)                           \
+  X(RINT, Rint, "rint", 1, kFloatMath, kYes)                                \
   X(LOGICAL_NOT, LogicalNot, "logical_not", 1, kSame, kYes)                 \
   X(INVERT, Invert, "invert", 1, kNoFloat, kNumPyLacks)                     \
   X(ISNAN, IsNan, "isnan", 1, kSame, kYes)                                  \
   X(ISINF, IsInf, "isinf", 1, kSame, kYes)                                  \
   X(ISFINITE, IsFinite, "isfinite", 1, kSame, kYes)                         \
   X(WHERE, Where, "where", 3, kWhere, kYes)                                 \
-  X(CLIP, Clip, "clip", 3, kSame, kNotBuilt)
+  X(CLIP, Clip, "clip", 3, kSame, kYes)
 
 // An op's id; the numeric values are internal (the proto enum has its own numbers).
 enum class ElementwiseOpId : int {
@@ -537,7 +531,7 @@ enum class ElementwiseOpId : int {
 namespace ufunc {
 // Each functor's ComplexSupport, from the table.
 template <typename Op>
-inline constexpr ComplexSupport kComplexSupport = ComplexSupport::kNotBuilt;
+inline constexpr ComplexSupport kComplexSupport = ComplexSupport::kNumPyLacks;
 #define DA_COMPLEX_SUPPORT(suffix, F, name, arity, rule, complex) \
   template <>                                                     \
   inline constexpr ComplexSupport kComplexSupport<F> = ComplexSupport::complex;
@@ -545,7 +539,7 @@ DISTARRAY_ELEMENTWISE_OPS(DA_COMPLEX_SUPPORT)
 #undef DA_COMPLEX_SUPPORT
 
 // Whether the functor is defined for compute type T (with its operand arity). On complex types
-// only the ops the table marks are instantiated: the other functors' bodies assume real numbers.
+// only the ops the table marks are instantiated: NumPy has no complex loop for the others.
 template <typename Op, typename T, int kArity>
 constexpr bool Accepts() {
   if constexpr (kIsComplex<T> && kComplexSupport<Op> != ComplexSupport::kYes)

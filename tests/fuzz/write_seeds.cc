@@ -353,7 +353,8 @@ std::vector<std::pair<std::string, Case>> Seeds() {
   }
   {
     // complex arrays and scalars: a complex fill, a complex scalar lifting a float32 array, a
-    // SUM-mode complex array combined, and a MAX mode the daemon must refuse.
+    // SUM-mode complex array combined, a MAX mode (NumPy's order), and a function and a
+    // comparison of complex values.
     Case& c = add("complex_scalars_and_modes");
     v1::Scalar w;
     w.mutable_complex_value()->set_real(0.5);
@@ -370,6 +371,8 @@ std::vector<std::pair<std::string, Case>> Seeds() {
     c.Binary(v1::ELEMENTWISE_OP_DIVIDE, 0, 1);
     c.ChangeMode(0, v1::MODE_SUM);
     c.ChangeMode(0, v1::MODE_MAX);
+    c.Unary(v1::ELEMENTWISE_OP_ARCCOS, 0);
+    c.Binary(v1::ELEMENTWISE_OP_GREATER_EQUAL, 2, 0);
     c.DownloadFrom(0);
   }
   {

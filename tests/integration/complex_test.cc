@@ -14,62 +14,11 @@
 #include "absl/strings/str_cat.h"
 #include "distarray/graph.h"
 #include "tests/support/backend_fixture.h"
+#include "tests/support/complex_reference.h"
 #include "tests/support/compute_reference.h"
 
 namespace distarray::testing {
 namespace {
-
-using C64 = std::complex<float>;
-using C128 = std::complex<double>;
-using CL = std::complex<long double>;
-
-template <typename C>
-std::vector<C> RandomComplex(size_t n, std::mt19937_64& rng, double lo = -2, double hi = 2) {
-  std::uniform_real_distribution<double> part(lo, hi);
-  std::vector<C> out(n);
-  for (C& z : out) {
-    const double re = part(rng), im = part(rng);
-    z = C(static_cast<typename C::value_type>(re), static_cast<typename C::value_type>(im));
-  }
-  return out;
-}
-
-template <typename C>
-constexpr long double Epsilon() {
-  return std::numeric_limits<typename C::value_type>::epsilon();
-}
-
-template <typename C>
-CL Wide(C z) {
-  return CL(z.real(), z.imag());
-}
-
-// got within rel * scale of want, part by part (NaN matches NaN).
-bool Near(long double got, long double want, long double tol) {
-  if (std::isnan(want)) return std::isnan(got);
-  if (std::isinf(want)) return got == want;
-  return std::fabs(got - want) <= tol;
-}
-
-template <typename C>
-::testing::AssertionResult ComplexMatch(const std::vector<C>& got, const std::vector<CL>& want,
-                                        const std::vector<long double>& scale, long double ulps,
-                                        const std::string& what) {
-  if (got.size() != want.size()) {
-    return ::testing::AssertionFailure()
-           << what << ": " << got.size() << " elements, want " << want.size();
-  }
-  for (size_t i = 0; i < got.size(); ++i) {
-    const long double tol = ulps * Epsilon<C>() * scale[i];
-    if (!Near(got[i].real(), want[i].real(), tol) || !Near(got[i].imag(), want[i].imag(), tol)) {
-      return ::testing::AssertionFailure()
-             << what << ": element " << i << " is (" << got[i].real() << ", " << got[i].imag()
-             << "), want (" << static_cast<double>(want[i].real()) << ", "
-             << static_cast<double>(want[i].imag()) << ")";
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
 
 class ComplexTest : public BackendTest {
  protected:
@@ -104,16 +53,17 @@ TEST_P(ComplexTest, ValuesRoundTripThroughReshardsAndModes) {
     ASSERT_NEAR(got[i].imag(), z[i].imag(), 1e-15) << i;
   }
 
-  // Complex numbers are not ordered: no MAX or MIN mode, and the array is untouched.
-  EXPECT_TRUE(StatusIs(a.ChangeMode(v1::MODE_MAX).status(), absl::StatusCode::kInvalidArgument,
-                       {"mode", "complex128", "MAX"}));
-  EXPECT_TRUE(
-      StatusIs(client()
-                   .Create({4}, v1::DTYPE_COMPLEX64, ArrayOpts(OnDevice(1, dev(0)), v1::MODE_MIN))
-                   .status(),
-               absl::StatusCode::kInvalidArgument, {"spec.mode", "complex64"}));
-  ASSERT_OK_AND_ASSIGN(got, a.Download<C128>());
-  EXPECT_EQ(got, z);
+  // MAX and MIN modes order as NumPy's maximum does (real part, then imaginary part): the
+  // non-owning copies hold (-inf, -inf) or (inf, inf), which every value beats, so the logical
+  // values come back unchanged whatever the signs of their parts.
+  for (v1::Mode mode : {v1::MODE_MAX, v1::MODE_MIN}) {
+    ASSERT_OK_AND_ASSIGN(Array extreme, both.ChangeMode(mode));
+    ASSERT_OK_AND_ASSIGN(got, extreme.Download<C128>());
+    EXPECT_EQ(got, z) << v1::Mode_Name(mode);
+    ASSERT_OK_AND_ASSIGN(Array combined, extreme.Reshard(Cols(10), v1::MODE_REPLICA));
+    ASSERT_OK_AND_ASSIGN(got, combined.Download<C128>());
+    EXPECT_EQ(got, z) << v1::Mode_Name(mode) << " combined";
+  }
 }
 
 TEST_P(ComplexTest, FillsPutTheirValuesInTheRealPart) {
@@ -387,30 +337,16 @@ TEST_P(ComplexTest, ComplexScalarsAreWeakAsInNumPy) {
       absl::StatusCode::kInvalidArgument, {"fill.full.value", "(1.5-0.25j)", "float32"}));
 }
 
-TEST_P(ComplexTest, WhatIsNotBuiltOrNotDefinedSaysSo) {
+TEST_P(ComplexTest, WhatNumPyDoesNotDefineSaysSo) {
   std::mt19937_64 rng(3);
   const std::vector<C64> z = RandomComplex<C64>(4, rng);
   ASSERT_OK_AND_ASSIGN(Array a, client().Upload<C64>(z, {4}, {OnDevice(1, dev(0))}));
-  // Ufuncs NumPy defines on complex numbers but the daemon does not build yet.
-  for (v1::ElementwiseOp op :
-       {v1::ELEMENTWISE_OP_MAXIMUM, v1::ELEMENTWISE_OP_LESS, v1::ELEMENTWISE_OP_POWER}) {
-    EXPECT_TRUE(StatusIs(Ufunc(op, {a, a}).status(), absl::StatusCode::kUnimplemented,
-                         {"complex64", "not implemented"}))
-        << v1::ElementwiseOp_Name(op);
-  }
-  EXPECT_TRUE(StatusIs(Ufunc(v1::ELEMENTWISE_OP_EXP, {a}).status(),
-                       absl::StatusCode::kUnimplemented, {"exp", "complex64"}));
   // Ufuncs NumPy has no complex loop for.
   for (v1::ElementwiseOp op : {v1::ELEMENTWISE_OP_FLOOR_DIVIDE, v1::ELEMENTWISE_OP_BITWISE_AND,
                                v1::ELEMENTWISE_OP_ARCTAN2}) {
     EXPECT_TRUE(StatusIs(Ufunc(op, {a, a}).status(), absl::StatusCode::kInvalidArgument,
                          {"spec.op", "complex64"}))
         << v1::ElementwiseOp_Name(op);
-  }
-  for (v1::ReduceOp op : {v1::REDUCE_OP_MAX, v1::REDUCE_OP_ARGMIN}) {
-    EXPECT_TRUE(StatusIs(Reduce(a, op).status(), absl::StatusCode::kUnimplemented,
-                         {"complex64", "sum, prod, mean, all and any"}))
-        << v1::ReduceOp_Name(op);
   }
   ASSERT_OK_AND_ASSIGN(
       Array m, client().Create({2, 2}, v1::DTYPE_COMPLEX128, ArrayOpts(OnDevice(2, dev(0)))));
@@ -498,6 +434,72 @@ void CheckReductions(const Client& client, int d0, int d1) {
 TEST_P(ComplexTest, SumsProductsAndMeansCountEachElementOnce) {
   CheckReductions<C64>(client(), dev(0), dev(1));
   CheckReductions<C128>(client(), dev(0), dev(1));
+}
+
+// max/min/argmax/argmin in NumPy's order, over rows split across devices (the partial maxima
+// combine in MAX/MIN mode). Parts are small integers, so real parts tie often and the imaginary
+// parts decide; a NaN in either part wins max and min, and argmax/argmin point at the first.
+template <typename C>
+void CheckExtremes(const Client& client, int d0, int d1) {
+  SCOPED_TRACE(DTypeStr(DTypeOf<C>()));
+  using R = typename C::value_type;
+  std::mt19937_64 rng(sizeof(C) + 7);
+  std::uniform_int_distribution<int> part(-3, 3);
+  const int64_t rows = 7, cols = 6;
+  std::vector<C> z(rows * cols);
+  for (C& v : z) v = C(part(rng), part(rng));
+  const R nan = std::numeric_limits<R>::quiet_NaN();
+  z[2 * cols + 4] = C(1, nan);  // row 2
+  z[5 * cols + 1] = C(nan, 0);  // row 5
+  z[5 * cols + 3] = C(2, nan);
+  ASSERT_OK_AND_ASSIGN(Array a,
+                       client.Upload<C>(z, {rows, cols},
+                                        {MakeIndexMap({MakeChunk(d0, {SliceSpec{0, 4}, {}}),
+                                                       MakeChunk(d1, {SliceSpec{3, 7}, {}})})}));
+  // Over each row (axis 1) and over everything.
+  for (bool max : {true, false}) {
+    const std::string what = max ? "max" : "min";
+    auto beats = [&](C x, C best) { return max ? LexLess(best, x) : LexLess(x, best); };
+    std::vector<C> want_value;
+    std::vector<int64_t> want_index;
+    for (int64_t r = 0; r <= rows; ++r) {  // r == rows: the whole array
+      const int64_t begin = r == rows ? 0 : r * cols, end = r == rows ? rows * cols : begin + cols;
+      int64_t best = begin;
+      for (int64_t i = begin; i < end && !HasNan(z[best]); ++i) {
+        if (HasNan(z[i]) || beats(z[i], z[best])) best = i;
+      }
+      want_value.push_back(z[best]);
+      want_index.push_back(r == rows ? best : best - begin);
+    }
+    const v1::ReduceOp value_op = max ? v1::REDUCE_OP_MAX : v1::REDUCE_OP_MIN;
+    const v1::ReduceOp index_op = max ? v1::REDUCE_OP_ARGMAX : v1::REDUCE_OP_ARGMIN;
+    ASSERT_OK_AND_ASSIGN(Array per_row, Reduce(a, value_op, {1}));
+    ASSERT_OK_AND_ASSIGN(Array overall, Reduce(a, value_op));
+    ASSERT_OK_AND_ASSIGN(Array per_row_index, Reduce(a, index_op, {1}));
+    ASSERT_OK_AND_ASSIGN(Array overall_index, Reduce(a, index_op));
+    EXPECT_EQ(per_row.info().dtype(), DTypeOf<C>());
+    ASSERT_OK_AND_ASSIGN(std::vector<C> values, per_row.Download<C>());
+    ASSERT_OK_AND_ASSIGN(std::vector<C> value, overall.Download<C>());
+    ASSERT_OK_AND_ASSIGN(std::vector<int64_t> indices, per_row_index.Download<int64_t>());
+    ASSERT_OK_AND_ASSIGN(std::vector<int64_t> index, overall_index.Download<int64_t>());
+    values.push_back(value.at(0));
+    indices.push_back(index.at(0));
+    for (int64_t r = 0; r <= rows; ++r) {
+      // Which NaN a max returns is unspecified between NaN elements (as for real NaNs); it is
+      // one of them.
+      if (HasNan(want_value[r])) {
+        EXPECT_TRUE(HasNan(values[r])) << what << " of row " << r;
+      } else {
+        EXPECT_EQ(values[r], want_value[r]) << what << " of row " << r;
+      }
+      EXPECT_EQ(indices[r], want_index[r]) << "arg" << what << " of row " << r;
+    }
+  }
+}
+
+TEST_P(ComplexTest, MaximaAndMinimaFollowNumPysOrder) {
+  CheckExtremes<C64>(client(), dev(0), dev(1));
+  CheckExtremes<C128>(client(), dev(0), dev(1));
 }
 
 // Complex GEMM (cuBLAS's C/Z types, OpenBLAS's cgemm/zgemm) against a long double reference: a

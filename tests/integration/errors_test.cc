@@ -398,14 +398,15 @@ std::vector<BadCase> Cases() {
       },
       StatusCode::INVALID_ARGUMENT, "spec.dtype: a dtype is required");
   add(
-      "complex64 in MAX mode",
-      [=](auto& stub, auto&) {
-        v1::CreateArrayRequest r = CreateRequest({4}, v1::DTYPE_COMPLEX64, one);
-        r.mutable_spec()->set_mode(v1::MODE_MAX);
-        return Create(stub, r);
+      "floor division of complex numbers",
+      [=](auto& stub, auto& bystander) {
+        v1::Scalar w;
+        w.mutable_complex_value()->set_real(1);
+        w.mutable_complex_value()->set_imag(-1);
+        return Binary(stub, v1::ELEMENTWISE_OP_FLOOR_DIVIDE, Handle(bystander), ScalarOperand(w));
       },
       StatusCode::INVALID_ARGUMENT,
-      "spec.mode: a complex64 array cannot be in MAX mode (complex numbers are not ordered)");
+      "spec.op: floor_divide is not defined for complex64 (NumPy has no complex loop for it)");
   add(
       "a float16 fill beyond float16's range",
       [=](auto& stub, auto&) {

@@ -219,12 +219,13 @@ class ArrayOps:
         return self._reduce("prod", axis, keepdims, **options)
 
     def max(self, axis: Axis = None, out=None, keepdims: bool = False, **options):
-        """Maximum over ``axis`` (NaN propagates)."""
+        """Maximum over ``axis`` (NaN propagates; complex numbers in NumPy's order: real part,
+        then imaginary part)."""
         _no_numpy_extras("max", None, out)
         return self._reduce("max", axis, keepdims, **options)
 
     def min(self, axis: Axis = None, out=None, keepdims: bool = False, **options):
-        """Minimum over ``axis`` (NaN propagates)."""
+        """Minimum over ``axis`` (NaN propagates; complex numbers in NumPy's order)."""
         _no_numpy_extras("min", None, out)
         return self._reduce("min", axis, keepdims, **options)
 
