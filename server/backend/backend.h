@@ -112,6 +112,18 @@ class PendingRead {
   virtual absl::Status Wait() = 0;
 };
 
+// A device-to-host copy in flight into host memory the read owns (Backend::ReadToStaging).
+class StagedRead {
+ public:
+  virtual ~StagedRead() = default;
+  // Blocks until the bytes have arrived and returns them; they stay valid until the read is
+  // destroyed.
+  virtual absl::StatusOr<absl::string_view> Wait() = 0;
+};
+
+// The most bytes one ReadToStaging takes (a download slab's target size).
+inline constexpr int64_t kMaxStagedReadBytes = int64_t{16} << 20;
+
 class GraphRecorder;  // graph_recorder.h
 
 class Backend {
@@ -213,6 +225,12 @@ class Backend {
   virtual absl::StatusOr<std::unique_ptr<PendingRead>> ReadToHost(const BufferPtr& src,
                                                                   int64_t offset, int64_t bytes,
                                                                   void* dst) = 0;
+  // The same, into host memory of the read's own, which the caller then reads in place: on the
+  // GPU a page-locked staging block, so the bytes take no host copy after the device's (a
+  // download sends its messages straight from it). At most kMaxStagedReadBytes.
+  virtual absl::StatusOr<std::unique_ptr<StagedRead>> ReadToStaging(const BufferPtr& src,
+                                                                    int64_t offset,
+                                                                    int64_t bytes) = 0;
 
   // Blocks until all work enqueued so far on every device has finished. Returns the first
   // asynchronous error a device met (UNAVAILABLE for a device in a sticky error state).

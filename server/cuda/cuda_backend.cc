@@ -49,6 +49,26 @@ class CudaPendingRead final : public PendingRead {
   std::vector<Piece> pieces_;
 };
 
+// One pool block the caller reads in place. Dropping it without Wait is as safe as dropping a
+// CudaPendingRead: the block goes back with the copy's event.
+class CudaStagedRead final : public StagedRead {
+ public:
+  CudaStagedRead(cuda::PinnedPool& pool, cuda::PinnedPool::Block* block, CudaEventPtr copied,
+                 int64_t bytes)
+      : pool_(pool), block_(block), copied_(std::move(copied)), bytes_(bytes) {}
+  ~CudaStagedRead() override { pool_.Release(block_, copied_); }
+  absl::StatusOr<absl::string_view> Wait() override {
+    RETURN_IF_ERROR(cuda::CudaStatus(cudaEventSynchronize(copied_->get()), "D2H copy"));
+    return absl::string_view(static_cast<const char*>(block_->data), static_cast<size_t>(bytes_));
+  }
+
+ private:
+  cuda::PinnedPool& pool_;
+  cuda::PinnedPool::Block* block_;
+  CudaEventPtr copied_;
+  int64_t bytes_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& options) {
@@ -482,6 +502,27 @@ absl::Status CudaBackend::WriteFromHost(const BufferPtr& dst, int64_t offset, co
   return absl::OkStatus();
 }
 
+// Copies `bytes` of `buffer` at `offset` into a pool block, after the work that writes it;
+// returns the block with the copy's event. On failure the block is back in the pool (or retired).
+absl::StatusOr<CudaBackend::StagedBlock> CudaBackend::ReadIntoBlock(CudaBuffer* buffer,
+                                                                    int64_t offset, int64_t bytes) {
+  ASSIGN_OR_RETURN(cuda::PinnedPool::Block * block,
+                   pinned_.Acquire(static_cast<size_t>(std::max<int64_t>(bytes, 1))));
+  bool enqueued = false;
+  auto copied = Launch("ReadToHost", buffer->device(), {buffer}, {}, [&](cudaStream_t s) {
+    absl::Status status = cuda::CudaStatus(
+        cudaMemcpyAsync(block->data, buffer->data() + offset, bytes, cudaMemcpyDeviceToHost, s),
+        "device-to-host copy");
+    enqueued = status.ok();
+    return status;
+  });
+  if (!copied.ok()) {
+    ReleaseAfterFailedLaunch(pinned_, block, buffer->device(), stream(buffer->device()), enqueued);
+    return copied.status();
+  }
+  return StagedBlock{block, *copied};
+}
+
 absl::StatusOr<std::unique_ptr<PendingRead>> CudaBackend::ReadToHost(const BufferPtr& src,
                                                                      int64_t offset, int64_t bytes,
                                                                      void* dst) {
@@ -492,25 +533,24 @@ absl::StatusOr<std::unique_ptr<PendingRead>> CudaBackend::ReadToHost(const Buffe
   char* to = static_cast<char*>(dst);
   for (int64_t done = 0; done < bytes;) {
     const int64_t n = std::min<int64_t>(bytes - done, cuda::PinnedPool::kBlockBytes);
-    ASSIGN_OR_RETURN(cuda::PinnedPool::Block * block, pinned_.Acquire(n));
-    bool enqueued = false;
-    auto copied = Launch("ReadToHost", buffer->device(), {buffer}, {}, [&](cudaStream_t s) {
-      absl::Status status =
-          cuda::CudaStatus(cudaMemcpyAsync(block->data, buffer->data() + offset + done, n,
-                                           cudaMemcpyDeviceToHost, s),
-                           "device-to-host copy");
-      enqueued = status.ok();
-      return status;
-    });
-    if (!copied.ok()) {
-      ReleaseAfterFailedLaunch(pinned_, block, buffer->device(), stream(buffer->device()),
-                               enqueued);
-      return copied.status();
-    }
-    pending->Add({block, *copied, to + done, n});
+    ASSIGN_OR_RETURN(StagedBlock staged, ReadIntoBlock(buffer, offset + done, n));
+    pending->Add({staged.block, staged.copied, to + done, n});
     done += n;
   }
   return pending;
+}
+
+absl::StatusOr<std::unique_ptr<StagedRead>> CudaBackend::ReadToStaging(const BufferPtr& src,
+                                                                       int64_t offset,
+                                                                       int64_t bytes) {
+  static_assert(cuda::PinnedPool::kBlockBytes >= kMaxStagedReadBytes);
+  RETURN_IF_ERROR(RefuseWhileRecording("ReadToStaging", "host transfers cannot be recorded"));
+  if (bytes < 0 || bytes > kMaxStagedReadBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ReadToStaging: ", bytes, " bytes; at most ", kMaxStagedReadBytes));
+  }
+  ASSIGN_OR_RETURN(StagedBlock staged, ReadIntoBlock(AsCuda(src), offset, bytes));
+  return std::make_unique<CudaStagedRead>(pinned_, staged.block, staged.copied, bytes);
 }
 
 absl::Status CudaBackend::Synchronize() {

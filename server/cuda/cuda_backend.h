@@ -64,6 +64,8 @@ class CudaBackend final : public Backend {
                     const GemmShape& shape, bool allow_tf32) override;
   absl::Status WriteFromHost(const BufferPtr& dst, int64_t offset, const void* src,
                              int64_t bytes) override;
+  absl::StatusOr<std::unique_ptr<StagedRead>> ReadToStaging(const BufferPtr& src, int64_t offset,
+                                                            int64_t bytes) override;
   absl::StatusOr<std::unique_ptr<PendingRead>> ReadToHost(const BufferPtr& src, int64_t offset,
                                                           int64_t bytes, void* dst) override;
   absl::Status Synchronize() override;
@@ -93,6 +95,11 @@ class CudaBackend final : public Backend {
   struct CrossDeviceCopy;
 
   CudaBackend(Transfer transfer, int loop_unroll);
+  struct StagedBlock {
+    cuda::PinnedPool::Block* block;
+    cuda::CudaEventPtr copied;
+  };
+  absl::StatusOr<StagedBlock> ReadIntoBlock(CudaBuffer* buffer, int64_t offset, int64_t bytes);
   cudaStream_t stream(int device) const { return devices_[device].stream->get(); }
   cudaStream_t transfer_stream(int device) const { return devices_[device].transfer_stream->get(); }
   // Makes `stream` of the current device wait for `deps`.

@@ -49,8 +49,18 @@ struct SlabRead {
   int64_t bytes = 0;
   std::vector<PieceRead> pieces;
   Combine combine = Combine::kAssign;
+  // A slab that is one contiguous piece of one chunk is read into the backend's staging and sent
+  // from there (page-locked memory on the GPU): no host copy between the device's and the
+  // message's. `staged_bytes` is set once it has arrived (FinishSlab).
+  std::unique_ptr<StagedRead> staged;
+  absl::string_view staged_bytes;
 
   char* data() { return external != nullptr ? external : values.data(); }
+  absl::string_view bytes_read() const {
+    return staged ? staged_bytes
+                  : absl::string_view(external != nullptr ? external : values.data(),
+                                      static_cast<size_t>(bytes));
+  }
 
   SlabRead() = default;
   SlabRead(SlabRead&&) = default;
@@ -64,6 +74,8 @@ struct SlabRead {
       bytes = other.bytes;
       pieces = std::move(other.pieces);
       combine = other.combine;
+      staged = std::move(other.staged);
+      staged_bytes = other.staged_bytes;
     }
     return *this;
   }
@@ -85,7 +97,6 @@ absl::StatusOr<SlabRead> StartSlab(Backend& backend, const Array& array, const I
   read.bytes = walker.bytes();  // at most max(slab target, one element)
   read.external = external;
   read.values = std::move(recycled);
-  if (external == nullptr) read.values.resize(read.bytes);
   read.combine = CombineFor(array.mode);
 
   // REPLICA copies are equal, so each element is read once; op modes need every copy. The
@@ -104,6 +115,17 @@ absl::StatusOr<SlabRead> StartSlab(Backend& backend, const Array& array, const I
     covered = pieces.size() == 1 && NumElements(pieces[0].global) == NumElements(slab);
   }
   const Shape slab_shape = BoxShape(slab);
+  if (external == nullptr && covered && pieces.size() == 1 && !walker.any_mirrored() &&
+      read.bytes <= kMaxStagedReadBytes) {
+    const Chunk& chunk = array.chunks[pieces[0].chunk];
+    const Shape chunk_shape = BoxShape(chunk.spec.box);
+    if (auto offset = ContiguousOffset(chunk_shape, ToLocal(chunk.spec.box, pieces[0].global))) {
+      ASSIGN_OR_RETURN(read.staged,
+                       backend.ReadToStaging(chunk.buffer, *offset * element_size, read.bytes));
+      return read;
+    }
+  }
+  if (external == nullptr) read.values.resize(read.bytes);
   if (!covered) {
     // The whole slab gets the identity, so the order its values are kept in does not matter.
     DispatchStorageDType(array.dtype, [&](auto tag) {
@@ -146,6 +168,10 @@ absl::StatusOr<SlabRead> StartSlab(Backend& backend, const Array& array, const I
 }
 
 absl::Status FinishSlab(DType dtype, SlabRead& read) {
+  if (read.staged) {
+    ASSIGN_OR_RETURN(read.staged_bytes, read.staged->Wait());
+    return absl::OkStatus();
+  }
   const Shape slab_shape = BoxShape(read.box);
   for (PieceRead& piece : read.pieces) {
     RETURN_IF_ERROR(piece.read->Wait());
@@ -215,7 +241,7 @@ absl::Status Engine::DownloadSlabs(const v1::DownloadArrayRequest& request, cons
     }
     RETURN_IF_ERROR(FinishSlab(array->dtype, current));
     if (emit != nullptr) {
-      absl::string_view values(current.data(), static_cast<size_t>(current.bytes));
+      absl::string_view values = current.bytes_read();
       while (!values.empty()) {
         const size_t n = std::min<size_t>(message_bytes, values.size());
         if (!(*emit)(region_shape, array->dtype, values.substr(0, n))) {

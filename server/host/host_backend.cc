@@ -29,6 +29,25 @@ class HostPendingRead final : public PendingRead {
   HostEventPtr event_;
 };
 
+// The host backend's staging is a vector the read owns; the copy into it waits like any read.
+class HostStagedRead final : public StagedRead {
+ public:
+  explicit HostStagedRead(int64_t bytes) : bytes_(static_cast<size_t>(bytes)) {}
+  ~HostStagedRead() override {
+    if (event_) event_->Wait();
+  }
+  absl::StatusOr<absl::string_view> Wait() override {
+    event_->Wait();
+    return absl::string_view(bytes_.data(), bytes_.size());
+  }
+  char* data() { return bytes_.data(); }
+  void set_event(HostEventPtr event) { event_ = std::move(event); }
+
+ private:
+  std::vector<char> bytes_;
+  HostEventPtr event_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HostBackend>> HostBackend::Create(const Options& options) {
@@ -199,14 +218,31 @@ absl::Status HostBackend::WriteFromHost(const BufferPtr& dst, int64_t offset, co
 absl::StatusOr<std::unique_ptr<PendingRead>> HostBackend::ReadToHost(const BufferPtr& src,
                                                                      int64_t offset, int64_t bytes,
                                                                      void* dst) {
+  ASSIGN_OR_RETURN(HostEventPtr done, StartRead(src, offset, bytes, dst));
+  return std::make_unique<HostPendingRead>(std::move(done));
+}
+
+absl::StatusOr<HostEventPtr> HostBackend::StartRead(const BufferPtr& src, int64_t offset,
+                                                    int64_t bytes, void* dst) {
   RETURN_IF_ERROR(RefuseWhileRecording("ReadToHost", "host transfers cannot be recorded"));
   auto buffer = AsHost(src);
   auto work = [buffer, offset, bytes, dst] {
     if (bytes > 0) std::memcpy(dst, buffer->data() + offset, bytes);  // an empty `dst` may be null
   };
-  ASSIGN_OR_RETURN(HostEventPtr done,
-                   Launch("ReadToHost", buffer->device(), {buffer.get()}, {}, std::move(work)));
-  return std::make_unique<HostPendingRead>(std::move(done));
+  return Launch("ReadToHost", buffer->device(), {buffer.get()}, {}, std::move(work));
+}
+
+absl::StatusOr<std::unique_ptr<StagedRead>> HostBackend::ReadToStaging(const BufferPtr& src,
+                                                                       int64_t offset,
+                                                                       int64_t bytes) {
+  if (bytes < 0 || bytes > kMaxStagedReadBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ReadToStaging: ", bytes, " bytes; at most ", kMaxStagedReadBytes));
+  }
+  auto read = std::make_unique<HostStagedRead>(bytes);
+  ASSIGN_OR_RETURN(HostEventPtr done, StartRead(src, offset, bytes, read->data()));
+  read->set_event(std::move(done));
+  return read;
 }
 
 absl::Status HostBackend::Synchronize() {

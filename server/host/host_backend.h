@@ -54,6 +54,8 @@ class HostBackend final : public Backend {
                     const GemmShape& shape, bool allow_tf32) override;
   absl::Status WriteFromHost(const BufferPtr& dst, int64_t offset, const void* src,
                              int64_t bytes) override;
+  absl::StatusOr<std::unique_ptr<StagedRead>> ReadToStaging(const BufferPtr& src, int64_t offset,
+                                                            int64_t bytes) override;
   absl::StatusOr<std::unique_ptr<PendingRead>> ReadToHost(const BufferPtr& src, int64_t offset,
                                                           int64_t bytes, void* dst) override;
   absl::Status Synchronize() override;
@@ -64,6 +66,10 @@ class HostBackend final : public Backend {
   friend class HostRecordedGraph;  // a replay is launched like any other work
 
   explicit HostBackend(const Options& options);
+
+  // Queues the copy of ReadToHost and ReadToStaging; the event fires when it is done.
+  absl::StatusOr<HostEventPtr> StartRead(const BufferPtr& src, int64_t offset, int64_t bytes,
+                                         void* dst);
 
   // Enqueues `work` on `device`'s stream once the hazards of `reads` and `writes` are clear, and
   // records it as their newest reader/writer. Returns the event that fires when `work` is done.

@@ -220,6 +220,43 @@ void CheckComplexProductsAndQuotients(
   }
 }
 
+// Reads into the backend's own staging memory (what a download sends its messages from): the
+// bytes of the region asked for, after the work that wrote them, several in flight at once; a
+// read dropped before Wait is harmless; more than kMaxStagedReadBytes is refused.
+TEST_P(BackendConformanceTest, StagedReadsReturnTheRegionsBytes) {
+  const int64_t n = (int64_t{1} << 20) + 7;
+  const std::vector<uint32_t> values = AnyValues<uint32_t>(n, 31);
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr source, UploadTo(backend(), values));
+  // Written after the upload, so a read that does not wait for the writer sees old values.
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr doubled, backend().Allocate(0, n * 4));
+  DA_ASSERT_OK(backend().Elementwise(ElementwiseOpId::kAdd, DType::kUInt32, doubled, n,
+                                     {ArrayArg(source), ArrayArg(source)}));
+  struct Region {
+    int64_t first, count;
+  };
+  const Region regions[] = {{0, n}, {5, 1}, {n - 9, 9}, {123, 4096}, {0, 0}};
+  std::vector<std::unique_ptr<StagedRead>> reads;
+  for (const Region& r : regions) {
+    DA_ASSERT_OK_AND_ASSIGN(auto read, backend().ReadToStaging(doubled, r.first * 4, r.count * 4));
+    reads.push_back(std::move(read));
+  }
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<StagedRead> dropped,
+                          backend().ReadToStaging(doubled, 0, n * 4));
+  dropped.reset();
+  for (size_t k = 0; k < reads.size(); ++k) {
+    DA_ASSERT_OK_AND_ASSIGN(absl::string_view bytes, reads[k]->Wait());
+    ASSERT_EQ(bytes.size(), static_cast<size_t>(regions[k].count * 4)) << "region " << k;
+    for (int64_t i = 0; i < regions[k].count; ++i) {
+      uint32_t got;
+      std::memcpy(&got, bytes.data() + i * 4, 4);
+      ASSERT_EQ(got, static_cast<uint32_t>(values[regions[k].first + i] * 2u))
+          << "region " << k << ", element " << i;
+    }
+  }
+  EXPECT_EQ(backend().ReadToStaging(doubled, 0, kMaxStagedReadBytes + 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST_P(BackendConformanceTest, ComplexProductsAndQuotients) {
   CheckComplexProductsAndQuotients<float>(
       backend(), [&](ElementwiseOpId op, int64_t n, const std::vector<ElementwiseArg>& args) {
