@@ -778,7 +778,7 @@ int main(int argc, char** argv) {
     auto y = Must(client.Create({1000}, distarray::v1::DTYPE_FLOAT32, {one}), "create y");
     auto baseline_stub = distarray::bench::Baseline::NewStub(grpc::CreateChannel(
         "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
-    std::vector<double> add_us, ping_us, info_us;
+    std::vector<double> add_us, ping_us, info_us, keepalive_us;
     for (int i = 0; i < 4000; ++i) {
       auto t0 = Clock::now();
       {
@@ -794,7 +794,16 @@ int main(int argc, char** argv) {
       t0 = Clock::now();
       Must(client.ServerInfo(), "info");
       if (i >= 500) info_us.push_back(Seconds(t0, Clock::now()) * 1e6);
+      // The daemon's smallest call (a session keepalive: empty request and response), which
+      // separates the daemon's transport from its work.
+      grpc::ClientContext keepalive_context;
+      client.AttachSession(keepalive_context);
+      distarray::v1::KeepAliveResponse keepalive;
+      t0 = Clock::now();
+      const grpc::Status kept = client.stub().KeepAlive(&keepalive_context, {}, &keepalive);
+      if (i >= 500 && kept.ok()) keepalive_us.push_back(Seconds(t0, Clock::now()) * 1e6);
     }
+    std::sort(keepalive_us.begin(), keepalive_us.end());
     std::sort(info_us.begin(), info_us.end());
     std::sort(add_us.begin(), add_us.end());
     std::sort(ping_us.begin(), ping_us.end());
@@ -804,6 +813,10 @@ int main(int argc, char** argv) {
         "empty unary gRPC call, p99", ping_us[ping_us.size() * 99 / 100], false);
     Row("GetServerInfo RPC (no device work), p50", info_us[info_us.size() / 2], "us",
         "empty unary gRPC call, p50", ping_us[ping_us.size() / 2], false);
+    if (!keepalive_us.empty()) {
+      Row("KeepAlive RPC (empty request and response), p50", keepalive_us[keepalive_us.size() / 2],
+          "us", "empty unary gRPC call, p50", ping_us[ping_us.size() / 2], false);
+    }
   }
 
   // --- Compute on every GPU: A + B, sum, matmul ---

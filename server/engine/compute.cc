@@ -61,7 +61,9 @@ absl::StatusOr<ArrayPtr> Engine::Reshard(const v1::ReshardRequest& request,
   if (replayed) {
     out.chunks = *std::move(replayed);
   } else {
-    ASSIGN_OR_RETURN(out.chunks, Relayout(*backend_, *array, map, mode, call.alive));
+    // The result is registered, so it is never written: it may hold the source's buffers.
+    ASSIGN_OR_RETURN(out.chunks, Relayout(*backend_, *array, map, mode, call.alive,
+                                          SourceBuffers::kShareLeadingParts));
   }
   return Register(std::move(out), request.in_place(), call);
 }

@@ -63,22 +63,72 @@ absl::StatusOr<std::vector<Chunk>> GatherToReplica(Backend& backend, const Array
   return out;
 }
 
+// For each chunk of `map`, the index of a chunk of `from` on the same device whose buffer starts
+// with the chunk's values (its box holds the chunk's box, which is contiguous at offset 0 of it),
+// or -1. A buffer holding a prefix is enough because chunks address their buffers from the start.
+absl::StatusOr<std::vector<int64_t>> LeadingPartSources(const std::vector<Chunk>& from,
+                                                        const IndexMap& map,
+                                                        const StopCheck& stop) {
+  std::vector<int64_t> source(map.size(), -1);
+  IndexMap from_map;
+  for (const Chunk& c : from) from_map.push_back(c.spec);
+  const ChunkIndex index(from_map);
+  PlanBudget budget(kDefaultPlanWorkLimit, stop);
+  for (size_t j = 0; j < map.size(); ++j) {
+    const ChunkSpec& target = map[j];
+    if (NumElements(target.box) == 0) continue;
+    index.ForEachContaining(target.box, static_cast<int64_t>(from.size()), budget, [&](int64_t i) {
+      const ChunkSpec& s = from_map[i];
+      if (s.device != target.device || !BoxContains(s.box, target.box)) {
+        return true;
+      }
+      const std::optional<int64_t> offset =
+          ContiguousOffset(BoxShape(s.box), ToLocal(s.box, target.box));
+      if (offset != 0) return true;
+      source[j] = i;
+      return false;
+    });
+    if (budget.exhausted()) return budget.ExhaustedError("sharing source buffers");
+  }
+  return source;
+}
+
 // `uncovered` is the logical value of elements no source chunk holds: zero for a REPLICA source,
-// the identity of the source's mode for an op-mode source gathered to REPLICA.
+// the identity of the source's mode for an op-mode source gathered to REPLICA. With `share`, a
+// target chunk that is the leading part of a source chunk on its device takes that buffer and is
+// left out of the plan.
 absl::StatusOr<std::vector<Chunk>> ReshardReplica(Backend& backend, DType dtype,
                                                   const std::vector<Chunk>& from,
                                                   const IndexMap& map, const Scalar& uncovered,
-                                                  const StopCheck& stop) {
+                                                  const StopCheck& stop, bool share) {
+  std::vector<Chunk> out(map.size());
+  IndexMap copied_map;            // the targets that get buffers of their own
+  std::vector<size_t> copied_at;  // their positions in `map`
+  if (share) {
+    ASSIGN_OR_RETURN(const std::vector<int64_t> sources, LeadingPartSources(from, map, stop));
+    for (size_t j = 0; j < map.size(); ++j) {
+      if (sources[j] >= 0) {
+        out[j] = Chunk{map[j], from[sources[j]].buffer};
+      } else {
+        copied_map.push_back(map[j]);
+        copied_at.push_back(j);
+      }
+    }
+    if (copied_map.empty()) return out;
+  }
+  const IndexMap& planned_map = share ? copied_map : map;
   IndexMap from_map;
   for (const Chunk& c : from) from_map.push_back(c.spec);
   ASSIGN_OR_RETURN(const ReplicaReshardPlan plan,
-                   PlanReplicaReshard(from_map, map, kDefaultPlanWorkLimit, stop));
-  ASSIGN_OR_RETURN(std::vector<Chunk> out, AllocateChunks(backend, dtype, map));
-  for (size_t j = 0; j < out.size(); ++j) {
+                   PlanReplicaReshard(from_map, planned_map, kDefaultPlanWorkLimit, stop));
+  ASSIGN_OR_RETURN(std::vector<Chunk> fresh, AllocateChunks(backend, dtype, planned_map));
+  for (size_t j = 0; j < fresh.size(); ++j) {
     if (plan.fill_uncovered[j])
-      RETURN_IF_ERROR(backend.FillConstant(dtype, Whole(out[j]), uncovered));
+      RETURN_IF_ERROR(backend.FillConstant(dtype, Whole(fresh[j]), uncovered));
   }
-  RETURN_IF_ERROR(CopyAndCount(backend, dtype, ToBoxCopies(plan.copies, from, out)));
+  RETURN_IF_ERROR(CopyAndCount(backend, dtype, ToBoxCopies(plan.copies, from, fresh)));
+  if (!share) return fresh;
+  for (size_t k = 0; k < fresh.size(); ++k) out[copied_at[k]] = std::move(fresh[k]);
   return out;
 }
 
@@ -122,9 +172,14 @@ absl::Status ApplyOwnershipMask(Backend& backend, DType dtype, Mode mode,
 }
 
 absl::StatusOr<std::vector<Chunk>> Relayout(Backend& backend, const Array& array,
-                                            const IndexMap& map, Mode mode, const StopCheck& stop) {
+                                            const IndexMap& map, Mode mode, const StopCheck& stop,
+                                            SourceBuffers sources) {
+  const bool share = sources == SourceBuffers::kShareLeadingParts;
   const bool same_map = array.index_map() == map;
-  if (same_map && array.mode == mode) return CopyChunks(backend, array.dtype, array.chunks);
+  if (same_map && array.mode == mode) {
+    if (share) return array.chunks;
+    return CopyChunks(backend, array.dtype, array.chunks);
+  }
 
   std::vector<Chunk> current = array.chunks;
   bool owned = false;  // whether `current` holds fresh buffers we may modify in place
@@ -133,8 +188,11 @@ absl::StatusOr<std::vector<Chunk>> Relayout(Backend& backend, const Array& array
     owned = true;
   }
   if (!same_map) {
-    ASSIGN_OR_RETURN(current, ReshardReplica(backend, array.dtype, current, map,
-                                             IdentityScalar(array.dtype, array.mode), stop));
+    // Shared buffers are never written: only a REPLICA result of a REPLICA source shares.
+    const bool share_here = share && array.mode == Mode::kReplica && mode == Mode::kReplica;
+    ASSIGN_OR_RETURN(current,
+                     ReshardReplica(backend, array.dtype, current, map,
+                                    IdentityScalar(array.dtype, array.mode), stop, share_here));
     owned = true;
   }
   if (mode != Mode::kReplica) {
@@ -164,7 +222,7 @@ absl::StatusOr<std::vector<Chunk>> ReadOnlyChunksIn(Backend& backend, const Arra
   }
   if (missing.empty()) return out;
   ASSIGN_OR_RETURN(std::vector<Chunk> moved,
-                   Relayout(backend, array, missing, Mode::kReplica, stop));
+                   Relayout(backend, array, missing, Mode::kReplica, stop, SourceBuffers::kCopy));
   for (size_t i = 0; i < moved.size(); ++i) out[missing_at[i]] = std::move(moved[i]);
   return out;
 }

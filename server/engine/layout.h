@@ -22,13 +22,21 @@ absl::StatusOr<std::vector<Chunk>> AllocateChunks(Backend& backend, DType dtype,
 absl::Status ApplyOwnershipMask(Backend& backend, DType dtype, Mode mode,
                                 const std::vector<Chunk>& chunks, const StopCheck& stop = {});
 
+// Whether a relayout's result may hold its source's buffers. kShareLeadingParts: a target chunk
+// whose values are the leading part, in C order, of a REPLICA source chunk on the same device
+// (the same box, or fewer leading rows of it) holds that chunk's buffer instead of a copy; a
+// layout and mode that do not change share every chunk. Only for results nothing writes into:
+// arrays registered by an RPC are immutable snapshots, and program slots are copies of them.
+enum class SourceBuffers { kCopy, kShareLeadingParts };
+
 // New chunks holding `array`'s logical values in layout `map` and mode `mode`. An op-mode source
 // goes through REPLICA first (docs/design.md explains why). Asynchronous: returns once the work is
 // enqueued; consumers of each new chunk wait on that chunk alone. Planning stops with `stop`'s
 // status once the call it serves is abandoned (planning a large map can take a second of CPU).
 absl::StatusOr<std::vector<Chunk>> Relayout(Backend& backend, const Array& array,
                                             const IndexMap& map, Mode mode,
-                                            const StopCheck& stop = {});
+                                            const StopCheck& stop = {},
+                                            SourceBuffers sources = SourceBuffers::kCopy);
 
 // Chunks holding `array`'s logical values in layout `map` (REPLICA), for reading only: a target
 // chunk identical to the REPLICA array's chunk at the same position (same device and box) shares

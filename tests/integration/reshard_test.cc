@@ -2,7 +2,9 @@
 #include <random>
 
 #include "absl/strings/match.h"
+#include "distarray/graph.h"
 #include "tests/support/backend_fixture.h"
+#include "tests/support/compute_reference.h"
 #include "tests/support/reference.h"
 
 namespace distarray::testing {
@@ -94,6 +96,73 @@ TEST_P(ReshardTest, TheSeedExampleMovesOnlyTheOverlap) {
   ASSERT_OK_AND_ASSIGN(Array sum, A + C2);
   ASSERT_OK_AND_ASSIGN(std::vector<float> got, sum.Download<float>());
   for (int i = 0; i < 10; ++i) EXPECT_EQ(got[i], a[i] + c[i]);
+}
+
+// Memory in use on each device, from GetServerInfo.
+std::vector<int64_t> UsedBytes(const Client& client) {
+  std::vector<int64_t> used;
+  absl::StatusOr<v1::GetServerInfoResponse> info = client.ServerInfo();
+  if (!info.ok()) return used;
+  for (const auto& device : info->devices()) used.push_back(device.memory_used_bytes());
+  return used;
+}
+
+// A target chunk whose values are the leading rows of a source chunk on the same device holds
+// that chunk's buffer instead of a copy (GPU 0's side of "move a quarter to GPU 1"): no memory is
+// allocated for it. The arrays stay independent: deleting the source, computing on either, an
+// in-place reshard and a program that loops over the result leave the other's values intact.
+TEST_P(ReshardTest, TargetChunksThatAreLeadingRowsShareTheSourceBuffer) {
+  if (devices() < 2) GTEST_SKIP() << "needs two devices";
+  std::mt19937_64 rng(17);
+  const Shape shape = {40, 6};
+  const std::vector<float> values = RandomValues<float>(NumElements(shape), rng);
+  auto rows = [&](int64_t first_split) {
+    return MakeIndexMap({MakeChunk(dev(0), {SliceSpec{0, first_split}, {}}),
+                         MakeChunk(dev(1), {SliceSpec{first_split, 40}, {}})});
+  };
+  ASSERT_OK_AND_ASSIGN(Array a, client().Upload<float>(values, shape, {rows(20)}));
+  ASSERT_OK(client().Synchronize());
+  const std::vector<int64_t> before = UsedBytes(client());
+  ASSERT_OK_AND_ASSIGN(Array b, a.Reshard(rows(10)));  // rows 0-9 stay on device 0
+  ASSERT_OK(client().Synchronize());
+  const std::vector<int64_t> after = UsedBytes(client());
+  ASSERT_EQ(before.size(), after.size());
+  EXPECT_EQ(after[dev(0)], before[dev(0)]) << "device 0's chunk was copied";
+  EXPECT_GE(after[dev(1)] - before[dev(1)], 30 * 6 * 4) << "device 1's chunk is new";
+  ASSERT_OK_AND_ASSIGN(std::vector<float> got, b.Download<float>());
+  EXPECT_EQ(got, values);
+  // The same layout shares every chunk.
+  ASSERT_OK_AND_ASSIGN(Array same, a.Reshard(a.info().index_map()));
+  EXPECT_EQ(UsedBytes(client()), after);
+
+  // Computing on the result writes new arrays; the source keeps its values.
+  ASSERT_OK_AND_ASSIGN(Array doubled, b * 2.0f);
+  ASSERT_OK_AND_ASSIGN(std::vector<float> twice, doubled.Download<float>());
+  for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(twice[i], values[i] * 2) << i;
+  // A loop over the result (its loop-carried copy is the program's own).
+  namespace g = distarray::graph;
+  g::ProgramBuilder p;
+  const g::Var x = p.Input("x");
+  const g::Var k = p.Input("k");
+  g::Vars out = p.WhileLoop([](auto v) { return g::All(v[1] < 3); },
+                            [](auto v) {
+                              return g::Vars{v[0] + 1.0f, v[1] + 1};
+                            },
+                            {x, k}, 10);
+  p.Output("x", out[0]);
+  ASSERT_OK_AND_ASSIGN(Array k0,
+                       client().Create({}, v1::DTYPE_INT32, ArrayOpts(OnDevice(0, dev(0)))));
+  ASSERT_OK_AND_ASSIGN(GraphRun run, client().RunGraph(p.program(), {{"x", &b}, {"k", &k0}}));
+  ASSERT_OK_AND_ASSIGN(std::vector<float> looped, run.outputs.at("x").Download<float>());
+  for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(looped[i], values[i] + 3.0f) << i;
+  // Deleting the source leaves the result whole, and the other way round.
+  ASSERT_OK(a.Delete());
+  ASSERT_OK_AND_ASSIGN(got, b.Download<float>());
+  EXPECT_EQ(got, values);
+  ASSERT_OK(b.ReshardInPlace(rows(5)));
+  ASSERT_OK(b.Delete());
+  ASSERT_OK_AND_ASSIGN(got, same.Download<float>());
+  EXPECT_EQ(got, values);
 }
 
 DISTARRAY_INSTANTIATE_BACKENDS(ReshardTest);
