@@ -1,6 +1,8 @@
 #include "server/service/array_service.h"
 
+#include <atomic>
 #include <chrono>
+#include <memory>
 
 #include <spdlog/spdlog.h>
 
@@ -38,12 +40,48 @@ absl::StatusOr<std::string> SessionOf(const grpc::ServerContext& context) {
 
 // OK while the call is wanted. The deadline is checked directly so an expired call answers
 // DEADLINE_EXCEEDED rather than the CANCELLED that IsCancelled() alone would suggest.
-absl::Status CallAlive(grpc::ServerContext* context, const DrainGate* drain) {
+// Whether a call's client cancelled it, probed at most once per kCancelProbeInterval. gRPC's
+// synchronous IsCancelled() polls the call's completion queue: about 20 µs a probe, and an
+// elementwise RPC checks five times (it measured 87 µs of a 120 µs call on a 2-core host). A
+// call stops within one interval of its client's cancel; a deadline is checked every time (it is
+// a clock read).
+class CancelProbe {
+ public:
+  static constexpr std::chrono::nanoseconds kCancelProbeInterval = std::chrono::milliseconds(1);
+
+  // The first probe comes one interval into the call: a call shorter than that runs to its end.
+  CancelProbe() : next_probe_(Now() + kCancelProbeInterval.count()) {}
+
+  bool Cancelled(grpc::ServerContext& context) {
+    if (cancelled_.load(std::memory_order_relaxed)) return true;
+    const int64_t now = Now();
+    int64_t next = next_probe_.load(std::memory_order_relaxed);
+    // One caller probes per interval; the others go on.
+    if (now < next || !next_probe_.compare_exchange_strong(next, now + kCancelProbeInterval.count(),
+                                                           std::memory_order_relaxed)) {
+      return false;
+    }
+    if (!context.IsCancelled()) return false;
+    cancelled_.store(true, std::memory_order_relaxed);
+    return true;
+  }
+
+ private:
+  static int64_t Now() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  std::atomic<int64_t> next_probe_;
+  std::atomic<bool> cancelled_{false};
+};
+
+absl::Status CallAlive(grpc::ServerContext* context, const DrainGate* drain, CancelProbe& probe) {
   if (drain != nullptr) RETURN_IF_ERROR(drain->CheckRunning());
   if (context->deadline() <= std::chrono::system_clock::now()) {
     return absl::DeadlineExceededError("the call's deadline passed; its result was discarded");
   }
-  if (context->IsCancelled()) {
+  if (probe.Cancelled(*context)) {
     return absl::CancelledError("the client cancelled the call; its result was discarded");
   }
   return absl::OkStatus();
@@ -70,8 +108,9 @@ grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerCont
   } else if (!session.ok()) {
     status = session.status();
   } else {
-    CallContext call{*std::move(session),
-                     [this, context] { return CallAlive(context, drain_gate_); }};
+    CallContext call{*std::move(session), [this, context, probe = std::make_shared<CancelProbe>()] {
+                       return CallAlive(context, drain_gate_, *probe);
+                     }};
     call.tenant = *std::move(tenant);
     SetRequestLogTenant(call.tenant);
     status = engine_.TouchSession(call);
