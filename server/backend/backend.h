@@ -10,6 +10,7 @@
 #ifndef DISTARRAY_SERVER_BACKEND_BACKEND_H_
 #define DISTARRAY_SERVER_BACKEND_BACKEND_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -39,6 +40,14 @@ class DeviceBuffer {
   virtual ~DeviceBuffer() = default;
   virtual int device() const = 0;
   virtual int64_t bytes() const = 0;
+
+  // Marks the buffer as held by more than one array (a reshard's result sharing its source's
+  // buffer). Never cleared: a write into an existing array copies such a buffer first.
+  void MarkShared() { shared_.store(true, std::memory_order_relaxed); }
+  bool shared() const { return shared_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> shared_{false};
 };
 using BufferPtr = std::shared_ptr<DeviceBuffer>;
 

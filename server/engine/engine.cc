@@ -8,6 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "common/names.h"
 #include "common/proto_convert.h"
@@ -335,7 +336,8 @@ absl::StatusOr<std::unique_ptr<UploadSession>> Engine::BeginUpload(const v1::Upl
       RETURN_IF_ERROR(registry_.tenant_memory().CheckFits(call.tenant, ChargesOf(array)));
       ASSIGN_OR_RETURN(array.chunks, AllocateChunks(*backend_, array.dtype, array.index_map()));
       const Box region = FullBox(array.shape);
-      return std::make_unique<UploadSession>(*this, std::move(array), /*is_new=*/true, region);
+      return std::make_unique<UploadSession>(*this, std::move(array),
+                                             UploadSession::Target::kNewArray, region);
     }
     case v1::UploadHeader::kHandle: {
       ASSIGN_OR_RETURN(ArrayPtr target,
@@ -347,7 +349,19 @@ absl::StatusOr<std::unique_ptr<UploadSession>> Engine::BeginUpload(const v1::Upl
       }
       ASSIGN_OR_RETURN(RegionSelection region,
                        NormalizeRegionSelection(header.region(), target->shape, "header.region"));
-      return std::make_unique<UploadSession>(*this, *target, /*is_new=*/false, std::move(region));
+      // An array holding buffers another array also holds (SourceBuffers in layout.h) is
+      // written in a copy of its own, which replaces it when the upload finishes.
+      const bool shared =
+          absl::c_any_of(target->chunks, [](const Chunk& chunk) { return chunk.buffer->shared(); });
+      if (!shared) {
+        return std::make_unique<UploadSession>(*this, *target, UploadSession::Target::kInPlace,
+                                               std::move(region));
+      }
+      Array copy = *target;
+      ASSIGN_OR_RETURN(copy.chunks,
+                       Relayout(*backend_, *target, target->index_map(), target->mode, call.alive));
+      return std::make_unique<UploadSession>(
+          *this, std::move(copy), UploadSession::Target::kCopyOnWrite, std::move(region));
     }
     default:
       return absl::InvalidArgumentError("header: give new_array or handle");

@@ -108,6 +108,7 @@ absl::StatusOr<std::vector<Chunk>> ReshardReplica(Backend& backend, DType dtype,
     ASSIGN_OR_RETURN(const std::vector<int64_t> sources, LeadingPartSources(from, map, stop));
     for (size_t j = 0; j < map.size(); ++j) {
       if (sources[j] >= 0) {
+        from[sources[j]].buffer->MarkShared();
         out[j] = Chunk{map[j], from[sources[j]].buffer};
       } else {
         copied_map.push_back(map[j]);
@@ -177,7 +178,10 @@ absl::StatusOr<std::vector<Chunk>> Relayout(Backend& backend, const Array& array
   const bool share = sources == SourceBuffers::kShareLeadingParts;
   const bool same_map = array.index_map() == map;
   if (same_map && array.mode == mode) {
-    if (share) return array.chunks;
+    if (share) {
+      for (const Chunk& chunk : array.chunks) chunk.buffer->MarkShared();
+      return array.chunks;
+    }
     return CopyChunks(backend, array.dtype, array.chunks);
   }
 

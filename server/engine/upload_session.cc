@@ -39,10 +39,10 @@ std::string GatherOnHost(DType dtype, const char* data, const Shape& shape, cons
 
 }  // namespace
 
-UploadSession::UploadSession(Engine& engine, Array array, bool is_new, RegionSelection region)
+UploadSession::UploadSession(Engine& engine, Array array, Target target, RegionSelection region)
     : engine_(engine),
       array_(std::move(array)),
-      is_new_(is_new),
+      target_(target),
       element_size_(DTypeSize(array_.dtype)),
       map_(array_.index_map()),
       index_(map_) {
@@ -56,8 +56,8 @@ UploadSession::UploadSession(Engine& engine, Array array, bool is_new, RegionSel
   expected_bytes_ = walker_->total_bytes();
 }
 
-UploadSession::UploadSession(Engine& engine, Array array, bool is_new, Box region)
-    : UploadSession(engine, std::move(array), is_new, Ascending(std::move(region))) {}
+UploadSession::UploadSession(Engine& engine, Array array, Target target, Box region)
+    : UploadSession(engine, std::move(array), target, Ascending(std::move(region))) {}
 
 absl::Status UploadSession::Append(absl::string_view bytes) {
   RETURN_IF_ERROR(plan_status_);
@@ -150,7 +150,14 @@ absl::StatusOr<ArrayPtr> UploadSession::Finish() {
     return absl::InvalidArgumentError(absl::StrCat("data: the stream carried ", received_bytes_,
                                                    " bytes; the region holds ", expected_bytes_));
   }
-  if (!is_new_) return engine_.registry().Find(array_.tenant, array_.handle, "handle");
+  switch (target_) {
+    case Target::kInPlace:
+      return engine_.registry().Find(array_.tenant, array_.handle, "handle");
+    case Target::kCopyOnWrite:
+      return engine_.Register(std::move(array_), /*in_place=*/true);
+    case Target::kNewArray:
+      break;
+  }
   RETURN_IF_ERROR(ApplyOwnershipMask(engine_.backend(), array_.dtype, array_.mode, array_.chunks));
   return engine_.Register(std::move(array_), /*in_place=*/false);
 }

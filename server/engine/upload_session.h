@@ -23,13 +23,17 @@ class Engine;
 
 class UploadSession {
  public:
-  // `array` is the target (a new, unregistered array when `is_new`); `region` is where the bytes
-  // go, in global coordinates, walked in NumPy's order: descending along the axes marked so (a
-  // region slice with a negative step), so the stream's first bytes land where NumPy's
-  // a[region] = values puts values' first elements.
-  UploadSession(Engine& engine, Array array, bool is_new, RegionSelection region);
+  // Where the bytes go: a new, unregistered array; a registered array's own buffers; or a copy
+  // of a registered array whose buffers another array also holds (a reshard's result sharing
+  // them), which replaces it under its handle when the upload finishes.
+  enum class Target { kNewArray, kInPlace, kCopyOnWrite };
+
+  // `array` is the target; `region` is where the bytes go, in global coordinates, walked in
+  // NumPy's order: descending along the axes marked so (a region slice with a negative step), so
+  // the stream's first bytes land where NumPy's a[region] = values puts values' first elements.
+  UploadSession(Engine& engine, Array array, Target target, RegionSelection region);
   // The same for a region walked in ascending order along every axis.
-  UploadSession(Engine& engine, Array array, bool is_new, Box region);
+  UploadSession(Engine& engine, Array array, Target target, Box region);
 
   // INVALID_ARGUMENT when the stream carries more bytes than the region holds.
   absl::Status Append(absl::string_view bytes);
@@ -47,7 +51,7 @@ class UploadSession {
 
   Engine& engine_;
   Array array_;
-  const bool is_new_;
+  const Target target_;
   const int64_t element_size_;
   const IndexMap map_;        // the target's chunks, and an index of them, so a slab finds the
   const ChunkIndex index_;    // chunks it meets without a scan of every chunk

@@ -155,10 +155,23 @@ TEST_P(ReshardTest, TargetChunksThatAreLeadingRowsShareTheSourceBuffer) {
   ASSERT_OK_AND_ASSIGN(GraphRun run, client().RunGraph(p.program(), {{"x", &b}, {"k", &k0}}));
   ASSERT_OK_AND_ASSIGN(std::vector<float> looped, run.outputs.at("x").Download<float>());
   for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(looped[i], values[i] + 3.0f) << i;
+  // Uploading into either writes a copy of its own (copy on write): the other keeps its values.
+  const std::vector<float> row(6, -1.0f);
+  ASSERT_OK(b.Write<float>(row, MakeRegion({SliceSpec{3, 4}, {}})));
+  ASSERT_OK(a.Write<float>(row, MakeRegion({SliceSpec{5, 6}, {}})));
+  ASSERT_OK_AND_ASSIGN(std::vector<float> b_now, b.Download<float>());
+  ASSERT_OK_AND_ASSIGN(std::vector<float> a_now, a.Download<float>());
+  ASSERT_OK_AND_ASSIGN(std::vector<float> same_now, same.Download<float>());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const int64_t r = static_cast<int64_t>(i) / 6;
+    ASSERT_EQ(b_now[i], r == 3 ? -1.0f : values[i]) << "b, element " << i;
+    ASSERT_EQ(a_now[i], r == 5 ? -1.0f : values[i]) << "a, element " << i;
+    ASSERT_EQ(same_now[i], values[i]) << "same, element " << i;
+  }
   // Deleting the source leaves the result whole, and the other way round.
   ASSERT_OK(a.Delete());
   ASSERT_OK_AND_ASSIGN(got, b.Download<float>());
-  EXPECT_EQ(got, values);
+  EXPECT_EQ(got, b_now);
   ASSERT_OK(b.ReshardInPlace(rows(5)));
   ASSERT_OK(b.Delete());
   ASSERT_OK_AND_ASSIGN(got, same.Download<float>());

@@ -184,7 +184,7 @@ class DataPathTest : public ::testing::Test {
                       const std::vector<int32_t>& values) {
     ASSIGN_OR_RETURN(RegionSelection selection,
                      NormalizeRegionSelection(region, array->shape, "header.region"));
-    UploadSession session(*engine_, *array, /*is_new=*/false, std::move(selection));
+    UploadSession session(*engine_, *array, UploadSession::Target::kInPlace, std::move(selection));
     const char* bytes = reinterpret_cast<const char*>(values.data());
     const size_t total = values.size() * sizeof(int32_t);
     if (++uploads_ % 2 == 0) {
