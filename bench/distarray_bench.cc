@@ -441,17 +441,15 @@ bool Compute(const distarray::Client& client, int ndev, const Figures& peer, con
     auto w = Must(client.Create({kBlock, kBlock}, v1::DTYPE_FLOAT32,
                                 {distarray::Replicated(2, devices)}, uniform(14)),
                   "create the matrix");
-    v1::MatmulRequest batched;
-    *batched.mutable_spec()->mutable_a() = s3.AsOperand();
-    *batched.mutable_spec()->mutable_b() = w.AsOperand();
-    const double bm_s = timed(1, 5, [&] { return Must(client.Matmul(batched), "batched matmul"); });
+    const double bm_s =
+        timed(1, 5, [&] { return Must(distarray::Matmul(s3, w), "batched matmul"); });
     const double bm_tflops = 2.0 * stack * kBlock * kBlock * kBlock / bm_s / 1e12;
     RowVs("  Matmul RPC + Synchronize, TFLOP/s", bm_tflops, "TF/s",
           "CuPy matmul of the same stack, one GPU", Figure(cupy, "cupy_batched_matmul_TFLOPs"),
           no_cupy);
     std::printf("|   times: distarray %.3f ms, CuPy %s |\n", bm_s * 1e3,
                 ms(Figure(cupy, "cupy_batched_matmul_ms")).c_str());
-    auto c = Must(client.Matmul(batched), "batched matmul");
+    auto c = Must(distarray::Matmul(s3, w), "batched matmul");
     const int64_t entry = stack - 1, i = kBlock / 2;
     const auto ra = Must(s3.Download<float>(distarray::MakeRegion(
                              {SliceSpec{entry, entry + 1}, SliceSpec{i, i + 1}, SliceSpec{}})),
@@ -482,18 +480,15 @@ bool Compute(const distarray::Client& client, int ndev, const Figures& peer, con
     auto cb = Must(client.Create({complex_side, complex_side}, v1::DTYPE_COMPLEX64,
                                  {distarray::Replicated(2, devices)}, uniform(16)),
                    "create complex B");
-    v1::MatmulRequest complex_mm;
-    *complex_mm.mutable_spec()->mutable_a() = ca.AsOperand();
-    *complex_mm.mutable_spec()->mutable_b() = cb.AsOperand();
     const double cm_s =
-        timed(1, 5, [&] { return Must(client.Matmul(complex_mm), "complex matmul"); });
+        timed(1, 5, [&] { return Must(distarray::Matmul(ca, cb), "complex matmul"); });
     const double cm_tflops = 8.0 * complex_side * complex_side * complex_side / cm_s / 1e12;
     RowVs("  Matmul RPC + Synchronize, TFLOP/s", cm_tflops, "TF/s",
           "CuPy complex64 matmul (cuBLAS), one GPU", Figure(cupy, "cupy_matmul_c64_TFLOPs"),
           no_cupy);
     std::printf("|   times: distarray %.3f ms, CuPy %s |\n", cm_s * 1e3,
                 ms(Figure(cupy, "cupy_matmul_c64_ms")).c_str());
-    auto c = Must(client.Matmul(complex_mm), "complex matmul");
+    auto c = Must(distarray::Matmul(ca, cb), "complex matmul");
     const int64_t i = complex_side / 3;
     const auto ra = Must(ca.Download<C>(row_of(i)), "download a row of complex A");
     const auto cbc = Must(cb.Download<C>(column_of(i)), "download a column of complex B");

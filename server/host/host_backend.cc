@@ -218,18 +218,18 @@ absl::Status HostBackend::WriteFromHost(const BufferPtr& dst, int64_t offset, co
 absl::StatusOr<std::unique_ptr<PendingRead>> HostBackend::ReadToHost(const BufferPtr& src,
                                                                      int64_t offset, int64_t bytes,
                                                                      void* dst) {
-  ASSIGN_OR_RETURN(HostEventPtr done, StartRead(src, offset, bytes, dst));
+  ASSIGN_OR_RETURN(HostEventPtr done, StartRead("ReadToHost", src, offset, bytes, dst));
   return std::make_unique<HostPendingRead>(std::move(done));
 }
 
-absl::StatusOr<HostEventPtr> HostBackend::StartRead(const BufferPtr& src, int64_t offset,
-                                                    int64_t bytes, void* dst) {
-  RETURN_IF_ERROR(RefuseWhileRecording("ReadToHost", "host transfers cannot be recorded"));
+absl::StatusOr<HostEventPtr> HostBackend::StartRead(absl::string_view call, const BufferPtr& src,
+                                                    int64_t offset, int64_t bytes, void* dst) {
+  RETURN_IF_ERROR(RefuseWhileRecording(call, "host transfers cannot be recorded"));
   auto buffer = AsHost(src);
   auto work = [buffer, offset, bytes, dst] {
     if (bytes > 0) std::memcpy(dst, buffer->data() + offset, bytes);  // an empty `dst` may be null
   };
-  return Launch("ReadToHost", buffer->device(), {buffer.get()}, {}, std::move(work));
+  return Launch(call, buffer->device(), {buffer.get()}, {}, std::move(work));
 }
 
 absl::StatusOr<std::unique_ptr<StagedRead>> HostBackend::ReadToStaging(const BufferPtr& src,
@@ -240,7 +240,7 @@ absl::StatusOr<std::unique_ptr<StagedRead>> HostBackend::ReadToStaging(const Buf
         absl::StrCat("ReadToStaging: ", bytes, " bytes; at most ", kMaxStagedReadBytes));
   }
   auto read = std::make_unique<HostStagedRead>(bytes);
-  ASSIGN_OR_RETURN(HostEventPtr done, StartRead(src, offset, bytes, read->data()));
+  ASSIGN_OR_RETURN(HostEventPtr done, StartRead("ReadToStaging", src, offset, bytes, read->data()));
   read->set_event(std::move(done));
   return read;
 }

@@ -67,9 +67,9 @@ class HostBackend final : public Backend {
 
   explicit HostBackend(const Options& options);
 
-  // Queues the copy of ReadToHost and ReadToStaging; the event fires when it is done.
-  absl::StatusOr<HostEventPtr> StartRead(const BufferPtr& src, int64_t offset, int64_t bytes,
-                                         void* dst);
+  // Queues the copy of ReadToHost and ReadToStaging (`call`); the event fires when it is done.
+  absl::StatusOr<HostEventPtr> StartRead(absl::string_view call, const BufferPtr& src,
+                                         int64_t offset, int64_t bytes, void* dst);
 
   // Enqueues `work` on `device`'s stream once the hazards of `reads` and `writes` are clear, and
   // records it as their newest reader/writer. Returns the event that fires when `work` is done.
