@@ -42,6 +42,7 @@
 #include "baseline.grpc.pb.h"
 #include "bench/figures.h"
 #include "distarray/client.h"
+#include "distarray/graph.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "distarrayd address");
 ABSL_FLAG(std::string, peer_file, "", "key value lines from peer_limit");
@@ -230,6 +231,23 @@ bool Compute(const distarray::Client& client, int ndev, const Figures& peer, con
     }
     return per_op;
   };
+  // Device time of `program` replayed as a recorded graph from the daemon's cache (median of 5
+  // after a first run that records it): the op's own time on the GPUs, with no RPC or host work
+  // in it (over several GPUs, the slowest device's). nullopt where the daemon ran it eagerly.
+  auto graph_device_s = [&](const v1::Program& program,
+                            const std::map<std::string, const distarray::Array*>& arguments)
+      -> std::optional<double> {
+    std::vector<double> seconds;
+    for (int i = 0; i < 6; ++i) {
+      auto run = Must(client.RunGraph(program, arguments), "RunGraph");
+      if (run.execution != v1::GRAPH_EXECUTION_DEVICE_GRAPH || run.device_seconds <= 0) {
+        return std::nullopt;
+      }
+      if (i > 0) seconds.push_back(run.device_seconds);
+    }
+    return Median(seconds);
+  };
+  const std::string no_graph = "the daemon ran the program eagerly (no device time)";
   const std::string back_to_back = Fmt("  %d back to back + one Synchronize", kPipelined);
   bool ok = true;
   auto check = [&](bool good, const std::string& what) {
@@ -287,6 +305,25 @@ bool Compute(const distarray::Client& client, int ndev, const Figures& peer, con
     std::printf("|   times: distarray %.3f ms (%.3f ms back to back), CuPy %s, cupyx %s |\n",
                 add_s * 1e3, add_pipe_s * 1e3, ms(Figure(cupy, "cupy_add_1GiB_ms")).c_str(),
                 ms(Figure(cupy, "cupyx_add_1GiB_ms")).c_str());
+    {
+      distarray::graph::ProgramBuilder p;
+      p.Output("c", p.Input("a") + p.Input("b"));
+      const auto add_device_s = graph_device_s(p.program(), {{"a", &a}, {"b", &b}});
+      const auto add_device_gbps =
+          add_device_s ? std::optional<double>(3 * array_bytes / *add_device_s / 1e9)
+                       : std::nullopt;
+      RowVs("  device time (one-statement RunGraph, replayed)", add_device_gbps.value_or(0), "GB/s",
+            Fmt("device copy GB/s x %s", gpus.c_str()),
+            copy && add_device_gbps ? std::optional<double>(*copy * ndev) : std::nullopt,
+            add_device_gbps ? no_copy : no_graph);
+      RowVs("  device time vs cupyx.distributed.array A + B", add_device_gbps.value_or(0), "GB/s",
+            Fmt("cupyx A + B, %s", cupyx_gpus.c_str()),
+            add_device_gbps ? Figure(cupy, "cupyx_add_1GiB_GBps") : std::nullopt,
+            add_device_gbps ? no_cupyx : no_graph);
+      std::printf(
+          "|   device time: %s |\n",
+          ms(add_device_s ? std::optional<double>(*add_device_s * 1e3) : std::nullopt).c_str());
+    }
     auto c = Must(a + b, "A + B");
     for (const int64_t r : {int64_t{0}, side - 1}) {
       const auto ra = Must(a.Download<float>(row_of(r)), "download A row");
@@ -335,6 +372,26 @@ bool Compute(const distarray::Client& client, int ndev, const Figures& peer, con
       ndev);
   std::printf("|   times: distarray %.3f ms (%.3f ms back to back), CuPy %s |\n", sum_s * 1e3,
               sum_pipe_s * 1e3, ms(Figure(cupy, "cupy_sum_1GiB_ms")).c_str());
+  {
+    distarray::graph::ProgramBuilder p;
+    p.Output("s", distarray::graph::Sum(p.Input("a")));
+    const auto sum_device_s = graph_device_s(p.program(), {{"a", &a}});
+    const auto sum_device_gbps =
+        sum_device_s ? std::optional<double>(array_bytes / *sum_device_s / 1e9) : std::nullopt;
+    RowVs("  device time (one-statement RunGraph, replayed, combined)", sum_device_gbps.value_or(0),
+          "GB/s", Fmt("copy GB/s x %s (HBM r+w rate)", gpus.c_str()),
+          copy && sum_device_gbps ? std::optional<double>(*copy * ndev) : std::nullopt,
+          sum_device_gbps ? no_copy : no_graph);
+    // Where that time goes: the partials alone (SUM mode, no combine).
+    distarray::graph::ProgramBuilder q;
+    q.Output("s", q.Reduce(q.Input("a"), v1::REDUCE_OP_SUM, {}, false, /*combine=*/false));
+    const auto partial_device_s = graph_device_s(q.program(), {{"a", &a}});
+    auto in_ms = [](std::optional<double> s) {
+      return s ? std::optional<double>(*s * 1e3) : std::nullopt;
+    };
+    std::printf("|   device time: %s combined, %s leaving SUM-mode partials |\n",
+                ms(in_ms(sum_device_s)).c_str(), ms(in_ms(partial_device_s)).c_str());
+  }
   {
     // Where a distributed sum's time goes: the same sum leaving SUM-mode partials (no combine),
     // and one GPU's share alone (its rows as an array on that GPU).

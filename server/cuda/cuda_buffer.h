@@ -37,7 +37,9 @@ class CudaBuffer final : public DeviceBuffer, public std::enable_shared_from_thi
       // Stream-ordered release: the device's stream waits for every outstanding reader and
       // writer (on any stream), then frees. Finished work needs no wait.
       for (const CudaEventPtr& event : hazards_.All()) {
-        if (!event->done()) cudaStreamWaitEvent(stream_, event->get(), 0);
+        if (!event->ordered_before(stream_) && !event->done()) {
+          cudaStreamWaitEvent(stream_, event->get(), 0);
+        }
       }
       error = cudaFreeAsync(data_, stream_);
     } else {

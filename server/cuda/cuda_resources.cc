@@ -20,12 +20,14 @@ void LogIfFailed(cudaError_t error, const char* what) {
 
 }  // namespace
 
-ScopedDevice::ScopedDevice(int device) {
+ScopedDevice::ScopedDevice(int device) : device_(device) {
   LogIfFailed(cudaGetDevice(&previous_), "cudaGetDevice");
   if (device != previous_) LogIfFailed(cudaSetDevice(device), "cudaSetDevice");
 }
 
-ScopedDevice::~ScopedDevice() { LogIfFailed(cudaSetDevice(previous_), "cudaSetDevice"); }
+ScopedDevice::~ScopedDevice() {
+  if (previous_ != device_) LogIfFailed(cudaSetDevice(previous_), "cudaSetDevice");
+}
 
 absl::StatusOr<CudaStream> CudaStream::Create(int device) {
   ScopedDevice scope(device);
@@ -79,7 +81,7 @@ absl::StatusOr<std::shared_ptr<CudaEvent>> CudaEvent::Record(cudaStream_t stream
   if (event == nullptr) {
     CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
   }
-  auto owned = std::shared_ptr<CudaEvent>(new CudaEvent(event, device));
+  auto owned = std::shared_ptr<CudaEvent>(new CudaEvent(event, device, stream));
   CUDA_RETURN_IF_ERROR(cudaEventRecord(event, stream));
   return owned;
 }
@@ -87,7 +89,7 @@ absl::StatusOr<std::shared_ptr<CudaEvent>> CudaEvent::Record(cudaStream_t stream
 absl::StatusOr<std::shared_ptr<CudaEvent>> CudaEvent::RecordTimed(cudaStream_t stream) {
   cudaEvent_t event = nullptr;
   CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDefault));
-  auto owned = std::shared_ptr<CudaEvent>(new CudaEvent(event, /*pooled_device=*/-1));
+  auto owned = std::shared_ptr<CudaEvent>(new CudaEvent(event, /*pooled_device=*/-1, stream));
   CUDA_RETURN_IF_ERROR(cudaEventRecord(event, stream));
   return owned;
 }

@@ -24,6 +24,7 @@ class ScopedDevice {
   ScopedDevice& operator=(const ScopedDevice&) = delete;
 
  private:
+  int device_;
   int previous_ = 0;
 };
 
@@ -61,11 +62,16 @@ class CudaEvent {
   CudaEvent& operator=(const CudaEvent&) = delete;
   cudaEvent_t get() const { return event_; }
   bool done() const { return cudaEventQuery(event_) == cudaSuccess; }
+  // Whether work enqueued on `stream` from now on is ordered after this event anyway (it was
+  // recorded on that stream): such work needs neither a query nor a wait.
+  bool ordered_before(cudaStream_t stream) const { return stream == stream_; }
 
  private:
-  CudaEvent(cudaEvent_t event, int pooled_device) : event_(event), pooled_device_(pooled_device) {}
+  CudaEvent(cudaEvent_t event, int pooled_device, cudaStream_t stream)
+      : event_(event), pooled_device_(pooled_device), stream_(stream) {}
   cudaEvent_t event_;
-  int pooled_device_;  // the device whose free list takes it back; -1: destroyed instead
+  int pooled_device_;    // the device whose free list takes it back; -1: destroyed instead
+  cudaStream_t stream_;  // where it was recorded (the backend's streams live as long as it)
 };
 using CudaEventPtr = std::shared_ptr<CudaEvent>;
 

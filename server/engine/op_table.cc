@@ -52,18 +52,22 @@ std::optional<DType> ElementwiseResultDType(ElementwiseOpId id, DType compute) {
   return result;
 }
 
-std::vector<std::string> ComputeFeatures() {
-  std::vector<std::string> features;
-  for (const ElementwiseOpInfo& info : kOps)
-    features.push_back(absl::StrCat("elementwise.", info.name));
-  features.push_back("elementwise.astype");
-  features.push_back("elementwise.broadcasting");
-  features.push_back("elementwise.out");
-  for (const char* op : {"sum", "prod", "max", "min", "all", "any", "mean", "argmax", "argmin"}) {
-    features.push_back(absl::StrCat("reduce.", op));
-  }
-  features.push_back("matmul");
-  return features;
+const std::vector<std::string>& ComputeFeatures() {
+  // Built once: GetServerInfo answers with it on every call.
+  static const std::vector<std::string>* const features = [] {
+    auto* list = new std::vector<std::string>();
+    for (const ElementwiseOpInfo& info : kOps)
+      list->push_back(absl::StrCat("elementwise.", info.name));
+    list->push_back("elementwise.astype");
+    list->push_back("elementwise.broadcasting");
+    list->push_back("elementwise.out");
+    for (const char* op : {"sum", "prod", "max", "min", "all", "any", "mean", "argmax", "argmin"}) {
+      list->push_back(absl::StrCat("reduce.", op));
+    }
+    list->push_back("matmul");
+    return list;
+  }();
+  return *features;
 }
 
 }  // namespace distarray

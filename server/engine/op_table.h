@@ -31,7 +31,7 @@ const ElementwiseOpInfo& OpInfo(ElementwiseOpId id);
 std::optional<DType> ElementwiseResultDType(ElementwiseOpId id, DType compute);
 
 // "elementwise.<name>" for every op, "elementwise.astype", the reductions and "matmul".
-std::vector<std::string> ComputeFeatures();
+const std::vector<std::string>& ComputeFeatures();
 
 }  // namespace distarray
 
