@@ -247,7 +247,7 @@ bool Compute(const distarray::Client& client, int ndev, const Figures& peer, con
     }
     return Median(seconds);
   };
-  const std::string no_graph = "the daemon ran the program eagerly (no device time)";
+  const std::string no_graph = "no device time: the daemon ran it eagerly or does not time replays";
   const std::string back_to_back = Fmt("  %d back to back + one Synchronize", kPipelined);
   bool ok = true;
   auto check = [&](bool good, const std::string& what) {
@@ -386,6 +386,13 @@ bool Compute(const distarray::Client& client, int ndev, const Figures& peer, con
     distarray::graph::ProgramBuilder q;
     q.Output("s", q.Reduce(q.Input("a"), v1::REDUCE_OP_SUM, {}, false, /*combine=*/false));
     const auto partial_device_s = graph_device_s(q.program(), {{"a", &a}});
+    const auto partial_device_gbps =
+        partial_device_s ? std::optional<double>(array_bytes / *partial_device_s / 1e9)
+                         : std::nullopt;
+    RowVs("  device time leaving SUM-mode partials (the default)", partial_device_gbps.value_or(0),
+          "GB/s", Fmt("copy GB/s x %s (HBM r+w rate)", gpus.c_str()),
+          copy && partial_device_gbps ? std::optional<double>(*copy * ndev) : std::nullopt,
+          partial_device_gbps ? no_copy : no_graph);
     auto in_ms = [](std::optional<double> s) {
       return s ? std::optional<double>(*s * 1e3) : std::nullopt;
     };

@@ -22,6 +22,7 @@
 #define DISTARRAY_SERVER_CUDA_GRAPH_RECORDER_H_
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -119,6 +120,10 @@ class CudaRecordedGraph final : public RecordedGraph {
   // Some device's graph was enqueued and Wait has not seen the replay end. Guarded by the
   // backend's order lock.
   bool in_flight_ = false;
+  // When the latest replay was enqueued, and how long the last complete one ran on the device:
+  // Wait sleeps through most of a replay it can predict and polls its end closely.
+  std::chrono::steady_clock::time_point launched_at_;
+  std::chrono::nanoseconds last_device_time_{0};
 };
 
 class CudaGraphRecording final : public GraphRecording {
