@@ -1,11 +1,13 @@
 // A single-op request with many launches, run eagerly (one Reshard RPC: each piece launched
 // from the host) against the same op as a one-statement RunGraph program (recorded once, then
 // replayed from the daemon's graph cache), each + a Synchronize RPC, median of several runs.
-// The op: a square float32 matrix in row blocks resharded to column blocks over the GPUs (or
-// device 0), so every (row block, column block) pair is one piece. This is the measurement behind
+// The ops: a square float32 matrix in row blocks resharded to column blocks over the GPUs (or
+// device 0), so every (row block, column block) pair is one piece; and `a + b` of two such
+// matrices in row blocks (one launch per block). This is the measurement behind
 // docs/design.md's "Single-op requests stay eager". The two results are compared element for
 // element; a mismatch makes the exit status 1.
 //   request_graph_bench --server=127.0.0.1:PORT [--side=2048] [--blocks=8,32,64]
+//                       [--chunks=16,64,256,1024]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -24,6 +26,8 @@
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "distarrayd address");
 ABSL_FLAG(int64_t, side, 2048, "rows and columns of the float32 matrix");
 ABSL_FLAG(std::string, blocks, "8,32,64", "row (and column) blocks per case: blocks^2 pieces");
+ABSL_FLAG(std::string, chunks, "16,64,256,1024",
+          "row blocks per elementwise case: one launch each");
 
 namespace {
 
@@ -124,6 +128,54 @@ int main(int argc, char** argv) {
     ok = ok && same;
     std::printf("| %-36s | %9.3f ms | %11.3f ms | %13.3f ms | %9.2fx |\n",
                 (std::to_string(blocks * blocks) + " pieces").c_str(), eager_ms, graph_ms, first_ms,
+                eager_ms / graph_ms);
+    std::printf("|   execution %s, cache hits on every timed run: %s; results equal: %s |\n",
+                v1::GraphExecution_Name(first.execution).c_str(), hit ? "yes" : "no",
+                same ? "yes" : "NO");
+    Must(client.DeleteProgram(program), "delete program");
+  }
+
+  // Elementwise over many chunks: each chunk is one launch eagerly; a replay copies both
+  // operands' chunks into the graph's slots and the result's out, one copy per chunk each.
+  std::printf("| %-36s | %12s | %14s | %16s | %10s |\n", "a + b, row blocks", "Elementwise RPC",
+              "RunGraph (hit)", "first RunGraph", "eager/graph");
+  for (absl::string_view field : absl::StrSplit(absl::GetFlag(FLAGS_chunks), ',')) {
+    int64_t chunks = 0;
+    if (!absl::SimpleAtoi(field, &chunks) || chunks < 1 || chunks > side) {
+      std::fprintf(stderr, "request_graph_bench: --chunks: bad count '%s'\n",
+                   std::string(field).c_str());
+      return 2;
+    }
+    const v1::IndexMap rows = Blocks(side, 0, chunks, devices);
+    v1::Fill fill;
+    fill.mutable_uniform()->set_high(1);
+    fill.mutable_uniform()->set_seed(static_cast<uint64_t>(chunks));
+    auto a = Must(client.Create({side, side}, v1::DTYPE_FLOAT32, {rows}, fill), "create a");
+    fill.mutable_uniform()->set_seed(static_cast<uint64_t>(chunks) + 1000);
+    auto b = Must(client.Create({side, side}, v1::DTYPE_FLOAT32, {rows}, fill), "create b");
+
+    const double eager_ms = Timed(client, [&] { return Must(a + b, "a + b"); });
+
+    g::ProgramBuilder builder;
+    builder.Output("c", builder.Input("a") + builder.Input("b"));
+    const std::string program = Must(client.RegisterProgram(builder.program()), "register");
+    const auto t0 = Clock::now();
+    auto first = Must(client.RunGraph(program, {{"a", &a}, {"b", &b}}), "first run");
+    Must(client.Synchronize(), "sync");
+    const double first_ms = Ms(t0, Clock::now());
+    bool hit = true;
+    const double graph_ms = Timed(client, [&] {
+      auto run = Must(client.RunGraph(program, {{"a", &a}, {"b", &b}}), "run");
+      hit = hit && run.graph_cache_hit;
+      return run;
+    });
+
+    const auto eager = Must(Must(a + b, "a + b").Download<float>(), "download");
+    const auto graph = Must(first.outputs.at("c").Download<float>(), "download");
+    const bool same = eager == graph;
+    ok = ok && same;
+    std::printf("| %-36s | %9.3f ms | %11.3f ms | %13.3f ms | %9.2fx |\n",
+                (std::to_string(chunks) + " chunks").c_str(), eager_ms, graph_ms, first_ms,
                 eager_ms / graph_ms);
     std::printf("|   execution %s, cache hits on every timed run: %s; results equal: %s |\n",
                 v1::GraphExecution_Name(first.execution).c_str(), hit ? "yes" : "no",
