@@ -30,6 +30,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -52,6 +53,13 @@ ABSL_FLAG(
     std::string, only, "",
     "comma-separated sections to run: reshard, transfer, shm, latency, compute (default: all)");
 ABSL_FLAG(int, streams, 4, "parallel streams for bulk transfers");
+ABSL_FLAG(std::string, serve_baseline_port_file, "",
+          "serve only the do-nothing baseline service, write its port to this file and run until "
+          "killed (bench/run.sh starts one so the latency section has an empty call to another "
+          "process, as the daemon is)");
+ABSL_FLAG(std::string, baseline_server, "",
+          "address of a baseline served by another process (--serve_baseline_port_file); the "
+          "latency section then also compares against an empty call to it");
 ABSL_FLAG(int64_t, compute_side, 16384,
           "compute section: arrays are side x side float32 (16384: 1 GiB, the size cupy_compute.py "
           "measures); a smaller side smoke-tests the section, e.g. on the host backend");
@@ -578,9 +586,33 @@ bool Compute(const distarray::Client& client, int ndev, const Figures& peer, con
 
 }  // namespace
 
+// Serves the baseline service alone until the process is killed, its port in `port_file`.
+int ServeBaseline(const std::string& port_file) {
+  BaselineService baseline;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&baseline);
+  auto server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    std::fprintf(stderr, "distarray_bench: could not start the baseline server\n");
+    return 2;
+  }
+  {
+    std::ofstream out(port_file + ".tmp");
+    out << port << "\n";
+  }
+  std::rename((port_file + ".tmp").c_str(), port_file.c_str());
+  server->Wait();
+  return 0;
+}
+
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (const std::string file = absl::GetFlag(FLAGS_serve_baseline_port_file); !file.empty()) {
+    return ServeBaseline(file);
+  }
   const std::set<std::string> sections = ParseSections(absl::GetFlag(FLAGS_only));
   auto want = [&](const char* section) { return sections.count(section) > 0; };
   const auto peer = ReadFigures(absl::GetFlag(FLAGS_peer_file));
@@ -837,7 +869,13 @@ int main(int argc, char** argv) {
     auto y = Must(client.Create({1000}, distarray::v1::DTYPE_FLOAT32, {one}), "create y");
     auto baseline_stub = distarray::bench::Baseline::NewStub(grpc::CreateChannel(
         "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
-    std::vector<double> add_us, ping_us, info_us, keepalive_us;
+    const std::string remote_address = absl::GetFlag(FLAGS_baseline_server);
+    std::unique_ptr<distarray::bench::Baseline::Stub> remote_stub;
+    if (!remote_address.empty()) {
+      remote_stub = distarray::bench::Baseline::NewStub(
+          grpc::CreateChannel(remote_address, grpc::InsecureChannelCredentials()));
+    }
+    std::vector<double> add_us, ping_us, info_us, keepalive_us, remote_us;
     for (int i = 0; i < 4000; ++i) {
       auto t0 = Clock::now();
       {
@@ -850,6 +888,12 @@ int main(int argc, char** argv) {
       t0 = Clock::now();
       baseline_stub->Ping(&context, empty, &out);
       if (i >= 500) ping_us.push_back(Seconds(t0, Clock::now()) * 1e6);
+      if (remote_stub) {
+        grpc::ClientContext remote_context;
+        t0 = Clock::now();
+        const grpc::Status pinged = remote_stub->Ping(&remote_context, empty, &out);
+        if (i >= 500 && pinged.ok()) remote_us.push_back(Seconds(t0, Clock::now()) * 1e6);
+      }
       t0 = Clock::now();
       Must(client.ServerInfo(), "info");
       if (i >= 500) info_us.push_back(Seconds(t0, Clock::now()) * 1e6);
@@ -875,6 +919,25 @@ int main(int argc, char** argv) {
     if (!keepalive_us.empty()) {
       Row("KeepAlive RPC (empty request and response), p50", keepalive_us[keepalive_us.size() / 2],
           "us", "empty unary gRPC call, p50", ping_us[ping_us.size() / 2], false);
+    }
+    if (!remote_us.empty()) {
+      // The same calls against an empty call served by another process: the transport a daemon
+      // cannot avoid, without the in-process server's shortcuts.
+      std::sort(remote_us.begin(), remote_us.end());
+      const double remote_p50 = remote_us[remote_us.size() / 2];
+      Row("empty call to another process, p50", remote_p50, "us", "empty unary gRPC call, p50",
+          ping_us[ping_us.size() / 2], false);
+      Row("elementwise add RPC, p50, vs another process", add_us[add_us.size() / 2], "us",
+          "empty call to another process, p50", remote_p50, false);
+      Row("elementwise add RPC, p99, vs another process", add_us[add_us.size() * 99 / 100], "us",
+          "empty call to another process, p99", remote_us[remote_us.size() * 99 / 100], false);
+      if (!keepalive_us.empty()) {
+        Row("KeepAlive RPC, p50, vs another process", keepalive_us[keepalive_us.size() / 2], "us",
+            "empty call to another process, p50", remote_p50, false);
+      }
+    } else if (!remote_address.empty()) {
+      std::printf("| empty call to another process (%s): no call succeeded |\n",
+                  remote_address.c_str());
     }
   }
 

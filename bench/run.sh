@@ -79,8 +79,19 @@ fi
 bench_only=$(echo "$only" | tr ',' '\n' | grep -v -e '^kernels$' -e '^loop$' -e '^cg$' -e '^python$' -e '^reqgraph$' \
   | paste -sd, || true)
 if [ -z "$only" ] || [ -n "$bench_only" ]; then
+  # An empty gRPC server in a process of its own, for the latency section: the transport any
+  # daemon pays, beside the in-process empty call.
+  baseline_flag=
+  if want latency; then
+    rm -f "$out/baseline_port"
+    "$bin/distarray_bench" --serve_baseline_port_file="$out/baseline_port" &
+    baseline=$!
+    trap 'kill $daemon $baseline 2>/dev/null; wait $daemon $baseline 2>/dev/null || true' EXIT
+    for _ in $(seq 100); do [ -s "$out/baseline_port" ] && break; sleep 0.1; done
+    [ -s "$out/baseline_port" ] && baseline_flag="--baseline_server=127.0.0.1:$(cat "$out/baseline_port")"
+  fi
   "$bin/distarray_bench" --server="127.0.0.1:$(cat "$out/port")" --peer_file="$out/peer.txt" \
-    --cupyx_file="$out/cupyx.txt" --compute_file="$out/cupy_compute.txt" \
+    --cupyx_file="$out/cupyx.txt" --compute_file="$out/cupy_compute.txt" $baseline_flag \
     ${bench_only:+--only="$bench_only"} | tee "$out/bench.txt"
 fi
 if want python; then
