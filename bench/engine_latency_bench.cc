@@ -91,6 +91,10 @@ int main(int argc, char** argv) {
   distarray::Backend* raw = backend.get();
   distarray::Engine engine(std::move(backend));
   const int n = absl::GetFlag(FLAGS_iterations);
+  if (n < 10 || absl::GetFlag(FLAGS_idle_us) < 0) {
+    std::fprintf(stderr, "engine_latency_bench: --iterations must be >= 10, --idle_us >= 0\n");
+    return 2;
+  }
 
   distarray::CallContext call;
   call.session = "bench";

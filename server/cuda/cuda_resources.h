@@ -15,7 +15,8 @@
 
 namespace distarray::cuda {
 
-// Makes `device` current for a scope and restores the previous one.
+// Makes `device` current for a scope and restores the previous one if it changed it (code inside
+// the scope switches devices only through nested scopes).
 class ScopedDevice {
  public:
   explicit ScopedDevice(int device);
@@ -52,7 +53,8 @@ class CudaStream {
 // was enqueued on it already captured the record it waits for, so recording it again is safe).
 class CudaEvent {
  public:
-  // Records an event on `stream` (of the current device).
+  // Records an event on `stream` (of the current device), which must outlive the event: the
+  // backend's compute and transfer streams do (ordered_before compares stream handles).
   static absl::StatusOr<std::shared_ptr<CudaEvent>> Record(cudaStream_t stream);
   // The same with timing enabled, for cudaEventElapsedTime (a little dearer to record; not
   // pooled).

@@ -30,11 +30,15 @@ thread_local CudaGraphRecording* current_recording = nullptr;
 // replay's end was seen ~50 µs late on average.
 constexpr auto kPollInterval = std::chrono::microseconds(50);
 constexpr auto kAliveInterval = std::chrono::milliseconds(1);
-// Around the end a replay of known length should have (the last replay's device time), Wait
-// yields instead of sleeping, from 90 % of that time to 125 % + 200 µs; outside that window, or
-// with no earlier replay, it sleeps kPollInterval. The spin is bounded, so a replay that runs much
-// longer than the last (other inputs, a longer loop) costs a core for at most that window.
+// Around the end a replay of known length T should have (the last replay's device time, counted
+// from when Wait first sees the replay's start event done: work queued ahead of it, such as the
+// copy of the inputs into the slots, is not in T), Wait yields instead of sleeping, from
+// max(0.9 T, T - 0.5 ms) to min(1.25 T, T + 1 ms) + 200 µs; before and after that window, or with
+// no earlier replay, it sleeps kPollInterval. The window is at most ~1.7 ms whatever T is, so a
+// replay that runs longer than predicted (other inputs, a longer loop) costs little.
 constexpr double kSpinFrom = 0.9, kSpinUntil = 1.25;
+constexpr auto kSpinLead = std::chrono::microseconds(500);
+constexpr auto kSpinLag = std::chrono::milliseconds(1);
 constexpr auto kSpinSlack = std::chrono::microseconds(200);
 
 void LogIfFailed(cudaError_t error, const char* what) {
@@ -176,7 +180,6 @@ absl::Status CudaRecordedGraph::LaunchLocked(const std::vector<std::vector<CudaB
     const int device = devices_[i];
     const cudaStream_t stream = backend_->stream(device);
     ScopedDevice scope(device);
-    if (i == 0) launched_at_ = std::chrono::steady_clock::now();
     const cudaError_t launched = cudaGraphLaunch(execs_[i].get(), stream);
     in_flight_ = in_flight_ || launched == cudaSuccess;
     RETURN_IF_ERROR(cuda::CudaStatus(launched, "cudaGraphLaunch"));
@@ -199,13 +202,16 @@ absl::StatusOr<GraphRunStats> CudaRecordedGraph::Wait(const std::function<absl::
   }
   absl::Status stop, failed;
   auto next_check = std::chrono::steady_clock::now();
-  const bool predictable = last_device_time_.count() > 0;
-  const auto spin_from = launched_at_ + std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                            last_device_time_ * kSpinFrom);
-  const auto spin_until =
-      launched_at_ +
-      std::chrono::duration_cast<std::chrono::nanoseconds>(last_device_time_ * kSpinUntil) +
+  // The spin window, placed once the replay is seen to have started on the device.
+  using std::chrono::nanoseconds;
+  const nanoseconds predicted = last_device_time_;
+  const nanoseconds spin_from_start = std::max(
+      std::chrono::duration_cast<nanoseconds>(predicted * kSpinFrom), predicted - kSpinLead);
+  const nanoseconds spin_until_start =
+      std::min(std::chrono::duration_cast<nanoseconds>(predicted * kSpinUntil),
+               predicted + kSpinLag) +
       kSpinSlack;
+  std::optional<std::chrono::steady_clock::time_point> started;
   for (;;) {
     bool all_done = true;
     for (size_t i = 0; i < replays_.size(); ++i) {
@@ -241,7 +247,11 @@ absl::StatusOr<GraphRunStats> CudaRecordedGraph::Wait(const std::function<absl::
       // device is left in a consistent state.
       if (!stop.ok()) SetCancel(1);
     }
-    if (predictable && now >= spin_from && now < spin_until) {
+    if (predicted.count() > 0 && !started && replays_[0].start &&
+        cudaEventQuery(replays_[0].start->get()) == cudaSuccess) {
+      started = now;
+    }
+    if (started && now >= *started + spin_from_start && now < *started + spin_until_start) {
       std::this_thread::yield();
     } else {
       std::this_thread::sleep_for(kPollInterval);

@@ -120,9 +120,9 @@ class CudaRecordedGraph final : public RecordedGraph {
   // Some device's graph was enqueued and Wait has not seen the replay end. Guarded by the
   // backend's order lock.
   bool in_flight_ = false;
-  // When the latest replay was enqueued, and how long the last complete one ran on the device:
-  // Wait sleeps through most of a replay it can predict and polls its end closely.
-  std::chrono::steady_clock::time_point launched_at_;
+  // How long the last complete replay ran on the device: Wait sleeps through most of a replay it
+  // can predict and polls its end closely. Launch and Wait of one replay run on one thread, one
+  // replay at a time (the program runner's per-graph lock), which guards this.
   std::chrono::nanoseconds last_device_time_{0};
 };
 
