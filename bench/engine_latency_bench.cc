@@ -67,6 +67,23 @@ double Us(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::micro>(b - a).count();
 }
 
+// `chunks` row blocks of 64 float32 each, dealt round-robin to devices 0 and 1 (or all on 0).
+v1::CreateArrayRequest RowBlocks(int chunks, int devices) {
+  v1::CreateArrayRequest request;
+  v1::ArraySpec& spec = *request.mutable_spec();
+  spec.mutable_shape()->add_dims(int64_t{64} * chunks);
+  spec.set_dtype(v1::DTYPE_FLOAT32);
+  for (int c = 0; c < chunks; ++c) {
+    v1::Chunk& chunk = *spec.mutable_index_map()->add_chunks();
+    chunk.set_device(c % devices);
+    v1::Slice& slice = *chunk.add_slices();
+    slice.set_start(int64_t{64} * c);
+    slice.set_stop(int64_t{64} * (c + 1));
+  }
+  request.mutable_fill()->mutable_arange()->set_step(1);
+  return request;
+}
+
 v1::CreateArrayRequest OneDeviceArray() {
   v1::CreateArrayRequest request;
   v1::ArraySpec& spec = *request.mutable_spec();
@@ -119,6 +136,24 @@ int main(int argc, char** argv) {
     Must(engine.Delete(last, call), "delete");
     return us;
   });
+  {
+    // Per-chunk costs: the same op over many chunks (one launch each).
+    constexpr int kChunks = 256;
+    const int devices = std::min(raw->device_count(), 2);
+    const auto a = Must(engine.Create(RowBlocks(kChunks, devices), call), "create a");
+    const auto b = Must(engine.Create(RowBlocks(kChunks, devices), call), "create b");
+    v1::ElementwiseRequest many;
+    many.mutable_spec()->set_op(v1::ELEMENTWISE_OP_ADD);
+    many.mutable_spec()->add_operands()->set_handle(a->handle);
+    many.mutable_spec()->add_operands()->set_handle(b->handle);
+    Row("the same over 256 chunks of 64 on 2 devices, per chunk", std::max(n / 50, 10), [&] {
+      const auto t0 = Clock::now();
+      last = Must(engine.Elementwise(many, call), "add")->handle;
+      const double us = Us(t0, Clock::now()) / kChunks;
+      Must(engine.Delete(last, call), "delete");
+      return us;
+    });
+  }
   Row("Engine::Delete of that result", n, [&] {
     last = Must(engine.Elementwise(add, call), "add")->handle;
     const auto t0 = Clock::now();
