@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -75,14 +76,32 @@ double Timed(const distarray::Client& client, Op&& op) {
   return ms[ms.size() / 2];
 }
 
+// The comma-separated counts of `flag`, each in [1, max]; exit status 2 on a bad one.
+std::vector<int64_t> Counts(const std::string& value, const char* flag, int64_t max) {
+  std::vector<int64_t> counts;
+  for (absl::string_view field : absl::StrSplit(value, ',')) {
+    int64_t count = 0;
+    if (!absl::SimpleAtoi(field, &count) || count < 1 || count > max) {
+      std::fprintf(stderr, "request_graph_bench: %s: bad count '%s'\n", flag,
+                   std::string(field).c_str());
+      std::exit(2);
+    }
+    counts.push_back(count);
+  }
+  return counts;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   setvbuf(stdout, nullptr, _IOLBF, 0);
+  const int64_t side = absl::GetFlag(FLAGS_side);
+  // Both lists checked before anything runs.
+  const std::vector<int64_t> block_counts = Counts(absl::GetFlag(FLAGS_blocks), "--blocks", side);
+  const std::vector<int64_t> chunk_counts = Counts(absl::GetFlag(FLAGS_chunks), "--chunks", side);
   auto client = Must(distarray::Client::Connect(absl::GetFlag(FLAGS_server)), "connect");
   const auto info = Must(client.ServerInfo(), "server info");
-  const int64_t side = absl::GetFlag(FLAGS_side);
   std::vector<int> devices;
   for (int d = 0; d < std::min(info.devices_size(), 2); ++d) devices.push_back(d);
   std::printf("request_graph_bench: backend %s, a %lldx%lld float32 matrix over %zu device(s)\n",
@@ -91,13 +110,7 @@ int main(int argc, char** argv) {
   std::printf("| %-36s | %12s | %14s | %16s | %10s |\n", "reshard, row blocks -> column blocks",
               "Reshard RPC", "RunGraph (hit)", "first RunGraph", "eager/graph");
   bool ok = true;
-  for (absl::string_view field : absl::StrSplit(absl::GetFlag(FLAGS_blocks), ',')) {
-    int64_t blocks = 0;
-    if (!absl::SimpleAtoi(field, &blocks) || blocks < 1 || blocks > side) {
-      std::fprintf(stderr, "request_graph_bench: --blocks: bad count '%s'\n",
-                   std::string(field).c_str());
-      return 2;
-    }
+  for (const int64_t blocks : block_counts) {
     v1::Fill fill;
     fill.mutable_uniform()->set_high(1);
     fill.mutable_uniform()->set_seed(static_cast<uint64_t>(blocks));
@@ -142,13 +155,7 @@ int main(int argc, char** argv) {
   // operands' chunks into the graph's slots and the result's out, one copy per chunk each.
   std::printf("| %-36s | %12s | %14s | %16s | %10s |\n", "a + b, row blocks", "Elementwise RPC",
               "RunGraph (hit)", "first RunGraph", "eager/graph");
-  for (absl::string_view field : absl::StrSplit(absl::GetFlag(FLAGS_chunks), ',')) {
-    int64_t chunks = 0;
-    if (!absl::SimpleAtoi(field, &chunks) || chunks < 1 || chunks > side) {
-      std::fprintf(stderr, "request_graph_bench: --chunks: bad count '%s'\n",
-                   std::string(field).c_str());
-      return 2;
-    }
+  for (const int64_t chunks : chunk_counts) {
     const v1::IndexMap rows = Blocks(side, 0, chunks, devices);
     v1::Fill fill;
     fill.mutable_uniform()->set_high(1);
