@@ -361,14 +361,18 @@ absl::StatusOr<std::unique_ptr<CudaGraphRecording>> CudaGraphRecording::Start(
     CUDA_RETURN_IF_ERROR(
         cudaStreamBeginCapture(capture.stream->get(), cudaStreamCaptureModeRelaxed));
     capture.capturing = true;
-    // The graph's first node: every replay counts from zero. At the top level, so it runs once
-    // per replay, before any loop.
-    RETURN_IF_ERROR(
-        cuda::CudaStatus(cudaMemsetAsync(recording->counters(i), 0, sizeof(cuda::GraphCounters),
-                                         capture.stream->get()),
-                         "resetting a graph's counters"));
   }
   return recording;
+}
+
+absl::Status CudaGraphRecording::ResetCountersBeforeFirstBlock(size_t i) {
+  Capture& capture = captures_[i];
+  if (!capture.open.empty() || capture.counters_reset) return absl::OkStatus();
+  capture.counters_reset = true;
+  has_conditionals_ = true;
+  return cuda::CudaStatus(
+      cudaMemsetAsync(counters(i), 0, sizeof(cuda::GraphCounters), capture.current()),
+      "resetting a graph's counters");
 }
 
 CudaGraphRecording::~CudaGraphRecording() {
@@ -640,6 +644,7 @@ absl::Status CudaGraphRecording::BeginWhile(const ConditionFlags& flag, int64_t 
 absl::Status CudaGraphRecording::OpenWhile(size_t i, const cuda::LocalFlags& flags,
                                            int64_t max_iterations, int64_t* count,
                                            unsigned int* running) {
+  RETURN_IF_ERROR(ResetCountersBeforeFirstBlock(i));
   Capture& capture = captures_[i];
   Block block;
   block.kind = Block::Kind::kWhile;
@@ -689,6 +694,7 @@ absl::Status CudaGraphRecording::BeginIf(const ConditionFlags& flag) {
     for (size_t i = 0; i < captures_.size(); ++i) {
       Capture& capture = captures_[i];
       ScopedDevice scope(capture.device);
+      RETURN_IF_ERROR(ResetCountersBeforeFirstBlock(i));
       Block block;
       block.kind = Block::Kind::kIf;
       ASSIGN_OR_RETURN(cudaGraph_t graph, CapturingGraph(capture));
@@ -765,8 +771,12 @@ absl::StatusOr<std::unique_ptr<RecordedGraph>> CudaGraphRecording::Finish() {
   for (size_t i = 0; i < captures_.size() && status.ok(); ++i) {
     ScopedDevice scope(captures_[i].device);
     // The graph's last node: the replay's counters to the host, where Wait reads them once the
-    // replay's event has completed.
+    // replay's event has completed. Without a conditional block nothing counts: they stay zero.
     CudaGraphControl* control = static_cast<CudaGraphControl*>(resources(i).control->host());
+    if (!has_conditionals_) {
+      std::memset(&control->counters, 0, sizeof(control->counters));
+      continue;
+    }
     status = cuda::CudaStatus(
         cudaMemcpyAsync(&control->counters, counters(i), sizeof(cuda::GraphCounters),
                         cudaMemcpyDeviceToHost, captures_[i].stream->get()),

@@ -188,6 +188,7 @@ class CudaGraphRecording final : public GraphRecording {
     std::optional<cuda::CudaStream> stream;  // the top-level capture
     bool capturing = false;                  // `stream` is capturing
     std::vector<Block> open;                 // innermost last
+    bool counters_reset = false;             // ResetCountersBeforeFirstBlock recorded its reset
     // The innermost open capture: the last open block's stream, else the top-level one.
     cudaStream_t current() const {
       return open.empty() ? stream->get() : open.back().stream->get();
@@ -228,6 +229,9 @@ class CudaGraphRecording final : public GraphRecording {
   // capture of its body. Callers run it inside Broken().
   absl::Status OpenWhile(size_t i, const cuda::LocalFlags& flags, int64_t max_iterations,
                          int64_t* count, unsigned int* running);
+  // Before device i's first conditional block, which is at the top level (an inner one needs an
+  // outer one open): resets its counters there, so every replay counts from zero before any loop.
+  absl::Status ResetCountersBeforeFirstBlock(size_t i);
   // Starts capturing the block's current branch on its stream / ends that capture.
   absl::Status BeginBody(int device, Block& block);
   absl::Status EndBody(Block& block);
@@ -248,6 +252,9 @@ class CudaGraphRecording final : public GraphRecording {
   bool finished_ = false;
   absl::Status broken_;
   CudaGraphResources resources_;
+  // Whether the graph has a conditional block, and so counters to reset at its top level and to
+  // copy back at its end. A graph without one skips both nodes (a few µs of every replay).
+  bool has_conditionals_ = false;
 };
 
 class CudaGraphRecorder final : public GraphRecorder {
