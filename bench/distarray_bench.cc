@@ -241,18 +241,22 @@ bool Compute(const distarray::Client& client, int ndev, const Figures& peer, con
   };
   // Device time of `program` replayed as a recorded graph from the daemon's cache (median of 5
   // after a first run that records it): the op's own time on the GPUs, with no RPC or host work
-  // in it (over several GPUs, the slowest device's). nullopt where the daemon ran it eagerly.
+  // in it (over several GPUs, the slowest device's); nullopt where the daemon ran it eagerly.
+  // `output` gets the last run's output `name`, for the caller to check.
   auto graph_device_s = [&](const v1::Program& program,
-                            const std::map<std::string, const distarray::Array*>& arguments)
-      -> std::optional<double> {
+                            const std::map<std::string, const distarray::Array*>& arguments,
+                            const std::string& name,
+                            std::optional<distarray::Array>& output) -> std::optional<double> {
     std::vector<double> seconds;
+    bool timed_on_device = true;
     for (int i = 0; i < 6; ++i) {
       auto run = Must(client.RunGraph(program, arguments), "RunGraph");
-      if (run.execution != v1::GRAPH_EXECUTION_DEVICE_GRAPH || run.device_seconds <= 0) {
-        return std::nullopt;
-      }
+      timed_on_device = timed_on_device && run.execution == v1::GRAPH_EXECUTION_DEVICE_GRAPH &&
+                        run.device_seconds > 0;
       if (i > 0) seconds.push_back(run.device_seconds);
+      output.emplace(std::move(run.outputs.at(name)));
     }
+    if (!timed_on_device) return std::nullopt;
     return Median(seconds);
   };
   const std::string no_graph = "no device time: the daemon ran it eagerly or does not time replays";
@@ -293,6 +297,7 @@ bool Compute(const distarray::Client& client, int ndev, const Figures& peer, con
     std::printf("| %s |\n", Fmt("A + B: two %s float32 arrays (%lldx%lld), rows split over %s",
                                 one.c_str(), n_side, n_side, gpus.c_str())
                                 .c_str());
+    std::optional<distarray::Array> replayed_add;  // the device-time program's last result
     auto add = [&] { return Must(a + b, "A + B"); };
     const double add_s = timed(2, 9, add);
     const double add_gbps = 3 * array_bytes / add_s / 1e9;
@@ -316,7 +321,8 @@ bool Compute(const distarray::Client& client, int ndev, const Figures& peer, con
     {
       distarray::graph::ProgramBuilder p;
       p.Output("c", p.Input("a") + p.Input("b"));
-      const auto add_device_s = graph_device_s(p.program(), {{"a", &a}, {"b", &b}});
+      const auto add_device_s =
+          graph_device_s(p.program(), {{"a", &a}, {"b", &b}}, "c", replayed_add);
       const auto add_device_gbps =
           add_device_s ? std::optional<double>(3 * array_bytes / *add_device_s / 1e9)
                        : std::nullopt;
@@ -343,6 +349,11 @@ bool Compute(const distarray::Client& client, int ndev, const Figures& peer, con
         if (std::fabs(rc[i] - want) > 1e-6f * std::fabs(want)) ++bad;
       }
       check(bad == 0, Fmt("row %lld of A + B equals A's row + B's", static_cast<long long>(r)));
+      if (replayed_add) {
+        const auto rr = Must(replayed_add->Download<float>(row_of(r)), "download a replayed row");
+        check(rr == rc,
+              Fmt("row %lld of the replayed A + B equals the RPC's", static_cast<long long>(r)));
+      }
     }
   }
 
@@ -380,10 +391,12 @@ bool Compute(const distarray::Client& client, int ndev, const Figures& peer, con
       ndev);
   std::printf("|   times: distarray %.3f ms (%.3f ms back to back), CuPy %s |\n", sum_s * 1e3,
               sum_pipe_s * 1e3, ms(Figure(cupy, "cupy_sum_1GiB_ms")).c_str());
+  // The device-time programs' last results, checked with the RPC's sum below.
+  std::optional<distarray::Array> replayed_sum, replayed_partials;
   {
     distarray::graph::ProgramBuilder p;
     p.Output("s", distarray::graph::Sum(p.Input("a")));
-    const auto sum_device_s = graph_device_s(p.program(), {{"a", &a}});
+    const auto sum_device_s = graph_device_s(p.program(), {{"a", &a}}, "s", replayed_sum);
     const auto sum_device_gbps =
         sum_device_s ? std::optional<double>(array_bytes / *sum_device_s / 1e9) : std::nullopt;
     RowVs("  device time (one-statement RunGraph, replayed, combined)", sum_device_gbps.value_or(0),
@@ -393,7 +406,7 @@ bool Compute(const distarray::Client& client, int ndev, const Figures& peer, con
     // Where that time goes: the partials alone (SUM mode, no combine).
     distarray::graph::ProgramBuilder q;
     q.Output("s", q.Reduce(q.Input("a"), v1::REDUCE_OP_SUM, {}, false, /*combine=*/false));
-    const auto partial_device_s = graph_device_s(q.program(), {{"a", &a}});
+    const auto partial_device_s = graph_device_s(q.program(), {{"a", &a}}, "s", replayed_partials);
     const auto partial_device_gbps =
         partial_device_s ? std::optional<double>(array_bytes / *partial_device_s / 1e9)
                          : std::nullopt;
@@ -443,9 +456,16 @@ bool Compute(const distarray::Client& client, int ndev, const Figures& peer, con
     // Uniform [0, 1): the sum is n/2 within a few standard deviations, sqrt(n/12); float32
     // accumulation may add some 1e-3 n/2.
     const double n = double(side) * side, expected = 0.5 * n;
-    const bool good = value.size() == 1 &&
-                      std::fabs(value[0] - expected) < 1e-3 * expected + 6 * std::sqrt(n / 12);
+    const double tolerance = 1e-3 * expected + 6 * std::sqrt(n / 12);
+    const bool good = value.size() == 1 && std::fabs(value[0] - expected) < tolerance;
     check(good, Fmt("sum = %.6g, n/2 = %.6g", value.empty() ? 0.0 : value[0], expected));
+    for (const auto& [replayed, what] : {std::pair{&replayed_sum, "replayed sum"},
+                                         std::pair{&replayed_partials, "replayed partial sums"}}) {
+      if (!*replayed) continue;
+      const auto v = Must((*replayed)->Download<float>(), "download a replayed sum");
+      const bool close = v.size() == 1 && std::fabs(v[0] - expected) < tolerance;
+      check(close, Fmt("%s = %.6g, n/2 = %.6g", what, v.empty() ? 0.0 : v[0], expected));
+    }
   }
 
   // --- matmul: A row-split, B replicated on every GPU, TF32 off ---
