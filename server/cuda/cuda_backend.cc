@@ -75,13 +75,19 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
   // NVLink multicast (NVLS) can take a shared host's GPUs out of service; keep it off unless the
   // operator explicitly turned it on.
   setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
+  // An all-reduce captured inside a conditional body (graphs agreeing through NCCL,
+  // graph_recorder.h) fails to instantiate with NCCL's graph mixing support on: it adds event
+  // nodes, which conditional bodies may not hold. Off, NCCL assumes a communicator is not used by
+  // graphs and eager calls at once; the graphs' communicators are their own, never used eagerly.
+  setenv("NCCL_GRAPH_MIXING_SUPPORT", "0", /*overwrite=*/0);
   int count = 0;
   if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess || count == 0) {
     return absl::UnavailableError(absl::StrCat("backend cuda: no usable GPU (cudaGetDeviceCount: ",
                                                e == cudaSuccess ? "0 devices" : cudaGetErrorName(e),
                                                ")"));
   }
-  std::unique_ptr<CudaBackend> backend(new CudaBackend(options.transfer, options.loop_unroll));
+  std::unique_ptr<CudaBackend> backend(
+      new CudaBackend(options.transfer, options.loop_unroll, options.graph_agreement));
   backend->devices_.resize(count);
   for (int d = 0; d < count; ++d) {
     ScopedDevice scope(d);
@@ -158,10 +164,10 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
   return backend;
 }
 
-CudaBackend::CudaBackend(Transfer transfer, int loop_unroll)
+CudaBackend::CudaBackend(Transfer transfer, int loop_unroll, GraphAgreement graph_agreement)
     : transfer_(transfer),
       loop_unroll_(loop_unroll),
-      recorder_(std::make_unique<CudaGraphRecorder>(this)) {}
+      recorder_(std::make_unique<CudaGraphRecorder>(this, graph_agreement)) {}
 
 CudaBackend::~CudaBackend() { Synchronize().IgnoreError(); }
 

@@ -15,6 +15,7 @@
 #include "server/backend/memory_ledger.h"
 #include "server/cuda/cuda_resources.h"
 #include "server/cuda/fusion/rtc_compiler.h"
+#include "server/cuda/graph_recorder.h"
 
 namespace distarray {
 
@@ -33,6 +34,8 @@ class CudaBackend final : public Backend {
     // Copies of a fused loop's body per WHILE iteration (graph_recorder.h); 0: loops are not
     // fused. docs/design.md has the measurements behind the default.
     int loop_unroll = 8;
+    // How the devices of a program recorded over several agree on its conditions.
+    GraphAgreement graph_agreement = GraphAgreement::kAuto;
   };
   // UNAVAILABLE when no GPU is usable; INTERNAL for a CUDA/NCCL failure during setup.
   static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(const Options& options);
@@ -94,7 +97,7 @@ class CudaBackend final : public Backend {
   static constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
   struct CrossDeviceCopy;
 
-  CudaBackend(Transfer transfer, int loop_unroll);
+  CudaBackend(Transfer transfer, int loop_unroll, GraphAgreement graph_agreement);
   struct StagedBlock {
     cuda::PinnedPool::Block* block;
     cuda::CudaEventPtr copied;

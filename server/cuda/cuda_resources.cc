@@ -103,14 +103,27 @@ CudaEvent::~CudaEvent() {
 }
 
 absl::StatusOr<std::unique_ptr<NcclClique>> NcclClique::Create(int device_count) {
-  std::vector<ncclComm_t> comms(device_count);
   std::vector<int> devices(device_count);
   for (int d = 0; d < device_count; ++d) devices[d] = d;
-  NCCL_RETURN_IF_ERROR(ncclCommInitAll(comms.data(), device_count, devices.data()));
+  return Create(devices);
+}
+
+absl::StatusOr<std::unique_ptr<NcclClique>> NcclClique::Create(const std::vector<int>& devices) {
+  std::vector<ncclComm_t> comms(devices.size());
+  NCCL_RETURN_IF_ERROR(
+      ncclCommInitAll(comms.data(), static_cast<int>(devices.size()), devices.data()));
   return std::unique_ptr<NcclClique>(new NcclClique(std::move(comms)));
 }
 
+void NcclClique::Abort() {
+  if (aborted_.exchange(true)) return;
+  for (ncclComm_t comm : comms_) {
+    if (ncclCommAbort(comm) != ncclSuccess) spdlog::error("ncclCommAbort failed");
+  }
+}
+
 NcclClique::~NcclClique() {
+  if (aborted_) return;
   for (ncclComm_t comm : comms_) {
     if (ncclCommDestroy(comm) != ncclSuccess) spdlog::error("ncclCommDestroy failed");
   }

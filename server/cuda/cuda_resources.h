@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -77,16 +78,29 @@ class CudaEvent {
 };
 using CudaEventPtr = std::shared_ptr<CudaEvent>;
 
-// One communicator per local GPU, made together by ncclCommInitAll.
+// One communicator per device of a set of local GPUs, made together by ncclCommInitAll; rank i
+// is the i-th device of the set.
 class NcclClique {
  public:
+  // Over devices 0 .. device_count - 1 (rank = device).
   static absl::StatusOr<std::unique_ptr<NcclClique>> Create(int device_count);
+  static absl::StatusOr<std::unique_ptr<NcclClique>> Create(const std::vector<int>& devices);
   ~NcclClique();
-  ncclComm_t comm(int device) const { return comms_[device]; }
+  ncclComm_t comm(int rank) const { return comms_[rank]; }
+  // Aborts every communicator: NCCL kernels waiting for a peer that will never come return, so
+  // their streams drain. The clique is unusable afterwards (and its destructor frees nothing
+  // more).
+  void Abort();
+  bool aborted() const { return aborted_.load(); }
+  // NCCL calls on one communicator must not run concurrently: callers on several threads hold
+  // this around theirs (a group call included).
+  std::mutex& calls_mu() { return calls_mu_; }
 
  private:
   explicit NcclClique(std::vector<ncclComm_t> comms) : comms_(std::move(comms)) {}
   std::vector<ncclComm_t> comms_;
+  std::atomic<bool> aborted_{false};
+  std::mutex calls_mu_;
 };
 
 // Page-locked host blocks for staging transfers, reused once the copy that last used a block

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/box.h"
 #include "common/status_macros.h"
 #include "server/cuda/cuda_backend.h"
@@ -97,6 +98,9 @@ void CudaRecordedGraph::DrainUnwaited() {
   // Graphs still running, at an exchange or on their way to one, stop at their next evaluation
   // once the word is set (a waiting device reads it every 50 µs).
   SetCancel(1);
+  if (resources_.clique != nullptr && launched_ < devices_.size()) {
+    AbortAgreement("a replay started on some of its devices only");
+  }
   for (const int device : devices_) {
     ScopedDevice scope(device);
     LogIfFailed(cudaStreamSynchronize(backend_->stream(device)),
@@ -105,10 +109,24 @@ void CudaRecordedGraph::DrainUnwaited() {
   in_flight_ = false;
 }
 
+void CudaRecordedGraph::AbortAgreement(const char* why) {
+  spdlog::error(
+      "RunGraph: {}; aborting the NCCL communicators its devices agree through (graphs recorded "
+      "over them will be recorded again)",
+      why);
+  std::lock_guard lock(resources_.clique->calls_mu());
+  resources_.clique->Abort();
+}
+
 absl::Status CudaRecordedGraph::Launch(absl::Span<const BufferPtr> reads,
                                        absl::Span<const BufferPtr> writes) {
   if (CudaGraphRecording* recording = CudaGraphRecording::Current(backend_)) {
     return recording->Refuse("RecordedGraph::Launch", "replays are not recorded");
+  }
+  if (resources_.clique != nullptr && resources_.clique->aborted()) {
+    return absl::UnavailableError(
+        "RecordedGraph::Launch: the NCCL communicators this graph's devices agree through were "
+        "aborted after an earlier replay failed; run the program again to record it anew");
   }
   // Per device of the graph, the buffers it reads and writes there.
   std::vector<std::vector<CudaBuffer*>> read_buffers(devices_.size()),
@@ -143,7 +161,10 @@ absl::Status CudaRecordedGraph::Launch(absl::Span<const BufferPtr> reads,
 
 absl::Status CudaRecordedGraph::LaunchLocked(const std::vector<std::vector<CudaBuffer*>>& reads,
                                              const std::vector<std::vector<CudaBuffer*>>& writes) {
-  const bool agree = devices_.size() > 1;
+  // Agreeing through peer memory: every device's block is reset before any graph starts. Through
+  // NCCL, each all-reduce overwrites the tallies; nothing to reset.
+  const bool agree = devices_.size() > 1 && resources_.clique == nullptr;
+  launched_ = 0;
   // Everything that can fail comes before the first graph is enqueued; after it, only the graph
   // launches and their end events.
   std::vector<cuda::CudaEventPtr> ready(devices_.size()), start(devices_.size());
@@ -183,6 +204,7 @@ absl::Status CudaRecordedGraph::LaunchLocked(const std::vector<std::vector<CudaB
     const cudaError_t launched = cudaGraphLaunch(execs_[i].get(), stream);
     in_flight_ = in_flight_ || launched == cudaSuccess;
     RETURN_IF_ERROR(cuda::CudaStatus(launched, "cudaGraphLaunch"));
+    ++launched_;
     ASSIGN_OR_RETURN(cuda::CudaEventPtr end, cuda::CudaEvent::RecordTimed(stream));
     Replay& replay = replays_[i];
     replay.start = std::move(start[i]);
@@ -225,6 +247,9 @@ absl::StatusOr<GraphRunStats> CudaRecordedGraph::Wait(const std::function<absl::
         failed = cuda::CudaStatus(query, absl::StrCat("graph replay on device ", devices_[i]));
         // The other devices would wait for this one at their next exchange.
         SetCancel(1);
+        if (resources_.clique != nullptr && devices_.size() > 1) {
+          AbortAgreement("a replay failed on one of its devices");
+        }
       }
     }
     if (all_done || (!failed.ok() && devices_.size() == 1)) break;
@@ -292,7 +317,7 @@ CudaGraphRecording* CudaGraphRecording::Current(const CudaBackend* backend) {
 }
 
 absl::StatusOr<std::unique_ptr<CudaGraphRecording>> CudaGraphRecording::Start(
-    CudaBackend* backend, absl::Span<const int> devices) {
+    CudaBackend* backend, absl::Span<const int> devices, std::shared_ptr<cuda::NcclClique> clique) {
   if (current_recording != nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("GraphRecorder::Begin: this thread is already recording a graph on device(s) ",
@@ -314,6 +339,7 @@ absl::StatusOr<std::unique_ptr<CudaGraphRecording>> CudaGraphRecording::Start(
         return absl::InvalidArgumentError(
             absl::StrCat("GraphRecorder::Begin: device ", devices[i], " is named twice"));
       }
+      if (clique != nullptr) continue;
       // The condition exchange stores into the other devices' memory.
       int can = 0;
       CUDA_RETURN_IF_ERROR(cudaDeviceCanAccessPeer(&can, devices[i], devices[j]));
@@ -325,6 +351,7 @@ absl::StatusOr<std::unique_ptr<CudaGraphRecording>> CudaGraphRecording::Start(
     }
   }
   std::unique_ptr<CudaGraphRecording> recording(new CudaGraphRecording(backend));
+  if (devices.size() > 1) recording->resources_.clique = std::move(clique);
   for (const int device : devices) {
     ScopedDevice scope(device);
     Capture capture;
@@ -340,7 +367,11 @@ absl::StatusOr<std::unique_ptr<CudaGraphRecording>> CudaGraphRecording::Start(
     ASSIGN_OR_RETURN(cuda::MappedHostBlock control,
                      cuda::MappedHostBlock::Allocate(sizeof(CudaGraphControl)));
     resources.control.emplace(std::move(control));
-    if (devices.size() > 1) {
+    if (recording->nccl_agreement()) {
+      ASSIGN_OR_RETURN(cuda::DeviceBlock ballot,
+                       cuda::DeviceBlock::AllocateZeroed(device, sizeof(cuda::NcclBallot)));
+      resources.ballot.emplace(std::move(ballot));
+    } else if (devices.size() > 1) {
       ASSIGN_OR_RETURN(cuda::DeviceBlock agreement,
                        cuda::DeviceBlock::AllocateZeroed(device, sizeof(cuda::AgreementBlock)));
       resources.agreement.emplace(std::move(agreement));
@@ -405,7 +436,10 @@ cuda::Agreement CudaGraphRecording::agreement(size_t i) const {
   cuda::Agreement agreement{};
   agreement.rank = static_cast<int>(i);
   agreement.devices = static_cast<int>(captures_.size());
-  if (captures_.size() > 1) {
+  if (nccl_agreement()) {
+    agreement.tally =
+        static_cast<const cuda::NcclBallot*>(resources_.devices[i].ballot->data())->tally;
+  } else if (captures_.size() > 1) {
     for (size_t d = 0; d < captures_.size(); ++d) {
       // Peer addresses (unified addressing): each device stores into the others' blocks.
       agreement.blocks[d] =
@@ -470,9 +504,41 @@ absl::Status CudaGraphRecording::RecordBarrier() {
   return absl::OkStatus();
 }
 
+absl::Status CudaGraphRecording::CastBallots(const ConditionFlags& flags, bool read_cancel) {
+  if (!nccl_agreement()) return absl::OkStatus();
+  for (size_t i = 0; i < captures_.size(); ++i) {
+    ScopedDevice scope(captures_[i].device);
+    CUDA_RETURN_IF_ERROR(cuda::LaunchCastBallot(
+        LocalFlagsOn(i, flags), read_cancel, cancel_word(i), counters(i),
+        static_cast<cuda::NcclBallot*>(resources(i).ballot->data()), captures_[i].current()));
+  }
+  cuda::NcclClique& clique = *resources_.clique;
+  std::lock_guard lock(clique.calls_mu());
+  if (clique.aborted()) {
+    return absl::UnavailableError("the NCCL communicators of this recording were aborted");
+  }
+  // One group over every device's capture stream: each capture records its own rank's part.
+  NCCL_RETURN_IF_ERROR(ncclGroupStart());
+  absl::Status status;
+  for (size_t i = 0; i < captures_.size() && status.ok(); ++i) {
+    auto* ballot = static_cast<cuda::NcclBallot*>(resources(i).ballot->data());
+    status = cuda::NcclStatus(
+        ncclAllReduce(ballot->ballot, ballot->tally, cuda::kBallotFields, ncclInt32, ncclSum,
+                      clique.comm(static_cast<int>(i)), captures_[i].current()),
+        "ncclAllReduce of the condition's ballots");
+  }
+  const absl::Status ended = cuda::NcclStatus(ncclGroupEnd(), "ncclGroupEnd");
+  return status.ok() ? ended : status;
+}
+
 absl::Status CudaGraphRecording::RecordPeerCopies(DType dtype,
                                                   absl::Span<const BoxCopy* const> copies) {
   RETURN_IF_ERROR(CheckRecording("Copy"));
+  if (nccl_agreement()) {
+    return Refuse("Copy",
+                  "copies between devices read peer memory, and this recording's devices agree "
+                  "through NCCL (no peer access between them, or --graph_agreement=nccl)");
+  }
   for (const BoxCopy* copy : copies) {
     if (!records(copy->src.buffer->device()) || !records(copy->dst.buffer->device())) {
       return Refuse("Copy", "it copies from or to a device the recording does not hold");
@@ -627,6 +693,8 @@ absl::Status CudaGraphRecording::BeginWhile(const ConditionFlags& flag, int64_t 
   }
   // A failure from here on may leave a half-built loop in the graph: the recording is broken.
   return Broken([&]() -> absl::Status {
+    for (size_t i = 0; i < captures_.size(); ++i) RETURN_IF_ERROR(ResetCountersBeforeFirstBlock(i));
+    RETURN_IF_ERROR(CastBallots(flag, /*read_cancel=*/true));
     for (size_t i = 0; i < captures_.size(); ++i) {
       const int device = captures_[i].device;
       ScopedDevice scope(device);
@@ -673,6 +741,7 @@ absl::Status CudaGraphRecording::EndWhile(const ConditionFlags& flag) {
   }
   RETURN_IF_ERROR(AdmitFlags("EndWhile", flag));
   return Broken([&]() -> absl::Status {
+    RETURN_IF_ERROR(CastBallots(flag, /*read_cancel=*/true));
     for (size_t i = 0; i < captures_.size(); ++i) {
       Capture& capture = captures_[i];
       ScopedDevice scope(capture.device);
@@ -691,10 +760,11 @@ absl::Status CudaGraphRecording::EndWhile(const ConditionFlags& flag) {
 absl::Status CudaGraphRecording::BeginIf(const ConditionFlags& flag) {
   RETURN_IF_ERROR(AdmitFlags("BeginIf", flag));
   return Broken([&]() -> absl::Status {
+    for (size_t i = 0; i < captures_.size(); ++i) RETURN_IF_ERROR(ResetCountersBeforeFirstBlock(i));
+    RETURN_IF_ERROR(CastBallots(flag, /*read_cancel=*/false));
     for (size_t i = 0; i < captures_.size(); ++i) {
       Capture& capture = captures_[i];
       ScopedDevice scope(capture.device);
-      RETURN_IF_ERROR(ResetCountersBeforeFirstBlock(i));
       Block block;
       block.kind = Block::Kind::kIf;
       ASSIGN_OR_RETURN(cudaGraph_t graph, CapturingGraph(capture));
@@ -803,17 +873,18 @@ absl::StatusOr<std::unique_ptr<RecordedGraph>> CudaGraphRecording::Finish() {
 
 absl::StatusOr<std::unique_ptr<GraphRecording>> CudaGraphRecorder::Begin(
     absl::Span<const int> devices) {
+  std::shared_ptr<cuda::NcclClique> clique;
+  // Start checks the devices precisely; a clique is made only over devices it would take.
+  if (devices.size() > 1 && CanRecord(devices) && AgreesThroughNccl(devices)) {
+    ASSIGN_OR_RETURN(clique, CliqueFor(devices));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<CudaGraphRecording> recording,
-                   CudaGraphRecording::Start(backend_, devices));
+                   CudaGraphRecording::Start(backend_, devices, std::move(clique)));
   return recording;
 }
 
-bool CudaGraphRecorder::CanRecord(absl::Span<const int> devices) const {
-  if (devices.empty() || devices.size() > static_cast<size_t>(cuda::kMaxGraphDevices)) {
-    return false;
-  }
+bool CudaGraphRecorder::PeerAccess(absl::Span<const int> devices) {
   for (size_t i = 0; i < devices.size(); ++i) {
-    if (devices[i] < 0 || devices[i] >= backend_->device_count()) return false;
     for (size_t j = 0; j < i; ++j) {
       int can = 0;
       if (cudaDeviceCanAccessPeer(&can, devices[i], devices[j]) != cudaSuccess || !can) {
@@ -823,6 +894,48 @@ bool CudaGraphRecorder::CanRecord(absl::Span<const int> devices) const {
     }
   }
   return true;
+}
+
+bool CudaGraphRecorder::AgreesThroughNccl(absl::Span<const int> devices) const {
+  if (devices.size() < 2 || agreement_ == GraphAgreement::kPeer) return false;
+  return agreement_ == GraphAgreement::kNccl || !PeerAccess(devices);
+}
+
+bool CudaGraphRecorder::CanRecord(absl::Span<const int> devices) const {
+  if (devices.empty() || devices.size() > static_cast<size_t>(cuda::kMaxGraphDevices)) {
+    return false;
+  }
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (devices[i] < 0 || devices[i] >= backend_->device_count()) return false;
+    for (size_t j = 0; j < i; ++j) {
+      if (devices[j] == devices[i]) return false;
+    }
+  }
+  return devices.size() == 1 || agreement_ != GraphAgreement::kPeer || PeerAccess(devices);
+}
+
+absl::StatusOr<std::shared_ptr<cuda::NcclClique>> CudaGraphRecorder::CliqueFor(
+    absl::Span<const int> devices) {
+  const std::vector<int> key(devices.begin(), devices.end());
+  std::lock_guard lock(cliques_mu_);
+  std::shared_ptr<cuda::NcclClique>& clique = cliques_[key];
+  if (clique != nullptr && !clique->aborted()) return clique;
+  const auto start = std::chrono::steady_clock::now();
+  auto made = cuda::NcclClique::Create(key);
+  if (!made.ok()) {
+    return absl::Status(
+        made.status().code(),
+        absl::StrCat("making the NCCL communicators graphs over device(s) ",
+                     absl::StrJoin(key, ", "), " agree through: ", made.status().message()));
+  }
+  clique = *std::move(made);
+  spdlog::info(
+      "RunGraph: graphs over devices {} agree on their conditions through NCCL ({}; "
+      "communicators made in {:.1f} ms)",
+      absl::StrJoin(key, ", "),
+      agreement_ == GraphAgreement::kNccl ? "--graph_agreement=nccl" : "no peer access",
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  return clique;
 }
 
 }  // namespace distarray

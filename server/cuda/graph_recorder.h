@@ -14,6 +14,9 @@
 // Over several devices, every device's graph holds every loop and branch, and each evaluation of
 // a condition is an exchange of votes between the devices through peer memory
 // (loop_condition.cuh, Agreement), so the graphs take the same decisions without the host.
+// Devices without peer access between them agree through an NCCL all-reduce captured before each
+// evaluation instead (GraphAgreement); such recordings neither fuse loops nor copy between
+// devices (both read peer memory), and run those programs eagerly.
 //
 // A replay runs on each device's own stream, so it is ordered with every other user of the
 // device's fixed scratch memory (reduction partials, the cuBLAS workspace) that recorded kernels
@@ -26,10 +29,12 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -40,6 +45,13 @@
 #include "server/cuda/loop_control.h"
 
 namespace distarray {
+
+// How the devices of a recording over several agree on its conditions.
+enum class GraphAgreement {
+  kAuto,  // through peer memory where every pair of the devices has peer access, else NCCL
+  kPeer,  // through peer memory only: devices without peer access run programs eagerly
+  kNccl,  // through an NCCL all-reduce, even where peer access would allow the exchange
+};
 
 class CudaBackend;
 class CudaBuffer;
@@ -58,6 +70,8 @@ struct CudaDeviceGraph {
   // The device's cuda::AgreementBlock, where the graph spans several devices; reset before every
   // replay (CudaRecordedGraph::Launch).
   std::optional<cuda::DeviceBlock> agreement;
+  // The device's cuda::NcclBallot, where the devices agree through NCCL instead.
+  std::optional<cuda::DeviceBlock> ballot;
   // Each loop's iteration count (an int64 each), restarted before its WHILE node runs, and each
   // fused loop's state (fusion/fused_loop_device.cuh).
   std::vector<cuda::DeviceBlock> loop_counts;
@@ -70,6 +84,9 @@ struct CudaGraphResources {
   // Every buffer the recording allocated or touched: the graphs address them on every replay.
   std::vector<BufferPtr> buffers;
   absl::flat_hash_set<const DeviceBuffer*> kept;
+  // Where the devices agree through NCCL: the clique whose communicators the graphs' captured
+  // all-reduces use (it lives as long as any graph recorded over it). Null: peer memory.
+  std::shared_ptr<cuda::NcclClique> clique;
 };
 
 // The host side of CudaDeviceGraph::control.
@@ -110,6 +127,11 @@ class CudaRecordedGraph final : public RecordedGraph {
   // Enqueues the replay on every device; the caller holds the backend's order lock.
   absl::Status LaunchLocked(const std::vector<std::vector<CudaBuffer*>>& reads,
                             const std::vector<std::vector<CudaBuffer*>>& writes);
+  // Agreeing through NCCL, a device whose replay never started, or failed, leaves the others
+  // waiting in an all-reduce that the cancel word cannot end: aborts the clique, which ends them.
+  // Later replays of every graph over that clique fail (UNAVAILABLE) and are recorded anew over a
+  // new one.
+  void AbortAgreement(const char* why);
 
   CudaBackend* const backend_;
   std::vector<int> devices_;
@@ -120,6 +142,8 @@ class CudaRecordedGraph final : public RecordedGraph {
   // Some device's graph was enqueued and Wait has not seen the replay end. Guarded by the
   // backend's order lock.
   bool in_flight_ = false;
+  // How many devices' graphs the last Launch enqueued. Guarded like in_flight_.
+  size_t launched_ = 0;
   // How long the last complete replay ran on the device: Wait sleeps through most of a replay it
   // can predict and polls its end closely. Launch and Wait of one replay run on one thread, one
   // replay at a time (the program runner's per-graph lock), which guards this.
@@ -129,9 +153,12 @@ class CudaRecordedGraph final : public RecordedGraph {
 class CudaGraphRecording final : public GraphRecording {
  public:
   // Opens a recording of the calling thread's work on `devices` and makes it the thread's
-  // current one. Over several devices, every pair must have peer access.
-  static absl::StatusOr<std::unique_ptr<CudaGraphRecording>> Start(CudaBackend* backend,
-                                                                   absl::Span<const int> devices);
+  // current one. Over several devices, they agree through `clique` (an NCCL communicator per
+  // device, in the order of `devices`), or where it is null through peer memory, which needs peer
+  // access between every pair.
+  static absl::StatusOr<std::unique_ptr<CudaGraphRecording>> Start(
+      CudaBackend* backend, absl::Span<const int> devices,
+      std::shared_ptr<cuda::NcclClique> clique);
   // Abandoning: ends every capture, then frees what the recording allocated.
   ~CudaGraphRecording() override;
 
@@ -237,6 +264,13 @@ class CudaGraphRecording final : public GraphRecording {
   absl::Status EndBody(Block& block);
   // A barrier kernel on every device's innermost capture (an exchange without a vote).
   absl::Status RecordBarrier();
+  // Whether the devices agree through NCCL (the recording spans several).
+  bool nccl_agreement() const { return resources_.clique != nullptr; }
+  // Agreeing through NCCL, before every device's condition kernel on its innermost capture: each
+  // device casts its ballot on `flags` (with the cancel word when `read_cancel`), and one
+  // all-reduce over the clique sums them into every device's tally. A no-op otherwise (the
+  // condition kernels exchange their votes themselves).
+  absl::Status CastBallots(const ConditionFlags& flags, bool read_cancel);
   // Ends every open capture (innermost first) and stops routing this thread's work here. The
   // first error, if a capture was invalidated.
   absl::Status EndAllCaptures();
@@ -259,19 +293,30 @@ class CudaGraphRecording final : public GraphRecording {
 
 class CudaGraphRecorder final : public GraphRecorder {
  public:
-  explicit CudaGraphRecorder(CudaBackend* backend) : backend_(backend) {}
+  CudaGraphRecorder(CudaBackend* backend, GraphAgreement agreement)
+      : backend_(backend), agreement_(agreement) {}
   using GraphRecorder::Begin;
   absl::StatusOr<std::unique_ptr<GraphRecording>> Begin(absl::Span<const int> devices) override;
-  // Up to cuda::kMaxGraphDevices devices with peer access between every pair: the condition
-  // exchange stores into the other devices' memory. (Without it, an NCCL all-reduce in every
-  // body could agree instead; not built.)
+  // Up to cuda::kMaxGraphDevices distinct devices; over several, agreeing as `agreement` allows
+  // (kPeer: peer access between every pair).
   bool CanRecord(absl::Span<const int> devices) const override;
   // A 2048^2 float32 reshard of 4096 pieces over 2 H200s: 68.7 ms launched piece by piece, 8.0 ms
   // replayed (docs/design.md, "Many-piece reshards replay a cached graph").
   bool ReplayBeatsLaunches() const override { return true; }
 
  private:
+  // Whether every pair of `devices` has peer access.
+  static bool PeerAccess(absl::Span<const int> devices);
+  // Whether a recording over `devices` (several) agrees through NCCL.
+  bool AgreesThroughNccl(absl::Span<const int> devices) const;
+  // The clique recordings over `devices` agree through: made on first use (ncclCommInitAll over
+  // them), made anew once aborted.
+  absl::StatusOr<std::shared_ptr<cuda::NcclClique>> CliqueFor(absl::Span<const int> devices);
+
   CudaBackend* const backend_;
+  const GraphAgreement agreement_;
+  std::mutex cliques_mu_;
+  absl::flat_hash_map<std::vector<int>, std::shared_ptr<cuda::NcclClique>> cliques_;
 };
 
 }  // namespace distarray

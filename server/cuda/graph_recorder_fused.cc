@@ -41,6 +41,13 @@ absl::Status CudaGraphRecording::RecordFusedWhile(absl::Span<const FusedLoop> lo
   RETURN_IF_ERROR(CheckRecording("RecordFusedWhile"));
   const int unroll = backend_->loop_unroll_;
   if (unroll < 1) return absl::UnimplementedError("loop fusion is off (--loop_unroll=0)");
+  if (nccl_agreement()) {
+    // A fused body's copies agree inside the kernel, through peer memory; an all-reduce between
+    // them would cost more than the fusion saves.
+    return absl::UnimplementedError(
+        "RecordFusedWhile: the devices agree through NCCL; the loop is recorded statement by "
+        "statement");
+  }
   // The interface promises UNIMPLEMENTED with nothing recorded for a loop this cannot take.
   if (loops.size() != captures_.size()) {
     return absl::UnimplementedError(

@@ -44,10 +44,25 @@ struct AgreementBlock {
   unsigned long long aborted;  // this device gave up waiting in this replay: no more waits
 };
 
+// Where the devices have no peer access (or the operator asks for it: --graph_agreement=nccl),
+// they agree through an NCCL all-reduce instead, captured in each body before the condition
+// kernel: a vote kernel writes this device's ballot, the all-reduce sums every device's into its
+// tally, and the condition kernel reads the decision from the tally. Summing counts keeps
+// abstentions neutral, as in the exchange.
+enum BallotField : int { kBallotTrue = 0, kBallotFalse = 1, kBallotCancel = 2, kBallotFields = 3 };
+struct NcclBallot {
+  int ballot[kBallotFields];  // this device's: one vote (true or false, or none) and its cancel
+  int padding0;
+  int tally[kBallotFields];  // every device's, summed by the all-reduce
+  int padding1;
+};
+
 // What one device's condition evaluations need: every device's block (peer addresses), and which
-// one is this device's. `devices` <= 1: no exchange.
+// one is this device's; or, agreeing through NCCL, the tally the all-reduce before the condition
+// kernel filled. `devices` <= 1: no exchange.
 struct Agreement {
   AgreementBlock* blocks[kMaxGraphDevices];
+  const int* tally;  // NCCL agreement (NcclBallot::tally); null: the exchange through peer memory
   int rank;
   int devices;
 };
@@ -88,6 +103,12 @@ __device__ __forceinline__ AgreedVote Agree(const Agreement& agreement, bool vot
                                             bool any, bool cancel,
                                             const volatile unsigned int* cancel_word) {
   if (agreement.devices <= 1) return AgreedVote{vote, cancel};
+  if (agreement.tally != nullptr) {
+    // The all-reduce already combined every device's ballot (this one's included).
+    const int* tally = agreement.tally;
+    return AgreedVote{any ? tally[kBallotTrue] > 0 : tally[kBallotFalse] == 0,
+                      tally[kBallotCancel] > 0};
+  }
   AgreementBlock* const mine = agreement.blocks[agreement.rank];
   // After giving up once, the devices are out of step for the rest of the replay: every later
   // evaluation answers a cancel at once instead of waiting 50 µs for a vote that may not come.
@@ -125,6 +146,19 @@ __device__ __forceinline__ AgreedVote Agree(const Agreement& agreement, bool vot
   return AgreedVote{flag, cancelled};
 }
 
+// Reads the cancel word when kCancelReadIntervalNs has passed since the last read (`last_read_ns`,
+// loaded by the caller) and notes the read: whether the word was seen set.
+__device__ __forceinline__ bool CancelSeen(unsigned long long last_read_ns,
+                                           const volatile unsigned int* cancel_word,
+                                           GraphCounters* counters) {
+  const unsigned long long now = GlobalTimerNs();
+  // The counters start zeroed on every replay, so its first evaluation reads the word.
+  if (now - last_read_ns < kCancelReadIntervalNs) return false;
+  counters->last_cancel_read_ns = now;
+  // Volatile: the host sets the word while the graph runs; a read must fetch it anew.
+  return *cancel_word != 0;
+}
+
 // This device's vote on a condition: its flags combined.
 __device__ __forceinline__ bool LocalVote(const LocalFlags& local) {
   bool vote = !local.any;
@@ -153,12 +187,9 @@ __device__ __forceinline__ unsigned int NextIteration(bool voted, bool flag, boo
   const bool alone = agreement.devices <= 1;
   // Alone, a false flag needs nothing else; across devices every device joins every exchange.
   if (alone && !flag) return 0;
-  const unsigned long long now = GlobalTimerNs();
-  // The counters start zeroed on every replay, so its first evaluation reads the word.
-  const bool read = now - last_read_ns >= kCancelReadIntervalNs;
-  if (read) counters->last_cancel_read_ns = now;
-  // Volatile: the host sets the word while the graph runs; a read must fetch it anew.
-  const bool cancel_seen = read && *cancel_word != 0;
+  // Agreeing through NCCL, the vote kernel before the all-reduce read the word (CastBallot).
+  const bool cancel_seen =
+      agreement.tally == nullptr && CancelSeen(last_read_ns, cancel_word, counters);
   const AgreedVote agreed = Agree(agreement, voted, flag, any, cancel_seen, cancel_word);
   if (!agreed.flag) return 0;
   if (agreed.cancel) {

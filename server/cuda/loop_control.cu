@@ -24,6 +24,19 @@ __global__ void IfConditionKernel(const LocalFlags flags, const volatile unsigne
   cudaGraphSetConditional(handle, agreed.flag && !agreed.cancel ? 1u : 0u);
 }
 
+// This device's ballot for an NCCL agreement (loop_condition.cuh, NcclBallot): its vote, and for
+// a loop's condition whether it saw the cancel word.
+__global__ void CastBallotKernel(const LocalFlags flags, bool read_cancel,
+                                 const volatile unsigned int* cancel_word, GraphCounters* counters,
+                                 NcclBallot* ballot) {
+  const bool voted = flags.count > 0;
+  const bool vote = LocalVote(flags);
+  ballot->ballot[kBallotTrue] = voted && vote ? 1 : 0;
+  ballot->ballot[kBallotFalse] = voted && !vote ? 1 : 0;
+  ballot->ballot[kBallotCancel] =
+      read_cancel && CancelSeen(counters->last_cancel_read_ns, cancel_word, counters) ? 1 : 0;
+}
+
 // Fenced on both sides at system scope: the work before it on this device is visible to the
 // peers' reads after their barriers, and this device reads the peers' only after its own.
 __global__ void BarrierKernel(const volatile unsigned int* cancel_word, const Agreement agreement) {
@@ -37,6 +50,13 @@ __global__ void BarrierKernel(const volatile unsigned int* cancel_word, const Ag
 cudaError_t LaunchBarrier(const unsigned int* cancel_word, const Agreement& agreement,
                           cudaStream_t stream) {
   BarrierKernel<<<1, 1, 0, stream>>>(cancel_word, agreement);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchCastBallot(const LocalFlags& flags, bool read_cancel,
+                             const unsigned int* cancel_word, GraphCounters* counters,
+                             NcclBallot* ballot, cudaStream_t stream) {
+  CastBallotKernel<<<1, 1, 0, stream>>>(flags, read_cancel, cancel_word, counters, ballot);
   return cudaGetLastError();
 }
 

@@ -33,6 +33,13 @@ cudaError_t LaunchIfCondition(const LocalFlags& flags, const unsigned int* cance
                               const Agreement& agreement, cudaGraphConditionalHandle handle,
                               cudaStream_t stream);
 
+// Agreeing through NCCL: writes this device's ballot on the condition `flags` hold into
+// `ballot` (and, when `read_cancel`, whether it saw the cancel word, read at most every
+// kCancelReadIntervalNs as a loop condition reads it), for the all-reduce that follows it.
+cudaError_t LaunchCastBallot(const LocalFlags& flags, bool read_cancel,
+                             const unsigned int* cancel_word, GraphCounters* counters,
+                             NcclBallot* ballot, cudaStream_t stream);
+
 // A barrier across the devices of the graph: returns once every device has reached its own
 // barrier (an exchange without a vote), with the work each did before it visible to the others.
 cudaError_t LaunchBarrier(const unsigned int* cancel_word, const Agreement& agreement,

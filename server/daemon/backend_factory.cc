@@ -23,6 +23,14 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCuda(const BackendOptions& option
     return absl::InvalidArgumentError(
         absl::StrCat("--transfer: expected nccl or peer, got '", options.transfer, "'"));
   }
+  if (options.graph_agreement == "peer") {
+    cuda.graph_agreement = GraphAgreement::kPeer;
+  } else if (options.graph_agreement == "nccl") {
+    cuda.graph_agreement = GraphAgreement::kNccl;
+  } else if (options.graph_agreement != "auto") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--graph_agreement: expected auto, peer or nccl, got '", options.graph_agreement, "'"));
+  }
   auto backend = CudaBackend::Create(cuda);
   if (!backend.ok()) return backend.status();
   return std::unique_ptr<Backend>(std::move(*backend));

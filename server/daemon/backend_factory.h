@@ -18,6 +18,9 @@ struct BackendOptions {
   double memory_fraction = 0.9;
   int loop_unroll = 8;            // cuda: fused loop body copies per WHILE iteration; 0: no fusion
   std::string transfer = "peer";  // cuda: cross-device copies by "peer" copies or "nccl" send/recv
+  // cuda: how a program's graphs over several devices agree on conditions: "auto" (peer memory
+  // where every pair has peer access, else NCCL), "peer" or "nccl".
+  std::string graph_agreement = "auto";
 };
 
 // INVALID_ARGUMENT for an unknown kind; UNAVAILABLE when `cuda` is asked for and no GPU is usable

@@ -31,6 +31,12 @@ ABSL_FLAG(int, loop_unroll, 8,
           "CUDA: RunGraph loops whose body is an elementwise chain ending in all()/any() run as "
           "one runtime-compiled kernel per iteration, this many per conditional-node iteration; "
           "0 records such loops op by op");
+ABSL_FLAG(std::string, graph_agreement, "auto",
+          "CUDA: how the per-device graphs of a RunGraph program over several GPUs agree on each "
+          "loop or if condition: peer (votes through peer memory, in the body's last kernel), "
+          "nccl (an NCCL all-reduce before each condition; loops are not fused and copies "
+          "between devices run the program eagerly), or auto (peer where every pair of the "
+          "program's GPUs has peer access, else nccl)");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
           "Prometheus /metrics address (loopback by default, e.g. 0.0.0.0:9464 for a scraper on "
           "another host); empty disables");
@@ -208,6 +214,11 @@ absl::StatusOr<DaemonOptions> DaemonOptionsFromFlags() {
   o.backend.memory_fraction = absl::GetFlag(FLAGS_memory_fraction);
   o.backend.transfer = absl::GetFlag(FLAGS_transfer);
   o.backend.loop_unroll = absl::GetFlag(FLAGS_loop_unroll);
+  o.backend.graph_agreement = absl::GetFlag(FLAGS_graph_agreement);
+  if (o.backend.graph_agreement != "auto" && o.backend.graph_agreement != "peer" &&
+      o.backend.graph_agreement != "nccl") {
+    return BadFlag("graph_agreement", "must be auto, peer or nccl");
+  }
   if (o.backend.loop_unroll < 0 || o.backend.loop_unroll > 64) {
     return BadFlag("loop_unroll", "must be in [0, 64]");
   }

@@ -86,6 +86,7 @@ TEST(Config, BadFlagsExitWithTheBadFlagsCodeNamingTheFlag) {
       {"--max_message_size=1KiB", "", "--max_message_size"},
       {"--keepalive_time_seconds=0", "", "--keepalive_time_seconds"},
       {"--drain_grace_seconds=-1", "", "--drain_grace_seconds"},
+      {"--graph_agreement=vote", "", "--graph_agreement"},
       {"--flagfile=/nonexistent/distarrayd.flags", "", "/nonexistent/distarrayd.flags"},
       {"stray_argument", "", "stray_argument"},
       {"--listen", "", "--listen needs a value"},
@@ -165,7 +166,7 @@ TEST(Config, HelpDocumentsTheOperationalFlagsAndExitsZero) {
   for (const char* flag :
        {"--health_listen", "--health_port_file", "--log_format", "--log_progress_seconds",
         "--drain_grace_seconds", "--drain_seconds", "--keepalive_time_seconds",
-        "--keepalive_timeout_seconds", "--max_message_size", "--log_level"}) {
+        "--keepalive_timeout_seconds", "--max_message_size", "--log_level", "--graph_agreement"}) {
     EXPECT_NE(run.output.find(absl::StrCat(flag, " (")), std::string::npos) << flag;
   }
   EXPECT_NE(run.output.find("default: \"127.0.0.1:8081\""), std::string::npos) << run.output;

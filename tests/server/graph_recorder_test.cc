@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "common/box.h"
 #include "common/status_macros.h"
 #include "server/backend/graph_recorder.h"
@@ -46,6 +47,8 @@ class GraphRecorderTest : public ::testing::Test {
     }
   }
   static void TearDownTestSuite() {
+    delete nccl_recorder_;
+    nccl_recorder_ = nullptr;
     delete backend_;
     backend_ = nullptr;
     delete create_status_;
@@ -66,6 +69,19 @@ class GraphRecorderTest : public ::testing::Test {
   }
 
   Backend& backend() { return *backend_; }
+
+  // The recorders over devices 0 and 1, by how their devices agree: the backend's own (peer
+  // memory, where the GPUs have peer access) and one agreeing through NCCL all-reduces, as
+  // GPUs without peer access do.
+  std::vector<std::pair<std::string, GraphRecorder*>> TwoDeviceRecorders() {
+    std::vector<std::pair<std::string, GraphRecorder*>> recorders;
+    if (recorder_->CanRecord(std::vector<int>{0, 1})) recorders.emplace_back("peer", recorder_);
+    if (nccl_recorder_ == nullptr) {
+      nccl_recorder_ = new CudaGraphRecorder(backend_, GraphAgreement::kNccl);
+    }
+    recorders.emplace_back("nccl", nccl_recorder_);
+    return recorders;
+  }
 
   template <typename T>
   absl::StatusOr<BufferPtr> Upload(const std::vector<T>& values, int device = 0) {
@@ -113,11 +129,13 @@ class GraphRecorderTest : public ::testing::Test {
   using bool8 = unsigned char;
 
   static CudaBackend* backend_;
+  static CudaGraphRecorder* nccl_recorder_;
   static absl::Status* create_status_;
   GraphRecorder* recorder_ = nullptr;
 };
 
 CudaBackend* GraphRecorderTest::backend_ = nullptr;
+CudaGraphRecorder* GraphRecorderTest::nccl_recorder_ = nullptr;
 absl::Status* GraphRecorderTest::create_status_ = nullptr;
 
 // The count loop on the host: the reference, and the iterations it ran.
@@ -439,63 +457,65 @@ TEST_F(GraphRecorderTest, RefusesOtherDevicesWork) {
 // A second replay (the agreement's epochs restart) gives the same answer.
 TEST_F(GraphRecorderTest, TwoDevicesAgreeOnTheirLoop) {
   if (backend().device_count() < 2) GTEST_SKIP() << "needs two GPUs";
-  if (!recorder_->CanRecord(std::vector<int>{0, 1})) GTEST_SKIP() << "no peer access";
-  constexpr int64_t kN = 3000;
-  std::vector<float> low(kN), high(kN);
-  for (int64_t i = 0; i < kN; ++i) {
-    low[i] = static_cast<float>(i % 7);
-    high[i] = static_cast<float>(10 + i % 11);  // device 1's partial turns false first
-  }
-  const float limit = 200;
-  std::vector<float> whole = low;
-  whole.insert(whole.end(), high.begin(), high.end());
-  const HostLoop expected = RunCountLoopOnHost(whole, limit, 1000);
-  ASSERT_GT(expected.iterations, 100);
-
-  DA_ASSERT_OK_AND_ASSIGN(BufferPtr a0, Upload(low, 0));
-  DA_ASSERT_OK_AND_ASSIGN(BufferPtr a1, Upload(high, 1));
-  std::vector<BufferPtr> a = {a0, a1}, less(2), flag(2);
-  const std::vector<int> devices = {0, 1};
-  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> recording, recorder_->Begin(devices));
-  auto condition = [&]() -> absl::Status {
-    for (int d = 0; d < 2; ++d) {
-      RETURN_IF_ERROR(backend_->Elementwise(ElementwiseOpId::kLess, DType::kFloat32, less[d], kN,
-                                            {ArrayArg(a[d]), ScalarArg(limit)}));
-      RETURN_IF_ERROR(backend_->Reduce(ReduceKind::kAll, DType::kBool, less[d], AllOf(kN), flag[d],
-                                       1, nullptr));
+  for (const auto& [agreement, recorder] : TwoDeviceRecorders()) {
+    SCOPED_TRACE(agreement);
+    constexpr int64_t kN = 3000;
+    std::vector<float> low(kN), high(kN);
+    for (int64_t i = 0; i < kN; ++i) {
+      low[i] = static_cast<float>(i % 7);
+      high[i] = static_cast<float>(10 + i % 11);  // device 1's partial turns false first
     }
-    return absl::OkStatus();
-  };
-  for (int d = 0; d < 2; ++d) {
-    DA_ASSERT_OK_AND_ASSIGN(less[d], backend().Allocate(d, kN));
-    DA_ASSERT_OK_AND_ASSIGN(flag[d], backend().Allocate(d, 1));
-  }
-  ConditionFlags flags;
-  flags.buffers = flag;
-  DA_ASSERT_OK(condition());
-  DA_ASSERT_OK(recording->BeginWhile(flags, 1000));
-  for (int d = 0; d < 2; ++d) {
-    DA_ASSERT_OK(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, a[d], kN,
-                                       {ArrayArg(a[d]), ScalarArg(1)}));
-  }
-  DA_ASSERT_OK(condition());
-  DA_ASSERT_OK(recording->EndWhile(flags));
-  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
-  recording.reset();
-  EXPECT_EQ(graph->devices(), devices);
+    const float limit = 200;
+    std::vector<float> whole = low;
+    whole.insert(whole.end(), high.begin(), high.end());
+    const HostLoop expected = RunCountLoopOnHost(whole, limit, 1000);
+    ASSERT_GT(expected.iterations, 100);
 
-  for (int replay = 0; replay < 2; ++replay) {
-    SCOPED_TRACE(replay);
-    DA_ASSERT_OK(Write(a0, low));
-    DA_ASSERT_OK(Write(a1, high));
-    DA_ASSERT_OK(graph->Launch({a0, a1}, {a0, a1}));
-    DA_ASSERT_OK_AND_ASSIGN(GraphRunStats stats, graph->Wait(Alive));
-    EXPECT_EQ(stats.iterations, expected.iterations);
-    EXPECT_FALSE(stats.hit_iteration_cap);
-    DA_ASSERT_OK_AND_ASSIGN(std::vector<float> got0, Read<float>(a0, kN));
-    DA_ASSERT_OK_AND_ASSIGN(std::vector<float> got1, Read<float>(a1, kN));
-    got0.insert(got0.end(), got1.begin(), got1.end());
-    EXPECT_EQ(got0, expected.a);
+    DA_ASSERT_OK_AND_ASSIGN(BufferPtr a0, Upload(low, 0));
+    DA_ASSERT_OK_AND_ASSIGN(BufferPtr a1, Upload(high, 1));
+    std::vector<BufferPtr> a = {a0, a1}, less(2), flag(2);
+    const std::vector<int> devices = {0, 1};
+    DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> recording, recorder->Begin(devices));
+    auto condition = [&]() -> absl::Status {
+      for (int d = 0; d < 2; ++d) {
+        RETURN_IF_ERROR(backend_->Elementwise(ElementwiseOpId::kLess, DType::kFloat32, less[d], kN,
+                                              {ArrayArg(a[d]), ScalarArg(limit)}));
+        RETURN_IF_ERROR(backend_->Reduce(ReduceKind::kAll, DType::kBool, less[d], AllOf(kN),
+                                         flag[d], 1, nullptr));
+      }
+      return absl::OkStatus();
+    };
+    for (int d = 0; d < 2; ++d) {
+      DA_ASSERT_OK_AND_ASSIGN(less[d], backend().Allocate(d, kN));
+      DA_ASSERT_OK_AND_ASSIGN(flag[d], backend().Allocate(d, 1));
+    }
+    ConditionFlags flags;
+    flags.buffers = flag;
+    DA_ASSERT_OK(condition());
+    DA_ASSERT_OK(recording->BeginWhile(flags, 1000));
+    for (int d = 0; d < 2; ++d) {
+      DA_ASSERT_OK(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, a[d], kN,
+                                         {ArrayArg(a[d]), ScalarArg(1)}));
+    }
+    DA_ASSERT_OK(condition());
+    DA_ASSERT_OK(recording->EndWhile(flags));
+    DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
+    recording.reset();
+    EXPECT_EQ(graph->devices(), devices);
+
+    for (int replay = 0; replay < 2; ++replay) {
+      SCOPED_TRACE(replay);
+      DA_ASSERT_OK(Write(a0, low));
+      DA_ASSERT_OK(Write(a1, high));
+      DA_ASSERT_OK(graph->Launch({a0, a1}, {a0, a1}));
+      DA_ASSERT_OK_AND_ASSIGN(GraphRunStats stats, graph->Wait(Alive));
+      EXPECT_EQ(stats.iterations, expected.iterations);
+      EXPECT_FALSE(stats.hit_iteration_cap);
+      DA_ASSERT_OK_AND_ASSIGN(std::vector<float> got0, Read<float>(a0, kN));
+      DA_ASSERT_OK_AND_ASSIGN(std::vector<float> got1, Read<float>(a1, kN));
+      got0.insert(got0.end(), got1.begin(), got1.end());
+      EXPECT_EQ(got0, expected.a);
+    }
   }
 }
 
@@ -504,55 +524,58 @@ TEST_F(GraphRecorderTest, TwoDevicesAgreeOnTheirLoop) {
 // loops; the next replay starts clean.
 TEST_F(GraphRecorderTest, TwoDevicesFollowOneDevicesFlagAndStopTogether) {
   if (backend().device_count() < 2) GTEST_SKIP() << "needs two GPUs";
-  if (!recorder_->CanRecord(std::vector<int>{0, 1})) GTEST_SKIP() << "no peer access";
-  constexpr int64_t kN = 512;
-  DA_ASSERT_OK_AND_ASSIGN(BufferPtr a0, Upload(std::vector<float>(kN, 0.0f), 0));
-  DA_ASSERT_OK_AND_ASSIGN(BufferPtr a1, Upload(std::vector<float>(kN, 0.0f), 1));
-  DA_ASSERT_OK_AND_ASSIGN(BufferPtr go, Upload(std::vector<bool8>{1}, 1));
-  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> recording,
-                          recorder_->Begin(std::vector<int>{0, 1}));
-  // if go: a0 = 5, a1 = 5 else: a0 = 7, a1 = 7
-  DA_ASSERT_OK(recording->BeginIf(go));
-  for (const BufferPtr& a : {a0, a1}) {
-    DA_ASSERT_OK(backend().FillConstant(DType::kFloat32, Whole(a, kN), Scalar::Float(5)));
-  }
-  DA_ASSERT_OK(recording->Else());
-  for (const BufferPtr& a : {a0, a1}) {
-    DA_ASSERT_OK(backend().FillConstant(DType::kFloat32, Whole(a, kN), Scalar::Float(7)));
-  }
-  DA_ASSERT_OK(recording->EndIf());
-  // while go (never changes): a0 += 1, a1 += 1; only the cap (out of reach) or a cancel ends it.
-  DA_ASSERT_OK(recording->BeginWhile(go, std::numeric_limits<int64_t>::max()));
-  for (const BufferPtr& a : {a0, a1}) {
-    DA_ASSERT_OK(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, a, kN,
-                                       {ArrayArg(a), ScalarArg(1)}));
-  }
-  DA_ASSERT_OK(recording->EndWhile(go));
-  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
-  recording.reset();
+  for (const auto& [agreement, recorder] : TwoDeviceRecorders()) {
+    SCOPED_TRACE(agreement);
+    constexpr int64_t kN = 512;
+    DA_ASSERT_OK_AND_ASSIGN(BufferPtr a0, Upload(std::vector<float>(kN, 0.0f), 0));
+    DA_ASSERT_OK_AND_ASSIGN(BufferPtr a1, Upload(std::vector<float>(kN, 0.0f), 1));
+    DA_ASSERT_OK_AND_ASSIGN(BufferPtr go, Upload(std::vector<bool8>{1}, 1));
+    DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> recording,
+                            recorder->Begin(std::vector<int>{0, 1}));
+    // if go: a0 = 5, a1 = 5 else: a0 = 7, a1 = 7
+    DA_ASSERT_OK(recording->BeginIf(go));
+    for (const BufferPtr& a : {a0, a1}) {
+      DA_ASSERT_OK(backend().FillConstant(DType::kFloat32, Whole(a, kN), Scalar::Float(5)));
+    }
+    DA_ASSERT_OK(recording->Else());
+    for (const BufferPtr& a : {a0, a1}) {
+      DA_ASSERT_OK(backend().FillConstant(DType::kFloat32, Whole(a, kN), Scalar::Float(7)));
+    }
+    DA_ASSERT_OK(recording->EndIf());
+    // while go (never changes): a0 += 1, a1 += 1; only the cap (out of reach) or a cancel ends it.
+    DA_ASSERT_OK(recording->BeginWhile(go, std::numeric_limits<int64_t>::max()));
+    for (const BufferPtr& a : {a0, a1}) {
+      DA_ASSERT_OK(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, a, kN,
+                                         {ArrayArg(a), ScalarArg(1)}));
+    }
+    DA_ASSERT_OK(recording->EndWhile(go));
+    DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, recording->Finish());
+    recording.reset();
 
-  DA_ASSERT_OK(graph->Launch({go}, {a0, a1}));
-  const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<GraphRunStats> stats = graph->Wait(CancelledAfter(std::chrono::milliseconds(20)));
-  EXPECT_EQ(stats.status().code(), absl::StatusCode::kCancelled) << stats.status();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
-  DA_ASSERT_OK(backend().Synchronize());
-  DA_ASSERT_OK_AND_ASSIGN(std::vector<float> r0, Read<float>(a0, kN));
-  DA_ASSERT_OK_AND_ASSIGN(std::vector<float> r1, Read<float>(a1, kN));
-  EXPECT_GT(r0[0], 5.0f);  // the then branch ran, then some iterations
-  EXPECT_EQ(r0, std::vector<float>(kN, r0[0]));
-  EXPECT_EQ(r1, std::vector<float>(kN, r1[0]));
+    DA_ASSERT_OK(graph->Launch({go}, {a0, a1}));
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<GraphRunStats> stats =
+        graph->Wait(CancelledAfter(std::chrono::milliseconds(20)));
+    EXPECT_EQ(stats.status().code(), absl::StatusCode::kCancelled) << stats.status();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+    DA_ASSERT_OK(backend().Synchronize());
+    DA_ASSERT_OK_AND_ASSIGN(std::vector<float> r0, Read<float>(a0, kN));
+    DA_ASSERT_OK_AND_ASSIGN(std::vector<float> r1, Read<float>(a1, kN));
+    EXPECT_GT(r0[0], 5.0f);  // the then branch ran, then some iterations
+    EXPECT_EQ(r0, std::vector<float>(kN, r0[0]));
+    EXPECT_EQ(r1, std::vector<float>(kN, r1[0]));
 
-  // Next replay: the flag false, so the else branch and no iteration, on both devices.
-  DA_ASSERT_OK(Write(go, std::vector<bool8>{0}));
-  DA_ASSERT_OK(graph->Launch({go}, {a0, a1}));
-  DA_ASSERT_OK_AND_ASSIGN(GraphRunStats next, graph->Wait(Alive));
-  EXPECT_EQ(next.iterations, 0);
-  EXPECT_FALSE(next.cancelled);
-  DA_ASSERT_OK_AND_ASSIGN(r0, Read<float>(a0, kN));
-  DA_ASSERT_OK_AND_ASSIGN(r1, Read<float>(a1, kN));
-  EXPECT_EQ(r0, std::vector<float>(kN, 7.0f));
-  EXPECT_EQ(r1, std::vector<float>(kN, 7.0f));
+    // Next replay: the flag false, so the else branch and no iteration, on both devices.
+    DA_ASSERT_OK(Write(go, std::vector<bool8>{0}));
+    DA_ASSERT_OK(graph->Launch({go}, {a0, a1}));
+    DA_ASSERT_OK_AND_ASSIGN(GraphRunStats next, graph->Wait(Alive));
+    EXPECT_EQ(next.iterations, 0);
+    EXPECT_FALSE(next.cancelled);
+    DA_ASSERT_OK_AND_ASSIGN(r0, Read<float>(a0, kN));
+    DA_ASSERT_OK_AND_ASSIGN(r1, Read<float>(a1, kN));
+    EXPECT_EQ(r0, std::vector<float>(kN, 7.0f));
+    EXPECT_EQ(r1, std::vector<float>(kN, 7.0f));
+  }
 }
 
 // Copies between the devices of a recording (peer reads between barriers): a value bounced
@@ -598,6 +621,30 @@ TEST_F(GraphRecorderTest, CopiesBetweenDevicesInsideALoop) {
     EXPECT_EQ(got_x, expected);
     EXPECT_EQ(got_y, expected);
   }
+}
+
+// Devices agreeing through NCCL cannot hold what reads peer memory: a copy between them is
+// refused (the program then runs eagerly), and so is a fused loop (recorded op by op instead),
+// each naming why.
+TEST_F(GraphRecorderTest, NcclAgreementRefusesPeerReads) {
+  if (backend().device_count() < 2) GTEST_SKIP() << "needs two GPUs";
+  CudaGraphRecorder* nccl = static_cast<CudaGraphRecorder*>(TwoDeviceRecorders().back().second);
+  constexpr int64_t kN = 64;
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr x0, Upload(std::vector<float>(kN, 1.0f), 0));
+  DA_ASSERT_OK_AND_ASSIGN(BufferPtr y1, Upload(std::vector<float>(kN, 0.0f), 1));
+  {
+    DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> recording,
+                            nccl->Begin(std::vector<int>{0, 1}));
+    const absl::Status copy =
+        backend().Copy(DType::kFloat32, {BoxCopy{Whole(x0, kN), Whole(y1, kN)}});
+    EXPECT_EQ(copy.code(), absl::StatusCode::kFailedPrecondition) << copy;
+    EXPECT_TRUE(absl::StrContains(copy.message(), "through NCCL")) << copy;
+  }
+  DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphRecording> recording,
+                          nccl->Begin(std::vector<int>{0, 1}));
+  const absl::Status fused = recording->RecordFusedWhile({FusedLoop{}, FusedLoop{}});
+  EXPECT_EQ(fused.code(), absl::StatusCode::kUnimplemented) << fused;
+  EXPECT_TRUE(absl::StrContains(fused.message(), "through NCCL")) << fused;
 }
 
 TEST_F(GraphRecorderTest, OtherThreadsRunEagerly) {

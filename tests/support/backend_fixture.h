@@ -1,5 +1,7 @@
 // A test fixture parameterized by backend ("host", "cuda", and "cuda_nccl": the CUDA backend
-// moving data across devices with NCCL send/recv instead of peer copies): the same integration
+// moving data across devices with NCCL send/recv instead of peer copies, and RunGraph's graphs
+// over several devices agreeing on conditions through NCCL all-reduces instead of peer memory,
+// as where GPUs lack peer access): the same integration
 // tests run on all of them against a real distarrayd. Where the backend cannot start (no GPU), the
 // tests skip with the daemon's own message, unless the environment variable
 // DISTARRAY_REQUIRE_BACKENDS (a comma-separated list, e.g. "cuda" or "cuda,cuda_nccl") names the
@@ -29,7 +31,10 @@ namespace distarray::testing {
 inline Daemon::Options OptionsFor(const std::string& param) {
   Daemon::Options options;
   options.backend = param == "cuda_nccl" ? "cuda" : param;
-  if (param == "cuda_nccl") options.transfer = "nccl";
+  if (param == "cuda_nccl") {
+    options.transfer = "nccl";
+    options.graph_agreement = "nccl";
+  }
   return options;
 }
 

@@ -46,6 +46,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Options& options) {
                                    "--drain_seconds=2"};
   if (!options.memory_limit.empty()) args.push_back("--memory_limit=" + options.memory_limit);
   if (!options.transfer.empty()) args.push_back("--transfer=" + options.transfer);
+  if (!options.graph_agreement.empty()) {
+    args.push_back("--graph_agreement=" + options.graph_agreement);
+  }
   args.insert(args.end(), options.extra_flags.begin(), options.extra_flags.end());
 
   const pid_t pid = fork();

@@ -21,8 +21,9 @@ class Daemon {
   struct Options {
     std::string backend = "host";
     int host_devices = 4;
-    std::string memory_limit;  // e.g. "64MiB"; empty: the daemon's default
-    std::string transfer;      // cuda: "peer" or "nccl"; empty: the daemon's default
+    std::string memory_limit;     // e.g. "64MiB"; empty: the daemon's default
+    std::string transfer;         // cuda: "peer" or "nccl"; empty: the daemon's default
+    std::string graph_agreement;  // cuda: "auto", "peer" or "nccl"; empty: the daemon's default
     // More flags, e.g. "--session_lease_seconds=2"; later flags override earlier ones.
     std::vector<std::string> extra_flags;
   };
