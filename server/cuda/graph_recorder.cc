@@ -161,9 +161,9 @@ absl::Status CudaRecordedGraph::Launch(absl::Span<const BufferPtr> reads,
 
 absl::Status CudaRecordedGraph::LaunchLocked(const std::vector<std::vector<CudaBuffer*>>& reads,
                                              const std::vector<std::vector<CudaBuffer*>>& writes) {
-  // Agreeing through peer memory: every device's block is reset before any graph starts. Through
-  // NCCL, each all-reduce overwrites the tallies; nothing to reset.
-  const bool agree = devices_.size() > 1 && resources_.clique == nullptr;
+  // Every device's exchange block (conditions agreeing through peer memory, or barriers around
+  // copies) is reset before any graph starts. NCCL's all-reduces overwrite the tallies.
+  const bool agree = devices_.size() > 1 && resources_.devices.front().agreement.has_value();
   launched_ = 0;
   // Everything that can fail comes before the first graph is enqueued; after it, only the graph
   // launches and their end events.
@@ -328,6 +328,7 @@ absl::StatusOr<std::unique_ptr<CudaGraphRecording>> CudaGraphRecording::Start(
                                                    " devices (1 to ", cuda::kMaxGraphDevices,
                                                    " may be recorded together)"));
   }
+  bool peer_access = true;
   for (size_t i = 0; i < devices.size(); ++i) {
     if (devices[i] < 0 || devices[i] >= backend->device_count()) {
       return absl::InvalidArgumentError(absl::StrCat("GraphRecorder::Begin: no device ", devices[i],
@@ -339,11 +340,11 @@ absl::StatusOr<std::unique_ptr<CudaGraphRecording>> CudaGraphRecording::Start(
         return absl::InvalidArgumentError(
             absl::StrCat("GraphRecorder::Begin: device ", devices[i], " is named twice"));
       }
-      if (clique != nullptr) continue;
       // The condition exchange stores into the other devices' memory.
       int can = 0;
       CUDA_RETURN_IF_ERROR(cudaDeviceCanAccessPeer(&can, devices[i], devices[j]));
-      if (!can) {
+      peer_access = peer_access && can != 0;
+      if (!can && clique == nullptr) {
         return absl::FailedPreconditionError(absl::StrCat(
             "GraphRecorder::Begin: devices ", devices[j], " and ", devices[i],
             " have no peer access, which a graph over both needs to agree on its conditions"));
@@ -352,6 +353,7 @@ absl::StatusOr<std::unique_ptr<CudaGraphRecording>> CudaGraphRecording::Start(
   }
   std::unique_ptr<CudaGraphRecording> recording(new CudaGraphRecording(backend));
   if (devices.size() > 1) recording->resources_.clique = std::move(clique);
+  recording->peer_access_ = peer_access;
   for (const int device : devices) {
     ScopedDevice scope(device);
     Capture capture;
@@ -371,7 +373,8 @@ absl::StatusOr<std::unique_ptr<CudaGraphRecording>> CudaGraphRecording::Start(
       ASSIGN_OR_RETURN(cuda::DeviceBlock ballot,
                        cuda::DeviceBlock::AllocateZeroed(device, sizeof(cuda::NcclBallot)));
       resources.ballot.emplace(std::move(ballot));
-    } else if (devices.size() > 1) {
+    }
+    if (devices.size() > 1 && peer_access) {
       ASSIGN_OR_RETURN(cuda::DeviceBlock agreement,
                        cuda::DeviceBlock::AllocateZeroed(device, sizeof(cuda::AgreementBlock)));
       resources.agreement.emplace(std::move(agreement));
@@ -433,13 +436,19 @@ const unsigned int* CudaGraphRecording::cancel_word(size_t i) const {
 }
 
 cuda::Agreement CudaGraphRecording::agreement(size_t i) const {
-  cuda::Agreement agreement{};
-  agreement.rank = static_cast<int>(i);
-  agreement.devices = static_cast<int>(captures_.size());
+  cuda::Agreement agreement = barrier_agreement(i);
   if (nccl_agreement()) {
     agreement.tally =
         static_cast<const cuda::NcclBallot*>(resources_.devices[i].ballot->data())->tally;
-  } else if (captures_.size() > 1) {
+  }
+  return agreement;
+}
+
+cuda::Agreement CudaGraphRecording::barrier_agreement(size_t i) const {
+  cuda::Agreement agreement{};
+  agreement.rank = static_cast<int>(i);
+  agreement.devices = static_cast<int>(captures_.size());
+  if (peer_access_ && captures_.size() > 1) {
     for (size_t d = 0; d < captures_.size(); ++d) {
       // Peer addresses (unified addressing): each device stores into the others' blocks.
       agreement.blocks[d] =
@@ -499,7 +508,8 @@ absl::StatusOr<cudaStream_t> CudaGraphRecording::Route(absl::string_view call, i
 absl::Status CudaGraphRecording::RecordBarrier() {
   for (size_t i = 0; i < captures_.size(); ++i) {
     ScopedDevice scope(captures_[i].device);
-    CUDA_RETURN_IF_ERROR(cuda::LaunchBarrier(cancel_word(i), agreement(i), captures_[i].current()));
+    CUDA_RETURN_IF_ERROR(
+        cuda::LaunchBarrier(cancel_word(i), barrier_agreement(i), captures_[i].current()));
   }
   return absl::OkStatus();
 }
@@ -534,10 +544,10 @@ absl::Status CudaGraphRecording::CastBallots(const ConditionFlags& flags, bool r
 absl::Status CudaGraphRecording::RecordPeerCopies(DType dtype,
                                                   absl::Span<const BoxCopy* const> copies) {
   RETURN_IF_ERROR(CheckRecording("Copy"));
-  if (nccl_agreement()) {
+  if (!peer_access_) {
     return Refuse("Copy",
-                  "copies between devices read peer memory, and this recording's devices agree "
-                  "through NCCL (no peer access between them, or --graph_agreement=nccl)");
+                  "copies between devices read peer memory, and some of the recording's devices "
+                  "have no peer access to each other (they agree through NCCL)");
   }
   for (const BoxCopy* copy : copies) {
     if (!records(copy->src.buffer->device()) || !records(copy->dst.buffer->device())) {

@@ -15,8 +15,9 @@
 // a condition is an exchange of votes between the devices through peer memory
 // (loop_condition.cuh, Agreement), so the graphs take the same decisions without the host.
 // Devices without peer access between them agree through an NCCL all-reduce captured before each
-// evaluation instead (GraphAgreement); such recordings neither fuse loops nor copy between
-// devices (both read peer memory), and run those programs eagerly.
+// evaluation instead (GraphAgreement); such recordings do not fuse loops (a fused body agrees
+// inside its kernel, through peer memory), and without peer access cannot copy between devices
+// either (the program then runs eagerly).
 //
 // A replay runs on each device's own stream, so it is ordered with every other user of the
 // device's fixed scratch memory (reduction partials, the cuBLAS workspace) that recorded kernels
@@ -266,6 +267,9 @@ class CudaGraphRecording final : public GraphRecording {
   absl::Status RecordBarrier();
   // Whether the devices agree through NCCL (the recording spans several).
   bool nccl_agreement() const { return resources_.clique != nullptr; }
+  // The exchange through peer memory alone (no tally), for barriers: where the devices have peer
+  // access, copies between them are recorded whichever way conditions agree.
+  cuda::Agreement barrier_agreement(size_t i) const;
   // Agreeing through NCCL, before every device's condition kernel on its innermost capture: each
   // device casts its ballot on `flags` (with the cancel word when `read_cancel`), and one
   // all-reduce over the clique sums them into every device's tally. A no-op otherwise (the
@@ -286,6 +290,8 @@ class CudaGraphRecording final : public GraphRecording {
   bool finished_ = false;
   absl::Status broken_;
   CudaGraphResources resources_;
+  // Whether every pair of the devices has peer access: copies between them can be recorded.
+  bool peer_access_ = true;
   // Whether the graph has a conditional block, and so counters to reset at its top level and to
   // copy back at its end. A graph without one skips both nodes (a few µs of every replay).
   bool has_conditionals_ = false;

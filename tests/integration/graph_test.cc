@@ -78,8 +78,7 @@ class GraphTest : public BackendTest {
   }
   bool GraphsExpected(const v1::IndexMap& map) const { return DeviceCount(map) == 1 || IsCuda(); }
   // Over several devices, "cuda" agrees on conditions through peer memory, "cuda_nccl" through
-  // NCCL all-reduces (as where GPUs have no peer access): those recordings neither fuse loops nor
-  // copy between devices (a program that does runs eagerly).
+  // NCCL all-reduces (as where GPUs have no peer access), which records loops unfused.
   bool PeerAgreement(const v1::IndexMap& map) const {
     return DeviceCount(map) == 1 || GetParam() == "cuda";
   }
@@ -378,9 +377,8 @@ TEST_P(GraphTest, LoopMovingDataBetweenDevicesMatchesTheHost) {
       ASSERT_TRUE(run.ok()) << run.status();
       EXPECT_EQ(run->iterations, steps);
       std::set<int> devices(map.begin(), map.end());
-      EXPECT_EQ(run->execution, devices.size() == 1 || GetParam() == "cuda"
-                                    ? v1::GRAPH_EXECUTION_DEVICE_GRAPH
-                                    : v1::GRAPH_EXECUTION_EAGER);
+      EXPECT_EQ(run->execution, devices.size() == 1 || IsCuda() ? v1::GRAPH_EXECUTION_DEVICE_GRAPH
+                                                                : v1::GRAPH_EXECUTION_EAGER);
       auto got = run->outputs.at("v").Download<double>();
       auto got_acc = run->outputs.at("acc").Download<double>();
       ASSERT_TRUE(got.ok() && got_acc.ok());
