@@ -40,7 +40,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "baseline.grpc.pb.h"
+#include "bench/baseline_service.h"
 #include "bench/figures.h"
 #include "distarray/client.h"
 #include "distarray/graph.h"
@@ -100,33 +100,7 @@ void Row(const char* what, double ours, const char* unit, const char* against, d
               theirs, ratio, higher_is_better ? "" : "(lower is better) ");
 }
 
-// The transport baseline, served in this process with the same synchronous gRPC API the daemon
-// uses.
-class BaselineService final : public distarray::bench::Baseline::Service {
-  grpc::Status Ping(grpc::ServerContext*, const distarray::bench::Empty*,
-                    distarray::bench::Empty*) override {
-    return grpc::Status::OK;
-  }
-  grpc::Status Put(grpc::ServerContext*, grpc::ServerReader<distarray::bench::Blob>* reader,
-                   distarray::bench::Empty*) override {
-    distarray::bench::Blob blob;
-    std::vector<char> sink(1 << 20);
-    while (reader->Read(&blob)) {
-      std::memcpy(sink.data(), blob.data().data(), std::min(sink.size(), blob.data().size()));
-    }
-    return grpc::Status::OK;
-  }
-  grpc::Status Get(grpc::ServerContext*, const distarray::bench::Empty*,
-                   grpc::ServerWriter<distarray::bench::Blob>* writer) override {
-    distarray::bench::Blob blob;
-    blob.mutable_data()->assign(1 << 20, 'x');
-    for (int i = 0; i < (1 << 10) / kStreams; ++i) writer->Write(blob);
-    return grpc::Status::OK;
-  }
-
- public:
-  static inline int kStreams = 1;
-};
+using distarray::bench::BaselineService;
 
 using Figures = std::map<std::string, double>;
 
@@ -609,11 +583,8 @@ bool Compute(const distarray::Client& client, int ndev, const Figures& peer, con
 // Serves the baseline service alone until the process is killed, its port in `port_file`.
 int ServeBaseline(const std::string& port_file) {
   BaselineService baseline;
-  grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&baseline);
-  auto server = builder.BuildAndStart();
+  auto server = distarray::bench::StartBaseline(baseline, &port);
   if (server == nullptr || port == 0) {
     std::fprintf(stderr, "distarray_bench: could not start the baseline server\n");
     return 2;
@@ -725,12 +696,8 @@ int main(int argc, char** argv) {
   // The transport baseline: do-nothing gRPC calls served in this process, single and with as
   // many connections as the SDK uses.
   BaselineService baseline;
-  grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&baseline);
-  builder.SetMaxReceiveMessageSize(64 << 20);
-  auto server = builder.BuildAndStart();
+  auto server = distarray::bench::StartBaseline(baseline, &port);
 
   // --- Bulk transfer through gRPC ---
   if (want("transfer")) {

@@ -5,6 +5,9 @@
 // run (NumPy, plain CuPy, JAX by default and with its loop in a CUDA graph). Prints per size: the
 // first run (record + instantiate + run), the median of 5 later runs end to end, microseconds per
 // iteration, and ratios; and the same loop on float16 arrays (device time against float32's).
+// What the RPC adds to the device time is set against an empty gRPC call and against a
+// do-nothing call held on the server as long as the device time (baseline_service.h, served in
+// this process): gRPC's own cost around a call that lasts milliseconds.
 // Every result is checked; a wrong one makes the exit status 1.
 #include <algorithm>
 #include <chrono>
@@ -19,6 +22,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/baseline_service.h"
 #include "bench/figures.h"
 #include "distarray/client.h"
 #include "distarray/graph.h"
@@ -107,6 +111,32 @@ int main(int argc, char** argv) {
   const double empty_ms = empty[empty.size() / 2];
   std::printf("| near-empty RPC (KeepAlive) p50: %.3f ms |\n", empty_ms);
 
+  // The do-nothing baseline in this process: an empty call, and calls held on the server.
+  distarray::bench::BaselineService baseline;
+  int baseline_port = 0;
+  auto baseline_server = distarray::bench::StartBaseline(baseline, &baseline_port);
+  if (baseline_server == nullptr) return 2;
+  auto baseline_stub = distarray::bench::Baseline::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", baseline_port), grpc::InsecureChannelCredentials()));
+  // The median end-to-end time of `count` calls held `micros` on the server.
+  auto held_call_ms = [&](int64_t micros, int count) {
+    std::vector<double> times;
+    distarray::bench::HoldRequest request;
+    request.set_micros(micros);
+    for (int i = 0; i < count; ++i) {
+      grpc::ClientContext context;
+      distarray::bench::Empty out;
+      const auto t0 = Clock::now();
+      if (!baseline_stub->Hold(&context, request, &out).ok()) return -1.0;
+      times.push_back(Ms(t0, Clock::now()));
+    }
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+  };
+  const double baseline_empty_ms = held_call_ms(0, 300);
+  std::printf("| empty gRPC call (do-nothing server in this process) p50: %.3f ms |\n",
+              baseline_empty_ms);
+
   const v1::Program program = SeedLoop();
   bool ok = true;
   std::vector<int64_t> sizes;
@@ -160,6 +190,12 @@ int main(int argc, char** argv) {
             "(%.2f near-empty RPCs) |\n",
             label.c_str(), device_ms, device_ms * 1e3 / kIterations, ms, ms - device_ms,
             (ms - device_ms) / empty_ms);
+        const double held_ms = held_call_ms(static_cast<int64_t>(device_ms * 1e3), 5);
+        std::printf(
+            "| %s: a do-nothing call held %.2f ms on the server: end to end + %.3f ms; RunGraph "
+            "adds %.3f ms, %.2fx that |\n",
+            label.c_str(), device_ms, held_ms - device_ms, ms - device_ms,
+            (ms - device_ms) / (held_ms - device_ms));
       } else {
         std::printf("| %s: no device time reported (eager or host) |\n", label.c_str());
       }

@@ -1,0 +1,64 @@
+// The transport baseline the benchmarks divide by: a do-nothing gRPC service (bench/baseline.proto)
+// served with the same synchronous gRPC API the daemon uses, in the benchmark's own process or,
+// with distarray_bench --serve_baseline_port_file, in a process of its own.
+#ifndef DISTARRAY_BENCH_BASELINE_SERVICE_H_
+#define DISTARRAY_BENCH_BASELINE_SERVICE_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "baseline.grpc.pb.h"
+
+namespace distarray::bench {
+
+class BaselineService final : public Baseline::Service {
+ public:
+  // How many streams share a Get's 1 GiB.
+  static inline int kStreams = 1;
+
+  grpc::Status Ping(grpc::ServerContext*, const Empty*, Empty*) override {
+    return grpc::Status::OK;
+  }
+  // Answers after `micros` with the handler thread awake (yielding), as RunGraph's handler is
+  // near a replay's end: what gRPC adds around a call that lasts that long.
+  grpc::Status Hold(grpc::ServerContext*, const HoldRequest* request, Empty*) override {
+    const auto until =
+        std::chrono::steady_clock::now() +
+        std::chrono::microseconds(std::clamp<int64_t>(request->micros(), 0, 10'000'000));
+    while (std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    return grpc::Status::OK;
+  }
+  grpc::Status Put(grpc::ServerContext*, grpc::ServerReader<Blob>* reader, Empty*) override {
+    Blob blob;
+    std::vector<char> sink(1 << 20);
+    while (reader->Read(&blob)) {
+      std::memcpy(sink.data(), blob.data().data(), std::min(sink.size(), blob.data().size()));
+    }
+    return grpc::Status::OK;
+  }
+  grpc::Status Get(grpc::ServerContext*, const Empty*, grpc::ServerWriter<Blob>* writer) override {
+    Blob blob;
+    blob.mutable_data()->assign(1 << 20, 'x');
+    for (int i = 0; i < (1 << 10) / kStreams; ++i) writer->Write(blob);
+    return grpc::Status::OK;
+  }
+};
+
+// Serves `service` on a free loopback port of this process; the port in `*port`.
+inline std::unique_ptr<grpc::Server> StartBaseline(BaselineService& service, int* port) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), port);
+  builder.RegisterService(&service);
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  return builder.BuildAndStart();
+}
+
+}  // namespace distarray::bench
+
+#endif  // DISTARRAY_BENCH_BASELINE_SERVICE_H_
