@@ -9,6 +9,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "absl/synchronization/mutex.h"
+
 #include "server/daemon/api_server.h"
 #include "server/daemon/backend_factory.h"
 #include "server/daemon/command_line.h"
@@ -37,6 +39,12 @@ int RunDaemon(int argc, char** argv) {
   // Before any thread starts, so that every thread inherits the mask and only the main thread's
   // sigwait sees SIGTERM, SIGINT and SIGHUP.
   daemon::BlockDaemonSignals();
+#if defined(NDEBUG) && !defined(DISTARRAY_SANITIZED)
+  // Abseil's deadlock detection, on in the system's Abseil, keeps a global graph of every
+  // absl::Mutex (gRPC's included) updated on each lock: the first user-space symbol in a profile
+  // of the daemon serving small RPCs (docs/performance.md). Debug and sanitizer builds keep it.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+#endif
   daemon::ConfigureUsage();
   daemon::CommandLineSources sources;
   if (absl::Status parsed = daemon::ParseDaemonCommandLine(argc, argv, &sources); !parsed.ok()) {
