@@ -1,5 +1,7 @@
 #include "server/cuda/cuda_resources.h"
 
+#include <dlfcn.h>
+
 #include <cstring>
 
 #include <spdlog/spdlog.h>
@@ -115,15 +117,24 @@ absl::StatusOr<std::unique_ptr<NcclClique>> NcclClique::Create(const std::vector
   return std::unique_ptr<NcclClique>(new NcclClique(std::move(comms)));
 }
 
-void NcclClique::Abort() {
-  if (aborted_.exchange(true)) return;
+void NcclClique::Revoke() {
+  if (revoked_.exchange(true)) return;
+  // Looked up at run time: ncclCommRevoke is recent (NCCL 2.28), and the daemon must still start
+  // against an older library. Without it nothing stops the kernels (ncclCommAbort would block
+  // until every graph that captured the communicators is destroyed); the caller's bounded drain
+  // then gives up on the devices and says so.
+  using RevokeFn = ncclResult_t (*)(ncclComm_t, int);
+  static const auto revoke = reinterpret_cast<RevokeFn>(dlsym(RTLD_DEFAULT, "ncclCommRevoke"));
+  if (revoke == nullptr) {
+    spdlog::critical("this NCCL has no ncclCommRevoke: the communicators cannot be revoked");
+    return;
+  }
   for (ncclComm_t comm : comms_) {
-    if (ncclCommAbort(comm) != ncclSuccess) spdlog::error("ncclCommAbort failed");
+    if (revoke(comm, NCCL_REVOKE_DEFAULT) != ncclSuccess) spdlog::error("ncclCommRevoke failed");
   }
 }
 
 NcclClique::~NcclClique() {
-  if (aborted_) return;
   for (ncclComm_t comm : comms_) {
     if (ncclCommDestroy(comm) != ncclSuccess) spdlog::error("ncclCommDestroy failed");
   }

@@ -87,11 +87,12 @@ class NcclClique {
   static absl::StatusOr<std::unique_ptr<NcclClique>> Create(const std::vector<int>& devices);
   ~NcclClique();
   ncclComm_t comm(int rank) const { return comms_[rank]; }
-  // Aborts every communicator: NCCL kernels waiting for a peer that will never come return, so
-  // their streams drain. The clique is unusable afterwards (and its destructor frees nothing
-  // more).
-  void Abort();
-  bool aborted() const { return aborted_.load(); }
+  // Revokes every communicator (ncclCommRevoke): NCCL kernels waiting for a peer that will never
+  // come return, so their streams drain. The clique is unusable afterwards; its destructor still
+  // destroys the communicators. (ncclCommAbort would wait for every graph that captured them to be
+  // destroyed first.)
+  void Revoke();
+  bool revoked() const { return revoked_.load(); }
   // NCCL calls on one communicator must not run concurrently: callers on several threads hold
   // this around theirs (a group call included).
   std::mutex& calls_mu() { return calls_mu_; }
@@ -99,7 +100,7 @@ class NcclClique {
  private:
   explicit NcclClique(std::vector<ncclComm_t> comms) : comms_(std::move(comms)) {}
   std::vector<ncclComm_t> comms_;
-  std::atomic<bool> aborted_{false};
+  std::atomic<bool> revoked_{false};
   std::mutex calls_mu_;
 };
 

@@ -41,6 +41,9 @@ constexpr double kSpinFrom = 0.9, kSpinUntil = 1.25;
 constexpr auto kSpinLead = std::chrono::microseconds(500);
 constexpr auto kSpinLag = std::chrono::milliseconds(1);
 constexpr auto kSpinSlack = std::chrono::microseconds(200);
+// How long the devices of a failed replay agreeing through NCCL may take to drain once their
+// communicators are revoked.
+constexpr auto kDrainLimit = std::chrono::seconds(10);
 
 void LogIfFailed(cudaError_t error, const char* what) {
   if (error != cudaSuccess && error != cudaErrorCudartUnloading) {
@@ -81,6 +84,16 @@ CudaRecordedGraph::~CudaRecordedGraph() {
     std::lock_guard lock(backend_->order_mu_);
     DrainUnwaited();
   }
+  if (stuck_) {
+    // Work that may never end still addresses the graphs and their memory: leave both to the
+    // process (a leak, logged) rather than free them under it.
+    spdlog::critical(
+        "RunGraph: a failed replay's devices did not drain; its graph and memory are left "
+        "allocated");
+    new CudaGraphResources(std::move(resources_));
+    new std::vector<cuda::CudaGraphExec>(std::move(execs_));
+    return;
+  }
   for (size_t i = 0; i < devices_.size(); ++i) {
     if (!replays_[i].done) continue;
     ScopedDevice scope(devices_[i]);
@@ -99,23 +112,46 @@ void CudaRecordedGraph::DrainUnwaited() {
   // once the word is set (a waiting device reads it every 50 µs).
   SetCancel(1);
   if (resources_.clique != nullptr && launched_ < devices_.size()) {
-    AbortAgreement("a replay started on some of its devices only");
+    RevokeAgreement("a replay started on some of its devices only");
   }
-  for (const int device : devices_) {
-    ScopedDevice scope(device);
-    LogIfFailed(cudaStreamSynchronize(backend_->stream(device)),
-                "draining a recorded graph's unfinished replay");
-  }
+  DrainStreams();
   in_flight_ = false;
 }
 
-void CudaRecordedGraph::AbortAgreement(const char* why) {
+void CudaRecordedGraph::DrainStreams() {
+  if (resources_.clique == nullptr) {
+    // Through peer memory a waiting device gives up on the cancel word: the streams drain.
+    for (const int device : devices_) {
+      ScopedDevice scope(device);
+      LogIfFailed(cudaStreamSynchronize(backend_->stream(device)),
+                  "draining a recorded graph's unfinished replay");
+    }
+    return;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + kDrainLimit;
+  for (const int device : devices_) {
+    ScopedDevice scope(device);
+    cudaError_t query;
+    while ((query = cudaStreamQuery(backend_->stream(device))) == cudaErrorNotReady) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        stuck_ = true;
+        spdlog::critical("RunGraph: device {} did not drain a failed replay within {} s", device,
+                         std::chrono::duration_cast<std::chrono::seconds>(kDrainLimit).count());
+        return;
+      }
+      std::this_thread::sleep_for(kPollInterval);
+    }
+    LogIfFailed(query, "draining a recorded graph's unfinished replay");
+  }
+}
+
+void CudaRecordedGraph::RevokeAgreement(const char* why) {
   spdlog::error(
-      "RunGraph: {}; aborting the NCCL communicators its devices agree through (graphs recorded "
+      "RunGraph: {}; revoking the NCCL communicators its devices agree through (graphs recorded "
       "over them will be recorded again)",
       why);
   std::lock_guard lock(resources_.clique->calls_mu());
-  resources_.clique->Abort();
+  resources_.clique->Revoke();
 }
 
 absl::Status CudaRecordedGraph::Launch(absl::Span<const BufferPtr> reads,
@@ -123,11 +159,7 @@ absl::Status CudaRecordedGraph::Launch(absl::Span<const BufferPtr> reads,
   if (CudaGraphRecording* recording = CudaGraphRecording::Current(backend_)) {
     return recording->Refuse("RecordedGraph::Launch", "replays are not recorded");
   }
-  if (resources_.clique != nullptr && resources_.clique->aborted()) {
-    return absl::UnavailableError(
-        "RecordedGraph::Launch: the NCCL communicators this graph's devices agree through were "
-        "aborted after an earlier replay failed; run the program again to record it anew");
-  }
+
   // Per device of the graph, the buffers it reads and writes there.
   std::vector<std::vector<CudaBuffer*>> read_buffers(devices_.size()),
       write_buffers(devices_.size());
@@ -150,6 +182,11 @@ absl::Status CudaRecordedGraph::Launch(absl::Span<const BufferPtr> reads,
   // A replay nobody waited for (its Launch failed part way) is drained, cancelled, before the
   // cancel word is cleared: cleared under it, a graph at an exchange would wait forever.
   DrainUnwaited();
+  if (stuck_ || (resources_.clique != nullptr && resources_.clique->revoked())) {
+    return absl::UnavailableError(
+        "RecordedGraph::Launch: the NCCL communicators this graph's devices agree through were "
+        "revoked after a replay failed; run the program again to record it anew");
+  }
   // A new replay: its loops run until their flags or caps stop them, not a past cancel.
   SetCancel(0);
   absl::Status status = LaunchLocked(read_buffers, write_buffers);
@@ -201,7 +238,9 @@ absl::Status CudaRecordedGraph::LaunchLocked(const std::vector<std::vector<CudaB
     const int device = devices_[i];
     const cudaStream_t stream = backend_->stream(device);
     ScopedDevice scope(device);
-    const cudaError_t launched = cudaGraphLaunch(execs_[i].get(), stream);
+    const cudaError_t launched =
+        i == fail_launch_on_ ? cudaErrorLaunchFailure : cudaGraphLaunch(execs_[i].get(), stream);
+    if (i == fail_launch_on_) fail_launch_on_ = SIZE_MAX;
     in_flight_ = in_flight_ || launched == cudaSuccess;
     RETURN_IF_ERROR(cuda::CudaStatus(launched, "cudaGraphLaunch"));
     ++launched_;
@@ -223,6 +262,7 @@ absl::StatusOr<GraphRunStats> CudaRecordedGraph::Wait(const std::function<absl::
     }
   }
   absl::Status stop, failed;
+  std::optional<std::chrono::steady_clock::time_point> failed_at;
   auto next_check = std::chrono::steady_clock::now();
   // The spin window, placed once the replay is seen to have started on the device.
   using std::chrono::nanoseconds;
@@ -248,7 +288,8 @@ absl::StatusOr<GraphRunStats> CudaRecordedGraph::Wait(const std::function<absl::
         // The other devices would wait for this one at their next exchange.
         SetCancel(1);
         if (resources_.clique != nullptr && devices_.size() > 1) {
-          AbortAgreement("a replay failed on one of its devices");
+          RevokeAgreement("a replay failed on one of its devices");
+          failed_at = std::chrono::steady_clock::now();
         }
       }
     }
@@ -262,6 +303,12 @@ absl::StatusOr<GraphRunStats> CudaRecordedGraph::Wait(const std::function<absl::
         others_done = others_done && q != cudaErrorNotReady;
       }
       if (others_done) break;
+      if (failed_at && std::chrono::steady_clock::now() >= *failed_at + kDrainLimit) {
+        stuck_ = true;
+        spdlog::critical("RunGraph: a failed replay's devices did not drain within {} s",
+                         std::chrono::duration_cast<std::chrono::seconds>(kDrainLimit).count());
+        break;
+      }
     }
     const auto now = std::chrono::steady_clock::now();
     if (stop.ok() && alive && now >= next_check) {
@@ -289,6 +336,12 @@ absl::StatusOr<GraphRunStats> CudaRecordedGraph::Wait(const std::function<absl::
   }
   RETURN_IF_ERROR(failed);
   if (!stop.ok()) return stop;
+  if (resources_.clique != nullptr && resources_.clique->revoked()) {
+    // Its all-reduces may have returned without summing: the results are not trusted.
+    return absl::UnavailableError(
+        "RunGraph: the NCCL communicators this graph's devices agree through were revoked during "
+        "the replay (another replay over them failed); run the program again");
+  }
   // Complete: each graph's last node copied its counters before the replay's event. Every device
   // ran every loop, so the iteration counts agree; take the first device's.
   GraphRunStats stats;
@@ -409,6 +462,14 @@ absl::Status CudaGraphRecording::ResetCountersBeforeFirstBlock(size_t i) {
       "resetting a graph's counters");
 }
 
+absl::Status CudaGraphRecording::ResetAllCountersBeforeFirstBlock() {
+  for (size_t i = 0; i < captures_.size(); ++i) {
+    ScopedDevice scope(captures_[i].device);
+    RETURN_IF_ERROR(ResetCountersBeforeFirstBlock(i));
+  }
+  return absl::OkStatus();
+}
+
 CudaGraphRecording::~CudaGraphRecording() {
   // Abandoned (or finished, when this is a no-op): no capture may outlive the recording, and
   // what it allocated is freed only once nothing is capturing (resources_ goes after this).
@@ -438,8 +499,7 @@ const unsigned int* CudaGraphRecording::cancel_word(size_t i) const {
 cuda::Agreement CudaGraphRecording::agreement(size_t i) const {
   cuda::Agreement agreement = barrier_agreement(i);
   if (nccl_agreement()) {
-    agreement.tally =
-        static_cast<const cuda::NcclBallot*>(resources_.devices[i].ballot->data())->tally;
+    agreement.nccl = static_cast<const cuda::NcclBallot*>(resources_.devices[i].ballot->data());
   }
   return agreement;
 }
@@ -524,8 +584,9 @@ absl::Status CudaGraphRecording::CastBallots(const ConditionFlags& flags, bool r
   }
   cuda::NcclClique& clique = *resources_.clique;
   std::lock_guard lock(clique.calls_mu());
-  if (clique.aborted()) {
-    return absl::UnavailableError("the NCCL communicators of this recording were aborted");
+  if (clique.revoked()) {
+    // The program runs eagerly this time; the next recording gets new communicators.
+    return absl::InternalError("the NCCL communicators of this recording were revoked");
   }
   // One group over every device's capture stream: each capture records its own rank's part.
   NCCL_RETURN_IF_ERROR(ncclGroupStart());
@@ -703,7 +764,7 @@ absl::Status CudaGraphRecording::BeginWhile(const ConditionFlags& flag, int64_t 
   }
   // A failure from here on may leave a half-built loop in the graph: the recording is broken.
   return Broken([&]() -> absl::Status {
-    for (size_t i = 0; i < captures_.size(); ++i) RETURN_IF_ERROR(ResetCountersBeforeFirstBlock(i));
+    RETURN_IF_ERROR(ResetAllCountersBeforeFirstBlock());
     RETURN_IF_ERROR(CastBallots(flag, /*read_cancel=*/true));
     for (size_t i = 0; i < captures_.size(); ++i) {
       const int device = captures_[i].device;
@@ -770,7 +831,7 @@ absl::Status CudaGraphRecording::EndWhile(const ConditionFlags& flag) {
 absl::Status CudaGraphRecording::BeginIf(const ConditionFlags& flag) {
   RETURN_IF_ERROR(AdmitFlags("BeginIf", flag));
   return Broken([&]() -> absl::Status {
-    for (size_t i = 0; i < captures_.size(); ++i) RETURN_IF_ERROR(ResetCountersBeforeFirstBlock(i));
+    RETURN_IF_ERROR(ResetAllCountersBeforeFirstBlock());
     RETURN_IF_ERROR(CastBallots(flag, /*read_cancel=*/false));
     for (size_t i = 0; i < captures_.size(); ++i) {
       Capture& capture = captures_[i];
@@ -928,15 +989,20 @@ absl::StatusOr<std::shared_ptr<cuda::NcclClique>> CudaGraphRecorder::CliqueFor(
     absl::Span<const int> devices) {
   const std::vector<int> key(devices.begin(), devices.end());
   std::lock_guard lock(cliques_mu_);
-  std::shared_ptr<cuda::NcclClique>& clique = cliques_[key];
-  if (clique != nullptr && !clique->aborted()) return clique;
+  CliqueSlot& slot = cliques_[key];
+  if (!slot.failed.ok()) return slot.failed;
+  std::shared_ptr<cuda::NcclClique>& clique = slot.clique;
+  if (clique != nullptr && !clique->revoked()) return clique;
   const auto start = std::chrono::steady_clock::now();
   auto made = cuda::NcclClique::Create(key);
   if (!made.ok()) {
-    return absl::Status(
-        made.status().code(),
+    // Remembered: programs over these devices run eagerly from now on, without trying again
+    // (FAILED_PRECONDITION: the program runner remembers the program as unrecordable too).
+    slot.failed = absl::FailedPreconditionError(
         absl::StrCat("making the NCCL communicators graphs over device(s) ",
                      absl::StrJoin(key, ", "), " agree through: ", made.status().message()));
+    spdlog::warn("RunGraph: {}", std::string(slot.failed.message()));
+    return slot.failed;
   }
   clique = *std::move(made);
   spdlog::info(

@@ -28,6 +28,7 @@
 #include <array>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -81,13 +82,15 @@ struct CudaDeviceGraph {
 // Everything a recording creates, moved into the recorded graph at Finish; freed with whichever
 // owns it last, once no replay can be running.
 struct CudaGraphResources {
+  // Where the devices agree through NCCL: the clique whose communicators the graphs' captured
+  // all-reduces use (it lives as long as any graph recorded over it). Null: peer memory. Declared
+  // first, so destroyed last: destroying the communicators waits for every graph that captured
+  // them to be gone.
+  std::shared_ptr<cuda::NcclClique> clique;
   std::vector<CudaDeviceGraph> devices;  // in the recording's device order
   // Every buffer the recording allocated or touched: the graphs address them on every replay.
   std::vector<BufferPtr> buffers;
   absl::flat_hash_set<const DeviceBuffer*> kept;
-  // Where the devices agree through NCCL: the clique whose communicators the graphs' captured
-  // all-reduces use (it lives as long as any graph recorded over it). Null: peer memory.
-  std::shared_ptr<cuda::NcclClique> clique;
 };
 
 // The host side of CudaDeviceGraph::control.
@@ -108,6 +111,9 @@ class CudaRecordedGraph final : public RecordedGraph {
   absl::Status Launch(absl::Span<const BufferPtr> reads,
                       absl::Span<const BufferPtr> writes) override;
   absl::StatusOr<GraphRunStats> Wait(const std::function<absl::Status()>& alive) override;
+  // Tests only: the next Launch fails on the index-th device of the graph as if cudaGraphLaunch
+  // had, after the devices before it started theirs.
+  void FailNextLaunchOnForTesting(size_t index) { fail_launch_on_ = index; }
 
  private:
   // One device's part of the last replay.
@@ -129,10 +135,13 @@ class CudaRecordedGraph final : public RecordedGraph {
   absl::Status LaunchLocked(const std::vector<std::vector<CudaBuffer*>>& reads,
                             const std::vector<std::vector<CudaBuffer*>>& writes);
   // Agreeing through NCCL, a device whose replay never started, or failed, leaves the others
-  // waiting in an all-reduce that the cancel word cannot end: aborts the clique, which ends them.
-  // Later replays of every graph over that clique fail (UNAVAILABLE) and are recorded anew over a
-  // new one.
-  void AbortAgreement(const char* why);
+  // waiting in an all-reduce that the cancel word cannot end: revokes the clique, which ends them
+  // (the cancel word, set by the caller, then stops their loops). Later replays of every graph
+  // over that clique fail (UNAVAILABLE) and are recorded anew over a new one.
+  void RevokeAgreement(const char* why);
+  // Waits for every device's stream to drain; agreeing through NCCL, for at most kDrainLimit,
+  // after which the graph is marked stuck (its memory is never freed: work may still use it).
+  void DrainStreams();
 
   CudaBackend* const backend_;
   std::vector<int> devices_;
@@ -145,6 +154,10 @@ class CudaRecordedGraph final : public RecordedGraph {
   bool in_flight_ = false;
   // How many devices' graphs the last Launch enqueued. Guarded like in_flight_.
   size_t launched_ = 0;
+  // A replay's devices did not drain in time after a failure (NCCL agreement): the destructor
+  // leaves the graphs and their memory to the process rather than free them under running work.
+  bool stuck_ = false;
+  size_t fail_launch_on_ = SIZE_MAX;  // FailNextLaunchOnForTesting
   // How long the last complete replay ran on the device: Wait sleeps through most of a replay it
   // can predict and polls its end closely. Launch and Wait of one replay run on one thread, one
   // replay at a time (the program runner's per-graph lock), which guards this.
@@ -260,6 +273,9 @@ class CudaGraphRecording final : public GraphRecording {
   // Before device i's first conditional block, which is at the top level (an inner one needs an
   // outer one open): resets its counters there, so every replay counts from zero before any loop.
   absl::Status ResetCountersBeforeFirstBlock(size_t i);
+  // The same on every device, before a block every device opens (the NCCL ballots that precede
+  // its first evaluation read the counters).
+  absl::Status ResetAllCountersBeforeFirstBlock();
   // Starts capturing the block's current branch on its stream / ends that capture.
   absl::Status BeginBody(int device, Block& block);
   absl::Status EndBody(Block& block);
@@ -316,13 +332,17 @@ class CudaGraphRecorder final : public GraphRecorder {
   // Whether a recording over `devices` (several) agrees through NCCL.
   bool AgreesThroughNccl(absl::Span<const int> devices) const;
   // The clique recordings over `devices` agree through: made on first use (ncclCommInitAll over
-  // them), made anew once aborted.
+  // them), made anew once revoked; a failure to make it is remembered.
   absl::StatusOr<std::shared_ptr<cuda::NcclClique>> CliqueFor(absl::Span<const int> devices);
+  struct CliqueSlot {
+    std::shared_ptr<cuda::NcclClique> clique;
+    absl::Status failed;
+  };
 
   CudaBackend* const backend_;
   const GraphAgreement agreement_;
   std::mutex cliques_mu_;
-  absl::flat_hash_map<std::vector<int>, std::shared_ptr<cuda::NcclClique>> cliques_;
+  absl::flat_hash_map<std::vector<int>, CliqueSlot> cliques_;
 };
 
 }  // namespace distarray

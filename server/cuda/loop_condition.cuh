@@ -62,7 +62,7 @@ struct NcclBallot {
 // kernel filled. `devices` <= 1: no exchange.
 struct Agreement {
   AgreementBlock* blocks[kMaxGraphDevices];
-  const int* tally;  // NCCL agreement (NcclBallot::tally); null: the exchange through peer memory
+  const NcclBallot* nccl;  // NCCL agreement: this device's ballot and tally; null: peer memory
   int rank;
   int devices;
 };
@@ -103,11 +103,15 @@ __device__ __forceinline__ AgreedVote Agree(const Agreement& agreement, bool vot
                                             bool any, bool cancel,
                                             const volatile unsigned int* cancel_word) {
   if (agreement.devices <= 1) return AgreedVote{vote, cancel};
-  if (agreement.tally != nullptr) {
-    // The all-reduce already combined every device's ballot (this one's included).
-    const int* tally = agreement.tally;
-    return AgreedVote{any ? tally[kBallotTrue] > 0 : tally[kBallotFalse] == 0,
-                      tally[kBallotCancel] > 0};
+  if (agreement.nccl != nullptr) {
+    // The all-reduce already combined every device's ballot (this one's included). This device's
+    // own cancel counts even where the tally lacks it: only when the communicators were revoked
+    // after a failure (the all-reduce returned without summing), when the devices no longer need
+    // to agree but must stop.
+    const volatile NcclBallot* ballot = agreement.nccl;
+    const bool cancel = ballot->tally[kBallotCancel] > 0 || ballot->ballot[kBallotCancel] > 0;
+    return AgreedVote{any ? ballot->tally[kBallotTrue] > 0 : ballot->tally[kBallotFalse] == 0,
+                      cancel};
   }
   AgreementBlock* const mine = agreement.blocks[agreement.rank];
   // After giving up once, the devices are out of step for the rest of the replay: every later
@@ -189,7 +193,7 @@ __device__ __forceinline__ unsigned int NextIteration(bool voted, bool flag, boo
   if (alone && !flag) return 0;
   // Agreeing through NCCL, the vote kernel before the all-reduce read the word (CastBallot).
   const bool cancel_seen =
-      agreement.tally == nullptr && CancelSeen(last_read_ns, cancel_word, counters);
+      agreement.nccl == nullptr && CancelSeen(last_read_ns, cancel_word, counters);
   const AgreedVote agreed = Agree(agreement, voted, flag, any, cancel_seen, cancel_word);
   if (!agreed.flag) return 0;
   if (agreed.cancel) {

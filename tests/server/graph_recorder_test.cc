@@ -22,6 +22,7 @@
 #include "common/status_macros.h"
 #include "server/backend/graph_recorder.h"
 #include "server/cuda/cuda_backend.h"
+#include "server/cuda/graph_recorder.h"
 #include "tests/support/in_process_backend.h"
 
 namespace distarray {
@@ -623,6 +624,58 @@ TEST_F(GraphRecorderTest, CopiesBetweenDevicesInsideALoop) {
       EXPECT_EQ(got_x, expected);
       EXPECT_EQ(got_y, expected);
     }
+  }
+}
+
+// A replay that starts on some devices only (device 1's launch fails after device 0's graph
+// started) must not leave device 0 waiting for it: the launch fails within bounded time, through
+// peer memory because the waiting device reads the cancel word, through NCCL because the
+// communicators are revoked. Afterwards the peer graph replays normally; the NCCL one refuses
+// (UNAVAILABLE), and a new recording gets new communicators and the right answer.
+TEST_F(GraphRecorderTest, ReplayStartedOnOneDeviceOnlyDrains) {
+  if (backend().device_count() < 2) GTEST_SKIP() << "needs two GPUs";
+  for (const auto& [agreement, recorder] : TwoDeviceRecorders()) {
+    SCOPED_TRACE(agreement);
+    constexpr int64_t kN = 256;
+    DA_ASSERT_OK_AND_ASSIGN(BufferPtr a0, Upload(std::vector<float>(kN, 0.0f), 0));
+    DA_ASSERT_OK_AND_ASSIGN(BufferPtr a1, Upload(std::vector<float>(kN, 0.0f), 1));
+    DA_ASSERT_OK_AND_ASSIGN(BufferPtr go, Upload(std::vector<bool8>{1}, 1));
+    auto record = [&]() -> absl::StatusOr<std::unique_ptr<RecordedGraph>> {
+      ASSIGN_OR_RETURN(std::unique_ptr<GraphRecording> recording,
+                       recorder->Begin(std::vector<int>{0, 1}));
+      // while go (never changes, cap out of reach): a0 += 1, a1 += 1
+      RETURN_IF_ERROR(recording->BeginWhile(go, int64_t{1} << 40));
+      for (const BufferPtr& a : {a0, a1}) {
+        RETURN_IF_ERROR(backend().Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, a, kN,
+                                              {ArrayArg(a), ScalarArg(1)}));
+      }
+      RETURN_IF_ERROR(recording->EndWhile(go));
+      return recording->Finish();
+    };
+    DA_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordedGraph> graph, record());
+    static_cast<CudaRecordedGraph*>(graph.get())->FailNextLaunchOnForTesting(1);
+    const auto start = std::chrono::steady_clock::now();
+    const absl::Status launched = graph->Launch({go}, {a0, a1});
+    EXPECT_FALSE(launched.ok());
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+
+    // A finite run next: the flag false, no iteration.
+    DA_ASSERT_OK(Write(go, std::vector<bool8>{0}));
+    const absl::Status again = graph->Launch({go}, {a0, a1});
+    if (agreement == "nccl") {
+      EXPECT_EQ(again.code(), absl::StatusCode::kUnavailable) << again;
+      DA_ASSERT_OK_AND_ASSIGN(graph, record());
+      DA_ASSERT_OK(graph->Launch({go}, {a0, a1}));
+    } else {
+      DA_ASSERT_OK(again);
+    }
+    DA_ASSERT_OK_AND_ASSIGN(GraphRunStats stats, graph->Wait(Alive));
+    EXPECT_EQ(stats.iterations, 0);
+    DA_ASSERT_OK(backend().Synchronize());
+    DA_ASSERT_OK_AND_ASSIGN(std::vector<float> r0, Read<float>(a0, kN));
+    DA_ASSERT_OK_AND_ASSIGN(std::vector<float> r1, Read<float>(a1, kN));
+    EXPECT_EQ(r0, std::vector<float>(kN, r0[0]));  // whatever ran, ran on whole arrays
+    EXPECT_EQ(r1, std::vector<float>(kN, 0.0f));   // device 1's graph never started
   }
 }
 
