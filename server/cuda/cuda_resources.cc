@@ -117,14 +117,24 @@ absl::StatusOr<std::unique_ptr<NcclClique>> NcclClique::Create(const std::vector
   return std::unique_ptr<NcclClique>(new NcclClique(std::move(comms)));
 }
 
+namespace {
+// Looked up at run time: ncclCommRevoke is recent (NCCL 2.28.9), and the daemon must still start
+// against an older library.
+using RevokeFn = ncclResult_t (*)(ncclComm_t, int);
+RevokeFn FindRevoke() {
+  static const auto revoke = reinterpret_cast<RevokeFn>(dlsym(RTLD_DEFAULT, "ncclCommRevoke"));
+  return revoke;
+}
+}  // namespace
+
+bool NcclClique::CanRevoke() { return FindRevoke() != nullptr; }
+
 void NcclClique::Revoke() {
   if (revoked_.exchange(true)) return;
-  // Looked up at run time: ncclCommRevoke is recent (NCCL 2.28), and the daemon must still start
-  // against an older library. Without it nothing stops the kernels (ncclCommAbort would block
-  // until every graph that captured the communicators is destroyed); the caller's bounded drain
-  // then gives up on the devices and says so.
-  using RevokeFn = ncclResult_t (*)(ncclComm_t, int);
-  static const auto revoke = reinterpret_cast<RevokeFn>(dlsym(RTLD_DEFAULT, "ncclCommRevoke"));
+  // Without ncclCommRevoke nothing stops the kernels (ncclCommAbort would block until every graph
+  // that captured the communicators is destroyed); the caller's bounded drain then gives up on
+  // the devices and says so.
+  const RevokeFn revoke = FindRevoke();
   if (revoke == nullptr) {
     spdlog::critical("this NCCL has no ncclCommRevoke: the communicators cannot be revoked");
     return;

@@ -93,6 +93,8 @@ class NcclClique {
   // destroyed first.)
   void Revoke();
   bool revoked() const { return revoked_.load(); }
+  // Whether the NCCL library loaded has ncclCommRevoke (2.28.9 has it; 2.28.3 does not).
+  static bool CanRevoke();
   // NCCL calls on one communicator must not run concurrently: callers on several threads hold
   // this around theirs (a group call included).
   std::mutex& calls_mu() { return calls_mu_; }

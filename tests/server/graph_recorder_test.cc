@@ -631,10 +631,14 @@ TEST_F(GraphRecorderTest, CopiesBetweenDevicesInsideALoop) {
 // started) must not leave device 0 waiting for it: the launch fails within bounded time, through
 // peer memory because the waiting device reads the cancel word, through NCCL because the
 // communicators are revoked. Afterwards the peer graph replays normally; the NCCL one refuses
-// (UNAVAILABLE), and a new recording gets new communicators and the right answer.
+// (UNAVAILABLE), and a new recording gets new communicators and the right answer. An NCCL
+// without ncclCommRevoke (2.28.3) cannot end an all-reduce that waits for a device that never
+// came: device 0's stream would stay blocked for the rest of the process (docs/graphs.md), so the
+// NCCL case runs only where the library can revoke.
 TEST_F(GraphRecorderTest, ReplayStartedOnOneDeviceOnlyDrains) {
   if (backend().device_count() < 2) GTEST_SKIP() << "needs two GPUs";
   for (const auto& [agreement, recorder] : TwoDeviceRecorders()) {
+    if (agreement == "nccl" && !cuda::NcclClique::CanRevoke()) continue;
     SCOPED_TRACE(agreement);
     constexpr int64_t kN = 256;
     DA_ASSERT_OK_AND_ASSIGN(BufferPtr a0, Upload(std::vector<float>(kN, 0.0f), 0));
