@@ -159,7 +159,6 @@ absl::Status CudaRecordedGraph::Launch(absl::Span<const BufferPtr> reads,
   if (CudaGraphRecording* recording = CudaGraphRecording::Current(backend_)) {
     return recording->Refuse("RecordedGraph::Launch", "replays are not recorded");
   }
-
   // Per device of the graph, the buffers it reads and writes there.
   std::vector<std::vector<CudaBuffer*>> read_buffers(devices_.size()),
       write_buffers(devices_.size());
