@@ -287,8 +287,7 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Replay(CachedGraph& cached,
       "RunGraph replay: copy in {:.0f} us, launch {:.0f} us, copy out enqueued {:.0f} us, wait "
       "{:.0f} us (device {:.0f} us), values {:.0f} us",
       us(start, copied_in), us(copied_in, launched), us(launched, copies_out_enqueued),
-      us(copies_out_enqueued, waited), result.stats.device_seconds * 1e6,
-      us(waited, Clock::now()));
+      us(copies_out_enqueued, waited), result.stats.device_seconds * 1e6, us(waited, Clock::now()));
   return result;
 }
 
