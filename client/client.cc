@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "client/raw_download.h"
 #include "client/shared_memory.h"
 
 namespace distarray {
@@ -100,9 +101,10 @@ absl::StatusOr<v1::ArrayInfo> StreamUpload(v1::ArrayService::Stub& stub, const C
   return response.array();
 }
 
-// Streams a download, handing each message's bytes to `sink`.
+// Streams a download, handing its bytes to `sink` piece by piece, straight from gRPC's receive
+// buffers (client/raw_download.h).
 template <typename Sink>
-absl::Status StreamDownload(v1::ArrayService::Stub& stub, const Client& client,
+absl::Status StreamDownload(const internal::RawDownloadStub& stub, const Client& client,
                             const std::string& handle, const v1::Region& region, Sink&& sink) {
   grpc::ClientContext context;
   client.AttachSession(context);
@@ -110,10 +112,10 @@ absl::Status StreamDownload(v1::ArrayService::Stub& stub, const Client& client,
   request.set_handle(handle);
   *request.mutable_region() = region;
   auto reader = stub.DownloadArray(&context, request);
-  v1::DownloadArrayResponse message;
+  grpc::ByteBuffer message;
   absl::Status sink_status;
   while (reader->Read(&message)) {
-    if (sink_status.ok()) sink_status = sink(message.data());
+    if (sink_status.ok()) sink_status = internal::ForEachDataPiece(message, sink);
     if (!sink_status.ok()) context.TryCancel();
   }
   absl::Status status = FromGrpc(reader->Finish());
@@ -133,7 +135,7 @@ absl::StatusOr<Client> Client::Connect(const std::string& address, int timeout_m
     return absl::UnavailableError(
         absl::StrCat("no distarrayd answered at ", address, " within ", timeout_ms, " ms"));
   }
-  std::vector<std::shared_ptr<v1::ArrayService::Stub>> bulk;
+  std::vector<Connection> bulk;
   for (int i = 0; i < options.parallel_streams; ++i) {
     grpc::ChannelArguments bulk_args = args;
     bulk_args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own
@@ -146,16 +148,18 @@ absl::StatusOr<Client> Client::Connect(const std::string& address, int timeout_m
                                                  " answered, but parallel stream connection ", i,
                                                  " did not connect within ", timeout_ms, " ms"));
     }
-    bulk.push_back(v1::ArrayService::NewStub(bulk_channel));
+    bulk.push_back({v1::ArrayService::NewStub(bulk_channel),
+                    std::make_shared<internal::RawDownloadStub>(bulk_channel)});
   }
   auto stub = std::shared_ptr<v1::ArrayService::Stub>(v1::ArrayService::NewStub(channel));
+  auto download = std::make_shared<internal::RawDownloadStub>(channel);
   auto session = std::make_shared<Session>();
   session->id = options.session_id.empty() ? RandomSessionId() : options.session_id;
   if (!options.token.empty()) session->authorization = "Bearer " + options.token;
   session->segments = std::make_unique<internal::SegmentCache>(
       std::max<int64_t>(0, options.shared_memory_cache_bytes));
   const bool keepalive = options.keepalive;
-  Client client(stub, std::move(bulk), std::move(options), session);
+  Client client({stub, std::move(download)}, std::move(bulk), std::move(options), session);
   absl::StatusOr<v1::GetServerInfoResponse> info = client.ServerInfo();
   if (!info.ok()) return info.status();
   session->same_host = !info->host_id().empty() && info->host_id() == LocalHostId();
@@ -265,17 +269,17 @@ absl::StatusOr<v1::ArrayInfo> Client::UploadBytes(const v1::UploadHeader& header
 template <typename Part>
 absl::Status Client::SplitRows(const v1::ArrayInfo& info, int64_t bytes, Part&& part) const {
   const int64_t rows = info.shape().dims_size() > 0 ? info.shape().dims(0) : 1;
-  const int parts = bytes >= options_.parallel_min_bytes && !bulk_stubs_.empty()
-                        ? static_cast<int>(std::min<int64_t>(bulk_stubs_.size(), rows))
+  const int parts = bytes >= options_.parallel_min_bytes && !bulk_.empty()
+                        ? static_cast<int>(std::min<int64_t>(bulk_.size(), rows))
                         : 1;
-  if (parts <= 1) return part(*stub_, 0, rows, 0, bytes);
+  if (parts <= 1) return part(Connection{stub_, download_}, 0, rows, 0, bytes);
   const int64_t row_bytes = bytes / rows;
   std::vector<absl::Status> results(parts);
   std::vector<std::thread> threads;
   for (int i = 0; i < parts; ++i) {
     threads.emplace_back([&, i] {
       const int64_t begin = rows * i / parts, end = rows * (i + 1) / parts;
-      results[i] = part(*bulk_stubs_[i], begin, end, begin * row_bytes, (end - begin) * row_bytes);
+      results[i] = part(bulk_[i], begin, end, begin * row_bytes, (end - begin) * row_bytes);
     });
   }
   for (auto& t : threads) t.join();
@@ -384,11 +388,11 @@ absl::Status Client::WriteAll(const v1::ArrayInfo& info, const void* data, int64
         return FromGrpc(stub.UploadFromSharedMemory(&context, request, &response));
       };
       s = SplitRows(info, bytes,
-                    [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end, int64_t offset,
+                    [&](const Connection& connection, int64_t begin, int64_t end, int64_t offset,
                         int64_t length) {
                       return OverlapRowPieces(
                           begin, end, offset, length, copy_in,
-                          [&](const RowPiece& p) { return upload(stub, p); },
+                          [&](const RowPiece& p) { return upload(*connection.stub, p); },
                           [](const RowPiece&) { return absl::OkStatus(); });
                     });
       if (s.ok()) session_->segments->Give(*std::move(segment));
@@ -398,12 +402,12 @@ absl::Status Client::WriteAll(const v1::ArrayInfo& info, const void* data, int64
   }
   const absl::Status streamed =
       SplitRows(info, bytes,
-                [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end, int64_t offset,
+                [&](const Connection& connection, int64_t begin, int64_t end, int64_t offset,
                     int64_t length) {
                   v1::UploadHeader header;
                   header.set_handle(info.handle());
                   *header.mutable_region() = RowRange(info, begin, end);
-                  return StreamUpload(stub, *this, header, base + offset, length,
+                  return StreamUpload(*connection.stub, *this, header, base + offset, length,
                                       options_.upload_message_bytes)
                       .status();
                 });
@@ -443,38 +447,40 @@ absl::Status Client::DownloadAll(const v1::ArrayInfo& info, void* dst, int64_t b
         return absl::OkStatus();
       };
       s = SplitRows(info, bytes,
-                    [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end, int64_t offset,
+                    [&](const Connection& connection, int64_t begin, int64_t end, int64_t offset,
                         int64_t length) {
                       return OverlapRowPieces(
                           begin, end, offset, length, [](const RowPiece&) {},
-                          [&](const RowPiece& p) { return download(stub, p); }, copy_out);
+                          [&](const RowPiece& p) { return download(*connection.stub, p); },
+                          copy_out);
                     });
       if (s.ok()) session_->segments->Give(*std::move(segment));
     }
     if (!FallBackToStreaming(s)) return s;
     refused = segment.ok();
   }
-  const absl::Status streamed = SplitRows(
-      info, bytes,
-      [&](v1::ArrayService::Stub& stub, int64_t begin, int64_t end, int64_t offset,
-          int64_t length) {
-        int64_t got = 0;
-        absl::Status s = StreamDownload(
-            stub, *this, info.handle(), RowRange(info, begin, end), [&](const std::string& piece) {
-              if (got + static_cast<int64_t>(piece.size()) > length) {
-                return absl::FailedPreconditionError(
-                    "download carried more bytes than the array holds");
-              }
-              std::memcpy(base + offset + got, piece.data(), piece.size());
-              got += piece.size();
-              return absl::OkStatus();
-            });
-        if (s.ok() && got != length) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("download carried ", got, " bytes, expected ", length));
-        }
-        return s;
-      });
+  const absl::Status streamed =
+      SplitRows(info, bytes,
+                [&](const Connection& connection, int64_t begin, int64_t end, int64_t offset,
+                    int64_t length) {
+                  int64_t got = 0;
+                  absl::Status s =
+                      StreamDownload(*connection.download, *this, info.handle(),
+                                     RowRange(info, begin, end), [&](absl::string_view piece) {
+                                       if (got + static_cast<int64_t>(piece.size()) > length) {
+                                         return absl::FailedPreconditionError(
+                                             "download carried more bytes than the array holds");
+                                       }
+                                       std::memcpy(base + offset + got, piece.data(), piece.size());
+                                       got += piece.size();
+                                       return absl::OkStatus();
+                                     });
+                  if (s.ok() && got != length) {
+                    return absl::FailedPreconditionError(
+                        absl::StrCat("download carried ", got, " bytes, expected ", length));
+                  }
+                  return s;
+                });
   RememberRefusal(refused, streamed);
   return streamed;
 }
@@ -490,7 +496,7 @@ absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& 
   }
   int64_t got = 0;
   char* out = static_cast<char*>(dst);
-  absl::Status s = StreamDownload(*stub_, *this, handle, region, [&](const std::string& piece) {
+  absl::Status s = StreamDownload(*download_, *this, handle, region, [&](absl::string_view piece) {
     if (got + static_cast<int64_t>(piece.size()) > bytes) {
       return absl::FailedPreconditionError(
           absl::StrCat("download of ", handle, " holds more than the ", bytes, " bytes given"));
@@ -510,8 +516,8 @@ absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& 
 absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& region,
                                    std::string* out) const {
   out->clear();
-  return StreamDownload(*stub_, *this, handle, region, [&](const std::string& piece) {
-    out->append(piece);
+  return StreamDownload(*download_, *this, handle, region, [&](absl::string_view piece) {
+    out->append(piece.data(), piece.size());
     return absl::OkStatus();
   });
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 
+#include <google/protobuf/descriptor.h>
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +15,7 @@
 #include "server/engine/upload_session.h"
 #include "server/logging/request_log.h"
 #include "server/service/array_info.h"
+#include "server/service/download_message.h"
 #include "server/service/status_conversion.h"
 
 namespace distarray {
@@ -87,7 +89,30 @@ absl::Status CallAlive(grpc::ServerContext* context, const DrainGate* drain, Can
   return absl::OkStatus();
 }
 
+// The position of DownloadArray among the service's methods, which is how grpc::Service names
+// the method whose handler it replaces: the proto's declaration order, as the generated code uses.
+int DownloadArrayMethodIndex() {
+  const google::protobuf::MethodDescriptor* method =
+      google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(
+          "distarray.v1.ArrayService.DownloadArray");
+  return method->index();
+}
+
 }  // namespace
+
+ArrayServiceImpl::ArrayServiceImpl(Engine& engine, Metrics& metrics,
+                                   SharedMemoryOptions shared_memory)
+    : engine_(engine),
+      metrics_(metrics),
+      upload_watchdog_(absl::Milliseconds(engine.options().upload_idle_timeout_ms)),
+      shared_memory_(std::move(shared_memory)) {
+  MarkMethodStreamed(
+      DownloadArrayMethodIndex(),
+      new grpc::internal::SplitServerStreamingHandler<v1::DownloadArrayRequest, grpc::ByteBuffer>(
+          [this](grpc::ServerContext* context, DownloadStream* stream) {
+            return DownloadArray(context, stream);
+          }));
+}
 
 template <typename Body>
 grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerContext* context,
@@ -211,32 +236,44 @@ grpc::Status ArrayServiceImpl::UploadArray(grpc::ServerContext* context,
   });
 }
 
-grpc::Status ArrayServiceImpl::DownloadArray(
-    grpc::ServerContext* context, const v1::DownloadArrayRequest* request,
-    grpc::ServerWriter<v1::DownloadArrayResponse>* writer) {
+grpc::Status ArrayServiceImpl::DownloadArray(grpc::ServerContext* context, DownloadStream* stream) {
   return Handle("DownloadArray", context, [&](const CallContext& call) -> absl::Status {
-    TransferLog::Stream transfer = transfer_log_->Begin("download", call.tenant, request->handle());
+    // The request is read here, not before the handler runs as for a plain server stream, so a
+    // client that opens the call and sends nothing is cancelled like a silent upload.
+    v1::DownloadArrayRequest request;
+    {
+      UploadWatchdog::Watch watch = upload_watchdog_.Start(context);
+      if (!stream->Read(&request)) {
+        if (watch.timed_out()) {
+          return absl::CancelledError(absl::StrCat("no download request for ",
+                                                   engine_.options().upload_idle_timeout_ms,
+                                                   " ms; the download was cancelled"));
+        }
+        return absl::InvalidArgumentError("the stream carried no request");
+      }
+    }
+    TransferLog::Stream transfer = transfer_log_->Begin("download", call.tenant, request.handle());
     bool first = true;
     int64_t sent = 0;
-    v1::DownloadArrayResponse message;
-    absl::Status stopped;  // why the download stopped early, when the call ended
+    v1::DownloadArrayResponse head;  // the message but its bytes
+    absl::Status stopped;            // why the download stopped early, when the call ended
     absl::Status downloaded = engine_.Download(
-        *request,
+        request,
         [&](const Shape& shape, DType dtype, absl::string_view bytes) {
           if (absl::Status alive = call.CheckAlive(); !alive.ok()) {
             stopped = alive;  // cancelled, past its deadline, or cut off by the drain
             return false;
           }
-          message.Clear();
-          if (first) {
-            *message.mutable_shape() = ToProto(shape);
-            message.set_dtype(ToProto(dtype));
+          if (first) {  // the first message alone says what the bytes are
+            *head.mutable_shape() = ToProto(shape);
+            head.set_dtype(ToProto(dtype));
             first = false;
+          } else {
+            head.Clear();
           }
-          message.set_data(bytes.data(), bytes.size());
           sent += bytes.size();
           transfer.Add(bytes.size());
-          return writer->Write(message);
+          return stream->Write(SerializeDownloadMessage(head, bytes));
         },
         call);
     if (!stopped.ok()) downloaded = stopped;

@@ -25,11 +25,7 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
   // Uploads idle for engine.options().upload_idle_timeout_ms are cancelled (0: never).
   // `shared_memory` is the --shared_memory setting (on unless given).
   ArrayServiceImpl(Engine& engine, Metrics& metrics,
-                   SharedMemoryOptions shared_memory = MakeSharedMemoryOptions(true))
-      : engine_(engine),
-        metrics_(metrics),
-        upload_watchdog_(absl::Milliseconds(engine.options().upload_idle_timeout_ms)),
-        shared_memory_(std::move(shared_memory)) {}
+                   SharedMemoryOptions shared_memory = MakeSharedMemoryOptions(true));
 
   // Every call is first mapped to its tenant by `authenticator` (not owned; it outlives the
   // service): a call it refuses gets UNAUTHENTICATED and reaches nothing else. Unset: every call
@@ -48,8 +44,12 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
   grpc::Status UploadArray(grpc::ServerContext* context,
                            grpc::ServerReader<v1::UploadArrayRequest>* reader,
                            v1::UploadArrayResponse* response) override;
-  grpc::Status DownloadArray(grpc::ServerContext* context, const v1::DownloadArrayRequest* request,
-                             grpc::ServerWriter<v1::DownloadArrayResponse>* writer) override;
+  // DownloadArray is served as gRPC's "split streaming" (a server stream whose handler reads the
+  // request itself; the generated WithSplitStreamingMethod_ does the same) with messages written
+  // as raw bytes (download_message.h), so each byte is copied once on its way out. Clients see an
+  // ordinary server stream of DownloadArrayResponse.
+  using DownloadStream = grpc::ServerSplitStreamer<v1::DownloadArrayRequest, grpc::ByteBuffer>;
+  grpc::Status DownloadArray(grpc::ServerContext* context, DownloadStream* stream);
   grpc::Status UploadFromSharedMemory(grpc::ServerContext* context,
                                       const v1::UploadFromSharedMemoryRequest* request,
                                       v1::UploadFromSharedMemoryResponse* response) override;

@@ -1,5 +1,7 @@
 // Bounds on what a request may cost: ListArrays pages (by count and by bytes), the size of an
-// array's description, names, idle upload streams, deadlines, and the daemon's flags.
+// array's description, names, idle upload and download streams, deadlines, and the daemon's
+// flags.
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <sys/wait.h>
 
@@ -257,6 +259,46 @@ TEST_P(LimitsTest, IdleUploadIsCancelledAndItsMemoryReturns) {
   // A stream that keeps sending is not affected by the timeout.
   std::vector<float> data(1 << 20, 2.0f);
   ASSERT_OK_AND_ASSIGN(Array a, client_->Upload<float>(data, {1 << 20}, {OnDevice(1, 0)}));
+  ASSERT_OK_AND_ASSIGN(std::vector<float> back, a.Download<float>());
+  EXPECT_EQ(back, data);
+}
+
+// The daemon reads a download's request in its handler (server/service/array_service.h), so a
+// client that opens the call and never sends it would hold a handler thread; the idle timeout
+// cancels it as it does a silent upload.
+TEST_P(LimitsTest, DownloadWithoutRequestIsCancelled) {
+  auto channel = grpc::CreateChannel(daemon_->address(), grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::CompletionQueue cq;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call =
+      stub.PrepareCall(&context, "/distarray.v1.ArrayService/DownloadArray", &cq);
+  void* tag = nullptr;
+  bool ok = false;
+  call->StartCall(reinterpret_cast<void*>(1));
+  ASSERT_TRUE(cq.Next(&tag, &ok));  // started; now silence, not even a half-close
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(2));
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  EXPECT_EQ(tag, reinterpret_cast<void*>(2));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED) << status.error_message();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  // The watchdog's cancel reaches the client first; the handler logs why as it unwinds.
+  const auto logged_by = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (daemon_->log().find("no download request for 1000 ms") == std::string::npos &&
+         std::chrono::steady_clock::now() < logged_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_NE(daemon_->log().find("no download request for 1000 ms"), std::string::npos)
+      << daemon_->log();
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  // Downloads that send their request are not affected.
+  std::vector<float> data(1 << 16, 3.0f);
+  ASSERT_OK_AND_ASSIGN(Array a, client_->Upload<float>(data, {1 << 16}, {OnDevice(1, 0)}));
   ASSERT_OK_AND_ASSIGN(std::vector<float> back, a.Download<float>());
   EXPECT_EQ(back, data);
 }

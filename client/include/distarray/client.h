@@ -21,6 +21,9 @@
 namespace distarray {
 
 class Array;
+namespace internal {
+class RawDownloadStub;
+}  // namespace internal
 struct GraphRun;
 
 // When transfers go through a shared-memory segment instead of gRPC messages (docs/api.md).
@@ -149,15 +152,21 @@ class Client {
 
  private:
   struct Session;  // the id and the keepalive thread, shared by copies of the Client
-  Client(std::shared_ptr<v1::ArrayService::Stub> stub,
-         std::vector<std::shared_ptr<v1::ArrayService::Stub>> bulk_stubs, ConnectOptions options,
+  // One gRPC channel: the generated stub, and DownloadArray with its messages left serialized.
+  struct Connection {
+    std::shared_ptr<v1::ArrayService::Stub> stub;
+    std::shared_ptr<internal::RawDownloadStub> download;
+  };
+  Client(Connection main, std::vector<Connection> bulk, ConnectOptions options,
          std::shared_ptr<Session> session)
-      : stub_(std::move(stub)),
-        bulk_stubs_(std::move(bulk_stubs)),
+      : stub_(std::move(main.stub)),
+        download_(std::move(main.download)),
+        bulk_(std::move(bulk)),
         options_(std::move(options)),
         session_(std::move(session)) {}
   friend class Array;
-  // Runs `part(stub, rows_begin, rows_end)` over axis-0 ranges in parallel.
+  // Runs `part(connection, rows_begin, rows_end, offset, length)` over axis-0 ranges in
+  // parallel, one connection each.
   template <typename Part>
   absl::Status SplitRows(const v1::ArrayInfo& info, int64_t bytes, Part&& part) const;
   // Whether a transfer of `bytes` should try shared memory first.
@@ -176,7 +185,8 @@ class Client {
   void RememberRefusal(bool refused, const absl::Status& streamed) const;
 
   std::shared_ptr<v1::ArrayService::Stub> stub_;
-  std::vector<std::shared_ptr<v1::ArrayService::Stub>> bulk_stubs_;  // one per connection
+  std::shared_ptr<internal::RawDownloadStub> download_;  // over stub_'s channel
+  std::vector<Connection> bulk_;                         // the parallel streams' connections
   ConnectOptions options_;
   std::shared_ptr<Session> session_;
 };
