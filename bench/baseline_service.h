@@ -19,9 +19,6 @@ namespace distarray::bench {
 
 class BaselineService final : public Baseline::Service {
  public:
-  // How many streams share a Get's 1 GiB.
-  static inline int kStreams = 1;
-
   grpc::Status Ping(grpc::ServerContext*, const Empty*, Empty*) override {
     return grpc::Status::OK;
   }
@@ -42,10 +39,14 @@ class BaselineService final : public Baseline::Service {
     }
     return grpc::Status::OK;
   }
-  grpc::Status Get(grpc::ServerContext*, const Empty*, grpc::ServerWriter<Blob>* writer) override {
+  grpc::Status Get(grpc::ServerContext*, const GetRequest* request,
+                   grpc::ServerWriter<Blob>* writer) override {
+    const int64_t message_bytes =
+        std::clamp<int64_t>(request->message_bytes(), 1, int64_t{64} << 20);
+    const int64_t total_bytes = std::clamp<int64_t>(request->total_bytes(), 0, int64_t{4} << 30);
     Blob blob;
-    blob.mutable_data()->assign(1 << 20, 'x');
-    for (int i = 0; i < (1 << 10) / kStreams; ++i) writer->Write(blob);
+    blob.mutable_data()->assign(message_bytes, 'x');
+    for (int64_t i = 0; i < total_bytes / message_bytes; ++i) writer->Write(blob);
     return grpc::Status::OK;
   }
 };

@@ -726,8 +726,8 @@ int main(int argc, char** argv) {
     }
     const double memcpy_gbps = bytes / Median(memcpy_times) / 1e9;
 
-    auto stream_gbps = [&](int streams, bool put) {
-      BaselineService::kStreams = streams;
+    // An empty byte stream of `bytes` over `streams` connections, in messages of `message_bytes`.
+    auto stream_gbps = [&](int streams, bool put, int64_t message_bytes = int64_t{1} << 20) {
       std::vector<std::thread> threads;
       const auto t0 = Clock::now();
       for (int s = 0; s < streams; ++s) {
@@ -742,12 +742,15 @@ int main(int argc, char** argv) {
           distarray::bench::Blob blob;
           if (put) {
             auto writer = stub->Put(&context, &empty);
-            blob.mutable_data()->assign(1 << 20, 'z');
-            for (int i = 0; i < (1 << 10) / streams; ++i) writer->Write(blob);
+            blob.mutable_data()->assign(message_bytes, 'z');
+            for (int64_t i = 0; i < bytes / streams / message_bytes; ++i) writer->Write(blob);
             writer->WritesDone();
             writer->Finish().ok();
           } else {
-            auto reader = stub->Get(&context, empty);
+            distarray::bench::GetRequest request;
+            request.set_message_bytes(message_bytes);
+            request.set_total_bytes(bytes / streams);
+            auto reader = stub->Get(&context, request);
             while (reader->Read(&blob)) {
             }
             reader->Finish().ok();
@@ -758,12 +761,14 @@ int main(int argc, char** argv) {
       return bytes / Seconds(t0, Clock::now()) / 1e9;
     };
     const int streams = absl::GetFlag(FLAGS_streams);
-    double put1 = 0, putn = 0, get1 = 0, getn = 0;
+    constexpr int64_t kLargeMessage = int64_t{4} << 20;
+    double put1 = 0, putn = 0, get1 = 0, getn = 0, getn_large = 0;
     for (int rep = 0; rep < 2; ++rep) {
       put1 = std::max(put1, stream_gbps(1, true));
       putn = std::max(putn, stream_gbps(streams, true));
       get1 = std::max(get1, stream_gbps(1, false));
       getn = std::max(getn, stream_gbps(streams, false));
+      getn_large = std::max(getn_large, stream_gbps(streams, false, kLargeMessage));
     }
     std::vector<double> up, down;
     // Downloads land in memory the client already has (as a streaming consumer's would): a fresh
@@ -789,7 +794,28 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
+    // The same downloads in 4 MiB messages, against an empty stream of 4 MiB messages.
+    distarray::ConnectOptions large_options = options;
+    large_options.download_message_bytes = kLargeMessage;
+    auto large_client = Must(
+        distarray::Client::Connect(absl::GetFlag(FLAGS_server), 10000, large_options), "connect");
+    std::vector<double> down_large;
+    {
+      auto array = Must(client.Upload<float>(host, {bytes / 4}, {layout}), "upload");
+      Must(client.Synchronize(), "sync");
+      for (int rep = 0; rep < 3; ++rep) {
+        std::memset(back.data(), 0, bytes);
+        const auto t0 = Clock::now();
+        Must(large_client.DownloadAll(array.info(), back.data(), bytes), "download");
+        down_large.push_back(Seconds(t0, Clock::now()));
+        if (std::memcmp(back.data(), host.data(), bytes) != 0) {
+          std::fprintf(stderr, "download in 4 MiB messages differs from upload\n");
+          return 1;
+        }
+      }
+    }
     const double up_gbps = bytes / Median(up) / 1e9, down_gbps = bytes / Median(down) / 1e9;
+    const double down_large_gbps = bytes / Median(down_large) / 1e9;
     char label[64];
     std::snprintf(label, sizeof label, "empty stream, %d conns", streams);
     Row("upload 1 GiB (SDK, parallel streams)", up_gbps, "GB/s", "host memcpy 1 GiB", memcpy_gbps);
@@ -799,6 +825,9 @@ int main(int argc, char** argv) {
         memcpy_gbps);
     Row("download 1 GiB", down_gbps, "GB/s", label, getn);
     Row("download 1 GiB", down_gbps, "GB/s", "empty stream, 1 conn", get1);
+    std::snprintf(label, sizeof label, "empty stream, 4 MiB msgs, %d conns", streams);
+    Row("download 1 GiB, 4 MiB messages", down_large_gbps, "GB/s", label, getn_large);
+    Row("download 1 GiB, 4 MiB messages", down_large_gbps, "GB/s", "the same in 1 MiB msgs", getn);
   }
 
   // --- Bulk transfer through shared memory ---

@@ -105,12 +105,14 @@ absl::StatusOr<v1::ArrayInfo> StreamUpload(v1::ArrayService::Stub& stub, const C
 // buffers (client/raw_download.h).
 template <typename Sink>
 absl::Status StreamDownload(const internal::RawDownloadStub& stub, const Client& client,
-                            const std::string& handle, const v1::Region& region, Sink&& sink) {
+                            const std::string& handle, const v1::Region& region,
+                            int64_t message_bytes, Sink&& sink) {
   grpc::ClientContext context;
   client.AttachSession(context);
   v1::DownloadArrayRequest request;
   request.set_handle(handle);
   *request.mutable_region() = region;
+  request.set_max_message_bytes(message_bytes);
   auto reader = stub.DownloadArray(&context, request);
   grpc::ByteBuffer message;
   absl::Status sink_status;
@@ -464,17 +466,17 @@ absl::Status Client::DownloadAll(const v1::ArrayInfo& info, void* dst, int64_t b
                 [&](const Connection& connection, int64_t begin, int64_t end, int64_t offset,
                     int64_t length) {
                   int64_t got = 0;
-                  absl::Status s =
-                      StreamDownload(*connection.download, *this, info.handle(),
-                                     RowRange(info, begin, end), [&](absl::string_view piece) {
-                                       if (got + static_cast<int64_t>(piece.size()) > length) {
-                                         return absl::FailedPreconditionError(
-                                             "download carried more bytes than the array holds");
-                                       }
-                                       std::memcpy(base + offset + got, piece.data(), piece.size());
-                                       got += piece.size();
-                                       return absl::OkStatus();
-                                     });
+                  absl::Status s = StreamDownload(
+                      *connection.download, *this, info.handle(), RowRange(info, begin, end),
+                      options_.download_message_bytes, [&](absl::string_view piece) {
+                        if (got + static_cast<int64_t>(piece.size()) > length) {
+                          return absl::FailedPreconditionError(
+                              "download carried more bytes than the array holds");
+                        }
+                        std::memcpy(base + offset + got, piece.data(), piece.size());
+                        got += piece.size();
+                        return absl::OkStatus();
+                      });
                   if (s.ok() && got != length) {
                     return absl::FailedPreconditionError(
                         absl::StrCat("download carried ", got, " bytes, expected ", length));
@@ -496,15 +498,17 @@ absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& 
   }
   int64_t got = 0;
   char* out = static_cast<char*>(dst);
-  absl::Status s = StreamDownload(*download_, *this, handle, region, [&](absl::string_view piece) {
-    if (got + static_cast<int64_t>(piece.size()) > bytes) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("download of ", handle, " holds more than the ", bytes, " bytes given"));
-    }
-    std::memcpy(out + got, piece.data(), piece.size());
-    got += piece.size();
-    return absl::OkStatus();
-  });
+  absl::Status s = StreamDownload(
+      *download_, *this, handle, region, options_.download_message_bytes,
+      [&](absl::string_view piece) {
+        if (got + static_cast<int64_t>(piece.size()) > bytes) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("download of ", handle, " holds more than the ", bytes, " bytes given"));
+        }
+        std::memcpy(out + got, piece.data(), piece.size());
+        got += piece.size();
+        return absl::OkStatus();
+      });
   if (s.ok() && got != bytes) {
     return absl::FailedPreconditionError(
         absl::StrCat("download of ", handle, " carried ", got, " bytes, expected ", bytes));
@@ -516,10 +520,11 @@ absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& 
 absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& region,
                                    std::string* out) const {
   out->clear();
-  return StreamDownload(*download_, *this, handle, region, [&](absl::string_view piece) {
-    out->append(piece.data(), piece.size());
-    return absl::OkStatus();
-  });
+  return StreamDownload(*download_, *this, handle, region, options_.download_message_bytes,
+                        [&](absl::string_view piece) {
+                          out->append(piece.data(), piece.size());
+                          return absl::OkStatus();
+                        });
 }
 
 const std::string& LocalHostId() { return internal::LocalHostId(); }

@@ -43,6 +43,9 @@ const std::string& LocalHostId();
 
 struct ConnectOptions {
   int64_t upload_message_bytes = 1 << 20;  // size of each data message of an upload
+  // The most bytes of each message of a download (DownloadArrayRequest.max_message_bytes);
+  // 0: the daemon's default, 1 MiB.
+  int64_t download_message_bytes = 0;
   // Whole-array transfers of at least `parallel_min_bytes` are split along the first axis over
   // this many streams, each on its own connection: one gRPC stream is bounded by one
   // connection's processing (docs/performance.md).
