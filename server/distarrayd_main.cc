@@ -19,7 +19,6 @@
 #include "server/daemon/exit_codes.h"
 #include "server/daemon/flags.h"
 #include "server/daemon/health_server.h"
-#include "server/daemon/heap_tuning.h"
 #include "server/daemon/log_setup.h"
 #include "server/daemon/port_file.h"
 #include "server/daemon/server_credentials.h"
@@ -67,9 +66,6 @@ int RunDaemon(int argc, char** argv) {
     spdlog::critical("{}", std::string(authenticator.status().message()));
     return daemon::kExitBadFlags;
   }
-
-  // Before the servers allocate their first buffers.
-  daemon::TuneHeapForStreaming();
 
   // Health first: probes see readiness NOT_SERVING while the devices start, not a refused port.
   std::unique_ptr<daemon::HealthServer> health;
