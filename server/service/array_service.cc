@@ -110,7 +110,7 @@ ArrayServiceImpl::ArrayServiceImpl(Engine& engine, Metrics& metrics,
       DownloadArrayMethodIndex(),
       new grpc::internal::SplitServerStreamingHandler<v1::DownloadArrayRequest, grpc::ByteBuffer>(
           [this](grpc::ServerContext* context, DownloadStream* stream) {
-            return DownloadArray(context, stream);
+            return StreamedDownloadArray(context, stream);
           }));
 }
 
@@ -236,7 +236,8 @@ grpc::Status ArrayServiceImpl::UploadArray(grpc::ServerContext* context,
   });
 }
 
-grpc::Status ArrayServiceImpl::DownloadArray(grpc::ServerContext* context, DownloadStream* stream) {
+grpc::Status ArrayServiceImpl::StreamedDownloadArray(grpc::ServerContext* context,
+                                                     DownloadStream* stream) {
   return Handle("DownloadArray", context, [&](const CallContext& call) -> absl::Status {
     // The request is read here, not before the handler runs as for a plain server stream, so a
     // client that opens the call and sends nothing is cancelled like a silent upload.

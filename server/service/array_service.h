@@ -47,9 +47,9 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
   // DownloadArray is served as gRPC's "split streaming" (a server stream whose handler reads the
   // request itself; the generated WithSplitStreamingMethod_ does the same) with messages written
   // as raw bytes (download_message.h), so each byte is copied once on its way out. Clients see an
-  // ordinary server stream of DownloadArrayResponse.
+  // ordinary server stream of DownloadArrayResponse. (Named as the generated code names it.)
   using DownloadStream = grpc::ServerSplitStreamer<v1::DownloadArrayRequest, grpc::ByteBuffer>;
-  grpc::Status DownloadArray(grpc::ServerContext* context, DownloadStream* stream);
+  grpc::Status StreamedDownloadArray(grpc::ServerContext* context, DownloadStream* stream);
   grpc::Status UploadFromSharedMemory(grpc::ServerContext* context,
                                       const v1::UploadFromSharedMemoryRequest* request,
                                       v1::UploadFromSharedMemoryResponse* response) override;
