@@ -22,11 +22,13 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <complex>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -726,9 +728,13 @@ int main(int argc, char** argv) {
     }
     const double memcpy_gbps = bytes / Median(memcpy_times) / 1e9;
 
-    // An empty byte stream of `bytes` over `streams` connections, in messages of `message_bytes`.
+    // An empty byte stream of about `bytes` over `streams` connections, in messages of
+    // `message_bytes`; the rate counts the bytes the messages carried. A stream that fails ends
+    // the bench: its rate would be meaningless.
     auto stream_gbps = [&](int streams, bool put, int64_t message_bytes = int64_t{1} << 20) {
+      const int64_t messages = bytes / streams / message_bytes;
       std::vector<std::thread> threads;
+      std::atomic<bool> failed{false};
       const auto t0 = Clock::now();
       for (int s = 0; s < streams; ++s) {
         threads.emplace_back([&] {
@@ -743,22 +749,27 @@ int main(int argc, char** argv) {
           if (put) {
             auto writer = stub->Put(&context, &empty);
             blob.mutable_data()->assign(message_bytes, 'z');
-            for (int64_t i = 0; i < bytes / streams / message_bytes; ++i) writer->Write(blob);
+            for (int64_t i = 0; i < messages; ++i) writer->Write(blob);
             writer->WritesDone();
-            writer->Finish().ok();
+            if (!writer->Finish().ok()) failed = true;
           } else {
             distarray::bench::GetRequest request;
             request.set_message_bytes(message_bytes);
-            request.set_total_bytes(bytes / streams);
+            request.set_total_bytes(messages * message_bytes);
             auto reader = stub->Get(&context, request);
             while (reader->Read(&blob)) {
             }
-            reader->Finish().ok();
+            if (!reader->Finish().ok()) failed = true;
           }
         });
       }
       for (auto& t : threads) t.join();
-      return bytes / Seconds(t0, Clock::now()) / 1e9;
+      if (failed) {
+        std::fprintf(stderr, "an empty baseline stream failed\n");
+        std::exit(1);
+      }
+      return static_cast<double>(messages * message_bytes * streams) / Seconds(t0, Clock::now()) /
+             1e9;
     };
     const int streams = absl::GetFlag(FLAGS_streams);
     constexpr int64_t kLargeMessage = int64_t{4} << 20;

@@ -2,8 +2,8 @@
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/wire_format_lite.h>
-#include <grpcpp/support/proto_buffer_reader.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
+#include <grpcpp/support/proto_buffer_reader.h>
 #include <grpcpp/support/sync_stream.h>
 
 #include <algorithm>
@@ -38,24 +38,29 @@ absl::Status ForEachDataPiece(grpc::ByteBuffer& message,
   google::protobuf::io::CodedInputStream input(&reader);
   const absl::Status malformed =
       absl::DataLossError("download message: not a well-formed DownloadArrayResponse");
+  bool seen_data = false;
   while (const uint32_t tag = input.ReadTag()) {
     constexpr int kDataField = v1::DownloadArrayResponse::kDataFieldNumber;
     if (tag != WireFormatLite::MakeTag(kDataField, WireFormatLite::WIRETYPE_LENGTH_DELIMITED)) {
       if (!WireFormatLite::SkipField(&input, tag)) return malformed;
       continue;
     }
-    uint32_t length = 0;
-    if (!input.ReadVarint32(&length)) return malformed;
+    // Protobuf would keep only the last of two data fields; the daemon never sends two, and
+    // handing both on would make a short download look whole.
+    if (seen_data) return malformed;
+    seen_data = true;
+    int length = 0;
+    if (!input.ReadVarintSizeAsInt(&length)) return malformed;  // refuses lengths over INT_MAX
     while (length > 0) {
       const void* data = nullptr;
       int size = 0;
       if (!input.GetDirectBufferPointer(&data, &size) || size <= 0) return malformed;
-      const uint32_t piece = std::min<uint32_t>(length, static_cast<uint32_t>(size));
+      const int piece = std::min(length, size);
       if (absl::Status s = sink(absl::string_view(static_cast<const char*>(data), piece));
           !s.ok()) {
         return s;
       }
-      input.Skip(static_cast<int>(piece));
+      input.Skip(piece);
       length -= piece;
     }
   }

@@ -254,6 +254,7 @@ absl::StatusOr<DaemonOptions> DaemonOptionsFromFlags() {
                    absl::StrCat("expected 1MiB to 1GiB, got '", message_size, "'"));
   }
   o.max_message_bytes = static_cast<int>(*message_bytes);
+  o.engine.max_download_piece_bytes = *message_bytes - kDownloadMessageHeadroom;
   o.max_concurrent_calls = absl::GetFlag(FLAGS_max_concurrent_calls);
   if (o.max_concurrent_calls < 1) return BadFlag("max_concurrent_calls", "must be at least 1");
 

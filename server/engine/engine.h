@@ -30,6 +30,10 @@ namespace distarray {
 
 class UploadSession;
 
+// What a download message holds besides its values (the shape, the dtype and the fields' tags
+// and lengths), with room to spare: a shape of the most dimensions takes under 400 bytes.
+inline constexpr int64_t kDownloadMessageHeadroom = 4096;
+
 // The bounds the daemon enforces (its flags); GetServerInfo reports them.
 struct EngineOptions {
   int64_t max_chunks = kDefaultMaxChunks;  // per index map
@@ -37,6 +41,10 @@ struct EngineOptions {
   int default_list_page_size = 100;
   int max_list_page_size = 1000;
   int64_t upload_idle_timeout_ms = 30000;
+  // The most bytes of values one download message carries, whatever the request asks: the
+  // server's largest message (--max_message_size) less room for the message's other fields, so
+  // a message gRPC would refuse to send is never made.
+  int64_t max_download_piece_bytes = (int64_t{64} << 20) - kDownloadMessageHeadroom;
   ProgramLimits programs;
   // Run programs as recorded graphs where the backend can record them; off: eagerly.
   bool use_graphs = true;

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 
 #include <google/protobuf/descriptor.h>
@@ -95,6 +96,10 @@ int DownloadArrayMethodIndex() {
   const google::protobuf::MethodDescriptor* method =
       google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(
           "distarray.v1.ArrayService.DownloadArray");
+  if (method == nullptr) {  // the generated descriptors are linked in; this cannot happen
+    spdlog::critical("distarray.v1.ArrayService.DownloadArray is not in the descriptor pool");
+    std::abort();
+  }
   return method->index();
 }
 
@@ -250,7 +255,13 @@ grpc::Status ArrayServiceImpl::StreamedDownloadArray(grpc::ServerContext* contex
                                                    engine_.options().upload_idle_timeout_ms,
                                                    " ms; the download was cancelled"));
         }
-        return absl::InvalidArgumentError("the stream carried no request");
+        // Read fails alike for a cancel, a passed deadline, a half-close and a request that
+        // does not parse; tell them apart as a plain server stream's caller would see them.
+        RETURN_IF_ERROR(call.CheckAlive());
+        if (context->IsCancelled())
+          return absl::CancelledError("the client cancelled the download");
+        return absl::InvalidArgumentError(
+            "the stream carried no request, or one that is not a DownloadArrayRequest");
       }
     }
     TransferLog::Stream transfer = transfer_log_->Begin("download", call.tenant, request.handle());

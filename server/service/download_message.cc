@@ -6,13 +6,18 @@
 #include <grpcpp/support/slice.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 
 namespace distarray {
 
 grpc::ByteBuffer SerializeDownloadMessage(const v1::DownloadArrayResponse& head,
                                           absl::string_view data) {
   using google::protobuf::internal::WireFormatLite;
+  // Callers pass at most one message's worth (EngineOptions::max_download_piece_bytes, under
+  // 1 GiB) and leave the head's data field empty; anything else is a bug here, not bad input.
+  if (data.size() > std::numeric_limits<int32_t>::max() || !head.data().empty()) std::abort();
   using google::protobuf::io::CodedOutputStream;
   // Protobuf writes fields in field-number order, so the data field (the last) follows the rest
   // of `head`, and proto3 leaves an empty bytes field out.

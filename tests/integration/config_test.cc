@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 
@@ -148,6 +149,35 @@ TEST(Config, FlagfileIsReadInPlace) {
   EXPECT_EQ(bad.exit_code, kExitBadFlags) << bad.output;
   EXPECT_NE(bad.output.find("--memory_limit"), std::string::npos) << bad.output;
   std::filesystem::remove(flagfile);
+}
+
+// A download's messages stay under --max_message_size with room for their other fields, whatever
+// piece size the client asks for: at the smallest limit (1 MiB) the default 1 MiB pieces and
+// 64 MiB ones both arrive. (Uploads are the client's to size: here 512 KiB messages.)
+TEST(Config, DownloadsFitTheSmallestMessageSize) {
+  Daemon::Options options;
+  options.extra_flags = {"--max_message_size=1MiB"};
+  auto daemon = Daemon::Start(options);
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> values(int64_t{3} << 20);  // 12 MiB
+  for (float& v : values) v = uniform(rng);
+  for (const int64_t piece : {int64_t{0}, int64_t{64} << 20}) {
+    ConnectOptions connect;
+    connect.upload_message_bytes = 512 << 10;
+    connect.download_message_bytes = piece;
+    connect.shared_memory = SharedMemoryUse::kNever;
+    auto client = Client::Connect((*daemon)->address(), 5000, connect);
+    ASSERT_TRUE(client.ok()) << client.status();
+    const auto n = static_cast<int64_t>(values.size());
+    auto array = client->Upload<float>(values, {n}, {Split(1, 0, n, {0})});
+    ASSERT_TRUE(array.ok()) << array.status();
+    auto back = array->template Download<float>();
+    ASSERT_TRUE(back.ok()) << "download_message_bytes " << piece << ": " << back.status();
+    EXPECT_EQ(*back, values) << "download_message_bytes " << piece;
+  }
+  EXPECT_EQ((*daemon)->Terminate(10000), 0);
 }
 
 TEST(Config, VersionPrintsTheVersionAndBuild) {
