@@ -124,6 +124,29 @@ absl::Status StreamDownload(const internal::RawDownloadStub& stub, const Client&
   return sink_status.ok() ? status : sink_status;
 }
 
+// Streams a download into `dst`, which holds exactly `capacity` bytes; FAILED_PRECONDITION when
+// the server sends more or fewer.
+absl::Status StreamDownloadInto(const internal::RawDownloadStub& stub, const Client& client,
+                                const std::string& handle, const v1::Region& region,
+                                int64_t message_bytes, char* dst, int64_t capacity) {
+  int64_t got = 0;
+  absl::Status s =
+      StreamDownload(stub, client, handle, region, message_bytes, [&](absl::string_view piece) {
+        if (got + static_cast<int64_t>(piece.size()) > capacity) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "download of ", handle, " carried more than the ", capacity, " bytes expected"));
+        }
+        std::memcpy(dst + got, piece.data(), piece.size());
+        got += piece.size();
+        return absl::OkStatus();
+      });
+  if (s.ok() && got != capacity) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("download of ", handle, " carried ", got, " bytes, expected ", capacity));
+  }
+  return s;
+}
+
 }  // namespace
 
 absl::StatusOr<Client> Client::Connect(const std::string& address, int timeout_ms,
@@ -465,23 +488,9 @@ absl::Status Client::DownloadAll(const v1::ArrayInfo& info, void* dst, int64_t b
       SplitRows(info, bytes,
                 [&](const Connection& connection, int64_t begin, int64_t end, int64_t offset,
                     int64_t length) {
-                  int64_t got = 0;
-                  absl::Status s = StreamDownload(
-                      *connection.download, *this, info.handle(), RowRange(info, begin, end),
-                      options_.download_message_bytes, [&](absl::string_view piece) {
-                        if (got + static_cast<int64_t>(piece.size()) > length) {
-                          return absl::FailedPreconditionError(
-                              "download carried more bytes than the array holds");
-                        }
-                        std::memcpy(base + offset + got, piece.data(), piece.size());
-                        got += piece.size();
-                        return absl::OkStatus();
-                      });
-                  if (s.ok() && got != length) {
-                    return absl::FailedPreconditionError(
-                        absl::StrCat("download carried ", got, " bytes, expected ", length));
-                  }
-                  return s;
+                  return StreamDownloadInto(*connection.download, *this, info.handle(),
+                                            RowRange(info, begin, end),
+                                            options_.download_message_bytes, base + offset, length);
                 });
   RememberRefusal(refused, streamed);
   return streamed;
@@ -496,23 +505,9 @@ absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& 
     if (!FallBackToStreaming(s)) return s;
     refused = asked_daemon;
   }
-  int64_t got = 0;
-  char* out = static_cast<char*>(dst);
-  absl::Status s = StreamDownload(
-      *download_, *this, handle, region, options_.download_message_bytes,
-      [&](absl::string_view piece) {
-        if (got + static_cast<int64_t>(piece.size()) > bytes) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("download of ", handle, " holds more than the ", bytes, " bytes given"));
-        }
-        std::memcpy(out + got, piece.data(), piece.size());
-        got += piece.size();
-        return absl::OkStatus();
-      });
-  if (s.ok() && got != bytes) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("download of ", handle, " carried ", got, " bytes, expected ", bytes));
-  }
+  absl::Status s =
+      StreamDownloadInto(*download_, *this, handle, region, options_.download_message_bytes,
+                         static_cast<char*>(dst), bytes);
   RememberRefusal(refused, s);
   return s;
 }

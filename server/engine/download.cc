@@ -205,7 +205,7 @@ absl::Status Engine::DownloadSlabs(const v1::DownloadArrayRequest& request, cons
                                                    kMaxMessageBytes, "], got ", message_bytes));
   }
   if (message_bytes == 0) message_bytes = kDefaultMessageBytes;
-  message_bytes = std::max<int64_t>(1, std::min(message_bytes, options_.max_download_piece_bytes));
+  message_bytes = std::min(message_bytes, options_.max_download_piece_bytes);
 
   const Shape region_shape = BoxShape(region.box);
   ASSIGN_OR_RETURN(SlabWalker walker, SlabWalker::Create(std::move(region), DTypeSize(array->dtype),

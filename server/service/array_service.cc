@@ -258,8 +258,9 @@ grpc::Status ArrayServiceImpl::StreamedDownloadArray(grpc::ServerContext* contex
         // Read fails alike for a cancel, a passed deadline, a half-close and a request that
         // does not parse; tell them apart as a plain server stream's caller would see them.
         RETURN_IF_ERROR(call.CheckAlive());
-        if (context->IsCancelled())
+        if (context->IsCancelled()) {
           return absl::CancelledError("the client cancelled the download");
+        }
         return absl::InvalidArgumentError(
             "the stream carried no request, or one that is not a DownloadArrayRequest");
       }
