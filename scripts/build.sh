@@ -5,8 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 build=${BUILD_DIR:-build}
-cmake -S . -B "$build" -G Ninja \
-  -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
+# Release by default: the configuration the image's builder stage (Dockerfile) compiles, so the
+# tests run what ships. ccache, when present (scripts/install-deps.sh installs it), keeps
+# rebuilds and the other trees (sanitizers, fuzzer) cheap.
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+cmake -S . -B "$build" -G Ninja "${launcher[@]}" \
+  -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
   -DDISTARRAY_CUDA="${DISTARRAY_CUDA:-AUTO}" ${CMAKE_ARGS:-}
 echo "build: compiling in $build (first build takes a few minutes)"
 cmake --build "$build" --parallel "${JOBS:-$(nproc)}"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer target tests/fuzz/request_fuzzer with clang (ASan+UBSan, host backend)
-# into build-fuzz/ (or $FUZZ_BUILD_DIR) and runs it for $FUZZ_SECONDS (default 90) from the
+# in the tree it shares with scripts/sanitize.sh (scripts/sanitized-tree.sh: build-fuzz/, or
+# $FUZZ_BUILD_DIR) and runs it for $FUZZ_SECONDS (default 90) from the
 # seed corpus, which tests/fuzz/write_seeds.cc writes into the build dir (the seeds live as code,
 # readable and reviewed, not as committed binaries). Fails on any crash, sanitizer report, timeout or out-of-memory; the
 # input that caused it is left in $FUZZ_BUILD_DIR/fuzz-artifacts/ (replay it by passing the file
@@ -8,23 +9,11 @@
 #   FUZZ_SECONDS=600 FUZZ_JOBS=2 scripts/fuzz.sh   # longer, on two cores
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${FUZZ_BUILD_DIR:-build-fuzz}
 seconds=${FUZZ_SECONDS:-90}
 jobs=${FUZZ_JOBS:-1}
 
-cxx=${FUZZ_CXX:-$(command -v clang++ || command -v clang++-14 || true)}
-if [ -z "$cxx" ]; then
-  echo "fuzz: clang++ not found (scripts/install-deps.sh installs clang and libclang-rt-14-dev)" >&2
-  exit 1
-fi
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-# Warnings stay warnings here: -Werror is for the project's own compiler (GCC) in the normal build.
-cmake -S . -B "$build" -G Ninja "${launcher[@]}" -DCMAKE_CXX_COMPILER="$cxx" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISTARRAY_CUDA=OFF -DDISTARRAY_FUZZ=ON \
-  -DDISTARRAY_WERROR=OFF >/dev/null
-echo "fuzz: compiling in $build"
-cmake --build "$build" --parallel "${JOBS:-$(nproc)}" --target request_fuzzer write_fuzz_seeds
+# The same clang tree as scripts/sanitize.sh (scripts/sanitized-tree.sh), so nothing is rebuilt.
+build=$(bash scripts/sanitized-tree.sh request_fuzzer write_fuzz_seeds)
 seeds="$build/fuzz-seeds"
 rm -rf "$seeds" && mkdir -p "$seeds"
 "$build/tests/fuzz/write_fuzz_seeds" "$seeds"

@@ -1,23 +1,17 @@
 #!/usr/bin/env bash
 # Builds the unit tests, the integration tests and distarrayd with AddressSanitizer (LeakSanitizer
-# included) and UndefinedBehaviorSanitizer into build-asan/ (or $ASAN_BUILD_DIR), host backend
-# only, and runs the unit tests and every integration test but the CUDA ones. The daemons the
-# integration tests start come from the same build tree, so they are sanitized too.
+# included) and UndefinedBehaviorSanitizer, host backend only, in the clang tree it shares with
+# the fuzzer (scripts/sanitized-tree.sh: build-fuzz/, or $FUZZ_BUILD_DIR), and runs the unit
+# tests and every integration test but the CUDA ones. The daemons the integration tests start
+# come from the same build tree, so they are sanitized too.
 #
 # Every process writes its sanitizer reports to files in one directory (log_path): a report from
 # a daemon child, including a leak report at its exit, fails this script even when the test that
 # started it did not notice.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${ASAN_BUILD_DIR:-build-asan}
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-cmake -S . -B "$build" -G Ninja "${launcher[@]}" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISTARRAY_CUDA=OFF \
-  -DDISTARRAY_SANITIZE=address,undefined >/dev/null
-echo "sanitize: compiling in $build"
-cmake --build "$build" --parallel "${JOBS:-$(nproc)}" \
-  --target distarray_unit_tests distarray_integration_tests distarrayd
+# The sanitized tree is shared with the fuzzer (scripts/sanitized-tree.sh): clang, ASan+UBSan.
+build=$(bash scripts/sanitized-tree.sh distarray_unit_tests distarray_integration_tests distarrayd)
 
 reports=$(mktemp -d)
 trap 'rm -rf "$reports"' EXIT

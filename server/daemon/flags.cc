@@ -86,6 +86,11 @@ ABSL_FLAG(std::string, graphs, "on",
           "RunGraph: 'on' records programs into graphs replayed on the devices (CUDA graphs with "
           "conditional nodes, one per GPU, on the CUDA backend; one-device programs on the host "
           "backend); 'off' runs every program eagerly from the host");
+ABSL_FLAG(int64_t, run_graph_default_seconds, 600,
+          "RunGraph: how long a call whose client set no deadline may run; past it the call "
+          "stops on the devices and answers DEADLINE_EXCEEDED naming this flag");
+ABSL_FLAG(int64_t, run_graph_max_seconds, 3600,
+          "RunGraph: how long any call may run, whatever deadline its client set");
 ABSL_FLAG(int64_t, max_loop_iterations, int64_t{1} << 30,
           "RunGraph: the largest max_iterations a program's loop may ask for");
 ABSL_FLAG(int, max_program_statements, 4096,
@@ -266,6 +271,15 @@ absl::StatusOr<DaemonOptions> DaemonOptionsFromFlags() {
   e.session_lease = absl::Seconds(lease_seconds);
   e.upload_idle_timeout_ms = absl::GetFlag(FLAGS_upload_idle_timeout_ms);
   if (e.upload_idle_timeout_ms < 0) return BadFlag("upload_idle_timeout_ms", "must be >= 0");
+  const int64_t run_default = absl::GetFlag(FLAGS_run_graph_default_seconds);
+  const int64_t run_max = absl::GetFlag(FLAGS_run_graph_max_seconds);
+  if (run_max < 1) return BadFlag("run_graph_max_seconds", "must be at least 1");
+  if (run_default < 1 || run_default > run_max) {
+    return BadFlag("run_graph_default_seconds",
+                   absl::StrCat("must be from 1 to --run_graph_max_seconds (", run_max, ")"));
+  }
+  e.run_graph_default_time = absl::Seconds(run_default);
+  e.run_graph_max_time = absl::Seconds(run_max);
   e.max_list_page_size = absl::GetFlag(FLAGS_max_list_page_size);
   if (e.max_list_page_size < 1) return BadFlag("max_list_page_size", "must be at least 1");
   e.default_list_page_size = std::min(e.default_list_page_size, e.max_list_page_size);

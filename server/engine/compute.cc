@@ -53,6 +53,9 @@ absl::StatusOr<ArrayPtr> Engine::Reshard(const v1::ReshardRequest& request,
   if (request.has_mode()) {
     ASSIGN_OR_RETURN(mode, ModeFromProto(request.mode(), "mode"));
   }
+  RETURN_IF_ERROR(
+      CheckUncoveredValuesKept(array->shape, array->dtype, array->index_map(), array->mode, map,
+                               mode, request.has_index_map() ? "index_map" : "mode", call.alive));
   Array out = Derived(*array, request.in_place(), call);
   out.mode = mode;
   RETURN_IF_ERROR(call.CheckAlive());
@@ -72,10 +75,13 @@ absl::StatusOr<ArrayPtr> Engine::ChangeMode(const v1::ChangeModeRequest& request
                                             const CallContext& call) {
   ASSIGN_OR_RETURN(ArrayPtr array, registry_.Find(call.tenant, request.handle(), "handle"));
   ASSIGN_OR_RETURN(Mode mode, ModeFromProto(request.mode(), "mode"));
+  const IndexMap map = array->index_map();
+  RETURN_IF_ERROR(CheckUncoveredValuesKept(array->shape, array->dtype, map, array->mode, map, mode,
+                                           "mode", call.alive));
   Array out = Derived(*array, request.in_place(), call);
   out.mode = mode;
   RETURN_IF_ERROR(call.CheckAlive());
-  ASSIGN_OR_RETURN(out.chunks, Relayout(*backend_, *array, array->index_map(), mode, call.alive));
+  ASSIGN_OR_RETURN(out.chunks, Relayout(*backend_, *array, map, mode, call.alive));
   return Register(std::move(out), request.in_place(), call);
 }
 

@@ -48,6 +48,11 @@ struct EngineOptions {
   ProgramLimits programs;
   // Run programs as recorded graphs where the backend can record them; off: eagerly.
   bool use_graphs = true;
+  // How long one RunGraph may run: `run_graph_default_time` when the client set no deadline,
+  // at most `run_graph_max_time` whatever it set. Past it the call stops as at a deadline (on the
+  // GPUs through the cancel word), so a loop without a deadline cannot hold a device for hours.
+  absl::Duration run_graph_default_time = absl::Minutes(10);
+  absl::Duration run_graph_max_time = absl::Hours(1);
   // Per-tenant device memory quotas (--tenant_memory_quota and its overrides).
   TenantQuotaOptions tenant_quotas;
 };

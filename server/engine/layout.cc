@@ -1,5 +1,11 @@
 #include "server/engine/layout.h"
 
+#include <optional>
+#include <type_traits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/mode.h"
 #include "common/status_macros.h"
 #include "server/engine/reshard_planner.h"
 
@@ -170,6 +176,40 @@ absl::Status ApplyOwnershipMask(Backend& backend, DType dtype, Mode mode,
     RETURN_IF_ERROR(backend.FillConstant(dtype, At(chunks[fill.chunk], fill.local), identity));
   }
   return absl::OkStatus();
+}
+
+std::string UncoveredValueText(DType dtype, Mode mode) {
+  return DispatchStorageDType(dtype, [&](auto tag) -> std::string {
+    using T = decltype(tag);
+    const T identity = ModeIdentity<T>(mode);
+    if constexpr (kIsComplex<T>) {
+      return absl::StrCat("(", static_cast<double>(identity.re), ", ",
+                          static_cast<double>(identity.im), ")");
+    } else if constexpr (kIsFloatStorage<T>) {
+      return absl::StrCat(static_cast<double>(identity));
+    } else if constexpr (std::is_same_v<T, bool>) {
+      return identity ? "True" : "False";
+    } else {
+      return absl::StrCat(identity);
+    }
+  });
+}
+
+absl::Status CheckUncoveredValuesKept(const Shape& shape, DType dtype, const IndexMap& from,
+                                      Mode from_mode, const IndexMap& to, Mode to_mode,
+                                      absl::string_view field, const StopCheck& stop) {
+  const std::string before = UncoveredValueText(dtype, from_mode);
+  const std::string after = UncoveredValueText(dtype, to_mode);
+  if (before == after) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const std::optional<std::vector<int64_t>> element,
+                   FindElementCoveredByNeither(shape, from, to, kDefaultPlanWorkLimit, stop));
+  if (!element) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      field, ": element [", absl::StrJoin(*element, ", "),
+      "] is covered by no chunk of the array or of the result; it reads ", before, " in ",
+      ModeName(from_mode), " mode and would read ", after, " in ", ModeName(to_mode),
+      " mode. Give the result an index map that covers it (the gap is then filled with ", before,
+      "), or keep the mode"));
 }
 
 absl::StatusOr<std::vector<Chunk>> Relayout(Backend& backend, const Array& array,

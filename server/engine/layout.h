@@ -3,6 +3,7 @@
 #ifndef DISTARRAY_SERVER_ENGINE_LAYOUT_H_
 #define DISTARRAY_SERVER_ENGINE_LAYOUT_H_
 
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -37,6 +38,18 @@ absl::StatusOr<std::vector<Chunk>> Relayout(Backend& backend, const Array& array
                                             const IndexMap& map, Mode mode,
                                             const StopCheck& stop = {},
                                             SourceBuffers sources = SourceBuffers::kCopy);
+
+// What an element no chunk covers reads as in `mode`: "0", "1", "-inf", "127", "(inf, inf)".
+std::string UncoveredValueText(DType dtype, Mode mode);
+
+// FAILED_PRECONDITION (naming `field` and one such element) when a relayout from (`from`,
+// `from_mode`) to (`to`, `to_mode`) would change the value of an element that neither map
+// covers: it reads as `from_mode`'s identity before and `to_mode`'s after (a MAX array's gap is
+// -inf, a REPLICA array's is 0). Elements the result covers are filled with the source's value;
+// elements only the source covers are dropped by choice of the result's map.
+absl::Status CheckUncoveredValuesKept(const Shape& shape, DType dtype, const IndexMap& from,
+                                      Mode from_mode, const IndexMap& to, Mode to_mode,
+                                      absl::string_view field, const StopCheck& stop = {});
 
 // Chunks holding `array`'s logical values in layout `map` (REPLICA), for reading only: a target
 // chunk identical to the REPLICA array's chunk at the same position (same device and box) shares

@@ -166,16 +166,24 @@ absl::StatusOr<ReducePlan> PlanReduce(const ReduceInput& input, const StopCheck&
   if (!mode_passes || (arg && !operand_covered)) {
     const bool gaps_matter =
         !operand_covered && (arg || !(array.mode == Mode::kReplica && rule.blind_to_zeros));
+    // all/any of a non-bool op-mode operand: whether each copy is nonzero says nothing of whether
+    // the op over the copies is (MAX of 0 and -1 is 0, yet -1 is truthy), so the logical values
+    // are gathered into a layout without overlaps first.
+    const bool truth_of_copies = (rule.kind == ReduceKind::kAll || rule.kind == ReduceKind::kAny) &&
+                                 array.dtype != DType::kBool && array.mode != Mode::kReplica;
     ASSIGN_OR_RETURN(const std::vector<PlannedFill> overlaps,
                      PlanOwnershipMask(array.map, kDefaultPlanWorkLimit, stop));
-    if (gaps_matter) {
+    if (gaps_matter || truth_of_copies) {
       plan.prepare = true;
       plan.prepare_map = CoveringMap(array);
       plan.prepare_mode = Mode::kReplica;
     } else if (array.mode != Mode::kReplica || !overlaps.empty()) {
+      // Copies after the first of each element are masked with a value the kernel ignores: the
+      // op's identity, or for any of non-bool values 0 (MAX's identity, -inf, is truthy).
       plan.prepare = true;
       plan.prepare_map = array.map;
-      plan.prepare_mode = rule.mode;
+      plan.prepare_mode =
+          rule.kind == ReduceKind::kAny && array.dtype != DType::kBool ? Mode::kSum : rule.mode;
     }
   }
   const IndexMap& chunks = plan.prepare ? plan.prepare_map : array.map;

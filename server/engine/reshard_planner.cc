@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "common/status_macros.h"
+
 namespace distarray {
 namespace {
 
@@ -230,6 +232,53 @@ absl::StatusOr<std::vector<PlannedFill>> PlanOwnershipMask(const IndexMap& map, 
     }
   }
   return fills;
+}
+
+namespace {
+
+// Depth-first bisection of `box`: a box the union provably covers is done; a single element it
+// does not cover is the answer. SelectSources is exact for one element, so a box reported
+// uncovered only because its cover is hard to prove (overlapping strided chunks) is split until
+// each part is proven covered, never reported.
+absl::StatusOr<std::optional<std::vector<int64_t>>> FindUncovered(const IndexMap& map,
+                                                                  const ChunkIndex& index,
+                                                                  const Box& box,
+                                                                  PlanBudget& budget) {
+  constexpr absl::string_view kWhat = "coverage check";
+  ASSIGN_OR_RETURN(const SourceSelection cover, SelectSources(map, index, box, 0, budget, kWhat));
+  if (cover.covers_target) return std::nullopt;
+  int widest = -1;
+  for (int d = 0; d < static_cast<int>(box.size()); ++d) {
+    if (box[d].count > 1 && (widest < 0 || box[d].count > box[widest].count)) widest = d;
+  }
+  if (widest < 0) {  // one element, covered by no chunk
+    std::vector<int64_t> element;
+    for (const Range& r : box) element.push_back(r.start);
+    return element;
+  }
+  if (!budget.Spend()) return budget.ExhaustedError(kWhat);
+  const Range whole = box[widest];
+  const int64_t half = whole.count / 2;
+  Box low = box, high = box;
+  low[widest] = Range{whole.start, whole.step, half};
+  high[widest] = Range{whole.start + half * whole.step, whole.step, whole.count - half};
+  ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> found,
+                   FindUncovered(map, index, low, budget));
+  if (found) return found;
+  return FindUncovered(map, index, high, budget);
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<std::vector<int64_t>>> FindElementCoveredByNeither(
+    const Shape& shape, const IndexMap& a, const IndexMap& b, int64_t work_limit,
+    const StopCheck& stop) {
+  if (NumElements(shape) == 0) return std::nullopt;
+  IndexMap both = a;
+  both.insert(both.end(), b.begin(), b.end());
+  const ChunkIndex index(both);
+  PlanBudget budget(work_limit, stop);
+  return FindUncovered(both, index, FullBox(shape), budget);
 }
 
 }  // namespace distarray

@@ -3,6 +3,7 @@
 #ifndef DISTARRAY_SERVER_ENGINE_RESHARD_PLANNER_H_
 #define DISTARRAY_SERVER_ENGINE_RESHARD_PLANNER_H_
 
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -81,6 +82,14 @@ absl::StatusOr<std::vector<PlannedCopy>> PlanGatherToReplica(
 // the identity in every later one, so the op over copies equals the value.
 absl::StatusOr<std::vector<PlannedFill>> PlanOwnershipMask(
     const IndexMap& map, int64_t work_limit = kDefaultPlanWorkLimit, const StopCheck& stop = {});
+
+// The global index of one element of an array of `shape` that no chunk of `a` and no chunk of
+// `b` covers, or nullopt when the two maps together cover every element. Used to refuse a
+// relayout that would change what such an element reads as (an op mode's identity in the source,
+// another value in the result).
+absl::StatusOr<std::optional<std::vector<int64_t>>> FindElementCoveredByNeither(
+    const Shape& shape, const IndexMap& a, const IndexMap& b,
+    int64_t work_limit = kDefaultPlanWorkLimit, const StopCheck& stop = {});
 
 }  // namespace distarray
 

@@ -234,6 +234,12 @@ absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string
       if (s.has_change_mode()) {
         ASSIGN_OR_RETURN(mode, ModeFromProto(s.change_mode().mode(), field + ".change_mode.mode"));
       }
+      const std::string gap_field =
+          field + (s.has_reshard()
+                       ? (s.reshard().has_index_map() ? ".reshard.index_map" : ".reshard.mode")
+                       : ".change_mode.mode");
+      RETURN_IF_ERROR(CheckUncoveredValuesKept(source->shape, source->dtype, source->index_map(),
+                                               source->mode, map, mode, gap_field, context_.alive));
       if (check) {
         Assign(s.target(), MetadataOnly({source->shape, source->dtype, mode, map}));
         return absl::OkStatus();

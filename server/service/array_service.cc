@@ -10,6 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/names.h"
 #include "common/proto_convert.h"
 #include "common/status_macros.h"
@@ -88,6 +90,28 @@ absl::Status CallAlive(grpc::ServerContext* context, const DrainGate* drain, Can
     return absl::CancelledError("the client cancelled the call; its result was discarded");
   }
   return absl::OkStatus();
+}
+
+// `call` stopped, as at a deadline, once RunGraph has run longer than the daemon allows: the
+// default bound when the client set no deadline, the maximum whatever it set. The replay's wait
+// polls `alive` and sets the devices' cancel word, so a loop stops on the GPUs too.
+CallContext WithRunTimeBound(const CallContext& call, const grpc::ServerContext& context,
+                             const EngineOptions& options) {
+  const bool client_deadline = context.deadline() != std::chrono::system_clock::time_point::max();
+  const absl::Duration bound =
+      client_deadline ? options.run_graph_max_time : options.run_graph_default_time;
+  const char* flag = client_deadline ? "--run_graph_max_seconds" : "--run_graph_default_seconds";
+  CallContext bounded = call;
+  bounded.alive = [alive = call.alive, until = absl::Now() + bound, bound, flag]() -> absl::Status {
+    if (alive) RETURN_IF_ERROR(alive());
+    if (absl::Now() >= until) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("RunGraph ran for the daemon's limit of ", absl::FormatDuration(bound), " (",
+                       flag, "); it was stopped and its results discarded"));
+    }
+    return absl::OkStatus();
+  };
+  return bounded;
 }
 
 // The position of DownloadArray among the service's methods, which is how grpc::Service names
@@ -424,7 +448,9 @@ grpc::Status ArrayServiceImpl::RunGraph(grpc::ServerContext* context,
                                         const v1::RunGraphRequest* request,
                                         v1::RunGraphResponse* response) {
   return Handle("RunGraph", context, [&](const CallContext& call) -> absl::Status {
-    ASSIGN_OR_RETURN(GraphRunOutcome outcome, engine_.RunGraph(*request, call));
+    ASSIGN_OR_RETURN(
+        GraphRunOutcome outcome,
+        engine_.RunGraph(*request, WithRunTimeBound(call, *context, engine_.options())));
     for (const auto& [variable, array] : outcome.outputs) {
       (*response->mutable_outputs())[variable] = ToArrayInfo(*array);
     }

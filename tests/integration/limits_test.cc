@@ -11,7 +11,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "client/include/distarray/graph.h"
 #include "tests/support/backend_fixture.h"
+#include "tests/support/compute_reference.h"
 #include "tests/support/server_state.h"
 
 namespace distarray::testing {
@@ -378,6 +380,44 @@ TEST_P(LimitsTest, SigtermEndsTheDaemonWithinTheDrainTimeDuringCpuWork) {
   EXPECT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 4))
       << status << "\n"
       << daemon->log();
+}
+
+// A loop without a deadline cannot hold a device for hours: RunGraph stops at the daemon's
+// bound (--run_graph_default_seconds without a client deadline, --run_graph_max_seconds with
+// one), on the devices as at a deadline, and the message names the flag. Nothing is registered.
+TEST_P(LimitsTest, RunGraphStopsAtTheDaemonsTimeBound) {
+  Daemon::Options options = OptionsFor(GetParam());
+  options.extra_flags = {"--run_graph_default_seconds=1", "--run_graph_max_seconds=2"};
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> daemon, Daemon::Start(options));
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon->address()));
+  const std::vector<float> values(64, 1.0f);
+  ASSERT_OK_AND_ASSIGN(Array a, client.Upload<float>(values, {64}, {OnDevice(1, 0)}));
+  // while all(a > -1): a = a + 1 -- forever (float32 stops growing at 2^24, stays > -1).
+  graph::ProgramBuilder p;
+  graph::Var va = p.Input("a");
+  graph::Vars out =
+      p.WhileLoop([](auto v) { return graph::All(v[0] > -1.0f); },
+                  [](auto v) { return graph::Vars{v[0] + 1.0f}; }, {va}, int64_t{1} << 30);
+  p.Output("a", out[0]);
+  struct Case {
+    int64_t timeout_ms;  // 0: no client deadline
+    const char* flag;
+    double bound_seconds;
+  };
+  for (const Case& c :
+       {Case{0, "run_graph_default_seconds", 1}, Case{60000, "run_graph_max_seconds", 2}}) {
+    const auto start = std::chrono::steady_clock::now();
+    auto run = client.RunGraph(p.program(), {{"a", &a}}, c.timeout_ms);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_TRUE(StatusIs(run.status(), absl::StatusCode::kDeadlineExceeded, {c.flag}));
+    EXPECT_GE(seconds, c.bound_seconds * 0.9) << c.flag;
+    EXPECT_LT(seconds, c.bound_seconds + 5) << c.flag << ": the loop did not stop promptly";
+  }
+  ASSERT_OK_AND_ASSIGN(std::vector<v1::ArrayInfo> listed, client.List());
+  EXPECT_EQ(listed.size(), 1u);  // the input alone
+  EXPECT_EQ(a.Download<float>().value(), values);
+  EXPECT_TRUE(daemon->alive());
 }
 
 // Concurrent calls are bounded: with --max_concurrent_calls=3, downloads whose clients stop

@@ -1,11 +1,15 @@
 // Modes (REPLICA, SUM, PROD, MAX, MIN) and change_mode, with cupyx.distributed.array's
 // semantics: an op mode's logical value is the op over all copies covering an element, and an
 // uncovered element holds the identity.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
+#include "client/include/distarray/graph.h"
 #include "tests/support/backend_fixture.h"
+#include "tests/support/compute_reference.h"
 #include "tests/support/reference.h"
 
 namespace distarray::testing {
@@ -22,12 +26,22 @@ TEST_P(ModesTest, ChangeModeBetweenEveryPairKeepsValues) {
   for (int trial = 0; trial < 3; ++trial) {
     const TestMap map = RandomMap(shape, devices(), rng);
     const std::vector<double> values = RandomValues<double>(NumElements(shape), rng);
+    const std::vector<int> copies = CopiesPerElement(map, shape);
+    const bool gaps = std::find(copies.begin(), copies.end(), 0) != copies.end();
     for (v1::Mode from : kModes) {
       ASSERT_OK_AND_ASSIGN(Array a,
                            client().Upload<double>(values, shape, {ToProto(map, shape), from}));
       ASSERT_OK_AND_ASSIGN(std::vector<double> got, a.Download<double>());
       ASSERT_EQ(got, Expected(values, map, shape, from)) << v1::Mode_Name(from);
       for (v1::Mode to : kModes) {
+        // A gap reads as the mode's identity: a change between modes whose gaps read differently
+        // would change the gap's value, and is refused.
+        if (gaps && Identity<double>(from) != Identity<double>(to)) {
+          EXPECT_TRUE(StatusIs(a.ChangeMode(to).status(), absl::StatusCode::kFailedPrecondition,
+                               {"mode", "covered by no chunk"}))
+              << v1::Mode_Name(from) << " -> " << v1::Mode_Name(to);
+          continue;
+        }
         ASSERT_OK_AND_ASSIGN(Array b, a.ChangeMode(to));
         EXPECT_EQ(b.info().mode(), to);
         ASSERT_OK_AND_ASSIGN(std::vector<double> changed, b.Download<double>());
@@ -56,6 +70,63 @@ TEST_P(ModesTest, ReshardOpModeArraysBetweenRandomLayouts) {
           << v1::Mode_Name(mode) << " trial " << trial;
     }
   }
+}
+
+// The case: float64 [7, 8] in MAX mode with one chunk covering [0:1] reads [7, -inf].
+// ChangeMode or Reshard to REPLICA on a map that leaves element 1 uncovered would make it read 0:
+// refused, naming the element and both values. A result map that covers the gap keeps -inf.
+TEST_P(ModesTest, ModeChangesKeepWhatUncoveredElementsReadOrAreRefused) {
+  const v1::IndexMap first = MakeIndexMap({MakeChunk(dev(0), {SliceSpec{0, 1, std::nullopt}})});
+  const v1::IndexMap both = MakeIndexMap({MakeChunk(dev(1), {SliceSpec{}})});
+  const double inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    v1::Mode mode;
+    double gap;  // what element 1 reads as
+  };
+  for (const Case& c :
+       {Case{v1::MODE_MAX, -inf}, Case{v1::MODE_MIN, inf}, Case{v1::MODE_PROD, 1}}) {
+    const std::string what = v1::Mode_Name(c.mode).substr(std::strlen("MODE_"));
+    ASSERT_OK_AND_ASSIGN(Array a,
+                         client().Upload<double>(std::vector<double>{7, 8}, {2}, {first, c.mode}));
+    EXPECT_EQ(a.Download<double>().value(), (std::vector<double>{7, c.gap})) << what;
+    EXPECT_TRUE(StatusIs(a.ChangeMode(v1::MODE_REPLICA).status(),
+                         absl::StatusCode::kFailedPrecondition,
+                         {"mode: element [1]", "replica", what}))
+        << what;
+    EXPECT_TRUE(StatusIs(a.Reshard(first, v1::MODE_REPLICA).status(),
+                         absl::StatusCode::kFailedPrecondition, {"index_map: element [1]"}))
+        << what;
+    EXPECT_TRUE(StatusIs(a.Reshard(first, v1::MODE_SUM).status(),
+                         absl::StatusCode::kFailedPrecondition, {"element [1]"}))
+        << what;
+    // Covering the gap in the result keeps its value.
+    ASSERT_OK_AND_ASSIGN(Array covered, a.Reshard(both, v1::MODE_REPLICA));
+    EXPECT_EQ(covered.Download<double>().value(), (std::vector<double>{7, c.gap})) << what;
+    // The same statement inside a program is refused before anything runs.
+    graph::ProgramBuilder p;
+    graph::Var x = p.Input("x");
+    p.Output("y", p.ChangeMode(x, v1::MODE_REPLICA));
+    EXPECT_TRUE(StatusIs(client().RunGraph(p.program(), {{"x", &a}}).status(),
+                         absl::StatusCode::kFailedPrecondition, {"change_mode.mode: element [1]"}))
+        << what;
+  }
+  // SUM's gaps read 0, as REPLICA's do: nothing to refuse in either direction.
+  ASSERT_OK_AND_ASSIGN(
+      Array sum, client().Upload<double>(std::vector<double>{7, 8}, {2}, {first, v1::MODE_SUM}));
+  ASSERT_OK_AND_ASSIGN(Array replica, sum.ChangeMode(v1::MODE_REPLICA));
+  EXPECT_EQ(replica.Download<double>().value(), (std::vector<double>{7, 0}));
+  ASSERT_OK_AND_ASSIGN(Array back, replica.ChangeMode(v1::MODE_SUM));
+  EXPECT_EQ(back.Download<double>().value(), (std::vector<double>{7, 0}));
+  // A REPLICA gap (0) would become -inf in MAX mode: refused too.
+  EXPECT_TRUE(StatusIs(replica.ChangeMode(v1::MODE_MAX).status(),
+                       absl::StatusCode::kFailedPrecondition, {"reads 0 in REPLICA"}));
+  // bool: MAX's identity is False, as REPLICA's gap: allowed; MIN's is True: refused.
+  ASSERT_OK_AND_ASSIGN(Array flags, UploadHost(client(), HostArray{v1::DTYPE_BOOL, {2}, {1, 1}},
+                                               first, v1::MODE_MAX));
+  ASSERT_OK_AND_ASSIGN(Array flags_replica, flags.ChangeMode(v1::MODE_REPLICA));
+  EXPECT_EQ(flags_replica.Download<bool>().value(), (std::vector<bool>{true, false}));
+  EXPECT_TRUE(StatusIs(flags.ChangeMode(v1::MODE_MIN).status(),
+                       absl::StatusCode::kFailedPrecondition, {"True"}));
 }
 
 TEST_P(ModesTest, CreatingInAnOpModeHoldsEachValueOnce) {

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "tests/support/backend_fixture.h"
+#include "tests/support/complex_reference.h"
 #include "tests/support/compute_reference.h"
 #include "tests/support/reference.h"
 
@@ -208,6 +209,67 @@ TEST_P(ReduceTest, OutputsWithNoChunkReduceTheIdentity) {
   EXPECT_EQ(mins.Download<float>().value(), (std::vector<float>{inf, -1}));
   ASSERT_OK_AND_ASSIGN(Array argmins, Reduce(a, v1::REDUCE_OP_ARGMIN, {0}));
   EXPECT_EQ(argmins.Download<int64_t>().value(), (std::vector<int64_t>{0, 0}));
+}
+
+// all and any are where a masked copy's value matters most: a copy masked with MAX's identity
+// (-inf, truthy) instead of a falsy one made any of zeros true. Values mostly zero (any) or
+// mostly nonzero (all), every dtype, replicated, overlapping, gapped and op-mode layouts, every
+// reduction, against NumPy's answer on the logical values.
+TEST_P(ReduceTest, EveryReductionOfSparseValuesInEveryLayoutAndMode) {
+  std::mt19937_64 rng(206);
+  const Shape shape = {6, 5};
+  const std::vector<TestMap> layouts = {
+      {{dev(0), {{0, 6, 1}, {0, 5, 1}}}, {dev(1), {{0, 6, 1}, {0, 5, 1}}}},  // two whole copies
+      {{dev(0), {{0, 4, 1}, {0, 5, 1}}}, {dev(1), {{2, 6, 1}, {0, 5, 1}}}},  // rows 2..3 twice
+      {{dev(1), {{0, 6, 2}, {0, 5, 1}}}, {dev(2), {{0, 3, 1}, {1, 5, 1}}}},  // gaps, overlaps
+  };
+  const std::vector<std::vector<int32_t>> axes_list = {{0}, {1}, {}};
+  for (v1::DType dtype : ImplementedDTypes()) {
+    for (double zeros : {0.85, 0.1}) {
+      HostArray values = ReduceValues(dtype, shape, rng);
+      for (long double& v : values.values) {
+        if (std::uniform_real_distribution<double>(0, 1)(rng) < zeros) v = 0;
+      }
+      for (const TestMap& map : layouts) {
+        for (v1::Mode mode :
+             {v1::MODE_REPLICA, v1::MODE_SUM, v1::MODE_PROD, v1::MODE_MAX, v1::MODE_MIN}) {
+          ASSERT_OK_AND_ASSIGN(Array a, UploadHost(client(), values, ToProto(map, shape), mode));
+          const HostArray logical = Logical(values, map, mode);
+          for (v1::ReduceOp op : kOps) {
+            for (const std::vector<int32_t>& axes : axes_list) {
+              EXPECT_TRUE(CheckReduce(a, logical, op, axes, false, rng() % 2 == 0))
+                  << v1::Mode_Name(mode) << " layout " << ToProto(map, shape).ShortDebugString();
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The case, spelled out: float64 zeros((3, 2)) with x[2, 0] = 5, two whole copies:
+// any(axis=0) is [True, False], and any of all zeros is False, for each dtype it was seen in.
+TEST_P(ReduceTest, AnyOfReplicatedZerosIsFalse) {
+  const v1::IndexMap both = Replicated(2, {dev(0), dev(1)});
+  for (v1::DType dtype : {v1::DTYPE_FLOAT64, v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT16, v1::DTYPE_INT32,
+                          v1::DTYPE_COMPLEX128}) {
+    const std::string what = DTypeStr(dtype);
+    auto upload = [&](const std::vector<long double>& values) -> absl::StatusOr<Array> {
+      if (dtype != v1::DTYPE_COMPLEX128) {
+        return UploadHost(client(), HostArray{dtype, {3, 2}, values}, both);
+      }
+      std::vector<C128> z(values.begin(), values.end());
+      return client().Upload<C128>(z, {3, 2}, {both});
+    };
+    ASSERT_OK_AND_ASSIGN(Array x, upload({0, 0, 0, 0, 5, 0}));
+    ASSERT_OK_AND_ASSIGN(Array any0, Reduce(x, v1::REDUCE_OP_ANY, {0}, false, true));
+    EXPECT_EQ(any0.Download<bool>().value(), (std::vector<bool>{true, false})) << what;
+    ASSERT_OK_AND_ASSIGN(Array zeros, upload({0, 0, 0, 0, 0, 0}));
+    ASSERT_OK_AND_ASSIGN(Array none, Reduce(zeros, v1::REDUCE_OP_ANY, {}, false, true));
+    EXPECT_EQ(none.Download<bool>().value(), (std::vector<bool>{false})) << what;
+    ASSERT_OK_AND_ASSIGN(Array all0, Reduce(x, v1::REDUCE_OP_ALL, {0}, false, true));
+    EXPECT_EQ(all0.Download<bool>().value(), (std::vector<bool>{false, false})) << what;
+  }
 }
 
 TEST_P(ReduceTest, ReplicatedElementsCountOnce) {
