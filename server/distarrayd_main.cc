@@ -159,7 +159,12 @@ int RunDaemon(int argc, char** argv) {
   drain.health = health.get();
   drain.gate = &drain_gate;
   drain.api = api->server.get();
-  drain.after_calls = [&transfer_log] { transfer_log.FlushAll(); };
+  drain.after_calls = [&transfer_log, &service] {
+    transfer_log.FlushAll();
+    if (const int64_t n = service.ReleaseAllSharedMemory(); n > 0) {
+      spdlog::info("removed {} shared-memory segments", n);
+    }
+  };
   drain.release_devices = [&] {
     device_health.reset();
     // The graph cache's slots are device memory of their own; the arrays' memory is freed with

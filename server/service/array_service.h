@@ -38,6 +38,9 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
   void set_drain_gate(DrainGate* gate) { drain_gate_ = gate; }
   // Where uploads and downloads are logged (not owned); unset: a default TransferLog.
   void set_transfer_log(TransferLog* log) { transfer_log_ = log; }
+  // Removes every shared-memory segment from /dev/shm (the drain, once calls have ended: the
+  // process then exits without destructors). Returns how many.
+  int64_t ReleaseAllSharedMemory() { return segments_.ReleaseAll(); }
 
   grpc::Status GetServerInfo(grpc::ServerContext* context, const v1::GetServerInfoRequest* request,
                              v1::GetServerInfoResponse* response) override;

@@ -132,6 +132,19 @@ int64_t SharedMemoryTable::ReleaseSession(const std::string& session_key) {
   return static_cast<int64_t>(released.size());
 }
 
+int64_t SharedMemoryTable::ReleaseAll() {
+  std::vector<SegmentPtr> released;  // unmapped after the lock
+  absl::MutexLock lock(&mu_);
+  for (auto& [name, entry] : by_name_) {
+    entry.segment->Unlink();
+    released.push_back(std::move(entry.segment));
+  }
+  by_name_.clear();
+  usage_.clear();
+  total_segments_ = 0;
+  return static_cast<int64_t>(released.size());
+}
+
 SharedMemoryTable::Usage SharedMemoryTable::UsageOf(const std::string& tenant) const {
   absl::ReaderMutexLock lock(&mu_);
   auto it = usage_.find(tenant);

@@ -56,6 +56,8 @@ class SharedMemoryTable {
 
   // Removes every segment of the session (its key, CallContext::session_key); returns how many.
   int64_t ReleaseSession(const std::string& session_key);
+  // Removes every segment (the daemon stopping: it exits without running destructors).
+  int64_t ReleaseAll();
 
   struct Usage {
     int64_t segments = 0;

@@ -805,6 +805,21 @@ TEST_F(SharedMemoryChoiceTest, SegmentsEndWithTheirSession) {
   EXPECT_EQ(ReleaseSegment(client, name).error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
+// The daemon exits without running destructors: the drain removes the segments first.
+TEST_F(SharedMemoryChoiceTest, SegmentsGoWhenTheDaemonStops) {
+  ASSERT_NO_FATAL_FAILURE(Start("on"));
+  std::string name;
+  {
+    ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon_->address()));
+    ASSERT_OK_AND_ASSIGN(name, CreateSegment(client, 4096));
+    EXPECT_TRUE(InDevShm(name));
+  }
+  const int status = daemon_->Terminate(/*timeout_ms=*/30000);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_FALSE(InDevShm(name)) << "the segment outlived the daemon";
+  daemon_.reset();
+}
+
 // With tenants, shared memory is off unless the daemon is told otherwise, and the SDK streams.
 TEST_F(SharedMemoryTenantTest, OffWithTenantsUnlessTheFlagSaysOn) {
   ASSERT_NO_FATAL_FAILURE(StartWithTenants({}));

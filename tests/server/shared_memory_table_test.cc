@@ -115,6 +115,18 @@ TEST(SharedMemoryTable, ASessionsEndRemovesItsSegmentsOnly) {
   EXPECT_EQ(table.UsageOf("alice").bytes, 300);
 }
 
+TEST(SharedMemoryTable, ReleaseAllRemovesEveryNameAndTheUsage) {
+  SharedMemoryTable table({});
+  auto a = table.Create(Call("alice", "s"), 64);
+  auto b = table.Create(Call("bob", "s"), 64);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(table.ReleaseAll(), 2);
+  EXPECT_FALSE(Exists((*a)->name()));
+  EXPECT_FALSE(Exists((*b)->name()));
+  EXPECT_EQ(table.size(), 0);
+  EXPECT_EQ(table.UsageOf("alice").segments, 0);
+}
+
 TEST(SharedMemoryTable, TheTableRemovesEveryNameWhenItGoes) {
   std::string name;
   {

@@ -11,7 +11,6 @@ import gc
 import os
 import re
 import stat
-import threading
 import time
 from pathlib import Path
 from typing import Iterator, List
