@@ -181,8 +181,14 @@ absl::StatusOr<Client> Client::Connect(const std::string& address, int timeout_m
   auto session = std::make_shared<Session>();
   session->id = options.session_id.empty() ? RandomSessionId() : options.session_id;
   if (!options.token.empty()) session->authorization = "Bearer " + options.token;
+  // The segment calls carry the session and token by value: the cache's last segment is released
+  // as the Session goes.
   session->segments = std::make_unique<internal::SegmentCache>(
-      std::max<int64_t>(0, options.shared_memory_cache_bytes));
+      std::max<int64_t>(0, options.shared_memory_cache_bytes),
+      internal::MakeSegmentCalls(stub, [id = session->id, authorization = session->authorization](
+                                           grpc::ClientContext& context) {
+        AddCallMetadata(context, id, authorization);
+      }));
   const bool keepalive = options.keepalive;
   Client client({stub, std::move(download)}, std::move(bulk), std::move(options), session);
   absl::StatusOr<v1::GetServerInfoResponse> info = client.ServerInfo();
@@ -279,11 +285,11 @@ absl::StatusOr<v1::ArrayInfo> Client::UploadBytes(const v1::UploadHeader& header
                                                   int64_t bytes) const {
   bool refused = false;
   if (UseSharedMemory(bytes)) {
-    bool asked_daemon = false;
+    bool got_segment = false;
     absl::StatusOr<v1::ArrayInfo> info =
-        UploadThroughSharedMemory(header, data, bytes, &asked_daemon);
-    if (!FallBackToStreaming(info.status())) return info;
-    refused = asked_daemon;
+        UploadThroughSharedMemory(header, data, bytes, &got_segment);
+    if (!StreamInstead(info.status(), got_segment)) return info;
+    refused = IsRefusal(info.status(), got_segment);
   }
   absl::StatusOr<v1::ArrayInfo> streamed =
       StreamUpload(*stub_, *this, header, data, bytes, options_.upload_message_bytes);
@@ -396,7 +402,6 @@ absl::Status Client::WriteAll(const v1::ArrayInfo& info, const void* data, int64
     // by one thread each, in pieces of kSharedMemoryPieceBytes, so the copies on both sides run
     // in parallel and overlap the calls.
     absl::StatusOr<internal::SharedMemorySegment> segment = session_->segments->Take(bytes);
-    // A segment not made is this client's failure, not the daemon's refusal.
     absl::Status s = segment.status();
     if (segment.ok()) {
       const auto copy_in = [&](const RowPiece& p) {
@@ -422,8 +427,8 @@ absl::Status Client::WriteAll(const v1::ArrayInfo& info, const void* data, int64
                     });
       if (s.ok()) session_->segments->Give(*std::move(segment));
     }
-    if (!FallBackToStreaming(s)) return s;
-    refused = segment.ok();
+    if (!StreamInstead(s, segment.ok())) return s;
+    refused = IsRefusal(s, segment.ok());
   }
   const absl::Status streamed =
       SplitRows(info, bytes,
@@ -447,7 +452,6 @@ absl::Status Client::DownloadAll(const v1::ArrayInfo& info, void* dst, int64_t b
     // As WriteAll: one segment, a thread per row range calling for its pieces and copying each
     // out as it lands.
     absl::StatusOr<internal::SharedMemorySegment> segment = session_->segments->Take(bytes);
-    // A segment not made is this client's failure, not the daemon's refusal.
     absl::Status s = segment.status();
     if (segment.ok()) {
       const auto download = [&](v1::ArrayService::Stub& stub, const RowPiece& p) {
@@ -481,8 +485,8 @@ absl::Status Client::DownloadAll(const v1::ArrayInfo& info, void* dst, int64_t b
                     });
       if (s.ok()) session_->segments->Give(*std::move(segment));
     }
-    if (!FallBackToStreaming(s)) return s;
-    refused = segment.ok();
+    if (!StreamInstead(s, segment.ok())) return s;
+    refused = IsRefusal(s, segment.ok());
   }
   const absl::Status streamed =
       SplitRows(info, bytes,
@@ -500,10 +504,10 @@ absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& 
                                    int64_t bytes) const {
   bool refused = false;
   if (UseSharedMemory(bytes)) {
-    bool asked_daemon = false;
-    absl::Status s = DownloadThroughSharedMemory(handle, region, dst, bytes, &asked_daemon);
-    if (!FallBackToStreaming(s)) return s;
-    refused = asked_daemon;
+    bool got_segment = false;
+    absl::Status s = DownloadThroughSharedMemory(handle, region, dst, bytes, &got_segment);
+    if (!StreamInstead(s, got_segment)) return s;
+    refused = IsRefusal(s, got_segment);
   }
   absl::Status s =
       StreamDownloadInto(*download_, *this, handle, region, options_.download_message_bytes,
@@ -547,8 +551,10 @@ void Client::RememberRefusal(bool refused, const absl::Status& streamed) const {
   if (refused && streamed.ok()) session_->same_host = false;
 }
 
-bool Client::FallBackToStreaming(const absl::Status& status) const {
+bool Client::StreamInstead(const absl::Status& status, bool got_segment) const {
   if (options_.shared_memory != SharedMemoryUse::kAuto) return false;
+  // No segment (the daemon refused to make one, or this process could not open it): stream.
+  if (!got_segment) return !status.ok();
   switch (status.code()) {
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kPermissionDenied:
@@ -559,19 +565,24 @@ bool Client::FallBackToStreaming(const absl::Status& status) const {
   }
 }
 
+bool Client::IsRefusal(const absl::Status& status, bool got_segment) {
+  // Bounds the daemon put on segments (RESOURCE_EXHAUSTED) pass; the rest does not.
+  return got_segment || status.code() != absl::StatusCode::kResourceExhausted;
+}
+
 absl::StatusOr<v1::ArrayInfo> Client::UploadThroughSharedMemory(const v1::UploadHeader& header,
                                                                 const void* data,
                                                                 int64_t bytes) const {
-  bool asked_daemon = false;
-  return UploadThroughSharedMemory(header, data, bytes, &asked_daemon);
+  bool got_segment = false;
+  return UploadThroughSharedMemory(header, data, bytes, &got_segment);
 }
 
 absl::StatusOr<v1::ArrayInfo> Client::UploadThroughSharedMemory(const v1::UploadHeader& header,
                                                                 const void* data, int64_t bytes,
-                                                                bool* asked_daemon) const {
+                                                                bool* got_segment) const {
   absl::StatusOr<internal::SharedMemorySegment> segment = session_->segments->Take(bytes);
   if (!segment.ok()) return segment.status();
-  *asked_daemon = true;
+  *got_segment = true;
   if (bytes > 0) std::memcpy(segment->data(), data, bytes);
   v1::UploadFromSharedMemoryRequest request;
   *request.mutable_header() = header;
@@ -588,16 +599,16 @@ absl::StatusOr<v1::ArrayInfo> Client::UploadThroughSharedMemory(const v1::Upload
 absl::Status Client::DownloadThroughSharedMemory(const std::string& handle,
                                                  const v1::Region& region, void* dst,
                                                  int64_t bytes) const {
-  bool asked_daemon = false;
-  return DownloadThroughSharedMemory(handle, region, dst, bytes, &asked_daemon);
+  bool got_segment = false;
+  return DownloadThroughSharedMemory(handle, region, dst, bytes, &got_segment);
 }
 
 absl::Status Client::DownloadThroughSharedMemory(const std::string& handle,
                                                  const v1::Region& region, void* dst, int64_t bytes,
-                                                 bool* asked_daemon) const {
+                                                 bool* got_segment) const {
   absl::StatusOr<internal::SharedMemorySegment> segment = session_->segments->Take(bytes);
   if (!segment.ok()) return segment.status();
-  *asked_daemon = true;
+  *got_segment = true;
   v1::DownloadToSharedMemoryRequest request;
   request.set_handle(handle);
   *request.mutable_region() = region;

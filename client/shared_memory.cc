@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
-#include <random>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -18,16 +18,15 @@
 namespace distarray::internal {
 namespace {
 
-std::string RandomSegmentName() {
-  std::random_device rd;
-  std::string name = absl::StrCat("/distarray-", getpid(), "-");
-  for (int i = 0; i < 4; ++i) absl::StrAppend(&name, absl::Hex(rd(), absl::kZeroPad8));
-  return name;
-}
-
 absl::Status SegmentError(const std::string& name, const char* step, int error) {
   return absl::FailedPreconditionError(
-      absl::StrCat("shared-memory segment ", name, ": ", step, ": ", std::strerror(error)));
+      absl::StrCat("shared-memory segment ", name, ": ", step, ": ", std::strerror(error),
+                   " (the client must see the daemon's /dev/shm and run as its user)"));
+}
+
+absl::Status FromGrpc(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
 std::string ComputeHostId() {
@@ -49,38 +48,69 @@ std::string ComputeHostId() {
 
 }  // namespace
 
-absl::StatusOr<SharedMemorySegment> SharedMemorySegment::Create(int64_t bytes) {
+SegmentCalls MakeSegmentCalls(std::shared_ptr<v1::ArrayService::Stub> stub,
+                              std::function<void(grpc::ClientContext&)> attach) {
+  SegmentCalls calls;
+  calls.create = [stub, attach](int64_t bytes) -> absl::StatusOr<std::string> {
+    grpc::ClientContext context;
+    attach(context);
+    v1::CreateSharedMemoryRequest request;
+    request.set_bytes(bytes);
+    v1::CreateSharedMemoryResponse response;
+    absl::Status s = FromGrpc(stub->CreateSharedMemory(&context, request, &response));
+    if (!s.ok()) return s;
+    return response.name();
+  };
+  calls.release = [stub, attach](const std::string& name) {
+    grpc::ClientContext context;
+    attach(context);
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::ReleaseSharedMemoryRequest request;
+    request.set_name(name);
+    v1::ReleaseSharedMemoryResponse response;
+    stub->ReleaseSharedMemory(&context, request, &response).IgnoreError();
+  };
+  return calls;
+}
+
+absl::StatusOr<SharedMemorySegment> SharedMemorySegment::Create(const SegmentCalls& calls,
+                                                                int64_t bytes) {
   if (bytes < 0) return absl::InvalidArgumentError("a segment's size cannot be negative");
-  const std::string name = RandomSegmentName();
-  const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return SegmentError(name, "shm_open", errno);
+  absl::StatusOr<std::string> made = calls.create(bytes);
+  if (!made.ok()) return made.status();
+  const std::string& name = *made;
   const auto fail = [&](const char* step, int error) {
-    close(fd);
-    shm_unlink(name.c_str());
+    calls.release(name);
     return SegmentError(name, step, error);
   };
-  if (bytes > 0) {
-    if (ftruncate(fd, bytes) != 0) return fail("ftruncate", errno);
-    // posix_fallocate returns the error rather than setting errno.
-    if (const int error = posix_fallocate(fd, 0, bytes); error != 0) {
-      return fail("posix_fallocate (is /dev/shm full?)", error);
-    }
+  // Only what the daemon made: a regular file (O_NOFOLLOW: not through a link) of the size asked.
+  const int fd = shm_open(name.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
+  if (fd < 0) return fail("shm_open", errno);
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    const int error = errno;
+    close(fd);
+    return fail("fstat", error);
+  }
+  if (!S_ISREG(st.st_mode) || st.st_size != bytes) {
+    close(fd);
+    return fail("not the segment the daemon made", EINVAL);
   }
   // An empty segment still maps one page, so data() is never null.
   const size_t mapped = bytes > 0 ? static_cast<size_t>(bytes) : 1;
-  void* data = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-  if (data == MAP_FAILED) {
-    if (bytes > 0) return fail("mmap", errno);
-    // An empty file cannot be mapped; an anonymous page stands in, nothing is read or written.
-    data = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (data == MAP_FAILED) return fail("mmap", errno);
-  }
+  void* data =
+      bytes > 0 ? mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0)
+                // An empty file cannot be mapped; an anonymous page stands in.
+                : mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  const int error = errno;
   close(fd);  // the mapping keeps the segment's pages
-  return SharedMemorySegment(name, static_cast<char*>(data), bytes, mapped, getpid());
+  if (data == MAP_FAILED) return fail("mmap", error);
+  return SharedMemorySegment(calls, name, static_cast<char*>(data), bytes, mapped, getpid());
 }
 
 SharedMemorySegment::SharedMemorySegment(SharedMemorySegment&& other) noexcept
-    : name_(std::exchange(other.name_, std::string())),
+    : release_(other.release_),
+      name_(std::exchange(other.name_, std::string())),
       data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
       mapped_(std::exchange(other.mapped_, 0)),
@@ -88,8 +118,8 @@ SharedMemorySegment::SharedMemorySegment(SharedMemorySegment&& other) noexcept
 
 SharedMemorySegment::~SharedMemorySegment() {
   if (data_ != nullptr) munmap(data_, mapped_);
-  // A child of fork() holds a copy of its parent's segments: only their creator removes them.
-  if (!name_.empty() && owned_by_this_process()) shm_unlink(name_.c_str());
+  // A child of fork() holds a copy of its parent's segments: only their creator releases them.
+  if (!name_.empty() && owned_by_this_process() && release_) release_(name_);
 }
 
 bool SharedMemorySegment::owned_by_this_process() const { return owner_pid_ == getpid(); }
@@ -119,7 +149,7 @@ absl::StatusOr<SharedMemorySegment> SegmentCache::Take(int64_t bytes) {
     return *std::move(kept);
   }
   kept.reset();
-  return SharedMemorySegment::Create(bytes);
+  return SharedMemorySegment::Create(calls_, bytes);
 }
 
 void SegmentCache::Give(SharedMemorySegment segment) {

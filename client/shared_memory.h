@@ -1,31 +1,49 @@
-// The SDK's side of shared-memory transfers: a POSIX segment the client creates
-// (shm_open + ftruncate + posix_fallocate + mmap) and removes when done, a cache that keeps one
-// for the next transfer, and this process's host id. Internal to the SDK: not installed.
+// The SDK's side of shared-memory transfers: a segment the daemon makes for this client's session
+// (CreateSharedMemory), opened by name and mapped here, and released when done
+// (ReleaseSharedMemory); a cache that keeps one for the next transfer; and this process's host id.
+// Internal to the SDK: not installed.
 #ifndef DISTARRAY_CLIENT_SHARED_MEMORY_H_
 #define DISTARRAY_CLIENT_SHARED_MEMORY_H_
 
+#include <grpcpp/grpcpp.h>
 #include <sys/types.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "distarray/v1/distarray.pb.h"
+#include "distarray/v1/distarray.grpc.pb.h"
 
 namespace distarray::internal {
 
-// A segment of its own for one transfer (or, through SegmentCache, for one at a time):
-// "/distarray-<pid>-<32 random hex digits>", mode 0600, its pages reserved up front
-// (posix_fallocate), so a full /dev/shm is an error here rather than a SIGBUS when the bytes are
-// written. Removed (unlinked and unmapped) when destroyed. Move-only.
+// The daemon's side of a segment's life, as calls of this client's session.
+struct SegmentCalls {
+  // CreateSharedMemory: the name of a new segment of `bytes`, the daemon's status otherwise.
+  std::function<absl::StatusOr<std::string>(int64_t bytes)> create;
+  // ReleaseSharedMemory, best effort (the session's end removes it anyway).
+  std::function<void(const std::string& name)> release;
+};
+
+// SegmentCalls through `stub`, each call's context completed by `attach` (session and token).
+SegmentCalls MakeSegmentCalls(std::shared_ptr<v1::ArrayService::Stub> stub,
+                              std::function<void(grpc::ClientContext&)> attach);
+
+// A segment for one transfer (or, through SegmentCache, for one at a time): made by the daemon
+// for this client's session, opened here by the name it gave (a regular file of exactly the size
+// asked for, or it is refused) and mapped read-write. Unmapped and released when destroyed.
+// Move-only.
 class SharedMemorySegment {
  public:
-  // FAILED_PRECONDITION (the transfer then streams) when the segment cannot be made: /dev/shm
-  // missing, full, or not writable.
-  static absl::StatusOr<SharedMemorySegment> Create(int64_t bytes);
+  // The daemon's refusal as it came (FAILED_PRECONDITION when shared memory is off,
+  // RESOURCE_EXHAUSTED past the tenant's bounds, UNIMPLEMENTED from an older daemon), or
+  // FAILED_PRECONDITION when this process cannot open what the daemon made (another /dev/shm,
+  // another user).
+  static absl::StatusOr<SharedMemorySegment> Create(const SegmentCalls& calls, int64_t bytes);
 
   SharedMemorySegment(SharedMemorySegment&& other) noexcept;
   SharedMemorySegment& operator=(SharedMemorySegment&&) = delete;
@@ -36,15 +54,22 @@ class SharedMemorySegment {
   char* data() const { return data_; }
   int64_t size() const { return size_; }
   const std::string& name() const { return name_; }
-  // False in a child of fork(): the segment is its parent's, which alone removes or reuses it.
+  // False in a child of fork(): the segment is its parent's, which alone releases or reuses it.
   bool owned_by_this_process() const;
   // `bytes` of the segment from `offset` as a request's range.
   v1::SharedMemoryRange Range(int64_t offset, int64_t bytes) const;
 
  private:
-  SharedMemorySegment(std::string name, char* data, int64_t size, size_t mapped, pid_t owner_pid)
-      : name_(std::move(name)), data_(data), size_(size), mapped_(mapped), owner_pid_(owner_pid) {}
+  SharedMemorySegment(const SegmentCalls& calls, std::string name, char* data, int64_t size,
+                      size_t mapped, pid_t owner_pid)
+      : release_(calls.release),
+        name_(std::move(name)),
+        data_(data),
+        size_(size),
+        mapped_(mapped),
+        owner_pid_(owner_pid) {}
 
+  std::function<void(const std::string&)> release_;
   std::string name_;  // empty once moved from
   char* data_ = nullptr;
   int64_t size_ = 0;
@@ -59,11 +84,11 @@ class SharedMemorySegment {
 // of at most `max_bytes` is kept; concurrent transfers each get their own. Thread-safe.
 class SegmentCache {
  public:
-  explicit SegmentCache(int64_t max_bytes) : max_bytes_(max_bytes) {}
+  SegmentCache(int64_t max_bytes, SegmentCalls calls)
+      : max_bytes_(max_bytes), calls_(std::move(calls)) {}
 
   // A segment of at least `bytes`: the kept one when it is large enough, else a new one (the
-  // kept one, too small, is removed first). A failure here is the client's own (FAILED_PRECONDITION
-  // from SharedMemorySegment::Create), never the daemon's refusal.
+  // kept one, too small, is released first). SharedMemorySegment::Create's errors.
   absl::StatusOr<SharedMemorySegment> Take(int64_t bytes);
   // Hands `segment` back after a transfer; it is kept (in place of a smaller one) when it holds
   // at most max_bytes, and removed otherwise (always, when max_bytes is 0).
@@ -71,6 +96,7 @@ class SegmentCache {
 
  private:
   const int64_t max_bytes_;
+  const SegmentCalls calls_;
   std::mutex mu_;
   std::optional<SharedMemorySegment> kept_;  // guarded by mu_
 };

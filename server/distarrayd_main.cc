@@ -98,7 +98,10 @@ int RunDaemon(int argc, char** argv) {
   Engine engine(std::move(*backend), options->engine);
   // Scrapes read the engine from here on; declared after it, so it stops first.
   const Metrics::EngineObservation observed = (*metrics)->ObserveEngine(engine);
-  ArrayServiceImpl service(engine, **metrics, MakeSharedMemoryOptions(options->shared_memory));
+  ArrayServiceImpl service(
+      engine, **metrics,
+      MakeSharedMemoryOptions(options->shared_memory, options->shared_memory_limits,
+                              options->shared_memory_off_reason));
   // Expired sessions are swept a few times per lease, so their memory returns within about
   // lease * 1.25 of the client's last call.
   Ticker session_sweeper(
@@ -156,7 +159,12 @@ int RunDaemon(int argc, char** argv) {
   drain.health = health.get();
   drain.gate = &drain_gate;
   drain.api = api->server.get();
-  drain.after_calls = [&transfer_log] { transfer_log.FlushAll(); };
+  drain.after_calls = [&transfer_log, &service] {
+    transfer_log.FlushAll();
+    if (const int64_t n = service.ReleaseAllSharedMemory(); n > 0) {
+      spdlog::info("removed {} shared-memory segments", n);
+    }
+  };
   drain.release_devices = [&] {
     device_health.reset();
     // The graph cache's slots are device memory of their own; the arrays' memory is freed with

@@ -96,10 +96,18 @@ ABSL_FLAG(int64_t, max_loop_iterations, int64_t{1} << 30,
 ABSL_FLAG(int, max_program_statements, 4096,
           "RunGraph: most statements in a program, counted over every body");
 ABSL_FLAG(int, max_registered_programs, 1024, "Most programs kept by RegisterProgram");
-ABSL_FLAG(std::string, shared_memory, "on",
-          "on: clients that see this host's /dev/shm (GetServerInfo's host_id) may transfer "
-          "through shared-memory segments of the daemon's user; off: those calls answer "
-          "FAILED_PRECONDITION and clients stream");
+ABSL_FLAG(std::string, shared_memory, "auto",
+          "on: clients that see this host's /dev/shm (GetServerInfo's host_id) and run as the "
+          "daemon's user may transfer through shared-memory segments the daemon makes for their "
+          "session (CreateSharedMemory); off: those calls answer FAILED_PRECONDITION and clients "
+          "stream; auto: on without --auth_tokens_file, off with it (tenants get shared memory "
+          "only with an explicit 'on')");
+ABSL_FLAG(int, shared_memory_max_segments, 16,
+          "Most shared-memory segments each tenant may hold at once (CreateSharedMemory beyond it "
+          "is RESOURCE_EXHAUSTED)");
+ABSL_FLAG(std::string, shared_memory_max_bytes, "4GiB",
+          "Most bytes of shared-memory segments each tenant may hold at once (bytes, or with a "
+          "KiB/MiB/GiB suffix)");
 ABSL_FLAG(int, max_cached_graphs, 64,
           "Most executable graphs RunGraph keeps (least recently used goes first)");
 
@@ -304,10 +312,35 @@ absl::StatusOr<DaemonOptions> DaemonOptionsFromFlags() {
   o.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
   o.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens_file);
   const std::string shared_memory = absl::GetFlag(FLAGS_shared_memory);
-  if (shared_memory != "on" && shared_memory != "off") {
-    return BadFlag("shared_memory", absl::StrCat("'on' or 'off', got '", shared_memory, "'"));
+  if (shared_memory == "on") {
+    o.shared_memory = true;
+  } else if (shared_memory == "off") {
+    o.shared_memory = false;
+    o.shared_memory_off_reason = "--shared_memory=off";
+  } else if (shared_memory == "auto") {
+    // With tenants, a segment's client must run as the daemon's user, which the operating
+    // system trusts with every segment and with the daemon itself: an explicit choice.
+    o.shared_memory = o.auth_tokens_file.empty();
+    if (!o.shared_memory) {
+      o.shared_memory_off_reason =
+          "--shared_memory=auto with --auth_tokens_file: tenants get shared memory only with "
+          "--shared_memory=on";
+    }
+  } else {
+    return BadFlag("shared_memory",
+                   absl::StrCat("'auto', 'on' or 'off', got '", shared_memory, "'"));
   }
-  o.shared_memory = shared_memory == "on";
+  o.shared_memory_limits.max_segments_per_tenant = absl::GetFlag(FLAGS_shared_memory_max_segments);
+  if (o.shared_memory_limits.max_segments_per_tenant < 0) {
+    return BadFlag("shared_memory_max_segments", "must be >= 0");
+  }
+  const std::string shm_bytes = absl::GetFlag(FLAGS_shared_memory_max_bytes);
+  absl::StatusOr<int64_t> shm_max_bytes = ParseQuota(shm_bytes);
+  if (!shm_max_bytes.ok()) {
+    return BadFlag("shared_memory_max_bytes",
+                   absl::StrCat(shm_max_bytes.status().message(), ", got '", shm_bytes, "'"));
+  }
+  o.shared_memory_limits.max_bytes_per_tenant = *shm_max_bytes;
   const std::string quota = absl::GetFlag(FLAGS_tenant_memory_quota);
   absl::StatusOr<int64_t> quota_bytes = ParseQuota(quota);
   if (!quota_bytes.ok()) {

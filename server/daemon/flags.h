@@ -13,6 +13,7 @@
 #include "server/daemon/backend_factory.h"
 #include "server/engine/engine.h"
 #include "server/security/tls_credentials.h"
+#include "server/service/shared_memory_table.h"
 
 namespace distarray::daemon {
 
@@ -46,8 +47,11 @@ struct DaemonOptions {
   TlsFiles tls;
   std::string auth_tokens_file;
 
-  // Uploads and downloads through the client's POSIX shared-memory segments (--shared_memory).
+  // Uploads and downloads through shared-memory segments the daemon makes for a client
+  // (--shared_memory): auto is on without --auth_tokens_file and off with it.
   bool shared_memory = true;
+  std::string shared_memory_off_reason;     // for the refusal's message, when off
+  SharedMemoryLimits shared_memory_limits;  // per tenant
 };
 
 // Parses a --log_level value, in any case: trace, debug, info, warn (or warning), error,

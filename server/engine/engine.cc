@@ -256,6 +256,8 @@ int64_t Engine::SweepExpiredSessions() {
     // The session id is the client's string: quoted and bounded like any other.
     spdlog::info("session {} expired after {} s without a call; deleted its {} unnamed arrays",
                  QuoteClientString(session), absl::ToInt64Seconds(options_.session_lease), n);
+    absl::MutexLock lock(&session_end_mu_);
+    if (session_end_listener_) session_end_listener_(session);
   }
   return deleted;
 }

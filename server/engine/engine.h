@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "distarray/v1/distarray.pb.h"
 #include "server/backend/backend.h"
 #include "server/engine/array.h"
@@ -110,6 +111,12 @@ class Engine {
   // Expires the sessions whose lease ran out and deletes their unnamed arrays; returns how many
   // arrays went. The daemon calls it periodically.
   int64_t SweepExpiredSessions();
+  // Called with the key (CallContext::session_key) of each session the sweep expires, after its
+  // arrays went: the service removes the session's shared-memory segments. Null: none.
+  void SetSessionEndListener(std::function<void(const std::string& session_key)> listener) {
+    absl::MutexLock lock(&session_end_mu_);
+    session_end_listener_ = std::move(listener);
+  }
 
   // Every call below validates fully before allocating, and allocates everything before
   // launching, so a failed request leaves no trace. Compute is asynchronous: the returned array's
@@ -208,6 +215,8 @@ class Engine {
   std::atomic<int64_t> graph_launches_{0};
   std::atomic<int64_t> graph_iterations_{0};
   std::atomic<int64_t> graph_cancels_{0};
+  absl::Mutex session_end_mu_;
+  std::function<void(const std::string&)> session_end_listener_ ABSL_GUARDED_BY(session_end_mu_);
 };
 
 }  // namespace distarray

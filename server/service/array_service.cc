@@ -134,7 +134,10 @@ ArrayServiceImpl::ArrayServiceImpl(Engine& engine, Metrics& metrics,
     : engine_(engine),
       metrics_(metrics),
       upload_watchdog_(absl::Milliseconds(engine.options().upload_idle_timeout_ms)),
-      shared_memory_(std::move(shared_memory)) {
+      shared_memory_(std::move(shared_memory)),
+      segments_(shared_memory_.limits) {
+  engine_.SetSessionEndListener(
+      [this](const std::string& session_key) { segments_.ReleaseSession(session_key); });
   MarkMethodStreamed(
       DownloadArrayMethodIndex(),
       new grpc::internal::SplitServerStreamingHandler<v1::DownloadArrayRequest, grpc::ByteBuffer>(
@@ -142,6 +145,8 @@ ArrayServiceImpl::ArrayServiceImpl(Engine& engine, Metrics& metrics,
             return StreamedDownloadArray(context, stream);
           }));
 }
+
+ArrayServiceImpl::~ArrayServiceImpl() { engine_.SetSessionEndListener(nullptr); }
 
 template <typename Body>
 grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerContext* context,
@@ -200,6 +205,10 @@ grpc::Status ArrayServiceImpl::GetServerInfo(grpc::ServerContext* context,
       response->set_host_id(shared_memory_.host_id);
       response->add_features("upload_from_shared_memory");
       response->add_features("download_to_shared_memory");
+      response->mutable_limits()->set_max_shared_memory_segments(
+          shared_memory_.limits.max_segments_per_tenant);
+      response->mutable_limits()->set_max_shared_memory_bytes(
+          shared_memory_.limits.max_bytes_per_tenant);
     }
     return absl::OkStatus();
   });
@@ -328,7 +337,8 @@ grpc::Status ArrayServiceImpl::UploadFromSharedMemory(
     RETURN_IF_ERROR(CheckSharedMemoryEnabled(shared_memory_));
     TransferLog::Stream transfer =
         transfer_log_->Begin("shared-memory upload", call.tenant, request->header().handle());
-    ASSIGN_OR_RETURN(ArrayPtr array, distarray::UploadFromSharedMemory(engine_, *request, call));
+    ASSIGN_OR_RETURN(ArrayPtr array,
+                     distarray::UploadFromSharedMemory(engine_, segments_, *request, call));
     metrics_.RecordTransferBytes("upload", request->source().bytes());
     transfer.Add(request->source().bytes());
     transfer.set_array(array->handle);
@@ -345,11 +355,34 @@ grpc::Status ArrayServiceImpl::DownloadToSharedMemory(
     RETURN_IF_ERROR(CheckSharedMemoryEnabled(shared_memory_));
     TransferLog::Stream transfer =
         transfer_log_->Begin("shared-memory download", call.tenant, request->handle());
-    ASSIGN_OR_RETURN(*response, distarray::DownloadToSharedMemory(engine_, *request, call));
+    ASSIGN_OR_RETURN(*response,
+                     distarray::DownloadToSharedMemory(engine_, segments_, *request, call));
     metrics_.RecordTransferBytes("download", response->bytes());
     transfer.Add(response->bytes());
     transfer.Succeed();
     return absl::OkStatus();
+  });
+}
+
+grpc::Status ArrayServiceImpl::CreateSharedMemory(grpc::ServerContext* context,
+                                                  const v1::CreateSharedMemoryRequest* request,
+                                                  v1::CreateSharedMemoryResponse* response) {
+  return Handle("CreateSharedMemory", context, [&](const CallContext& call) -> absl::Status {
+    RETURN_IF_ERROR(CheckSharedMemoryEnabled(shared_memory_));
+    ASSIGN_OR_RETURN(SharedMemoryTable::SegmentPtr segment,
+                     segments_.Create(call, request->bytes()));
+    response->set_name(segment->name());
+    response->set_bytes(segment->size());
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status ArrayServiceImpl::ReleaseSharedMemory(grpc::ServerContext* context,
+                                                   const v1::ReleaseSharedMemoryRequest* request,
+                                                   v1::ReleaseSharedMemoryResponse*) {
+  return Handle("ReleaseSharedMemory", context, [&](const CallContext& call) -> absl::Status {
+    RETURN_IF_ERROR(CheckSharedMemoryEnabled(shared_memory_));
+    return segments_.Release(call, request->name(), "name");
   });
 }
 

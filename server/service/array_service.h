@@ -24,8 +24,10 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
  public:
   // Uploads idle for engine.options().upload_idle_timeout_ms are cancelled (0: never).
   // `shared_memory` is the --shared_memory setting (on unless given).
+  // The service removes a session's shared-memory segments when the engine expires it.
   ArrayServiceImpl(Engine& engine, Metrics& metrics,
                    SharedMemoryOptions shared_memory = MakeSharedMemoryOptions(true));
+  ~ArrayServiceImpl() override;
 
   // Every call is first mapped to its tenant by `authenticator` (not owned; it outlives the
   // service): a call it refuses gets UNAUTHENTICATED and reaches nothing else. Unset: every call
@@ -36,6 +38,9 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
   void set_drain_gate(DrainGate* gate) { drain_gate_ = gate; }
   // Where uploads and downloads are logged (not owned); unset: a default TransferLog.
   void set_transfer_log(TransferLog* log) { transfer_log_ = log; }
+  // Removes every shared-memory segment from /dev/shm (the drain, once calls have ended: the
+  // process then exits without destructors). Returns how many.
+  int64_t ReleaseAllSharedMemory() { return segments_.ReleaseAll(); }
 
   grpc::Status GetServerInfo(grpc::ServerContext* context, const v1::GetServerInfoRequest* request,
                              v1::GetServerInfoResponse* response) override;
@@ -56,6 +61,12 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
   grpc::Status DownloadToSharedMemory(grpc::ServerContext* context,
                                       const v1::DownloadToSharedMemoryRequest* request,
                                       v1::DownloadToSharedMemoryResponse* response) override;
+  grpc::Status CreateSharedMemory(grpc::ServerContext* context,
+                                  const v1::CreateSharedMemoryRequest* request,
+                                  v1::CreateSharedMemoryResponse* response) override;
+  grpc::Status ReleaseSharedMemory(grpc::ServerContext* context,
+                                   const v1::ReleaseSharedMemoryRequest* request,
+                                   v1::ReleaseSharedMemoryResponse* response) override;
   grpc::Status DescribeArray(grpc::ServerContext* context, const v1::DescribeArrayRequest* request,
                              v1::DescribeArrayResponse* response) override;
   grpc::Status ListArrays(grpc::ServerContext* context, const v1::ListArraysRequest* request,
@@ -98,6 +109,7 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
   TransferLog default_transfer_log_;
   TransferLog* transfer_log_ = &default_transfer_log_;
   const SharedMemoryOptions shared_memory_;
+  SharedMemoryTable segments_;  // the segments CreateSharedMemory made, by session
 };
 
 }  // namespace distarray

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,41 +25,37 @@ bool IsNameByte(char c) {
   return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
 }
 
-// Closes a descriptor on every path out of Open.
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  ~FileDescriptor() {
-    if (fd_ >= 0) close(fd_);
+// 32 lowercase hex digits of the kernel's random bytes (getrandom): 128 bits no client can
+// guess, though a name is a capability only together with the tenant and session that own it.
+absl::StatusOr<std::string> RandomHex128() {
+  unsigned char bytes[16];
+  size_t got = 0;
+  while (got < sizeof(bytes)) {
+    const ssize_t n = getrandom(bytes + got, sizeof(bytes) - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return absl::InternalError(absl::StrCat("getrandom: ", std::strerror(errno)));
+    }
+    got += static_cast<size_t>(n);
   }
-  int get() const { return fd_; }
+  std::string hex;
+  for (unsigned char b : bytes) absl::StrAppend(&hex, absl::Hex(b, absl::kZeroPad2));
+  return hex;
+}
 
- private:
-  int fd_;
-};
-
-absl::Status OpenError(int error, absl::string_view field, const std::string& name) {
-  const std::string what = absl::StrCat(field, ".name: cannot open shared-memory segment \"", name,
-                                        "\": ", std::strerror(error));
+absl::Status CreateError(const char* step, int error) {
+  const std::string what =
+      absl::StrCat("cannot make a shared-memory segment: ", step, ": ", std::strerror(error));
   switch (error) {
-    case ENOENT:
-      return absl::FailedPreconditionError(absl::StrCat(
-          what,
-          "; the daemon does not see it, so the client does not share /dev/shm with it (compare "
-          "GetServerInfo's host_id with the client's) or the segment was removed"));
-    case EACCES:
-    case EPERM:
-      return absl::PermissionDeniedError(what);
-    case ELOOP:
-      return absl::InvalidArgumentError(absl::StrCat(what, " (a symbolic link is refused)"));
+    case ENOSPC:
+    case ENOMEM:
     case EMFILE:
     case ENFILE:
-    case ENOMEM:
-      return absl::ResourceExhaustedError(what);
+    case EFBIG:
+      return absl::ResourceExhaustedError(absl::StrCat(what, " (is /dev/shm full?)"));
     default:
-      return absl::InvalidArgumentError(what);
+      return absl::FailedPreconditionError(
+          absl::StrCat(what, "; the daemon cannot make segments in /dev/shm, so stream"));
   }
 }
 
@@ -105,87 +102,57 @@ absl::Status CheckSharedMemoryRange(const v1::SharedMemoryRange& range, absl::st
   return absl::OkStatus();
 }
 
-absl::StatusOr<MappedSegment> MappedSegment::Open(const v1::SharedMemoryRange& range,
-                                                  SegmentAccess access, absl::string_view field) {
-  RETURN_IF_ERROR(CheckSharedMemoryRange(range, field));
-  const std::string& name = range.name();
-  const int flags =
-      (access == SegmentAccess::kRead ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
-  const FileDescriptor fd(shm_open(name.c_str(), flags, 0));
-  if (fd.get() < 0) return OpenError(errno, field, name);
+absl::StatusOr<std::unique_ptr<DaemonSegment>> DaemonSegment::Create(int64_t bytes) {
+  if (bytes < 0) return absl::InvalidArgumentError("bytes: must not be negative");
+  ASSIGN_OR_RETURN(const std::string suffix, RandomHex128());
+  const std::string name = absl::StrCat(kSharedMemoryNamePrefix, suffix);
+  // O_EXCL: never a file that is already there, whoever made it.
+  const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return CreateError("shm_open", errno);
+  const auto fail = [&](const char* step, int error) {
+    close(fd);
+    shm_unlink(name.c_str());
+    return CreateError(step, error);
+  };
+  if (fchmod(fd, 0600) != 0) return fail("fchmod", errno);  // exactly 0600, whatever the umask
+  char* data = nullptr;
+  if (bytes > 0) {
+    if (ftruncate(fd, bytes) != 0) return fail("ftruncate", errno);
+    // posix_fallocate returns the error rather than setting errno.
+    if (const int error = posix_fallocate(fd, 0, bytes); error != 0) {
+      return fail("posix_fallocate", error);
+    }
+    // MAP_POPULATE builds the page tables now, once, rather than a fault per page on each copy.
+    void* base = mmap(nullptr, static_cast<size_t>(bytes), PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_POPULATE, fd, 0);
+    if (base == MAP_FAILED) return fail("mmap", errno);
+    data = static_cast<char*>(base);
+  }
+  return std::unique_ptr<DaemonSegment>(new DaemonSegment(name, fd, data, bytes));
+}
 
+DaemonSegment::~DaemonSegment() {
+  Unlink();
+  if (data_ != nullptr) munmap(data_, static_cast<size_t>(size_));
+  close(fd_);
+}
+
+void DaemonSegment::Unlink() {
+  if (!unlinked_.exchange(true)) shm_unlink(name_.c_str());
+}
+
+absl::Status DaemonSegment::CheckIntact(absl::string_view field) const {
   struct stat st;
-  if (fstat(fd.get(), &st) != 0) return OpenError(errno, field, name);
-  if (!S_ISREG(st.st_mode)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ".name: \"", name, "\" is not a regular shared-memory file"));
+  if (fstat(fd_, &st) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(field, ": cannot check the segment: ", std::strerror(errno)));
   }
-  // Only the daemon's own user may have made the segment, and only that user may write it: a
-  // writer could shrink it while the daemon copies, and touching a mapped page past the end of a
-  // file is SIGBUS, which ends the daemon. A process of the daemon's user can end it anyway.
-  if (st.st_uid != geteuid()) {
-    return absl::PermissionDeniedError(
-        absl::StrCat(field, ".name: segment \"", name, "\" is owned by uid ", st.st_uid,
-                     "; the daemon takes only segments of its own user (uid ", geteuid(), ")"));
-  }
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return absl::PermissionDeniedError(
-        absl::StrFormat("%s.name: segment \"%s\" has mode %04o; users other than its owner may "
-                        "write it (and shrink it under the daemon), so it is refused",
-                        field, name, st.st_mode & 07777));
-  }
-  if (st.st_size < range.segment_bytes()) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ".segment_bytes: ", range.segment_bytes(),
-                                                   ", but segment \"", name, "\" holds only ",
-                                                   static_cast<int64_t>(st.st_size), " bytes"));
-  }
-  if (range.bytes() == 0) return MappedSegment(nullptr, 0, nullptr, 0);
-
-  // mmap's offset must be page aligned: map from the page holding range.offset.
-  const int64_t page = sysconf(_SC_PAGESIZE);
-  const int64_t map_offset = range.offset() - range.offset() % page;
-  const int64_t length = range.offset() + range.bytes() - map_offset;  // checked above
-  const int prot = access == SegmentAccess::kRead ? PROT_READ : PROT_READ | PROT_WRITE;
-  // MAP_POPULATE builds the page tables now: one call instead of a fault per 4 KiB page.
-  void* base = mmap(nullptr, static_cast<size_t>(length), prot, MAP_SHARED | MAP_POPULATE, fd.get(),
-                    static_cast<off_t>(map_offset));
-  if (base == MAP_FAILED) {
-    const int error = errno;
-    const std::string what = absl::StrCat(field, ": cannot map ", length, " bytes of segment \"",
-                                          name, "\": ", std::strerror(error));
-    if (error == ENOMEM) return absl::ResourceExhaustedError(what);
-    if (error == EACCES || error == EPERM) return absl::PermissionDeniedError(what);
-    return absl::InvalidArgumentError(what);
-  }
-  return MappedSegment(base, static_cast<size_t>(length),
-                       static_cast<char*>(base) + (range.offset() - map_offset), range.bytes());
-}
-
-MappedSegment::MappedSegment(MappedSegment&& other) noexcept
-    : base_(std::exchange(other.base_, nullptr)),
-      length_(std::exchange(other.length_, 0)),
-      data_(std::exchange(other.data_, nullptr)),
-      size_(std::exchange(other.size_, 0)) {}
-
-MappedSegment& MappedSegment::operator=(MappedSegment&& other) noexcept {
-  if (this != &other) {
-    Unmap();
-    base_ = std::exchange(other.base_, nullptr);
-    length_ = std::exchange(other.length_, 0);
-    data_ = std::exchange(other.data_, nullptr);
-    size_ = std::exchange(other.size_, 0);
-  }
-  return *this;
-}
-
-MappedSegment::~MappedSegment() { Unmap(); }
-
-void MappedSegment::Unmap() {
-  if (base_ != nullptr) munmap(base_, length_);
-  base_ = nullptr;
-  length_ = 0;
-  data_ = nullptr;
-  size_ = 0;
+  if (st.st_size >= size_) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat(field, ": the segment holds ", static_cast<int64_t>(st.st_size),
+                   " bytes, fewer than the ", size_,
+                   " it was made with: a process of the daemon's user truncated it; release it and "
+                   "make another"));
 }
 
 std::string SharedMemoryHostId() {

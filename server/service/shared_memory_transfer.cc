@@ -32,11 +32,30 @@ absl::Status CheckAligned(const v1::SharedMemoryRange& range, int64_t element_si
                    element_size, " bytes); a range starts on an element"));
 }
 
+// The segment `range` names, of the call's session. The size the client gives must be the
+// segment's: it is the caller's own segment, so saying its size tells nothing new.
+absl::StatusOr<SharedMemoryTable::SegmentPtr> FindSegment(const SharedMemoryTable& segments,
+                                                          const v1::SharedMemoryRange& range,
+                                                          const CallContext& call,
+                                                          absl::string_view field) {
+  ASSIGN_OR_RETURN(SharedMemoryTable::SegmentPtr segment,
+                   segments.Find(call, range.name(), absl::StrCat(field, ".name")));
+  if (range.segment_bytes() != segment->size()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".segment_bytes: ", range.segment_bytes(),
+                                                   ", but the segment holds ", segment->size(),
+                                                   " bytes"));
+  }
+  return segment;
+}
+
 }  // namespace
 
-SharedMemoryOptions MakeSharedMemoryOptions(bool enabled) {
+SharedMemoryOptions MakeSharedMemoryOptions(bool enabled, SharedMemoryLimits limits,
+                                            std::string off_reason) {
   SharedMemoryOptions options;
   options.enabled = enabled;
+  options.off_reason = std::move(off_reason);
+  options.limits = limits;
   if (enabled) options.host_id = SharedMemoryHostId();
   return options;
 }
@@ -44,8 +63,8 @@ SharedMemoryOptions MakeSharedMemoryOptions(bool enabled) {
 absl::Status CheckSharedMemoryEnabled(const SharedMemoryOptions& options) {
   if (!options.enabled) {
     return absl::FailedPreconditionError(
-        "shared-memory transfers are off on this daemon (--shared_memory=off); stream with "
-        "UploadArray / DownloadArray");
+        absl::StrCat("shared-memory transfers are off on this daemon (", options.off_reason,
+                     "); stream with UploadArray / DownloadArray"));
   }
   if (options.host_id.empty()) {
     return absl::FailedPreconditionError(
@@ -55,12 +74,14 @@ absl::Status CheckSharedMemoryEnabled(const SharedMemoryOptions& options) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<ArrayPtr> UploadFromSharedMemory(Engine& engine,
+absl::StatusOr<ArrayPtr> UploadFromSharedMemory(Engine& engine, const SharedMemoryTable& segments,
                                                 const v1::UploadFromSharedMemoryRequest& request,
                                                 const CallContext& call) {
   if (!request.has_header()) return absl::InvalidArgumentError("header: required");
   if (!request.has_source()) return absl::InvalidArgumentError("source: required");
   RETURN_IF_ERROR(CheckSharedMemoryRange(request.source(), "source"));
+  ASSIGN_OR_RETURN(SharedMemoryTable::SegmentPtr segment,
+                   FindSegment(segments, request.source(), call, "source"));
   ASSIGN_OR_RETURN(std::unique_ptr<UploadSession> session,
                    engine.BeginUpload(request.header(), call));
   if (session->expected_bytes() != request.source().bytes()) {
@@ -69,11 +90,15 @@ absl::StatusOr<ArrayPtr> UploadFromSharedMemory(Engine& engine,
                      session->expected_bytes(), " bytes (its elements times the dtype's size)"));
   }
   RETURN_IF_ERROR(CheckAligned(request.source(), session->element_size(), "source"));
-  ASSIGN_OR_RETURN(MappedSegment segment,
-                   MappedSegment::Open(request.source(), SegmentAccess::kRead, "source"));
-  absl::string_view bytes(segment.data(), static_cast<size_t>(segment.size()));
+  absl::string_view bytes;
+  if (request.source().bytes() > 0) {
+    bytes = absl::string_view(segment->data() + request.source().offset(),
+                              static_cast<size_t>(request.source().bytes()));
+  }
   while (!bytes.empty()) {
     RETURN_IF_ERROR(call.CheckAlive());
+    // Right before each piece's copy: a segment shrunk under the copy would be a SIGBUS.
+    RETURN_IF_ERROR(segment->CheckIntact("source.name"));
     const size_t n = std::min<size_t>(bytes.size(), kUploadPieceBytes);
     RETURN_IF_ERROR(session->Append(bytes.substr(0, n)));
     bytes.remove_prefix(n);
@@ -83,9 +108,12 @@ absl::StatusOr<ArrayPtr> UploadFromSharedMemory(Engine& engine,
 }
 
 absl::StatusOr<v1::DownloadToSharedMemoryResponse> DownloadToSharedMemory(
-    Engine& engine, const v1::DownloadToSharedMemoryRequest& request, const CallContext& call) {
+    Engine& engine, const SharedMemoryTable& segments,
+    const v1::DownloadToSharedMemoryRequest& request, const CallContext& call) {
   if (!request.has_destination()) return absl::InvalidArgumentError("destination: required");
   RETURN_IF_ERROR(CheckSharedMemoryRange(request.destination(), "destination"));
+  ASSIGN_OR_RETURN(SharedMemoryTable::SegmentPtr segment,
+                   FindSegment(segments, request.destination(), call, "destination"));
   // The region's size is known before any device read, so a wrong length fails early.
   ASSIGN_OR_RETURN(ArrayPtr array, engine.Describe(request.handle(), call));
   ASSIGN_OR_RETURN(Box box, NormalizeRegion(request.region(), array->shape, "region"));
@@ -98,16 +126,16 @@ absl::StatusOr<v1::DownloadToSharedMemoryResponse> DownloadToSharedMemory(
         region_bytes, " bytes (its elements times the dtype's size)"));
   }
   RETURN_IF_ERROR(CheckAligned(request.destination(), DTypeSize(array->dtype), "destination"));
-  ASSIGN_OR_RETURN(
-      MappedSegment segment,
-      MappedSegment::Open(request.destination(), SegmentAccess::kReadWrite, "destination"));
   v1::DownloadArrayRequest download;
   download.set_handle(request.handle());
   *download.mutable_region() = request.region();
+  const int64_t written = request.destination().bytes();
+  char* destination = written > 0 ? segment->data() + request.destination().offset() : nullptr;
+  // Right before the copy: a segment shrunk under the copy would be a SIGBUS.
+  RETURN_IF_ERROR(segment->CheckIntact("destination.name"));
   // Straight into the mapping: the device reads land in the segment, slab by slab.
-  RETURN_IF_ERROR(engine.DownloadInto(download, segment.data(), segment.size(), call));
+  RETURN_IF_ERROR(engine.DownloadInto(download, destination, written, call));
   RETURN_IF_ERROR(call.CheckAlive());
-  const int64_t written = segment.size();
   v1::DownloadToSharedMemoryResponse response;
   *response.mutable_shape() = ToProto(shape);
   response.set_dtype(ToProto(array->dtype));

@@ -2,17 +2,13 @@
 // short sequence of distarray.v1 requests run in-process against a fresh engine on the host
 // backend (4 simulated devices, 4 MiB each), with no network in between. It drives every
 // request the daemon serves through the same Engine calls the gRPC service makes, including
-// upload streams, downloads the client cancels, uploads it abandons, and shared-memory transfers
-// (through a segment of the fuzzer's own).
+// upload streams, downloads the client cancels, uploads it abandons, and shared-memory segments
+// and transfers through them (the service's segment table, with real segments in /dev/shm).
 //
 // Besides the sanitizers' reports, the target aborts when
 //  - a request answers UNKNOWN, INTERNAL or DATA_LOSS (a client mistake has a precise code);
 //  - a finished download carries a byte count other than its shape and dtype imply;
 //  - memory is still charged to a device once every array is deleted and the devices are idle.
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -30,6 +26,7 @@
 #include "server/engine/engine.h"
 #include "server/engine/upload_session.h"
 #include "server/host/host_backend.h"
+#include "server/service/shared_memory_table.h"
 #include "server/service/shared_memory_transfer.h"
 #include "tests/fuzz/fuzz_case.pb.h"
 
@@ -84,33 +81,21 @@ void CheckStatus(const absl::Status& status, const Action& action) {
   }
 }
 
-// The segment shared-memory actions use when their range names none: 1 MiB of this process's
-// own, made on first use and removed at exit.
-constexpr int64_t kSegmentBytes = int64_t{1} << 20;
-const std::string& SegmentName() {
-  static const std::string* const name = [] {
-    auto* made = new std::string("/distarray-fuzz-" + std::to_string(getpid()));
-    const int fd = shm_open(made->c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0 || ftruncate(fd, kSegmentBytes) != 0) {
-      std::perror("request_fuzzer: the shared-memory segment");
-      std::abort();
-    }
-    close(fd);
-    std::atexit([] { shm_unlink(SegmentName().c_str()); });
-    return made;
-  }();
-  return *name;
-}
-
-void UseSegmentIfUnnamed(v1::SharedMemoryRange* range) {
-  if (range->name().empty()) range->set_name(SegmentName());
-}
+// Small bounds, so an input's segments cost little: the table's per-tenant checks still bite.
+constexpr SharedMemoryLimits kSegmentLimits{.max_segments_per_tenant = 4,
+                                            .max_bytes_per_tenant = int64_t{2} << 20};
 
 class Runner {
  public:
   // A zero lease: every session has expired by the time a sweep runs, so sweeps are
   // deterministic.
-  explicit Runner(std::unique_ptr<Backend> backend) : engine_(std::move(backend), Options()) {}
+  explicit Runner(std::unique_ptr<Backend> backend)
+      : engine_(std::move(backend), Options()), segments_(kSegmentLimits) {
+    // As the service does: an expired session's segments go with it.
+    engine_.SetSessionEndListener(
+        [this](const std::string& session_key) { segments_.ReleaseSession(session_key); });
+  }
+  ~Runner() { engine_.SetSessionEndListener(nullptr); }
 
   void Run(const Action& action) {
     const CallContext call = CallFor(action);
@@ -217,14 +202,29 @@ class Runner {
           SetHandle(action, request.mutable_header()->mutable_handle());
         }
         if (request.has_source()) UseSegmentIfUnnamed(request.mutable_source());
-        Keep(UploadFromSharedMemory(engine_, request, call), action);
+        Keep(UploadFromSharedMemory(engine_, segments_, request, call), action);
         break;
       }
       case Action::kDownloadToSharedMemory: {
         v1::DownloadToSharedMemoryRequest request = action.download_to_shared_memory();
         SetHandle(action, request.mutable_handle());
         if (request.has_destination()) UseSegmentIfUnnamed(request.mutable_destination());
-        CheckStatus(DownloadToSharedMemory(engine_, request, call).status(), action);
+        CheckStatus(DownloadToSharedMemory(engine_, segments_, request, call).status(), action);
+        break;
+      }
+      case Action::kCreateSharedMemory: {
+        absl::StatusOr<SharedMemoryTable::SegmentPtr> segment =
+            segments_.Create(call, action.create_shared_memory().bytes());
+        CheckStatus(segment.status(), action);
+        if (segment.ok()) segment_names_.push_back((*segment)->name());
+        break;
+      }
+      case Action::kReleaseSharedMemory: {
+        v1::ReleaseSharedMemoryRequest request = action.release_shared_memory();
+        if (request.name().empty() && !segment_names_.empty()) {
+          request.set_name(segment_names_[action.handle_from() % segment_names_.size()]);
+        }
+        CheckStatus(segments_.Release(call, request.name(), "name"), action);
         break;
       }
       case Action::kSynchronize: {
@@ -267,6 +267,14 @@ class Runner {
   }
 
  private:
+  // A range with no name takes the name of the case's last segment (if any), so mutations reach
+  // the mapping; any other name is checked and, almost always, not found.
+  void UseSegmentIfUnnamed(v1::SharedMemoryRange* range) const {
+    if (range->name().empty() && !segment_names_.empty()) {
+      range->set_name(segment_names_.back());
+    }
+  }
+
   void SetHandle(const Action& action, std::string* handle) const {
     if (action.has_handle_from() && !handles_.empty()) {
       *handle = handles_[action.handle_from() % handles_.size()];
@@ -360,6 +368,8 @@ class Runner {
   }
 
   Engine engine_;
+  SharedMemoryTable segments_;              // after the engine: destroyed first
+  std::vector<std::string> segment_names_;  // every segment the case made, released or not
   std::vector<std::string> handles_;
   std::vector<std::string> programs_;  // registered program ids
 };

@@ -197,7 +197,15 @@ class Case {
   // Sets the session, or the cancellation point, of the last action.
   void SetSession(uint32_t session) { Last().set_session(session); }
   void SetCancelAt(uint32_t check) { Last().set_cancel_at_check(check); }
-  // Shared-memory transfers through the fuzzer's own segment (the range names none).
+  // A shared-memory segment of the action's session (the fuzzer's table makes it).
+  void CreateSegment(int64_t bytes) { Add().mutable_create_shared_memory()->set_bytes(bytes); }
+  // Releases the segment number `from` among those the case made.
+  void ReleaseSegment(uint32_t from) {
+    Action& action = Add();
+    action.set_handle_from(from);
+    action.mutable_release_shared_memory();
+  }
+  // Shared-memory transfers through the case's last segment (the range names none).
   v1::UploadFromSharedMemoryRequest& UploadFromSegment(const v1::ArraySpec& spec, int64_t offset,
                                                        int64_t bytes) {
     auto* request = Add().mutable_upload_from_shared_memory();
@@ -600,15 +608,48 @@ std::vector<std::pair<std::string, Case>> Seeds() {
   }
   {
     Case& c = add("shared_memory");
-    // A round trip through the segment, then a misaligned range, a range of the wrong size,
-    // one past the segment, and a bool upload of whatever bytes the segment holds.
+    // A segment of session 1, a round trip through it, then a misaligned range, a range of the
+    // wrong size, one past the segment, and a bool upload of whatever bytes the segment holds;
+    // the same segment from another session (not found), its release, and a use after it.
+    c.CreateSegment(1 << 20);
+    c.SetSession(1);
     c.UploadFromSegment(Spec({4, 4}, kF32, RowBlocks({4, 4}, 2)), 0, 64);
+    c.SetSession(1);
     c.DownloadToSegment(0, 4096, 64);
+    c.SetSession(1);
     c.DownloadToSegment(0, 4098, 64);
+    c.SetSession(1);
     c.DownloadToSegment(0, 0, 60);
+    c.SetSession(1);
     c.UploadFromSegment(Spec({4, 4}, kF32, Replicated({4, 4}, 1)), (1 << 20) - 32, 64);
+    c.SetSession(1);
     c.UploadFromSegment(Spec({64}, v1::DTYPE_BOOL, Replicated({64}, 1)), 4096, 64);
+    c.SetSession(1);
+    c.DownloadToSegment(0, 0, 64);
+    c.SetSession(2);
+    c.ReleaseSegment(0);
+    c.SetSession(1);
+    c.DownloadToSegment(0, 0, 64);
+    c.SetSession(1);
     c.DownloadFrom(0);
+  }
+  {
+    Case& c = add("shared_memory_bounds");
+    // Past the tenant's bytes, past its count, a negative size, no session; then the sweep
+    // removes the session's segments and a transfer through one is not found.
+    c.CreateSegment(int64_t{8} << 20);
+    c.SetSession(1);
+    for (int i = 0; i < 5; ++i) {
+      c.CreateSegment(4096);
+      c.SetSession(1);
+    }
+    c.CreateSegment(-1);
+    c.SetSession(1);
+    c.CreateSegment(4096);
+    c.Create(Spec({4, 4}, kF32, RowBlocks({4, 4}, 2)));
+    c.Sweep();
+    c.DownloadToSegment(0, 0, 64);
+    c.SetSession(1);
   }
   {
     Case& c = add("cancelled_calls");

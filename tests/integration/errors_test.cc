@@ -590,8 +590,8 @@ std::vector<BadCase> Cases() {
         return Upload(stub, {h, Data(16)});
       },
       StatusCode::FAILED_PRECONDITION, "uploads overwrite REPLICA arrays only");
-  // Shared-memory ranges must start on an element; checked before the segment is opened, so no
-  // segment needs to exist.
+  // Shared-memory ranges name a segment of the caller's session: any other name is NOT_FOUND,
+  // with one message, before anything else about the segment is checked.
   const auto range = [](int64_t offset, int64_t bytes) {
     v1::SharedMemoryRange r;
     r.set_name("/distarray-errors-test-no-segment");
@@ -600,28 +600,67 @@ std::vector<BadCase> Cases() {
     r.set_bytes(bytes);
     return r;
   };
+  const std::string no_segment = "no shared-memory segment of this session has this name";
   add(
-      "upload from shared memory at an offset inside an element",
+      "upload from a shared-memory segment the daemon did not make",
       [=](auto& stub, auto&) {
         grpc::ClientContext c;
         v1::UploadFromSharedMemoryRequest r;
         *r.mutable_header() = Header({4}, one).header();
-        *r.mutable_source() = range(2, 16);
+        *r.mutable_source() = range(0, 16);
         v1::UploadFromSharedMemoryResponse out;
         return stub.UploadFromSharedMemory(&c, r, &out);
       },
-      StatusCode::INVALID_ARGUMENT, "source.offset: 2 is not a multiple of the dtype's size (4");
+      StatusCode::NOT_FOUND, "source.name: " + no_segment);
   add(
-      "download to shared memory at an offset inside an element",
+      "download to a shared-memory segment the daemon did not make",
       [=](auto& stub, auto& bystander) {
         grpc::ClientContext c;
         v1::DownloadToSharedMemoryRequest r;
         r.set_handle(bystander);
-        *r.mutable_destination() = range(4097, 400);
+        *r.mutable_destination() = range(4096, 400);
         v1::DownloadToSharedMemoryResponse out;
         return stub.DownloadToSharedMemory(&c, r, &out);
       },
-      StatusCode::INVALID_ARGUMENT, "destination.offset: 4097 is not a multiple");
+      StatusCode::NOT_FOUND, "destination.name: " + no_segment);
+  const auto create_segment = [](v1::ArrayService::Stub& stub, int64_t bytes, bool session) {
+    grpc::ClientContext c;
+    if (session) c.AddMetadata("distarray-session", "errors-test");
+    v1::CreateSharedMemoryRequest r;
+    r.set_bytes(bytes);
+    v1::CreateSharedMemoryResponse out;
+    return stub.CreateSharedMemory(&c, r, &out);
+  };
+  add(
+      "CreateSharedMemory of a negative size",
+      [=](auto& stub, auto&) { return create_segment(stub, -1, true); },
+      StatusCode::INVALID_ARGUMENT, "bytes: must not be negative");
+  add(
+      "CreateSharedMemory above the tenant's shared-memory bytes",
+      [=](auto& stub, auto&) { return create_segment(stub, int64_t{1} << 62, true); },
+      StatusCode::RESOURCE_EXHAUSTED, "--shared_memory_max_bytes");
+  add(
+      "CreateSharedMemory without a session",
+      [=](auto& stub, auto&) { return create_segment(stub, 4096, false); },
+      StatusCode::INVALID_ARGUMENT, "metadata distarray-session");
+  const auto release_segment = [](v1::ArrayService::Stub& stub, const std::string& name) {
+    grpc::ClientContext c;
+    c.AddMetadata("distarray-session", "errors-test");
+    v1::ReleaseSharedMemoryRequest r;
+    r.set_name(name);
+    v1::ReleaseSharedMemoryResponse out;
+    return stub.ReleaseSharedMemory(&c, r, &out);
+  };
+  add(
+      "ReleaseSharedMemory of a segment the daemon did not make",
+      [=](auto& stub, auto&) {
+        return release_segment(stub, "/distarray-shm-0123456789abcdef0123456789abcdef");
+      },
+      StatusCode::NOT_FOUND, "name: " + no_segment);
+  add(
+      "ReleaseSharedMemory of a malformed name",
+      [=](auto& stub, auto&) { return release_segment(stub, "/../etc/passwd"); },
+      StatusCode::INVALID_ARGUMENT, "name: a shared-memory segment name is");
   add(
       "empty Reduce request",
       [](auto& stub, auto&) {

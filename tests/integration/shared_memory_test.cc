@@ -1,7 +1,10 @@
-// Transfers through shared memory (UploadFromSharedMemory / DownloadToSharedMemory) against the
-// real daemon: round trips of every dtype through several layouts compared with the streaming
-// path, every malformed or hostile segment, the daemon with the feature off, and the SDK's
-// automatic choice between shared memory and streaming.
+// Transfers through shared memory (CreateSharedMemory, UploadFromSharedMemory,
+// DownloadToSharedMemory, ReleaseSharedMemory) against the real daemon: round trips of every dtype
+// through several layouts compared with the streaming path, every malformed range and every name
+// the daemon did not make for the caller (another tenant's or session's segment, a file of the
+// daemon's user), the per-tenant bounds, segments ending with their session, the daemon with the
+// feature off (or with tenants and no explicit flag), and the SDK's automatic choice between
+// shared memory and streaming.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -24,21 +27,50 @@
 namespace distarray::testing {
 namespace {
 
-// A segment the test makes by hand, to hand the daemon exactly what an attacker could: any size,
-// mode or owner. Removed when destroyed.
+// CreateSharedMemory as `client`'s session; the name, or the status.
+absl::StatusOr<std::string> CreateSegment(const Client& client, int64_t bytes) {
+  grpc::ClientContext context;
+  client.AttachSession(context);
+  v1::CreateSharedMemoryRequest request;
+  request.set_bytes(bytes);
+  v1::CreateSharedMemoryResponse response;
+  const grpc::Status status = client.stub().CreateSharedMemory(&context, request, &response);
+  if (!status.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+  }
+  EXPECT_EQ(response.bytes(), bytes);
+  return response.name();
+}
+
+grpc::Status ReleaseSegment(const Client& client, const std::string& name) {
+  grpc::ClientContext context;
+  client.AttachSession(context);
+  v1::ReleaseSharedMemoryRequest request;
+  request.set_name(name);
+  v1::ReleaseSharedMemoryResponse response;
+  return client.stub().ReleaseSharedMemory(&context, request, &response);
+}
+
+bool InDevShm(const std::string& name) {
+  struct stat st;
+  return lstat(("/dev/shm" + name).c_str(), &st) == 0;
+}
+
+// A segment the daemon makes for `client`'s session, opened here by its name as a client does;
+// the test reads and writes its bytes through the descriptor. Released when destroyed.
 class TestSegment {
  public:
-  explicit TestSegment(int64_t bytes, mode_t mode = 0600) {
-    static int counter = 0;
-    name_ = absl::StrCat("/distarray-test-", getpid(), "-", counter++);
-    fd_ = shm_open(name_.c_str(), O_RDWR | O_CREAT | O_EXCL, mode);
+  TestSegment(const Client& client, int64_t bytes) : client_(client) {
+    absl::StatusOr<std::string> name = CreateSegment(client, bytes);
+    EXPECT_TRUE(name.ok()) << name.status();
+    if (!name.ok()) return;
+    name_ = *name;
+    fd_ = shm_open(name_.c_str(), O_RDWR, 0);
     EXPECT_GE(fd_, 0) << std::strerror(errno);
-    EXPECT_EQ(fchmod(fd_, mode), 0);  // past the umask
-    EXPECT_EQ(ftruncate(fd_, bytes), 0);
   }
   ~TestSegment() {
-    close(fd_);
-    shm_unlink(name_.c_str());
+    if (fd_ >= 0) close(fd_);
+    if (!name_.empty()) ReleaseSegment(client_, name_);
   }
   const std::string& name() const { return name_; }
   int fd() const { return fd_; }
@@ -60,9 +92,42 @@ class TestSegment {
   }
 
  private:
+  const Client& client_;
   std::string name_;
   int fd_ = -1;
 };
+
+// A file of the daemon's user in /dev/shm that the daemon did not make (another program's
+// segment or POSIX semaphore), with known bytes. Removed when destroyed.
+class ForeignFile {
+ public:
+  ForeignFile(const std::string& stem, const std::string& bytes) {
+    static int counter = 0;
+    name_ = absl::StrCat("/", stem, "distarray-test-", getpid(), "-", counter++);
+    const int fd = shm_open(name_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    EXPECT_GE(fd, 0) << std::strerror(errno);
+    EXPECT_EQ(pwrite(fd, bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
+    close(fd);
+  }
+  ~ForeignFile() { shm_unlink(name_.c_str()); }
+  const std::string& name() const { return name_; }
+  std::string Read() const {
+    const int fd = shm_open(name_.c_str(), O_RDONLY, 0);
+    std::string out(1 << 16, '\0');
+    const ssize_t n = pread(fd, out.data(), out.size(), 0);
+    close(fd);
+    out.resize(n < 0 ? 0 : n);
+    return out;
+  }
+
+ private:
+  std::string name_;
+};
+
+// The one message a name that is not the caller's segment gets (its field aside).
+constexpr char kNotFoundMessage[] =
+    "no shared-memory segment of this session has this name (CreateSharedMemory makes one; it "
+    "ends with ReleaseSharedMemory or with its session)";
 
 ConnectOptions WithSharedMemory(SharedMemoryUse use) {
   ConnectOptions options;
@@ -225,7 +290,7 @@ TEST_P(SharedMemoryTest, RegionsWithNegativeStepsMatchStreaming) {
 
 TEST_P(SharedMemoryTest, RangesAtAnOffsetInsideALargerSegment) {
   const int64_t n = 1000, offset = 4096 + 12;  // not page aligned
-  TestSegment segment(offset + n * 4 + 100);
+  TestSegment segment(client(), offset + n * 4 + 100);
   std::vector<float> values(n);
   for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(i) * 0.5f;
   segment.Write(values.data(), n * 4, offset);
@@ -239,7 +304,7 @@ TEST_P(SharedMemoryTest, RangesAtAnOffsetInsideALargerSegment) {
   EXPECT_EQ(back, values);
 
   // Download into the middle of a segment: the bytes around the range stay as they were.
-  TestSegment out(3 * 4096);
+  TestSegment out(client(), 3 * 4096);
   const std::string before(3 * 4096, '\x5a');
   out.Write(before.data(), before.size());
   v1::DownloadToSharedMemoryRequest download;
@@ -266,18 +331,19 @@ void ExpectRefused(const grpc::Status& status, grpc::StatusCode code, const std:
 
 TEST_P(SharedMemoryTest, BadUploadsAreRefusedAndLeaveNothing) {
   const int64_t arrays_before = ArrayCount();
-  TestSegment segment(4096);
+  TestSegment segment(client(), 4096);
   const auto upload = [&](v1::SharedMemoryRange range, v1::UploadHeader header = NewVector(16)) {
     v1::UploadFromSharedMemoryRequest request;
     *request.mutable_header() = std::move(header);
     *request.mutable_source() = std::move(range);
     return Upload(request);
   };
-  // Missing segment: the daemon does not see it, as from another host.
+  // A name the daemon did not make.
   v1::SharedMemoryRange missing = segment.Range(4096, 0, 64);
   missing.set_name("/distarray-test-no-such-segment");
-  ExpectRefused(upload(missing), grpc::StatusCode::FAILED_PRECONDITION, "source.name");
-  // Smaller than claimed: never mapped past its end.
+  ExpectRefused(upload(missing), grpc::StatusCode::NOT_FOUND,
+                absl::StrCat("source.name: ", kNotFoundMessage));
+  // Not the segment's size.
   ExpectRefused(upload(segment.Range(1 << 20, 1 << 19, 64)), grpc::StatusCode::INVALID_ARGUMENT,
                 "source.segment_bytes");
   // Names outside one /dev/shm component.
@@ -322,49 +388,94 @@ TEST_P(SharedMemoryTest, BadUploadsAreRefusedAndLeaveNothing) {
   EXPECT_EQ(ArrayCount(), arrays_before);
 }
 
-TEST_P(SharedMemoryTest, SegmentsOthersCouldChangeOrThatAreNotSegmentsAreRefused) {
-  const auto upload = [&](const std::string& name, int64_t segment_bytes) {
-    v1::UploadFromSharedMemoryRequest request;
-    *request.mutable_header() = NewVector(16);
-    v1::SharedMemoryRange* range = request.mutable_source();
-    range->set_name(name);
-    range->set_segment_bytes(segment_bytes);
-    range->set_bytes(64);
-    return Upload(request);
-  };
-  // Writable by others: another user could shrink it under the daemon's copy.
-  TestSegment shared(4096, 0666);
-  ExpectRefused(upload(shared.name(), 4096), grpc::StatusCode::PERMISSION_DENIED, "source.name");
-  TestSegment group(4096, 0620);
-  ExpectRefused(upload(group.name(), 4096), grpc::StatusCode::PERMISSION_DENIED, "source.name");
-  // Owned by another user (only root can give a file away; tests as another user skip this).
-  if (geteuid() == 0) {
-    TestSegment foreign(4096);
-    ASSERT_EQ(fchown(foreign.fd(), 65534, 65534), 0);
-    ExpectRefused(upload(foreign.name(), 4096), grpc::StatusCode::PERMISSION_DENIED,
-                  "owned by uid 65534");
-  }
-  // A symbolic link planted in /dev/shm is not followed.
+// The daemon opens no name a request gives: a file of its user it did not make (another
+// program's segment, a POSIX semaphore), a link, a FIFO or a directory is NOT_FOUND with the
+// message of a name that does not exist, and its bytes stay as they were.
+TEST_P(SharedMemoryTest, NamesTheDaemonDidNotMakeAreNotFoundAndUntouched) {
+  std::vector<float> values(16, 1.5f);
+  ASSERT_OK_AND_ASSIGN(Array array, never().Upload<float>(values, {16}, {OnDevice(1, 0)}));
+  const std::string semaphore_bytes(32, '\x01');  // a semaphore's count of 1, as sem_open makes
+  ForeignFile semaphore("sem.", semaphore_bytes);
+  const std::string segment_bytes(4096, '\x5a');
+  ForeignFile segment("", segment_bytes);
   const std::string link = absl::StrCat("distarray-test-link-", getpid());
   ASSERT_EQ(symlink("/etc/hostname", ("/dev/shm/" + link).c_str()), 0) << std::strerror(errno);
-  ExpectRefused(upload("/" + link, 64), grpc::StatusCode::INVALID_ARGUMENT, "symbolic link");
-  unlink(("/dev/shm/" + link).c_str());
-  // A FIFO does not block the call, and is not a regular file.
   const std::string fifo = absl::StrCat("distarray-test-fifo-", getpid());
   ASSERT_EQ(mkfifo(("/dev/shm/" + fifo).c_str(), 0600), 0) << std::strerror(errno);
-  ExpectRefused(upload("/" + fifo, 64), grpc::StatusCode::INVALID_ARGUMENT, "not a regular");
-  unlink(("/dev/shm/" + fifo).c_str());
-  // Nor is a directory.
   const std::string dir = absl::StrCat("distarray-test-dir-", getpid());
   ASSERT_EQ(mkdir(("/dev/shm/" + dir).c_str(), 0700), 0) << std::strerror(errno);
-  ExpectRefused(upload("/" + dir, 64), grpc::StatusCode::INVALID_ARGUMENT, "not a regular");
+  for (const std::string& name :
+       {semaphore.name(), segment.name(), "/" + link, "/" + fifo, "/" + dir,
+        std::string("/distarray-shm-00000000000000000000000000000000")}) {
+    SCOPED_TRACE(name);
+    for (int64_t claimed : {int64_t{64}, int64_t{4096}}) {
+      v1::DownloadToSharedMemoryRequest download;
+      download.set_handle(array.handle());
+      download.mutable_destination()->set_name(name);
+      download.mutable_destination()->set_segment_bytes(claimed);
+      download.mutable_destination()->set_bytes(64);
+      const grpc::Status written = Download(download);
+      EXPECT_EQ(written.error_code(), grpc::StatusCode::NOT_FOUND) << written.error_message();
+      EXPECT_EQ(written.error_message(), absl::StrCat("destination.name: ", kNotFoundMessage));
+      v1::UploadFromSharedMemoryRequest upload;
+      *upload.mutable_header() = NewVector(16);
+      upload.mutable_source()->set_name(name);
+      upload.mutable_source()->set_segment_bytes(claimed);
+      upload.mutable_source()->set_bytes(64);
+      const grpc::Status read = Upload(upload);
+      EXPECT_EQ(read.error_code(), grpc::StatusCode::NOT_FOUND) << read.error_message();
+      EXPECT_EQ(read.error_message(), absl::StrCat("source.name: ", kNotFoundMessage));
+    }
+    EXPECT_EQ(ReleaseSegment(client(), name).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  EXPECT_EQ(semaphore.Read(), semaphore_bytes);
+  EXPECT_EQ(segment.Read(), segment_bytes);
+  EXPECT_TRUE(InDevShm(semaphore.name()));
+  EXPECT_TRUE(InDevShm(segment.name()));
+  unlink(("/dev/shm/" + link).c_str());
+  unlink(("/dev/shm/" + fifo).c_str());
   rmdir(("/dev/shm/" + dir).c_str());
+}
+
+// Another session of the same tenant (another client) does not reach a segment either, and a
+// released segment is gone: its name, and the daemon's answer for it.
+TEST_P(SharedMemoryTest, ASegmentIsItsSessionsAlone) {
+  const std::vector<float> values(16, 2.5f);
+  TestSegment segment(client(), 64);
+  segment.Write(values.data(), 64);
+  ASSERT_TRUE(InDevShm(segment.name()));
+  struct stat st;
+  ASSERT_EQ(stat(("/dev/shm" + segment.name()).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(st.st_uid, geteuid());
+  v1::UploadFromSharedMemoryRequest request;
+  *request.mutable_header() = NewVector(16);
+  *request.mutable_source() = segment.Range(64, 0, 64);
+  grpc::ClientContext context;
+  always().AttachSession(context);  // another session of the same tenant
+  v1::UploadFromSharedMemoryResponse response;
+  const grpc::Status other = always().stub().UploadFromSharedMemory(&context, request, &response);
+  EXPECT_EQ(other.error_code(), grpc::StatusCode::NOT_FOUND) << other.error_message();
+  EXPECT_EQ(other.error_message(), absl::StrCat("source.name: ", kNotFoundMessage));
+  EXPECT_EQ(ReleaseSegment(always(), segment.name()).error_code(), grpc::StatusCode::NOT_FOUND);
+  // Its own session reads it.
+  v1::UploadFromSharedMemoryResponse uploaded;
+  ASSERT_TRUE(Upload(request, &uploaded).ok());
+  Array array(client(), uploaded.array(), /*owned=*/true);
+  ASSERT_OK_AND_ASSIGN(std::vector<float> back, array.Download<float>());
+  EXPECT_EQ(back, values);
+  // Released: the name leaves /dev/shm, and the daemon no longer knows it.
+  ASSERT_TRUE(ReleaseSegment(client(), segment.name()).ok());
+  EXPECT_FALSE(InDevShm(segment.name()));
+  const grpc::Status released = Upload(request);
+  EXPECT_EQ(released.error_code(), grpc::StatusCode::NOT_FOUND) << released.error_message();
+  EXPECT_EQ(released.error_message(), absl::StrCat("source.name: ", kNotFoundMessage));
 }
 
 TEST_P(SharedMemoryTest, BadDownloadsAreRefused) {
   std::vector<float> values(16, 1.5f);
   ASSERT_OK_AND_ASSIGN(Array array, never().Upload<float>(values, {16}, {OnDevice(1, 0)}));
-  TestSegment segment(4096);
+  TestSegment segment(client(), 4096);
   const auto download = [&](v1::SharedMemoryRange range, const std::string& handle) {
     v1::DownloadToSharedMemoryRequest request;
     request.set_handle(handle);
@@ -382,8 +493,7 @@ TEST_P(SharedMemoryTest, BadDownloadsAreRefused) {
 
   v1::SharedMemoryRange missing = segment.Range(4096, 0, 64);
   missing.set_name("/distarray-test-no-such-segment");
-  ExpectRefused(download(missing, array.handle()), grpc::StatusCode::FAILED_PRECONDITION,
-                "destination.name");
+  ExpectRefused(download(missing, array.handle()), grpc::StatusCode::NOT_FOUND, "destination.name");
   ExpectRefused(download(segment.Range(4096, 0, 64), "no-such-array"), grpc::StatusCode::NOT_FOUND,
                 "no-such-array");
   v1::DownloadToSharedMemoryRequest no_destination;
@@ -393,97 +503,7 @@ TEST_P(SharedMemoryTest, BadDownloadsAreRefused) {
   EXPECT_EQ(segment.Read(4096), std::string(4096, '\0'));
 }
 
-// The SDK names its segments "distarray-<pid>-<random digits>": this process's, in /dev/shm.
-std::vector<std::string> SdkSegmentsInDevShm() {
-  const std::string prefix = absl::StrCat("distarray-", getpid(), "-");
-  std::vector<std::string> names;
-  DIR* dir = opendir("/dev/shm");
-  if (dir == nullptr) return {"(cannot read /dev/shm)"};
-  while (dirent* entry = readdir(dir)) {
-    if (std::string(entry->d_name).rfind(prefix, 0) == 0) names.push_back(entry->d_name);
-  }
-  closedir(dir);
-  return names;
-}
-
-TEST_P(SharedMemoryTest, TheSdkKeepsOneSegmentAndRemovesItWithTheClient) {
-  ASSERT_EQ(SdkSegmentsInDevShm().size(), 0u);
-  std::vector<float> values(1 << 20, 2.0f);  // 4 MiB: over the automatic threshold
-  std::vector<float> half(1 << 19, 3.0f);
-  std::vector<float> twice(1 << 21, 4.0f);
-  {
-    ASSERT_OK_AND_ASSIGN(Client kept, Client::Connect(address()));
-    ASSERT_OK_AND_ASSIGN(Array array, kept.Upload<float>(values, {1 << 20}, {OnDevice(1, 0)}));
-    const std::vector<std::string> first = SdkSegmentsInDevShm();
-    ASSERT_EQ(first.size(), 1u);
-    ASSERT_OK_AND_ASSIGN(std::vector<float> back, array.Download<float>());
-    EXPECT_EQ(back, values);
-    // A smaller transfer reuses the kept segment (a prefix of it): the same one.
-    ASSERT_OK_AND_ASSIGN(Array smaller, kept.Upload<float>(half, {1 << 19}, {OnDevice(1, 0)}));
-    ASSERT_OK_AND_ASSIGN(std::vector<float> smaller_back, smaller.Download<float>());
-    EXPECT_EQ(smaller_back, half);
-    EXPECT_EQ(SdkSegmentsInDevShm(), first);
-    // A larger one replaces it (that the small one goes before the large one is made is
-    // checked by the Python SDK's test of the same rule).
-    ASSERT_OK_AND_ASSIGN(Array larger, kept.Upload<float>(twice, {1 << 21}, {OnDevice(1, 0)}));
-    const std::vector<std::string> second = SdkSegmentsInDevShm();
-    ASSERT_EQ(second.size(), 1u);
-    EXPECT_NE(second, first);
-    ASSERT_OK_AND_ASSIGN(std::vector<float> larger_back, larger.Download<float>());
-    EXPECT_EQ(larger_back, twice);
-    EXPECT_EQ(SdkSegmentsInDevShm(), second);
-  }
-  EXPECT_EQ(SdkSegmentsInDevShm().size(), 0u) << "a segment outlived its client";
-  // With no cache, none outlives its transfer.
-  ConnectOptions uncached;
-  uncached.shared_memory_cache_bytes = 0;
-  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(address(), 5000, uncached));
-  ASSERT_OK_AND_ASSIGN(Array array, client.Upload<float>(values, {1 << 20}, {OnDevice(1, 0)}));
-  ASSERT_OK_AND_ASSIGN(std::vector<float> back, array.Download<float>());
-  EXPECT_EQ(back, values);
-  EXPECT_EQ(SdkSegmentsInDevShm().size(), 0u);
-}
-
 DISTARRAY_INSTANTIATE_BACKENDS(SharedMemoryTest);
-
-// After fork() the child holds a copy of its parent's kept segment: it must neither use it (the
-// parent may be using it) nor remove it.
-TEST(SegmentCacheTest, AForkedChildNeitherUsesNorRemovesItsParentsSegment) {
-  internal::SegmentCache cache(1 << 20);
-  ASSERT_OK_AND_ASSIGN(internal::SharedMemorySegment segment,
-                       internal::SharedMemorySegment::Create(4096));
-  const std::string name = segment.name();
-  cache.Give(std::move(segment));
-  const pid_t child = fork();
-  ASSERT_GE(child, 0) << std::strerror(errno);
-  if (child == 0) {
-    // Only async-signal-tolerant work here, and _exit: no test macros in the child.
-    int code = 0;
-    {
-      absl::StatusOr<internal::SharedMemorySegment> taken = cache.Take(16);
-      if (!taken.ok()) {
-        code = 1;
-      } else if (taken->name() == name) {
-        code = 2;
-      } else {
-        const std::string own = taken->name();
-        cache.Give(*std::move(taken));  // kept by the child in place of the parent's
-        absl::StatusOr<internal::SharedMemorySegment> again = cache.Take(16);
-        if (!again.ok() || again->name() != own) code = 3;
-      }
-    }
-    _exit(code);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: no segment, 2: the parent's, 3: not kept";
-  struct stat st;
-  EXPECT_EQ(stat(("/dev/shm" + name).c_str(), &st), 0) << "the child removed " << name;
-  absl::StatusOr<internal::SharedMemorySegment> mine = cache.Take(16);
-  ASSERT_OK(mine.status());
-  EXPECT_EQ(mine->name(), name);  // the parent's own, still kept for it
-}
 
 // The SDK's choice, seen from the daemon's log (--log_level=debug logs every transfer and its
 // path), and the daemon with the feature off.
@@ -512,7 +532,56 @@ class SharedMemoryChoiceTest : public ::testing::Test {
     }
     return "(not logged)";
   }
+  // How many `method` calls the daemon logged as ok (--log_level=debug logs each).
+  int CallsLogged(const std::string& method) const {
+    const std::string log = daemon_->log();
+    int n = 0;
+    for (size_t at = 0; (at = log.find("] " + method + " ok in", at)) != std::string::npos; ++at) {
+      ++n;
+    }
+    return n;
+  }
   std::unique_ptr<Daemon> daemon_;
+};
+
+// Starts a daemon with two tenants, alice and bob, and `flags`; Connect(token) connects as one.
+class SharedMemoryTenantTest : public SharedMemoryChoiceTest {
+ protected:
+  static constexpr char kAlice[] = "alice-token-0123456789abcdef";
+  static constexpr char kBob[] = "bob-token-0123456789abcdef";
+
+  void StartWithTenants(std::vector<std::string> flags) {
+    dir_ = absl::StrCat("/tmp/distarray-shm-tenants-", getpid(), "-", counter_++);
+    ASSERT_EQ(mkdir(dir_.c_str(), 0700), 0) << std::strerror(errno);
+    tokens_ = dir_ + "/tokens";
+    FILE* f = std::fopen(tokens_.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fprintf(f, "alice: %s\nbob: %s\n", kAlice, kBob);
+    std::fclose(f);
+    Daemon::Options options;
+    options.extra_flags = {"--log_level=debug", "--auth_tokens_file=" + tokens_};
+    for (std::string& flag : flags) options.extra_flags.push_back(std::move(flag));
+    auto started = Daemon::Start(options);
+    ASSERT_TRUE(started.ok()) << started.status();
+    daemon_ = *std::move(started);
+  }
+  void TearDown() override {
+    SharedMemoryChoiceTest::TearDown();
+    if (!tokens_.empty()) unlink(tokens_.c_str());
+    if (!dir_.empty()) rmdir(dir_.c_str());
+  }
+  absl::StatusOr<Client> Connect(const std::string& token,
+                                 SharedMemoryUse use = SharedMemoryUse::kAlways) const {
+    ConnectOptions options;
+    options.token = token;
+    options.shared_memory = use;
+    return Client::Connect(daemon_->address(), 5000, options);
+  }
+
+ private:
+  static inline int counter_ = 0;
+  std::string dir_;
+  std::string tokens_;
 };
 
 TEST_F(SharedMemoryChoiceTest, AutomaticAboveTheThresholdStreamingBelow) {
@@ -633,57 +702,268 @@ TEST_F(SharedMemoryChoiceTest, LargeRangesGoInSeveralCallsOfWholeRows) {
   EXPECT_EQ(calls("DownloadToSharedMemory"), 4) << log;
 }
 
-// Arrays are found as by the streaming calls, with the caller's tenant: another tenant's array
-// is NOT_FOUND through shared memory too, and an unknown token reaches nothing.
-TEST_F(SharedMemoryChoiceTest, TenantsSeeOnlyTheirOwnArrays) {
-  const std::string dir = absl::StrCat("/tmp/distarray-shm-tenants-", getpid());
-  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0) << std::strerror(errno);
-  const std::string tokens = dir + "/tokens";
+// The SDK keeps its last segment for the next transfer of at most its size, replaces it by a
+// larger one, and releases what it holds when the client goes (the daemon logs each call).
+TEST_F(SharedMemoryChoiceTest, TheSdkKeepsOneSegmentAndReleasesItWithTheClient) {
+  ASSERT_NO_FATAL_FAILURE(Start("on"));
+  std::vector<float> values(1 << 20, 2.0f);  // 4 MiB: over the automatic threshold
+  std::vector<float> half(1 << 19, 3.0f);
+  std::vector<float> twice(1 << 21, 4.0f);
   {
-    FILE* f = std::fopen(tokens.c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    std::fputs("alice: alice-token-0123456789abcdef\nbob: bob-token-0123456789abcdef\n", f);
-    std::fclose(f);
+    ASSERT_OK_AND_ASSIGN(Client kept, Client::Connect(daemon_->address()));
+    ASSERT_OK_AND_ASSIGN(Array array, kept.Upload<float>(values, {1 << 20}, {OnDevice(1, 0)}));
+    ASSERT_OK_AND_ASSIGN(std::vector<float> back, array.Download<float>());
+    EXPECT_EQ(back, values);
+    EXPECT_EQ(CallsLogged("CreateSharedMemory"), 1) << daemon_->log();
+    // A smaller transfer reuses the kept segment (a prefix of it).
+    ASSERT_OK_AND_ASSIGN(Array smaller, kept.Upload<float>(half, {1 << 19}, {OnDevice(1, 0)}));
+    ASSERT_OK_AND_ASSIGN(std::vector<float> smaller_back, smaller.Download<float>());
+    EXPECT_EQ(smaller_back, half);
+    EXPECT_EQ(CallsLogged("CreateSharedMemory"), 1);
+    EXPECT_EQ(CallsLogged("ReleaseSharedMemory"), 0);
+    // A larger one replaces it: the small one is released before the large one is made.
+    ASSERT_OK_AND_ASSIGN(Array larger, kept.Upload<float>(twice, {1 << 21}, {OnDevice(1, 0)}));
+    ASSERT_OK_AND_ASSIGN(std::vector<float> larger_back, larger.Download<float>());
+    EXPECT_EQ(larger_back, twice);
+    EXPECT_EQ(CallsLogged("CreateSharedMemory"), 2);
+    EXPECT_EQ(CallsLogged("ReleaseSharedMemory"), 1);
   }
+  EXPECT_EQ(CallsLogged("ReleaseSharedMemory"), 2) << "a segment outlived its client";
+  // With no cache, none outlives its transfer.
+  ConnectOptions uncached;
+  uncached.shared_memory_cache_bytes = 0;
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon_->address(), 5000, uncached));
+  ASSERT_OK_AND_ASSIGN(Array array, client.Upload<float>(values, {1 << 20}, {OnDevice(1, 0)}));
+  ASSERT_OK_AND_ASSIGN(std::vector<float> back, array.Download<float>());
+  EXPECT_EQ(back, values);
+  EXPECT_EQ(CallsLogged("CreateSharedMemory"), 4);
+  EXPECT_EQ(CallsLogged("ReleaseSharedMemory"), 4);
+}
+
+// After fork() the child holds a copy of its parent's kept segment: it must neither use it (the
+// parent may be using it) nor release it. The child makes no call (gRPC is not fork-safe): its
+// segment calls stand in and report what it asked for.
+TEST_F(SharedMemoryChoiceTest, AForkedChildNeitherUsesNorReleasesItsParentsSegment) {
+  ASSERT_NO_FATAL_FAILURE(Start("on"));
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon_->address()));
+  auto stub = std::shared_ptr<v1::ArrayService::Stub>(v1::ArrayService::NewStub(
+      grpc::CreateChannel(daemon_->address(), grpc::InsecureChannelCredentials())));
+  const internal::SegmentCalls real = internal::MakeSegmentCalls(
+      stub, [client](grpc::ClientContext& c) { client.AttachSession(c); });
+  const pid_t parent = getpid();
+  internal::SegmentCalls calls;
+  calls.create = [real, parent](int64_t bytes) -> absl::StatusOr<std::string> {
+    if (getpid() != parent) return absl::FailedPreconditionError("the child asked for one");
+    return real.create(bytes);
+  };
+  calls.release = [real, parent](const std::string& name) {
+    if (getpid() != parent) _exit(4);  // the child released its parent's segment
+    real.release(name);
+  };
+  internal::SegmentCache cache(1 << 20, calls);
+  ASSERT_OK_AND_ASSIGN(internal::SharedMemorySegment segment, cache.Take(4096));
+  const std::string name = segment.name();
+  cache.Give(std::move(segment));
+  const pid_t child = fork();
+  ASSERT_GE(child, 0) << std::strerror(errno);
+  if (child == 0) {
+    // No test macros in the child, and _exit.
+    int code = 0;
+    {
+      absl::StatusOr<internal::SharedMemorySegment> taken = cache.Take(16);
+      if (taken.ok()) code = taken->name() == name ? 2 : 3;  // it must have asked for a new one
+    }
+    _exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: the parent's, 3: a call from the child, 4: released";
+  EXPECT_TRUE(InDevShm(name)) << "the child removed " << name;
+  absl::StatusOr<internal::SharedMemorySegment> mine = cache.Take(16);
+  ASSERT_OK(mine.status());
+  EXPECT_EQ(mine->name(), name);  // the parent's own, still kept for it
+}
+
+// A session's segments go when its lease runs out.
+TEST_F(SharedMemoryChoiceTest, SegmentsEndWithTheirSession) {
   Daemon::Options options;
-  options.extra_flags = {"--auth_tokens_file=" + tokens};
+  options.extra_flags = {"--session_lease_seconds=1"};
   auto started = Daemon::Start(options);
   ASSERT_TRUE(started.ok()) << started.status();
   daemon_ = *std::move(started);
-  const auto connect = [&](const std::string& token) {
-    ConnectOptions connect_options;
-    connect_options.token = token;
-    connect_options.shared_memory = SharedMemoryUse::kAlways;
-    return Client::Connect(daemon_->address(), 5000, connect_options);
-  };
-  ASSERT_OK_AND_ASSIGN(Client alice, connect("alice-token-0123456789abcdef"));
-  ASSERT_OK_AND_ASSIGN(Client bob, connect("bob-token-0123456789abcdef"));
-  const std::vector<float> values(1000, 4.0f);
-  ASSERT_OK_AND_ASSIGN(Array array, alice.Upload<float>(values, {1000}, {OnDevice(1, 0)}));
-  std::vector<float> out(1000);
-  ASSERT_OK(alice.DownloadThroughSharedMemory(array.handle(), {}, out.data(), 4000));
-  EXPECT_EQ(out, values);
-  const absl::Status foreign =
-      bob.DownloadThroughSharedMemory(array.handle(), {}, out.data(), 4000);
-  EXPECT_EQ(foreign.code(), absl::StatusCode::kNotFound) << foreign;
-  v1::UploadHeader overwrite;
-  overwrite.set_handle(array.handle());
-  const absl::Status written =
-      bob.UploadThroughSharedMemory(overwrite, values.data(), 4000).status();
-  EXPECT_EQ(written.code(), absl::StatusCode::kNotFound) << written;
-  const absl::Status anonymous = connect("").status();
-  EXPECT_EQ(anonymous.code(), absl::StatusCode::kUnauthenticated) << anonymous;
-  unlink(tokens.c_str());
-  rmdir(dir.c_str());
+  ConnectOptions no_keepalive;
+  no_keepalive.keepalive = false;
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon_->address(), 5000, no_keepalive));
+  ASSERT_OK_AND_ASSIGN(std::string name, CreateSegment(client, 4096));
+  EXPECT_TRUE(InDevShm(name));
+  for (int attempt = 0; attempt < 100 && InDevShm(name); ++attempt) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_FALSE(InDevShm(name)) << "the segment outlived its session";
+  // The session's id made anew has no segment of that name.
+  EXPECT_EQ(ReleaseSegment(client, name).error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
-TEST_F(SharedMemoryChoiceTest, TheFlagTakesOnlyOnOrOff) {
-  Daemon::Options options;
-  options.extra_flags = {"--shared_memory=maybe"};
-  auto started = Daemon::Start(options);
-  ASSERT_FALSE(started.ok());
-  EXPECT_NE(started.status().message().find("--shared_memory"), std::string::npos)
-      << started.status();
+// The daemon exits without running destructors: the drain removes the segments first.
+TEST_F(SharedMemoryChoiceTest, SegmentsGoWhenTheDaemonStops) {
+  ASSERT_NO_FATAL_FAILURE(Start("on"));
+  std::string name;
+  {
+    ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon_->address()));
+    ASSERT_OK_AND_ASSIGN(name, CreateSegment(client, 4096));
+    EXPECT_TRUE(InDevShm(name));
+  }
+  const int status = daemon_->Terminate(/*timeout_ms=*/30000);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_FALSE(InDevShm(name)) << "the segment outlived the daemon";
+  daemon_.reset();
+}
+
+// With tenants, shared memory is off unless the daemon is told otherwise, and the SDK streams.
+TEST_F(SharedMemoryTenantTest, OffWithTenantsUnlessTheFlagSaysOn) {
+  ASSERT_NO_FATAL_FAILURE(StartWithTenants({}));
+  ASSERT_OK_AND_ASSIGN(Client alice, Connect(kAlice, SharedMemoryUse::kAuto));
+  ASSERT_OK_AND_ASSIGN(v1::GetServerInfoResponse info, alice.ServerInfo());
+  EXPECT_TRUE(info.host_id().empty());
+  EXPECT_EQ(info.limits().max_shared_memory_segments(), 0);
+  EXPECT_FALSE(alice.shared_memory_available());
+  const absl::StatusOr<std::string> refused = CreateSegment(alice, 4096);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+  EXPECT_NE(refused.status().message().find("--shared_memory=on"), std::string::npos)
+      << refused.status();
+  const std::vector<float> values(1 << 19, 0.5f);
+  ASSERT_OK_AND_ASSIGN(Array array, alice.Upload<float>(values, {1 << 19}, {OnDevice(1, 0)}));
+  ASSERT_OK_AND_ASSIGN(std::vector<float> back, array.Download<float>());
+  EXPECT_EQ(back, values);
+  EXPECT_EQ(PathLogged("upload", array.handle()), "stream");
+  // Forced, the refusal comes back as it is.
+  ASSERT_OK_AND_ASSIGN(Client forced, Connect(kAlice, SharedMemoryUse::kAlways));
+  const absl::Status status = forced.Upload<float>(values, {1 << 19}, {OnDevice(1, 0)}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+}
+
+// Tenant B reaches neither tenant A's segment (read or write) nor its arrays, and learns nothing
+// from the answers: the same NOT_FOUND as for a name that does not exist, no size.
+TEST_F(SharedMemoryTenantTest, AnotherTenantsSegmentIsNotFoundAndUntouched) {
+  ASSERT_NO_FATAL_FAILURE(StartWithTenants({"--shared_memory=on"}));
+  ASSERT_OK_AND_ASSIGN(Client alice, Connect(kAlice));
+  ASSERT_OK_AND_ASSIGN(Client bob, Connect(kBob));
+  ASSERT_TRUE(alice.shared_memory_available());
+  const int64_t n = 1000, bytes = n * 4;
+  std::vector<float> values(n);
+  for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(i) + 0.25f;
+  TestSegment segment(alice, bytes);
+  segment.Write(values.data(), bytes);
+  const std::string before = segment.Read(bytes);
+
+  const auto upload_from = [](const Client& c, v1::SharedMemoryRange range) {
+    v1::UploadFromSharedMemoryRequest request;
+    v1::ArraySpec* spec = request.mutable_header()->mutable_new_array();
+    spec->mutable_shape()->add_dims(range.bytes() / 4);
+    spec->set_dtype(v1::DTYPE_FLOAT32);
+    *spec->mutable_index_map() = OnDevice(1, 0);
+    *request.mutable_source() = std::move(range);
+    grpc::ClientContext context;
+    c.AttachSession(context);
+    v1::UploadFromSharedMemoryResponse response;
+    return c.stub().UploadFromSharedMemory(&context, request, &response);
+  };
+  ASSERT_OK_AND_ASSIGN(Array bobs,
+                       bob.Upload<float>(std::vector<float>(n, -7.0f), {n}, {OnDevice(1, 0)}));
+  const auto download_to = [](const Client& c, const std::string& handle,
+                              v1::SharedMemoryRange range) {
+    v1::DownloadToSharedMemoryRequest request;
+    request.set_handle(handle);
+    *request.mutable_destination() = std::move(range);
+    grpc::ClientContext context;
+    c.AttachSession(context);
+    v1::DownloadToSharedMemoryResponse response;
+    return c.stub().DownloadToSharedMemory(&context, request, &response);
+  };
+  v1::SharedMemoryRange missing = segment.Range(bytes, 0, bytes);
+  missing.set_name("/distarray-shm-ffffffffffffffffffffffffffffffff");
+  for (const v1::SharedMemoryRange& range :
+       {segment.Range(bytes, 0, bytes), segment.Range(1 << 20, 0, bytes), missing}) {
+    SCOPED_TRACE(range.ShortDebugString());
+    const grpc::Status read = upload_from(bob, range);
+    EXPECT_EQ(read.error_code(), grpc::StatusCode::NOT_FOUND) << read.error_message();
+    EXPECT_EQ(read.error_message(), absl::StrCat("source.name: ", kNotFoundMessage));
+    const grpc::Status written = download_to(bob, bobs.handle(), range);
+    EXPECT_EQ(written.error_code(), grpc::StatusCode::NOT_FOUND) << written.error_message();
+    EXPECT_EQ(written.error_message(), absl::StrCat("destination.name: ", kNotFoundMessage));
+    EXPECT_EQ(written.error_message().find(std::to_string(bytes)), std::string::npos);
+  }
+  const grpc::Status released = ReleaseSegment(bob, segment.name());
+  EXPECT_EQ(released.error_code(), grpc::StatusCode::NOT_FOUND) << released.error_message();
+  EXPECT_TRUE(InDevShm(segment.name()));
+  EXPECT_EQ(segment.Read(bytes), before) << "bob's calls changed alice's segment";
+
+  // Alice's own session reads it, and her arrays are not bob's to write or read either.
+  ASSERT_TRUE(upload_from(alice, segment.Range(bytes, 0, bytes)).ok());
+  ASSERT_OK_AND_ASSIGN(Array array, alice.Upload<float>(values, {n}, {OnDevice(1, 0)}));
+  std::vector<float> out(n);
+  EXPECT_EQ(bob.DownloadThroughSharedMemory(array.handle(), {}, out.data(), bytes).code(),
+            absl::StatusCode::kNotFound);
+  v1::UploadHeader overwrite;
+  overwrite.set_handle(array.handle());
+  EXPECT_EQ(bob.UploadThroughSharedMemory(overwrite, out.data(), bytes).status().code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_OK(alice.DownloadThroughSharedMemory(array.handle(), {}, out.data(), bytes));
+  EXPECT_EQ(out, values);
+  const absl::Status anonymous = Connect("").status();
+  EXPECT_EQ(anonymous.code(), absl::StatusCode::kUnauthenticated) << anonymous;
+  EXPECT_TRUE(daemon_->alive());
+}
+
+// Each tenant holds at most --shared_memory_max_segments segments of at most
+// --shared_memory_max_bytes in all; the SDK streams a transfer past them.
+TEST_F(SharedMemoryTenantTest, PerTenantBounds) {
+  ASSERT_NO_FATAL_FAILURE(StartWithTenants(
+      {"--shared_memory=on", "--shared_memory_max_segments=2", "--shared_memory_max_bytes=1MiB"}));
+  ASSERT_OK_AND_ASSIGN(Client alice, Connect(kAlice, SharedMemoryUse::kAuto));
+  ASSERT_OK_AND_ASSIGN(Client bob, Connect(kBob, SharedMemoryUse::kAuto));
+  ASSERT_OK_AND_ASSIGN(v1::GetServerInfoResponse info, alice.ServerInfo());
+  EXPECT_EQ(info.limits().max_shared_memory_segments(), 2);
+  EXPECT_EQ(info.limits().max_shared_memory_bytes(), 1 << 20);
+  const absl::Status too_large = CreateSegment(alice, (1 << 20) + 1).status();
+  EXPECT_EQ(too_large.code(), absl::StatusCode::kResourceExhausted) << too_large;
+  EXPECT_NE(too_large.message().find("--shared_memory_max_bytes"), std::string::npos);
+  ASSERT_OK_AND_ASSIGN(std::string first, CreateSegment(alice, 600 << 10));
+  const absl::Status over_bytes = CreateSegment(alice, 500 << 10).status();
+  EXPECT_EQ(over_bytes.code(), absl::StatusCode::kResourceExhausted) << over_bytes;
+  ASSERT_OK_AND_ASSIGN(std::string second, CreateSegment(alice, 4096));
+  const absl::Status over_count = CreateSegment(alice, 16).status();
+  EXPECT_EQ(over_count.code(), absl::StatusCode::kResourceExhausted) << over_count;
+  EXPECT_NE(over_count.message().find("--shared_memory_max_segments"), std::string::npos);
+  // Bob's bounds are his own.
+  ASSERT_OK_AND_ASSIGN(std::string bobs, CreateSegment(bob, 1 << 20));
+  ASSERT_TRUE(ReleaseSegment(bob, bobs).ok());
+  // Alice's SDK, with no room left, streams, and keeps trying shared memory afterwards.
+  const std::vector<int32_t> values(1 << 18, 9);  // 1 MiB
+  ASSERT_OK_AND_ASSIGN(Array array, alice.Upload<int32_t>(values, {1 << 18}, {OnDevice(1, 0)}));
+  EXPECT_EQ(PathLogged("upload", array.handle()), "stream");
+  EXPECT_TRUE(alice.shared_memory_available());
+  // Released, the room comes back and the SDK's transfer goes through shared memory.
+  ASSERT_TRUE(ReleaseSegment(alice, first).ok());
+  ASSERT_TRUE(ReleaseSegment(alice, second).ok());
+  ASSERT_OK_AND_ASSIGN(Array again, alice.Upload<int32_t>(values, {1 << 18}, {OnDevice(1, 0)}));
+  EXPECT_EQ(PathLogged("upload", again.handle()), "shared-memory") << daemon_->log();
+  ASSERT_OK_AND_ASSIGN(std::vector<int32_t> back, again.Download<int32_t>());
+  EXPECT_EQ(back, values);
+}
+
+TEST_F(SharedMemoryChoiceTest, TheFlagsTakeOnlyTheirValues) {
+  for (const std::string& flag :
+       {std::string("--shared_memory=maybe"), std::string("--shared_memory_max_segments=-1"),
+        std::string("--shared_memory_max_bytes=lots")}) {
+    Daemon::Options options;
+    options.extra_flags = {flag};
+    auto started = Daemon::Start(options);
+    ASSERT_FALSE(started.ok()) << flag;
+    EXPECT_NE(started.status().message().find(flag.substr(0, flag.find('='))), std::string::npos)
+        << started.status();
+  }
 }
 
 }  // namespace

@@ -30,8 +30,9 @@ struct GraphRun;
 enum class SharedMemoryUse {
   // When the daemon reports this host's host_id and the transfer holds at least
   // shared_memory_min_bytes; a refusal (FAILED_PRECONDITION, PERMISSION_DENIED, UNIMPLEMENTED:
-  // another /dev/shm, another user, an older daemon or --shared_memory=off) streams instead, and
-  // the client streams from then on.
+  // another /dev/shm, another user, an older daemon, shared memory off on the daemon) streams
+  // instead, and the client streams from then on. A segment the daemon will not make now (the
+  // tenant's shared-memory bounds, RESOURCE_EXHAUSTED) streams that transfer only.
   kAuto,
   kAlways,  // every whole-array or region transfer of a known size; errors are returned as such
   kNever,   // always stream
@@ -61,6 +62,7 @@ struct ConnectOptions {
   int64_t shared_memory_min_bytes = 1 << 20;  // kAuto: smaller transfers stream
   // After a shared-memory transfer the client keeps its segment (if at most this large) for the
   // next one: making a segment costs more than the copy it saves. 0: a segment per transfer.
+  // Kept segments count against the tenant's shared-memory bounds on the daemon.
   int64_t shared_memory_cache_bytes = int64_t{1} << 30;
   // The bearer token of a daemon run with --auth_tokens_file, sent on every call as
   // "authorization: Bearer <token>"; empty: none. It decides the tenant the client's arrays,
@@ -146,8 +148,9 @@ class Client {
   absl::Status DownloadAll(const v1::ArrayInfo& info, void* dst, int64_t bytes) const;
   // Overwrites the whole of a REPLICA array, over parallel streams when large.
   absl::Status WriteAll(const v1::ArrayInfo& info, const void* data, int64_t bytes) const;
-  // The same transfers through a segment of this client's own, whatever the options say (no
-  // fallback): UploadFromSharedMemory / DownloadToSharedMemory.
+  // The same transfers through a segment the daemon makes for this client's session
+  // (CreateSharedMemory), whatever the options say (no fallback): UploadFromSharedMemory /
+  // DownloadToSharedMemory.
   absl::StatusOr<v1::ArrayInfo> UploadThroughSharedMemory(const v1::UploadHeader& header,
                                                           const void* data, int64_t bytes) const;
   absl::Status DownloadThroughSharedMemory(const std::string& handle, const v1::Region& region,
@@ -174,15 +177,19 @@ class Client {
   absl::Status SplitRows(const v1::ArrayInfo& info, int64_t bytes, Part&& part) const;
   // Whether a transfer of `bytes` should try shared memory first.
   bool UseSharedMemory(int64_t bytes) const;
-  // As the public ones; `*asked_daemon` tells whether the daemon was called, so that a segment
-  // this client could not make (its own /dev/shm full) is not taken for the daemon's refusal.
+  // As the public ones; `*got_segment` tells whether a segment was had, so that a segment the
+  // daemon would not make now (the tenant's bounds) is not taken for a refusal of the transfer.
   absl::StatusOr<v1::ArrayInfo> UploadThroughSharedMemory(const v1::UploadHeader& header,
                                                           const void* data, int64_t bytes,
-                                                          bool* asked_daemon) const;
+                                                          bool* got_segment) const;
   absl::Status DownloadThroughSharedMemory(const std::string& handle, const v1::Region& region,
-                                           void* dst, int64_t bytes, bool* asked_daemon) const;
-  // Whether `status`, from a shared-memory attempt, means "stream instead" (kAuto only).
-  bool FallBackToStreaming(const absl::Status& status) const;
+                                           void* dst, int64_t bytes, bool* got_segment) const;
+  // Whether `status`, from a shared-memory attempt, means "stream instead" (kAuto only): any
+  // failure to get a segment, or the transfer's refusal of shared memory.
+  bool StreamInstead(const absl::Status& status, bool got_segment) const;
+  // Whether that failure says shared memory does not work for this client (remembered once
+  // streaming delivered), rather than a passing bound.
+  static bool IsRefusal(const absl::Status& status, bool got_segment);
   // After a transfer that streamed: when the daemon had `refused` shared memory and streaming
   // then worked, this client streams from now on.
   void RememberRefusal(bool refused, const absl::Status& streamed) const;

@@ -17,7 +17,7 @@ from . import _transfer
 from ._array import DistributedArray
 from ._errors import UnavailableError, UnimplementedError, from_rpc_error, translate_errors
 from ._index_map import IndexMapLike, on_device, to_proto_index_map
-from ._shared_memory import SegmentCache, SharedMemoryPolicy, check_mode
+from ._shared_memory import SegmentCache, SegmentCalls, SharedMemoryPolicy, check_mode
 from ._wire import Connection
 from ._types import DTypeLike, ModeLike, to_proto_dtype, to_proto_mode, to_proto_scalar
 from .v1 import distarray_pb2 as pb
@@ -55,9 +55,11 @@ class ConnectOptions:
     #: Transfers through POSIX shared memory when the daemon shares this process's /dev/shm
     #: (docs/api.md, "Transfers through shared memory"). "auto": transfers of at least
     #: ``shared_memory_min_bytes`` when GetServerInfo's host_id is this process's; a refusal
-    #: (another /dev/shm or user, an older daemon, --shared_memory=off) streams instead, and so
-    #: does the client from then on. "always": every transfer (FailedPreconditionError when the
-    #: daemon does not share /dev/shm; its refusals are raised). "never": always stream.
+    #: (another /dev/shm or user, an older daemon, shared memory off on the daemon) streams
+    #: instead, and so does the client from then on; a segment the daemon will not make now (the
+    #: tenant's bounds) streams that transfer only. "always": every transfer
+    #: (FailedPreconditionError when the daemon does not share /dev/shm; its refusals are
+    #: raised). "never": always stream. Needs a session (``session=False`` streams).
     shared_memory: str = "auto"
     shared_memory_min_bytes: int = 1 << 20
     #: After a shared-memory transfer the client keeps its segment (if at most this large) for
@@ -91,9 +93,9 @@ def _shutdown(stop: threading.Event, thread: Optional[threading.Thread], channel
     stop.set()
     if thread is not None and thread is not threading.current_thread():
         thread.join(timeout=5)
+    segments.close()  # released through the channel, before it closes
     for channel in channels:
         channel.close()
-    segments.close()
 
 
 class Client:
@@ -133,7 +135,8 @@ class Client:
         self._metadata_tuple = tuple(metadata)
         self._owned: "weakref.WeakValueDictionary[str, DistributedArray]" = weakref.WeakValueDictionary()
         self._features: Optional[frozenset] = None
-        self._segments = SegmentCache(options.shared_memory_cache_bytes)
+        self._segments = SegmentCache(options.shared_memory_cache_bytes,
+                                      SegmentCalls(self._stub, self._metadata_tuple))
         self.closed = False
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -156,7 +159,8 @@ class Client:
             raise
         self.lease_seconds = info.session_lease_seconds
         self._shared_memory = SharedMemoryPolicy(
-            options.shared_memory, options.shared_memory_min_bytes, info.host_id, address
+            options.shared_memory, options.shared_memory_min_bytes, info.host_id, address,
+            has_session=options.session,
         )
         if options.session and options.keepalive and info.session_lease_seconds > 0:
             # A third of the lease: two renewals may be lost before the session expires.

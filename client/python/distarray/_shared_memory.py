@@ -1,14 +1,18 @@
 """Same-host transfers through POSIX shared memory: the host id, a segment, and the choice.
 
 When the client and the daemon see the same ``/dev/shm``, the bytes of a transfer need not cross
-gRPC: the client puts them in a shared-memory segment of its own and names it in
+gRPC: the daemon makes a shared-memory segment for the client's session (``CreateSharedMemory``),
+the client opens it by the name it was given and puts the bytes there, names it in
 ``UploadFromSharedMemory`` / ``DownloadToSharedMemory``, and the daemon copies between the segment
-and the devices (docs/api.md, "Transfers through shared memory"). This module holds the pieces the
-transfer seam (``_transfer``) needs:
+and the devices (docs/api.md, "Transfers through shared memory"). A segment is the session's alone:
+the daemon takes no other name. This module holds the pieces the transfer seam (``_transfer``)
+needs:
 
 * ``local_host_id``: this process's host id by the daemon's rule, compared with
   ``GetServerInfoResponse.host_id`` to know whether both see the same ``/dev/shm``;
-* ``Segment``: a segment of this process's own, always removed in the end;
+* ``SegmentCalls``: the daemon's side of a segment's life, as calls of the client's session;
+* ``Segment``: a segment the daemon made for this client, opened and mapped here, always released
+  in the end;
 * ``SegmentCache``: a client's last segment kept for its next transfer, since making one costs
   more than the copies it saves;
 * ``SharedMemoryPolicy``: a client's ``shared_memory`` option ("auto", "always", "never") and
@@ -18,19 +22,20 @@ transfer seam (``_transfer``) needs:
 
 from __future__ import annotations
 
+import errno
 import functools
 import logging
 import math
 import mmap
 import os
-import secrets
+import stat
 import threading
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 import grpc
 import numpy as np
 
-from ._errors import DistarrayError, FailedPreconditionError
+from ._errors import DistarrayError, FailedPreconditionError, ResourceExhaustedError, from_rpc_error
 from .v1 import distarray_pb2 as pb
 
 _log = logging.getLogger("distarray")
@@ -43,15 +48,12 @@ BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
 MODES = ("auto", "always", "never")
 
 #: Refusals after which an "auto" client streams instead (another /dev/shm, another user, an
-#: older daemon or one run with --shared_memory=off), as the C++ SDK.
+#: older daemon or shared memory off on the daemon), as the C++ SDK.
 FALLBACK_CODES = frozenset({
     grpc.StatusCode.FAILED_PRECONDITION,
     grpc.StatusCode.PERMISSION_DENIED,
     grpc.StatusCode.UNIMPLEMENTED,
 })
-
-# The daemon takes only segments of its own user that no one else may write (docs/api.md).
-_SEGMENT_MODE = 0o600
 
 _FNV_OFFSET_BASIS = 0xCBF29CE484222325
 _FNV_PRIME = 0x100000001B3
@@ -92,62 +94,85 @@ def local_host_id() -> str:
     return compute_host_id()
 
 
-def new_segment_name() -> str:
-    """A fresh name by the SDKs' rule, ``/distarray-<pid>-<32 random hex digits>``: one
-    component of /dev/shm in the daemon's alphabet, the pid telling whose a leftover is, and 128
-    random bits so no two calls of any process or thread pick the same one."""
-    return f"/distarray-{os.getpid()}-{secrets.token_hex(16)}"
+class SegmentUnavailableError(ResourceExhaustedError):
+    """The daemon would not make a segment now (the tenant's shared-memory bounds, or its
+    /dev/shm full). The transfer streams, and unlike a refusal this is not remembered: the next
+    transfer tries shared memory again."""
 
 
-class SegmentUnavailableError(FailedPreconditionError):
-    """This process could not make a shared-memory segment (its /dev/shm missing, full or not
-    writable). The transfer streams, and unlike a daemon's refusal this is not remembered: the
-    next transfer tries shared memory again."""
+class SegmentCalls:
+    """``CreateSharedMemory`` and ``ReleaseSharedMemory`` through ``stub`` with the client's
+    session and token (``metadata``)."""
+
+    def __init__(self, stub, metadata: Sequence[Tuple[str, str]]):
+        self._stub = stub
+        self._metadata = tuple(metadata)
+
+    def create(self, nbytes: int) -> str:
+        """The name of a new segment of ``nbytes``; the daemon's refusal as a DistarrayError
+        (``SegmentUnavailableError`` for RESOURCE_EXHAUSTED)."""
+        try:
+            response = self._stub.CreateSharedMemory(
+                pb.CreateSharedMemoryRequest(bytes=nbytes), metadata=self._metadata, timeout=30)
+        except grpc.RpcError as e:
+            error = from_rpc_error(e)
+            if error.code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                raise SegmentUnavailableError(error.code, error.message) from None
+            raise error from None
+        return response.name
+
+    def release(self, name: str) -> None:
+        """Removes the segment on the daemon; best effort (its session's end removes it too)."""
+        try:
+            self._stub.ReleaseSharedMemory(
+                pb.ReleaseSharedMemoryRequest(name=name), metadata=self._metadata, timeout=5)
+        except Exception as e:  # noqa: BLE001: the channel may be closing
+            _log.debug("distarray: releasing shared-memory segment %s failed: %s", name, e)
 
 
 class Segment:
-    """A shared-memory segment of this process's own, mapped read-write, for one transfer at a
-    time.
+    """A shared-memory segment the daemon made for this client's session, mapped read-write here,
+    for one transfer at a time.
 
-    Created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` and mode 0600 (never someone else's file,
-    never through a link), sized with ``ftruncate`` and reserved with ``posix_fallocate``, so a
-    full /dev/shm is an error here (``SegmentUnavailableError``) rather than a SIGBUS when a page
-    is first touched. ``close`` unlinks and unmaps it (a context manager closes it on every path);
-    only the process that made it unlinks it, so a forked child never removes its parent's.
+    The daemon makes it (``CreateSharedMemory``: an unguessable name, mode 0600, its pages
+    reserved); this process opens the name with ``O_NOFOLLOW`` and takes it only as a regular file
+    of exactly the size asked for. ``close`` unmaps it and releases it on the daemon (a context
+    manager closes it on every path); only the process that made it releases it, so a forked child
+    never removes its parent's. A segment this process cannot open or map (another /dev/shm,
+    another user) is released at once and raised as FailedPreconditionError.
     """
 
-    def __init__(self, nbytes: int):
+    def __init__(self, nbytes: int, calls: SegmentCalls):
         if nbytes < 0:
             raise ValueError(f"a segment's size cannot be negative, got {nbytes}")
-        self.name = new_segment_name()
         self.nbytes = nbytes
+        self._calls = calls
         self._pid = os.getpid()
-        self._path = os.path.join(SHM_DIR, self.name[1:])
-        self._created = False
+        self._held = False
         self._mmap: Optional[mmap.mmap] = None
         self._bytes: Optional[np.ndarray] = np.empty(0, np.uint8)
+        self.name = calls.create(nbytes)  # the daemon's refusal propagates as it is
+        self._held = True
         step = "open"
         fd = -1
         try:
-            flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-            fd = os.open(self._path, flags, _SEGMENT_MODE)
-            self._created = True
-            step = "fchmod"
-            os.fchmod(fd, _SEGMENT_MODE)  # the mode exactly, whatever the umask took away
+            fd = os.open(os.path.join(SHM_DIR, self.name[1:]),
+                         os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+            step = "fstat"
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size != nbytes:
+                raise OSError(errno.EINVAL, "not the segment the daemon made")
             if nbytes > 0:  # an empty file cannot be mapped; nothing is read or written then
-                step = "ftruncate"
-                os.ftruncate(fd, nbytes)
-                step = "posix_fallocate (is /dev/shm full?)"
-                os.posix_fallocate(fd, 0, nbytes)
                 step = "mmap"
                 self._mmap = mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED,
                                        prot=mmap.PROT_READ | mmap.PROT_WRITE)
                 self._bytes = np.frombuffer(self._mmap, dtype=np.uint8)
         except OSError as e:
             self.close()
-            raise SegmentUnavailableError(
+            raise FailedPreconditionError(
                 grpc.StatusCode.FAILED_PRECONDITION,
-                f"shared-memory segment {self.name}: {step}: {e.strerror or e}",
+                f"shared-memory segment {self.name}: {step}: {e.strerror or e} (the client must "
+                f"see the daemon's /dev/shm and run as its user)",
             ) from e
         except BaseException:
             self.close()
@@ -175,22 +200,19 @@ class Segment:
         return self._bytes[offset:end].view(wire).reshape(tuple(shape))
 
     def close(self) -> None:
-        """Unlinks and unmaps the segment; safe to call twice."""
-        if self._created and os.getpid() == self._pid:
-            self._created = False
-            try:
-                os.unlink(self._path)
-            except FileNotFoundError:  # removed by someone else: nothing of ours is left
-                pass
+        """Unmaps the segment and releases it on the daemon; safe to call twice."""
         self._bytes = None
         if self._mmap is not None:
             try:
                 self._mmap.close()
             except BufferError:
                 # A view still exists (a traceback's frame may hold one); the pages are unmapped
-                # when the last view goes. The name is gone already, so nothing is left behind.
+                # when the last view goes. The name goes now, so nothing is left behind.
                 pass
             self._mmap = None
+        if self._held and os.getpid() == self._pid:
+            self._held = False
+            self._calls.release(self.name)
 
     def __enter__(self) -> "Segment":
         return self
@@ -214,28 +236,29 @@ class SegmentCache:
     Making a 1 GiB segment (allocating, zeroing and mapping 262,144 pages, then freeing them)
     costs several times the copies it carries, so a client that moves large arrays repeatedly
     reuses one. Concurrent transfers each get their own; a transfer that fails closes its segment
-    instead of handing it back (the daemon may still be writing into it). ``close`` removes the
-    kept one; a process killed while one is kept leaves it in /dev/shm (its pid is in the name).
+    instead of handing it back (the daemon may still be writing into it). ``close`` releases the
+    kept one; the daemon removes those of a process killed while it held some when its session
+    expires. Kept segments count against the tenant's shared-memory bounds on the daemon.
     Thread-safe.
     """
 
-    def __init__(self, max_bytes: int):
+    def __init__(self, max_bytes: int, calls: SegmentCalls):
         self.max_bytes = max(0, max_bytes)
+        self._calls = calls
         self._lock = threading.Lock()
         self._kept: Optional[Segment] = None
 
     def take(self, nbytes: int) -> Segment:
         """A segment of at least ``nbytes``: the kept one when it is large enough and this
-        process made it, else a new one (SegmentUnavailableError when it cannot be made). A kept
-        one too small is removed first, so the two never hold /dev/shm at once (with both, a full
-        /dev/shm refused the new one)."""
+        process made it, else a new one (Segment's errors). A kept one too small is released
+        first, so the two never count against the tenant's bounds or /dev/shm at once."""
         with self._lock:
             kept, self._kept = self._kept, None
         if kept is not None:
             if kept.nbytes >= nbytes and kept.mine:
                 return kept
-            kept.close()  # unlinks only a segment of this process's own
-        return Segment(nbytes)
+            kept.close()  # releases only a segment of this process's own
+        return Segment(nbytes, self._calls)
 
     def give(self, segment: Segment) -> None:
         """Hands ``segment`` back after a transfer that succeeded: kept in place of a smaller one
@@ -249,7 +272,7 @@ class SegmentCache:
             dropped.close()  # outside the lock: unmapping a large segment takes a while
 
     def close(self) -> None:
-        """Removes the kept segment."""
+        """Releases the kept segment."""
         with self._lock:
             kept, self._kept = self._kept, None
         if kept is not None:
@@ -270,12 +293,16 @@ class SharedMemoryPolicy:
     equals this process's; a refusal in ``FALLBACK_CODES`` streams instead, and once streaming has
     delivered where shared memory was refused, the client streams from then on. "always": every
     transfer does; FailedPreconditionError when the host ids differ, and the daemon's refusals are
-    raised as they are. "never": every transfer streams. Thread-safe.
+    raised as they are. "never": every transfer streams. A segment the daemon would not make now
+    (``SegmentUnavailableError``) streams that transfer only. A client without a session
+    (``session=False``) has no segments: it streams. Thread-safe.
     """
 
-    def __init__(self, mode: str, min_bytes: int, daemon_host_id: str, address: str):
+    def __init__(self, mode: str, min_bytes: int, daemon_host_id: str, address: str,
+                 has_session: bool = True):
         self.mode = check_mode(mode)
         self.min_bytes = min_bytes
+        self.has_session = has_session
         self.daemon_host_id = daemon_host_id
         self.local_host_id = local_host_id()
         self._address = address
@@ -289,7 +316,8 @@ class SharedMemoryPolicy:
     @property
     def available(self) -> bool:
         """Whether transfers may go through shared memory now."""
-        return self.mode != "never" and self.same_host and self._refusal is None
+        return (self.mode != "never" and self.same_host and self.has_session
+                and self._refusal is None)
 
     def wants(self, nbytes: int) -> bool:
         """Whether a transfer of ``nbytes`` should go through shared memory first. In "always"
@@ -297,6 +325,12 @@ class SharedMemoryPolicy:
         if self.mode == "never":
             return False
         if self.mode == "always":
+            if not self.has_session:
+                raise FailedPreconditionError(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    "shared_memory='always', but this client has no session (session=False): "
+                    "the daemon makes segments for a session only; connect with a session or "
+                    "shared_memory='auto' to stream")
             if not self.same_host:
                 raise FailedPreconditionError(
                     grpc.StatusCode.FAILED_PRECONDITION, self._why_not_same_host()
@@ -306,7 +340,8 @@ class SharedMemoryPolicy:
 
     def streams_after(self, error: DistarrayError) -> bool:
         """Whether a transfer refused with ``error`` through shared memory should stream."""
-        return self.mode == "auto" and error.code in FALLBACK_CODES
+        return self.mode == "auto" and (
+            error.code in FALLBACK_CODES or isinstance(error, SegmentUnavailableError))
 
     def turn_off(self, refusal: DistarrayError) -> None:
         """Streams from now on: ``refusal`` came from shared memory, and streaming delivered."""
@@ -320,7 +355,8 @@ class SharedMemoryPolicy:
         advice = "; connect with shared_memory='auto' to stream instead"
         if not self.daemon_host_id:
             return (f"{prefix} offers no shared-memory transfers (GetServerInfo's host_id is empty: "
-                    f"it runs with --shared_memory=off or cannot read /dev/shm){advice}")
+                    f"it runs with --shared_memory=off, or with tenants and without "
+                    f"--shared_memory=on, or cannot read /dev/shm){advice}")
         if not self.local_host_id:
             return (f"{prefix} cannot be checked: this process cannot read {BOOT_ID_PATH} or "
                     f"{SHM_DIR} to compute its host id{advice}")
@@ -332,5 +368,5 @@ class SharedMemoryPolicy:
 __all__ = [
     "FALLBACK_CODES", "MODES", "Segment", "SegmentCache", "SegmentUnavailableError",
     "SharedMemoryPolicy", "check_mode",
-    "compute_host_id", "fnv1a_64", "local_host_id", "new_segment_name",
+    "SegmentCalls", "compute_host_id", "fnv1a_64", "local_host_id",
 ]

@@ -5,9 +5,9 @@ Every transfer of the SDK goes through ``upload_new``, ``write``, ``download`` a
 
 * **Shared memory** (``_shared_memory``), when the daemon shares this process's /dev/shm and the
   client's ``shared_memory`` option allows it (docs/api.md, "Transfers through shared memory"):
-  the bytes go through a segment of the client's own (the client keeps its last one for the next
-  transfer), copied in or out by one ``numpy.copyto`` per call (NumPy converts layout and byte
-  order in that copy, and releases the GIL for it). A refusal the option allows falls back to the
+  the bytes go through a segment the daemon made for the client's session (the client keeps its
+  last one for the next transfer), copied in or out by one ``numpy.copyto`` per call (NumPy
+  converts layout and byte order in that copy, and releases the GIL for it). A refusal the option allows falls back to the
   streams below.
 * **gRPC streams** otherwise. Uploads send messages of ``upload_message_bytes`` (4 MiB); downloads
   ask for ``download_message_bytes`` (4 MiB). The bulk messages are encoded and decoded by
@@ -193,10 +193,10 @@ def _choose(
     streams: Callable[[], T],
 ) -> T:
     """Runs a transfer through shared memory when the client's policy wants it, else (or after
-    a refusal the policy allows) through the streams. A daemon's refusal is remembered only once
+    a refusal the policy allows) through the streams. A refusal is remembered only once
     streaming has delivered: a FAILED_PRECONDITION both paths answer (an upload into a SUM array)
-    is the array's, not shared memory's. A segment this process could not make is never
-    remembered: its /dev/shm may have room for the next one."""
+    is the array's, not shared memory's. A segment the daemon would not make now (the tenant's
+    bounds) is never remembered: the next transfer may find room."""
     policy = client._shared_memory
     if not policy.wants(nbytes):
         return streams()
@@ -417,7 +417,7 @@ def _overlapped(pieces: Iterator[T], start: Callable[[T], _PendingCall],
 @contextlib.contextmanager
 def _segment(client: "Client", nbytes: int) -> Iterator[Segment]:
     """A segment of at least ``nbytes`` from the client's cache for one transfer: handed back
-    when the transfer succeeds, closed (unlinked and unmapped) when it fails in any way."""
+    when the transfer succeeds, closed (unmapped and released) when it fails in any way."""
     segment = client._segments.take(nbytes)
     try:
         yield segment

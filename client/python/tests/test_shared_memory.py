@@ -11,7 +11,6 @@ import gc
 import os
 import re
 import stat
-import threading
 import time
 from pathlib import Path
 from typing import Iterator, List
@@ -74,18 +73,37 @@ def transfer_count(daemon: Daemon, direction: str, handle: str, via: str,
         time.sleep(0.02)
 
 
+#: The names the daemon gave this test's clients (CreateSharedMemory), in order.
+MADE: List[str] = []
+
+
 def own_segments() -> List[str]:
-    """This process's segments in /dev/shm (the SDK names them /distarray-<pid>-...)."""
-    prefix = f"distarray-{os.getpid()}-"
-    return sorted(n for n in os.listdir(_shared_memory.SHM_DIR) if n.startswith(prefix))
+    """The segments the daemon made for this test's clients that are still in /dev/shm (names
+    without the leading "/")."""
+    return sorted(n[1:] for n in MADE if os.path.lexists(os.path.join(_shared_memory.SHM_DIR,
+                                                                      n[1:])))
 
 
 @pytest.fixture(autouse=True)
-def no_segment_left_behind():
-    """Every test here ends with none of this process's segments in /dev/shm."""
-    assert own_segments() == []
+def no_segment_left_behind(monkeypatch):
+    """Records every segment the daemon makes for the test's clients; the test ends with none of
+    them left in /dev/shm (each released by the SDK)."""
+    MADE.clear()
+    real = _shared_memory.SegmentCalls.create
+
+    def recording(self, nbytes):
+        name = real(self, nbytes)
+        MADE.append(name)
+        return name
+
+    monkeypatch.setattr(_shared_memory.SegmentCalls, "create", recording)
     yield
     assert own_segments() == []
+
+
+def calls_of(client) -> "_shared_memory.SegmentCalls":
+    """The client's segment calls (its session's CreateSharedMemory / ReleaseSharedMemory)."""
+    return client._segments._calls
 
 
 # ---- the host id ----------------------------------------------------------------------------------
@@ -132,27 +150,22 @@ def test_host_id_is_the_daemons(client):
 # ---- segments -----------------------------------------------------------------------------------
 
 
-def test_segment_names_follow_the_daemons_rule():
-    names = [_shared_memory.new_segment_name() for _ in range(200)]
-
-    def more():
-        names.extend(_shared_memory.new_segment_name() for _ in range(200))
-
-    threads = [threading.Thread(target=more) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(set(names)) == len(names) == 1000
-    for name in names:
-        assert re.fullmatch(rf"/distarray-{os.getpid()}-[0-9a-f]{{32}}", name)
-        assert re.fullmatch(r"/[A-Za-z0-9._-]{1,200}", name)  # docs/api.md's name check
+def test_segment_names_are_the_daemons_unguessable_ones(shm_daemon):
+    with distarray.connect(shm_daemon.address) as client:
+        names = []
+        for _ in range(40):  # a few at a time: a tenant holds at most 16 (the default)
+            with _shared_memory.Segment(16, calls_of(client)) as a, \
+                    _shared_memory.Segment(16, calls_of(client)) as b:
+                names += [a.name, b.name]
+        assert len(set(names)) == len(names) == 80
+        for name in names:
+            assert re.fullmatch(r"/distarray-shm-[0-9a-f]{32}", name)
+            assert re.fullmatch(r"/[A-Za-z0-9._-]{1,200}", name)  # docs/api.md's name check
 
 
-def test_segment_is_private_and_removed():
-    old_umask = os.umask(0o277)  # would leave the owner read-only without the fchmod
-    try:
-        with _shared_memory.Segment(10_000) as segment:
+def test_segment_is_private_and_released(shm_daemon):
+    with distarray.connect(shm_daemon.address) as client:
+        with _shared_memory.Segment(10_000, calls_of(client)) as segment:
             st = os.lstat(Path(_shared_memory.SHM_DIR) / segment.name[1:])
             assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600
             assert st.st_uid == os.geteuid() and st.st_size == 10_000
@@ -163,30 +176,35 @@ def test_segment_is_private_and_removed():
             assert segment.range(40, 40) == distarray.v1.distarray_pb2.SharedMemoryRange(
                 name=segment.name, segment_bytes=10_000, offset=40, bytes=40)
             del view
-    finally:
-        os.umask(old_umask)
-    assert own_segments() == []
-    segment.close()  # twice is fine
+        assert own_segments() == []
+        segment.close()  # twice is fine
 
 
-def test_segment_removed_on_errors_and_with_views_alive(monkeypatch):
-    with pytest.raises(ZeroDivisionError):
-        with _shared_memory.Segment(4096) as segment:
-            kept = segment.view(np.uint8, (4096,))  # a view outliving the segment
-            1 / 0
-    assert own_segments() == []
-    assert kept.sum() == 0  # still mapped while the view lives; unmapped when it goes
+def test_segment_released_on_errors_and_with_views_alive(shm_daemon, monkeypatch):
+    with distarray.connect(shm_daemon.address) as client:
+        with pytest.raises(ZeroDivisionError):
+            with _shared_memory.Segment(4096, calls_of(client)) as segment:
+                kept = segment.view(np.uint8, (4096,))  # a view outliving the segment
+                1 / 0
+        assert own_segments() == []
+        assert kept.sum() == 0  # still mapped while the view lives; unmapped when it goes
 
-    empty = _shared_memory.Segment(0)
-    assert empty.range() == distarray.v1.distarray_pb2.SharedMemoryRange(name=empty.name)
-    empty.close()
+        empty = _shared_memory.Segment(0, calls_of(client))
+        assert empty.range() == distarray.v1.distarray_pb2.SharedMemoryRange(name=empty.name)
+        empty.close()
 
-    def full(fd, offset, length):
-        raise OSError(28, "No space left on device")
+        # A segment this process cannot open (another user's daemon): released at once.
+        real_open = os.open
 
-    monkeypatch.setattr(os, "posix_fallocate", full)
-    with pytest.raises(distarray.FailedPreconditionError, match="posix_fallocate.*No space"):
-        _shared_memory.Segment(1 << 20)
+        def denied(path, *args, **kwargs):
+            if str(path).startswith(_shared_memory.SHM_DIR):
+                raise PermissionError(13, "Permission denied")
+            return real_open(path, *args, **kwargs)
+
+        monkeypatch.setattr(os, "open", denied)
+        with pytest.raises(distarray.FailedPreconditionError, match="open: Permission denied"):
+            _shared_memory.Segment(1 << 20, calls_of(client))
+        assert len(MADE) == 3 and own_segments() == []
 
 
 # ---- round trips --------------------------------------------------------------------------------
@@ -417,9 +435,40 @@ def test_host_ids_that_differ(shm_daemon, rng, monkeypatch):
             client.from_numpy(values)
 
 
-def test_segment_refused_by_the_daemon(shm_daemon, rng, monkeypatch):
-    """A segment others may write is PERMISSION_DENIED: "auto" streams, "always" raises."""
-    monkeypatch.setattr(_shared_memory, "_SEGMENT_MODE", 0o620)
+def test_segments_past_the_tenants_bounds_stream_that_transfer_only(rng):
+    """RESOURCE_EXHAUSTED from CreateSharedMemory: "auto" streams and keeps trying shared memory,
+    "always" raises it."""
+    d = Daemon(["--log_level=debug", "--shared_memory_max_bytes=1MiB"])
+    try:
+        values = rng.uniform(size=(512, 512))  # 2 MiB: above the bound
+        small = rng.uniform(size=(128, 1024))  # 1 MiB: within it
+        with distarray.connect(d.address) as client:
+            assert client.server_info().limits.max_shared_memory_bytes == 1 << 20
+            a = client.from_numpy(values)
+            np.testing.assert_array_equal(a.to_numpy(), values)
+            assert path_of(d, "upload", a.handle) == "stream"
+            assert client.shared_memory_available
+            b = client.from_numpy(small)
+            assert path_of(d, "upload", b.handle) == "shared-memory"
+            np.testing.assert_array_equal(b.to_numpy(), small)
+        with distarray.connect(d.address, shared_memory="always") as client:
+            with pytest.raises(distarray.ResourceExhaustedError, match="--shared_memory_max_bytes"):
+                client.from_numpy(values)
+    finally:
+        assert d.stop() == 0
+
+
+def test_segment_this_process_cannot_open_falls_back(shm_daemon, rng, monkeypatch):
+    """A segment the daemon made that this process cannot open (as a client of another user):
+    released, "auto" streams and, once streaming delivered, keeps streaming; "always" raises."""
+    real_open = os.open
+
+    def denied(path, *args, **kwargs):
+        if str(path).startswith(_shared_memory.SHM_DIR):
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", denied)
     values = rng.uniform(size=(512, 512))
     with distarray.connect(shm_daemon.address) as client:
         a = client.from_numpy(values)
@@ -427,31 +476,25 @@ def test_segment_refused_by_the_daemon(shm_daemon, rng, monkeypatch):
         assert path_of(shm_daemon, "upload", a.handle) == "stream"
         assert not client.shared_memory_available
     with distarray.connect(shm_daemon.address, shared_memory="always") as client:
-        with pytest.raises(distarray.PermissionDeniedError, match="has mode 0620"):
+        with pytest.raises(distarray.FailedPreconditionError, match="run as its user"):
             client.from_numpy(values)
+    assert MADE and own_segments() == []
 
 
-def test_segment_that_cannot_be_made_falls_back(shm_daemon, rng, monkeypatch):
-    def full(fd, offset, length):
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(os, "posix_fallocate", full)
+def test_a_client_without_a_session_streams(shm_daemon, rng):
     values = rng.uniform(size=(512, 512))
-    with distarray.connect(shm_daemon.address) as client:
-        a = client.from_numpy(values)
-        np.testing.assert_array_equal(a.to_numpy(), values)
-        assert path_of(shm_daemon, "upload", a.handle) == "stream"
-        # This process's /dev/shm was full, not the daemon's refusal: not remembered, and once
-        # there is room the next transfer goes through shared memory again.
-        assert client.shared_memory_available
-        monkeypatch.undo()
-        b = client.from_numpy(values)
-        assert path_of(shm_daemon, "upload", b.handle) == "shared-memory"
-        np.testing.assert_array_equal(b.to_numpy(), values)
-    monkeypatch.setattr(os, "posix_fallocate", full)
-    with distarray.connect(shm_daemon.address, shared_memory="always") as client:
-        with pytest.raises(distarray.FailedPreconditionError, match="is /dev/shm full"):
+    with distarray.connect(shm_daemon.address, session=False) as client:
+        assert not client.shared_memory_available
+        a = client.from_numpy(values, name=f"no-session-{os.getpid()}")
+        try:
+            np.testing.assert_array_equal(a.to_numpy(), values)
+            assert path_of(shm_daemon, "upload", a.handle) == "stream"
+        finally:
+            a.delete()
+    with distarray.connect(shm_daemon.address, session=False, shared_memory="always") as client:
+        with pytest.raises(distarray.FailedPreconditionError, match="no session"):
             client.from_numpy(values)
+    assert MADE == []
 
 
 def test_the_arrays_own_refusal_is_not_remembered(shm_daemon, rng):
@@ -507,31 +550,36 @@ def test_the_last_segment_is_kept_for_the_next_transfer(shm_daemon, rng):
     assert own_segments() == []  # a client collected without close() removes it too
 
 
-def test_a_kept_segment_too_small_is_removed_before_a_new_one_is_made(monkeypatch):
-    cache = _shared_memory.SegmentCache(1 << 20)
-    small = _shared_memory.Segment(4096)
-    cache.give(small)
-    seen = []
-    reserve = os.posix_fallocate
+def test_a_kept_segment_too_small_is_released_before_a_new_one_is_made(shm_daemon):
+    with distarray.connect(shm_daemon.address) as client:
+        seen = []
+        calls = calls_of(client)
 
-    def recording(fd, offset, length):
-        seen.append(own_segments())
-        reserve(fd, offset, length)
+        class Recording:
+            def create(self, nbytes):
+                seen.append(own_segments())
+                return calls.create(nbytes)
 
-    monkeypatch.setattr(os, "posix_fallocate", recording)
-    large = cache.take(8192)
-    assert large.nbytes == 8192
-    assert seen == [[large.name[1:]]]  # while the new one was reserved, the small one was gone
-    large.close()
-    cache.close()
+            def release(self, name):
+                calls.release(name)
+
+        cache = _shared_memory.SegmentCache(1 << 20, Recording())
+        small = cache.take(4096)
+        cache.give(small)
+        large = cache.take(8192)
+        assert large.nbytes == 8192
+        assert seen == [[], []]  # when the new one was asked for, the small one was gone
+        large.close()
+        cache.close()
     assert own_segments() == []
 
 
-def test_a_forked_child_never_removes_the_parents_segment(shm_daemon, rng, monkeypatch):
+def test_a_forked_child_never_releases_the_parents_segment(shm_daemon, rng, monkeypatch):
     values = rng.uniform(size=(512, 512))
     with distarray.connect(shm_daemon.address) as client:
         a = client.from_numpy(values)
         kept = own_segments()
+        assert len(kept) == 1
         parent = os.getpid()
         with monkeypatch.context() as child:
             child.setattr(os, "getpid", lambda: parent + 1)  # as in a child after fork()
@@ -541,8 +589,8 @@ def test_a_forked_child_never_removes_the_parents_segment(shm_daemon, rng, monke
             client._segments.close()  # as the child's exit would
         assert kept[0] in os.listdir(_shared_memory.SHM_DIR)
         # The parent's cache let go of it in this simulation (a real child has a copy of the
-        # cache); remove it by hand, and the next transfer makes a new one.
-        (Path(_shared_memory.SHM_DIR) / kept[0]).unlink()
+        # cache); release it by hand, and the next transfer makes a new one.
+        calls_of(client).release("/" + kept[0])
         np.testing.assert_array_equal(a.to_numpy(), values)
 
 
