@@ -97,7 +97,8 @@ int RunDaemon(int argc, char** argv) {
   }
   Engine engine(std::move(*backend), options->engine);
   // Scrapes read the engine from here on; declared after it, so it stops first.
-  const Metrics::EngineObservation observed = (*metrics)->ObserveEngine(engine);
+  const Metrics::EngineObservation observed =
+      (*metrics)->ObserveEngine(engine, options->metrics_tenant_labels);
   ArrayServiceImpl service(engine, **metrics, MakeSharedMemoryOptions(options->shared_memory));
   // Expired sessions are swept a few times per lease, so their memory returns within about
   // lease * 1.25 of the client's last call.
@@ -114,6 +115,7 @@ int RunDaemon(int argc, char** argv) {
   Ticker transfer_log_flusher(kTransferLinger, [&transfer_log] { transfer_log.FlushLingering(); });
   service.set_transfer_log(&transfer_log);
   service.set_authenticator(authenticator->get());
+  service.set_max_calls_per_tenant(options->max_concurrent_calls_per_tenant);
 
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       daemon::ApiServerCredentials(*options);

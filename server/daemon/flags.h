@@ -34,6 +34,9 @@ struct DaemonOptions {
   absl::Duration drain_grace = absl::Seconds(5);
   absl::Duration drain = absl::Seconds(10);
   int max_concurrent_calls = 128;
+  // Calls one tenant may have in flight (--max_concurrent_calls_per_tenant); without
+  // --auth_tokens_file there is one tenant and this equals max_concurrent_calls.
+  int max_concurrent_calls_per_tenant = 32;
 
   // Connection liveness: the server pings a connection idle for keepalive_time and closes it when
   // the ping is unanswered after keepalive_timeout, so a dead client's calls end.
@@ -48,6 +51,9 @@ struct DaemonOptions {
 
   // Uploads and downloads through the client's POSIX shared-memory segments (--shared_memory).
   bool shared_memory = true;
+
+  // Tenant names as labels of the tenant metrics (--metrics_tenant_labels); off: aggregated.
+  bool metrics_tenant_labels = false;
 };
 
 // Parses a --log_level value, in any case: trace, debug, info, warn (or warning), error,
