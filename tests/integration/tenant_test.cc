@@ -391,6 +391,34 @@ TEST(TenantLimitFlags, BadLimitsFailStartUpNamingTheFlag) {
   }
 }
 
+// Without --auth_tokens_file every client is the one tenant "default": the per-tenant bounds of
+// sessions and calls are then the daemon's, or one client would take the default tenant's share.
+TEST(TenantDefault, WithoutAuthenticationTheDaemonsBoundsApply) {
+  Daemon::Options options;
+  options.host_devices = 1;
+  options.extra_flags = {"--max_sessions_per_tenant=1", "--max_concurrent_calls_per_tenant=1"};
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> daemon, Daemon::Start(options));
+  {
+    ASSERT_OK_AND_ASSIGN(Client first, Client::Connect(daemon->address()));
+    ASSERT_OK_AND_ASSIGN(Client second, Client::Connect(daemon->address()));  // a second session
+    const std::vector<float> values(8 << 20, 1.5f);  // 32 MiB: far more than the stream window
+    ASSERT_OK_AND_ASSIGN(Array a, first.Upload<float>(values, {8 << 20}, {OnDevice(1, 0)}));
+    grpc::ClientContext context;
+    first.AttachSession(context);
+    v1::DownloadArrayRequest request;
+    request.set_handle(a.handle());
+    auto stalled = first.stub().DownloadArray(&context, request);
+    v1::DownloadArrayResponse piece;
+    ASSERT_TRUE(stalled->Read(&piece));  // started; the client stops reading
+    ASSERT_OK(second.ServerInfo().status());
+    ASSERT_OK(first.ServerInfo().status());
+    context.TryCancel();
+    stalled->Finish().IgnoreError();
+  }
+  const int status = daemon->Terminate(10000);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << daemon->log();
+}
+
 TEST(TenantQuotaFlags, BadQuotasFailStartUpNamingTheFlag) {
   for (const auto& [flag, expected] : std::vector<std::pair<std::string, std::string>>{
            {"--tenant_memory_quota=lots", "--tenant_memory_quota: expected a positive byte count"},
