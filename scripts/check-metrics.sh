@@ -95,12 +95,18 @@ for family in grpc_server_started_total grpc_server_handled_total grpc_server_ha
   distarray_device_reshard_bytes_total distarray_device_allocation_failures_total \
   distarray_device_sticky_error distarray_graph_cache_hits_total distarray_graph_launches_total \
   distarray_graph_iterations_total distarray_transfer_bytes_total process_cpu_seconds_total \
-  process_resident_memory_bytes process_open_fds process_start_time_seconds; do
+  process_resident_memory_bytes process_open_fds process_start_time_seconds \
+  distarray_tenant_memory_used_bytes; do
   grep -q "^# TYPE $family " "$dir/metrics.txt" || {
     echo "check-metrics: the scrape has no $family" >&2
     exit 1
   }
 done
+# The metrics port is unauthenticated: without --metrics_tenant_labels=on it names no tenant.
+if grep -q 'tenant="' "$dir/metrics.txt"; then
+  echo "check-metrics: a tenant label on the metrics port without --metrics_tenant_labels=on" >&2
+  exit 1
+fi
 # The demo's calls are there, by method and code.
 grep -Eq '^grpc_server_handled_total\{grpc_code="OK",grpc_method="UploadArray",[^}]*\} [1-9]' \
   "$dir/metrics.txt" || { echo "check-metrics: no successful UploadArray counted" >&2; exit 1; }

@@ -97,7 +97,8 @@ int RunDaemon(int argc, char** argv) {
   }
   Engine engine(std::move(*backend), options->engine);
   // Scrapes read the engine from here on; declared after it, so it stops first.
-  const Metrics::EngineObservation observed = (*metrics)->ObserveEngine(engine);
+  const Metrics::EngineObservation observed =
+      (*metrics)->ObserveEngine(engine, options->metrics_tenant_labels);
   ArrayServiceImpl service(
       engine, **metrics,
       MakeSharedMemoryOptions(options->shared_memory, options->shared_memory_limits,
@@ -117,6 +118,11 @@ int RunDaemon(int argc, char** argv) {
   Ticker transfer_log_flusher(kTransferLinger, [&transfer_log] { transfer_log.FlushLingering(); });
   service.set_transfer_log(&transfer_log);
   service.set_authenticator(authenticator->get());
+  // A per-tenant bound at or above the server's adds nothing (gRPC's thread quota holds every
+  // tenant to that one), so the service then counts nothing: single-tenant daemons pay no lock.
+  if (options->max_concurrent_calls_per_tenant < options->max_concurrent_calls) {
+    service.set_max_calls_per_tenant(options->max_concurrent_calls_per_tenant);
+  }
 
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       daemon::ApiServerCredentials(*options);

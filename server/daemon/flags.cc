@@ -78,10 +78,21 @@ ABSL_FLAG(int64_t, max_chunks, distarray::kDefaultMaxChunks,
 ABSL_FLAG(int64_t, upload_idle_timeout_ms, 30000,
           "An upload stream that sends no message for this long is cancelled (CANCELLED) and its "
           "memory released; 0 disables");
+ABSL_FLAG(int64_t, upload_min_bytes_per_second, 1024,
+          "An upload stream must deliver at least this many bytes per second, measured over each "
+          "--upload_idle_timeout_ms window, or it is cancelled like an idle one (a trickle holds "
+          "a thread and a reservation as long as a silent stream); 0 disables");
 ABSL_FLAG(int, max_list_page_size, 1000, "Most arrays in one ListArrays page");
 ABSL_FLAG(int, max_concurrent_calls, 128,
           "Most calls served at once (each holds at most two transfer slabs, 32 MiB); a call "
           "beyond it is answered RESOURCE_EXHAUSTED at once");
+ABSL_FLAG(int, max_concurrent_calls_per_tenant, 32,
+          "With --auth_tokens_file: most calls one tenant may have in flight (KeepAlive not "
+          "counted), so one tenant cannot take every call slot; a call beyond it is answered "
+          "RESOURCE_EXHAUSTED at once. Above --max_concurrent_calls: only that bound applies");
+ABSL_FLAG(int64_t, max_sessions_per_tenant, distarray::SessionLimits::kDefaultMaxPerTenant,
+          "With --auth_tokens_file: most live sessions one tenant may hold (the daemon holds "
+          "65536 in all); a new session beyond it is answered RESOURCE_EXHAUSTED");
 ABSL_FLAG(std::string, graphs, "on",
           "RunGraph: 'on' records programs into graphs replayed on the devices (CUDA graphs with "
           "conditional nodes, one per GPU, on the CUDA backend; one-device programs on the host "
@@ -126,6 +137,9 @@ ABSL_FLAG(std::string, tenant_memory_quota, "",
 ABSL_FLAG(
     std::string, tenant_memory_quota_overrides, "",
     "Per-tenant quotas replacing --tenant_memory_quota, e.g. 'alice=16GiB,batch=0' (0: none)");
+ABSL_FLAG(std::string, metrics_tenant_labels, "off",
+          "on: the tenant metrics carry a 'tenant' label (tenant names on the unauthenticated "
+          "metrics port); off: they are aggregated over tenants");
 
 namespace distarray::daemon {
 namespace {
@@ -270,6 +284,10 @@ absl::StatusOr<DaemonOptions> DaemonOptionsFromFlags() {
   o.engine.max_download_piece_bytes = *message_bytes - kDownloadMessageHeadroom;
   o.max_concurrent_calls = absl::GetFlag(FLAGS_max_concurrent_calls);
   if (o.max_concurrent_calls < 1) return BadFlag("max_concurrent_calls", "must be at least 1");
+  o.max_concurrent_calls_per_tenant = absl::GetFlag(FLAGS_max_concurrent_calls_per_tenant);
+  if (o.max_concurrent_calls_per_tenant < 1) {
+    return BadFlag("max_concurrent_calls_per_tenant", "must be at least 1");
+  }
 
   EngineOptions& e = o.engine;
   e.max_chunks = absl::GetFlag(FLAGS_max_chunks);
@@ -288,6 +306,16 @@ absl::StatusOr<DaemonOptions> DaemonOptionsFromFlags() {
   }
   e.run_graph_default_time = absl::Seconds(run_default);
   e.run_graph_max_time = absl::Seconds(run_max);
+  e.upload_min_bytes_per_second = absl::GetFlag(FLAGS_upload_min_bytes_per_second);
+  if (e.upload_min_bytes_per_second < 0 || e.upload_min_bytes_per_second > 1_GiB) {
+    return BadFlag("upload_min_bytes_per_second", "must be in [0, 1073741824]");
+  }
+  e.max_sessions_per_tenant = absl::GetFlag(FLAGS_max_sessions_per_tenant);
+  if (e.max_sessions_per_tenant < 1 ||
+      e.max_sessions_per_tenant > SessionLimits::kDefaultMaxSessions) {
+    return BadFlag("max_sessions_per_tenant",
+                   absl::StrCat("must be in [1, ", SessionLimits::kDefaultMaxSessions, "]"));
+  }
   e.max_list_page_size = absl::GetFlag(FLAGS_max_list_page_size);
   if (e.max_list_page_size < 1) return BadFlag("max_list_page_size", "must be at least 1");
   e.default_list_page_size = std::min(e.default_list_page_size, e.max_list_page_size);
@@ -311,6 +339,17 @@ absl::StatusOr<DaemonOptions> DaemonOptionsFromFlags() {
   o.tls.key_file = absl::GetFlag(FLAGS_tls_key_file);
   o.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
   o.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens_file);
+  if (o.auth_tokens_file.empty()) {
+    // One tenant, everyone: its bounds are the daemon's.
+    o.max_concurrent_calls_per_tenant = o.max_concurrent_calls;
+    e.max_sessions_per_tenant = SessionLimits::kDefaultMaxSessions;
+  }
+  const std::string tenant_labels = absl::GetFlag(FLAGS_metrics_tenant_labels);
+  if (tenant_labels != "on" && tenant_labels != "off") {
+    return BadFlag("metrics_tenant_labels",
+                   absl::StrCat("'on' or 'off', got '", tenant_labels, "'"));
+  }
+  o.metrics_tenant_labels = tenant_labels == "on";
   const std::string shared_memory = absl::GetFlag(FLAGS_shared_memory);
   if (shared_memory == "on") {
     o.shared_memory = true;

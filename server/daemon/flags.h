@@ -35,6 +35,9 @@ struct DaemonOptions {
   absl::Duration drain_grace = absl::Seconds(5);
   absl::Duration drain = absl::Seconds(10);
   int max_concurrent_calls = 128;
+  // Calls one tenant may have in flight (--max_concurrent_calls_per_tenant); without
+  // --auth_tokens_file there is one tenant and this equals max_concurrent_calls.
+  int max_concurrent_calls_per_tenant = 32;
 
   // Connection liveness: the server pings a connection idle for keepalive_time and closes it when
   // the ping is unanswered after keepalive_timeout, so a dead client's calls end.
@@ -52,6 +55,9 @@ struct DaemonOptions {
   bool shared_memory = true;
   std::string shared_memory_off_reason;     // for the refusal's message, when off
   SharedMemoryLimits shared_memory_limits;  // per tenant
+
+  // Tenant names as labels of the tenant metrics (--metrics_tenant_labels); off: aggregated.
+  bool metrics_tenant_labels = false;
 };
 
 // Parses a --log_level value, in any case: trace, debug, info, warn (or warning), error,

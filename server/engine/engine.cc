@@ -145,7 +145,8 @@ Engine::Engine(std::unique_ptr<Backend> backend, EngineOptions options)
     : backend_(std::move(backend)),
       options_(options),
       registry_(options.tenant_quotas),
-      sessions_(options.session_lease),
+      sessions_(options.session_lease,
+                SessionLimits{SessionLimits::kDefaultMaxSessions, options.max_sessions_per_tenant}),
       programs_(options.programs.max_registered_programs),
       runner_(std::make_unique<ProgramRunner>(*backend_, options.programs, options.use_graphs)) {}
 
@@ -235,7 +236,7 @@ v1::GetServerInfoResponse Engine::ServerInfo() const {
 
 absl::Status Engine::TouchSession(const CallContext& call) {
   if (call.session.empty()) return absl::OkStatus();
-  return sessions_.Touch(call.session_key());
+  return sessions_.Touch(call.tenant, call.session_key());
 }
 
 v1::KeepAliveResponse Engine::KeepAlive(const CallContext& call) {
@@ -268,10 +269,11 @@ absl::StatusOr<ArrayPtr> Engine::Register(Array array, bool in_place, const Call
   if (in_place) return registry_.Replace(std::move(array));
   const bool owned = !array.session.empty();
   const std::string session = array.session;
+  const std::string tenant = array.tenant;
   ASSIGN_OR_RETURN(ArrayPtr stored, registry_.Insert(std::move(array)));
   // Renew the owner, so a sweep that ran while this call worked does not leave the array with a
   // session that will never expire again.
-  if (owned) sessions_.Touch(session).IgnoreError();
+  if (owned) sessions_.Touch(tenant, session).IgnoreError();
   return stored;
 }
 

@@ -39,9 +39,15 @@ inline constexpr int64_t kDownloadMessageHeadroom = 4096;
 struct EngineOptions {
   int64_t max_chunks = kDefaultMaxChunks;  // per index map
   absl::Duration session_lease = absl::Seconds(60);
+  // Live sessions one tenant may hold (--max_sessions_per_tenant), below the daemon's
+  // SessionLimits::kDefaultMaxSessions.
+  int64_t max_sessions_per_tenant = SessionLimits::kDefaultMaxPerTenant;
   int default_list_page_size = 100;
   int max_list_page_size = 1000;
   int64_t upload_idle_timeout_ms = 30000;
+  // An upload must deliver at least this many bytes per second, measured over windows of the
+  // idle timeout, or it is cancelled like an idle one (--upload_min_bytes_per_second; 0: none).
+  int64_t upload_min_bytes_per_second = 1024;
   // The most bytes of values one download message carries, whatever the request asks: the
   // server's largest message (--max_message_size) less room for the message's other fields, so
   // a message gRPC would refuse to send is never made.
@@ -105,7 +111,8 @@ class Engine {
   v1::GetServerInfoResponse ServerInfo() const;
 
   // Renews the call's session (no-op without one). Every call does this on arrival.
-  // Renews the call's session; RESOURCE_EXHAUSTED when it is new and the session table is full.
+  // RESOURCE_EXHAUSTED when the session is new and its tenant holds --max_sessions_per_tenant
+  // sessions, or the daemon as many as it holds.
   absl::Status TouchSession(const CallContext& call);
   v1::KeepAliveResponse KeepAlive(const CallContext& call);
   // Expires the sessions whose lease ran out and deletes their unnamed arrays; returns how many

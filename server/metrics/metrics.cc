@@ -58,12 +58,12 @@ void Metrics::RecordTransferBytes(absl::string_view direction, int64_t bytes) {
   }
 }
 
-Metrics::EngineObservation Metrics::ObserveEngine(Engine& engine) {
+Metrics::EngineObservation Metrics::ObserveEngine(Engine& engine, bool tenant_labels) {
   metrics::RegisterBuildInfo(*registry_, metrics::CurrentBuildInfo(engine.backend().name()));
   std::vector<std::shared_ptr<prometheus::Collectable>> collectables = {
       std::make_shared<metrics::DeviceCollector>(engine),
       std::make_shared<metrics::GraphCollector>(engine),
-      std::make_shared<metrics::TenantCollector>(engine)};
+      std::make_shared<metrics::TenantCollector>(engine, tenant_labels)};
   for (const auto& collectable : collectables) Expose(collectable);
   return EngineObservation(this, std::move(collectables));
 }

@@ -3,7 +3,7 @@
 //   grpc_server_metrics.h  gRPC calls, by a server interceptor (grpc-ecosystem names)
 //   device_collector.h     per device, read from the engine at scrape time
 //   graph_collector.h      arrays, sessions and RunGraph counters, read at scrape time
-//   tenant_collector.h     per tenant and device: memory used and quota, read at scrape time
+//   tenant_collector.h     tenants' memory and quotas per device (per tenant only when asked)
 //   process_collector.h    process_* from /proc/self
 //   build_info.h           distarray_build_info
 // Names follow Prometheus conventions (_total counters, base units, no per-handle labels).
@@ -45,6 +45,8 @@ class Metrics {
 
   // While the returned object lives, scrapes read `engine`: per-device, per-tenant, graph and
   // build-info metrics. Destroy it before the engine (declare it after the engine).
+  // `tenant_labels` (--metrics_tenant_labels): the tenant metrics name each tenant; otherwise
+  // they are aggregated over tenants (tenant_collector.h says why).
   class EngineObservation {
    public:
     EngineObservation(EngineObservation&&) = default;
@@ -57,7 +59,7 @@ class Metrics {
     Metrics* metrics_;
     std::vector<std::shared_ptr<prometheus::Collectable>> collectables_;
   };
-  [[nodiscard]] EngineObservation ObserveEngine(Engine& engine);
+  [[nodiscard]] EngineObservation ObserveEngine(Engine& engine, bool tenant_labels = false);
 
  private:
   Metrics();

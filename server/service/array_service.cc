@@ -133,7 +133,8 @@ ArrayServiceImpl::ArrayServiceImpl(Engine& engine, Metrics& metrics,
                                    SharedMemoryOptions shared_memory)
     : engine_(engine),
       metrics_(metrics),
-      upload_watchdog_(absl::Milliseconds(engine.options().upload_idle_timeout_ms)),
+      upload_watchdog_(absl::Milliseconds(engine.options().upload_idle_timeout_ms),
+                       engine.options().upload_min_bytes_per_second),
       shared_memory_(std::move(shared_memory)),
       segments_(shared_memory_.limits) {
   engine_.SetSessionEndListener(
@@ -167,16 +168,24 @@ grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerCont
   } else if (!session.ok()) {
     status = session.status();
   } else {
-    CallContext call{*std::move(session), [this, context, probe = std::make_shared<CancelProbe>()] {
-                       return CallAlive(context, drain_gate_, *probe);
-                     }};
-    call.tenant = *std::move(tenant);
-    SetRequestLogTenant(call.tenant);
-    status = engine_.TouchSession(call);
-    if (status.ok()) {
-      status = body(call);
-      // A long call counts as activity until it ends, not only when it began.
-      engine_.TouchSession(call).IgnoreError();
+    SetRequestLogTenant(*tenant);
+    // Before any work: a tenant at its bound holds this thread only for the refusal.
+    absl::StatusOr<TenantCallSlots::Slot> slot =
+        method == "KeepAlive" ? TenantCallSlots::Slot() : call_slots_->Acquire(*tenant);
+    if (!slot.ok()) {
+      status = slot.status();
+    } else {
+      CallContext call{*std::move(session),
+                       [this, context, probe = std::make_shared<CancelProbe>()] {
+                         return CallAlive(context, drain_gate_, *probe);
+                       }};
+      call.tenant = *std::move(tenant);
+      status = engine_.TouchSession(call);
+      if (status.ok()) {
+        status = body(call);
+        // A long call counts as activity until it ends, not only when it began.
+        engine_.TouchSession(call).IgnoreError();
+      }
     }
   }
   const double seconds =
@@ -228,10 +237,17 @@ grpc::Status ArrayServiceImpl::UploadArray(grpc::ServerContext* context,
                                            grpc::ServerReader<v1::UploadArrayRequest>* reader,
                                            v1::UploadArrayResponse* response) {
   return Handle("UploadArray", context, [&](const CallContext& call) -> absl::Status {
-    // A stream silent for the idle timeout is cancelled: the client sees CANCELLED, and the
-    // session's allocation is released when `session` goes out of scope below.
-    UploadWatchdog::Watch watch = upload_watchdog_.Start(context);
+    // A stream silent for the idle timeout, or slower than the minimum rate, is cancelled: the
+    // client sees CANCELLED, and the session's allocation is released when `session` goes out of
+    // scope below.
+    UploadWatchdog::Watch watch = upload_watchdog_.Start(context, /*check_rate=*/true);
     const auto idle_error = [&] {
+      if (watch.too_slow()) {
+        return absl::CancelledError(absl::StrCat(
+            "the upload sent less than --upload_min_bytes_per_second (",
+            engine_.options().upload_min_bytes_per_second, " bytes per second) over ",
+            engine_.options().upload_idle_timeout_ms, " ms; the upload was cancelled"));
+      }
       return absl::CancelledError(absl::StrCat("no upload message for ",
                                                engine_.options().upload_idle_timeout_ms,
                                                " ms; the upload was cancelled"));
@@ -257,6 +273,7 @@ grpc::Status ArrayServiceImpl::UploadArray(grpc::ServerContext* context,
         return absl::InvalidArgumentError("header: only the first message may be a header");
       }
       received += message.data().size();
+      watch.Received(static_cast<int64_t>(message.data().size()));
       transfer.Add(message.data().size());
       RETURN_IF_ERROR(session->Append(message.data()));
       RETURN_IF_ERROR(call.CheckAlive());  // e.g. the drain's time ran out

@@ -14,6 +14,7 @@
 #include "server/logging/transfer_log.h"
 #include "server/metrics/metrics.h"
 #include "server/security/authenticator.h"
+#include "server/service/call_slots.h"
 #include "server/service/drain_gate.h"
 #include "server/service/shared_memory_transfer.h"
 #include "server/service/upload_watchdog.h"
@@ -36,6 +37,11 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
   // While `gate` drains, new calls and (once the drain time is spent) running ones answer
   // UNAVAILABLE. Not owned; unset: never drains.
   void set_drain_gate(DrainGate* gate) { drain_gate_ = gate; }
+  // Each tenant may have at most `n` calls in flight (--max_concurrent_calls_per_tenant); a call
+  // beyond it answers RESOURCE_EXHAUSTED at once. KeepAlive is not counted: it cannot hold a
+  // thread for long, and refusing it would expire a busy client's session. <= 0: no bound (the
+  // default). Call before the server starts.
+  void set_max_calls_per_tenant(int n) { call_slots_ = std::make_unique<TenantCallSlots>(n); }
   // Where uploads and downloads are logged (not owned); unset: a default TransferLog.
   void set_transfer_log(TransferLog* log) { transfer_log_ = log; }
   // Removes every shared-memory segment from /dev/shm (the drain, once calls have ended: the
@@ -96,7 +102,8 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
                          v1::KeepAliveResponse* response) override;
 
  private:
-  // Reads the call's session from its metadata and renews it, runs `body(call)`, and logs
+  // Authenticates the call, takes its tenant's call slot, reads the call's session from its
+  // metadata and renews it, runs `body(call)`, and logs
   // failures other than the client's own mistakes.
   template <typename Body>
   grpc::Status Handle(absl::string_view method, grpc::ServerContext* context, Body&& body);
@@ -105,6 +112,7 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
   Metrics& metrics_;
   UploadWatchdog upload_watchdog_;
   const Authenticator* authenticator_ = nullptr;
+  std::unique_ptr<TenantCallSlots> call_slots_ = std::make_unique<TenantCallSlots>();
   DrainGate* drain_gate_ = nullptr;
   TransferLog default_transfer_log_;
   TransferLog* transfer_log_ = &default_transfer_log_;

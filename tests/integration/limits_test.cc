@@ -265,6 +265,57 @@ TEST_P(LimitsTest, IdleUploadIsCancelledAndItsMemoryReturns) {
   EXPECT_EQ(back, data);
 }
 
+// A stream that sends just inside every idle timeout would hold its thread and reservation as
+// long as a silent one: an upload slower than --upload_min_bytes_per_second (1 KiB/s by default,
+// measured over windows of the idle timeout) is cancelled like an idle one, and its memory returns.
+TEST_P(LimitsTest, TrickledUploadIsCancelled) {
+  ASSERT_OK(client_->Synchronize());
+  const int64_t baseline = UsedBytes(*client_);
+  grpc::ClientContext context;
+  client_->AttachSession(context);
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::UploadArrayResponse response;
+  auto writer = client_->stub().UploadArray(&context, &response);
+  v1::UploadArrayRequest header;
+  v1::ArraySpec* spec = header.mutable_header()->mutable_new_array();
+  spec->mutable_shape()->add_dims(4096);
+  spec->set_dtype(v1::DTYPE_FLOAT32);
+  *spec->mutable_index_map() = OnDevice(1, 0);
+  ASSERT_TRUE(writer->Write(header));
+  const auto start = std::chrono::steady_clock::now();
+  v1::UploadArrayRequest piece;
+  piece.set_data(std::string(1, '\0'));
+  // One byte every 100 ms: never silent for the idle timeout (1000 ms), but 10 bytes a second.
+  // The client goes on until the daemon says it cut the stream (a client's writes may be
+  // buffered for a while after the server ended the call) or 10 s pass.
+  const std::string expected =
+      "the upload sent less than --upload_min_bytes_per_second (1024 bytes per second) over 1000 "
+      "ms; the upload was cancelled";
+  bool cut = false;
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
+    if (daemon_->log().find(expected) != std::string::npos) {
+      cut = true;
+      break;
+    }
+    writer->Write(piece);  // false once the call ended: then wait for the log line
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(cut) << "the trickle was never cut:\n" << daemon_->log();
+  // The first window of the idle timeout that brings under 1024 bytes ends it (plus the
+  // watchdog's period, a quarter of the timeout, twice).
+  EXPECT_LT(seconds, 4.0) << daemon_->log();
+  if (!cut) context.TryCancel();
+  const grpc::Status s = writer->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::CANCELLED) << s.error_message();
+  const auto released_by = std::chrono::steady_clock::now() + std::chrono::seconds(4);
+  while (UsedBytes(*client_) != baseline && std::chrono::steady_clock::now() < released_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(UsedBytes(*client_), baseline);
+}
+
 // The daemon reads a download's request in its handler (server/service/array_service.h), so a
 // client that opens the call and never sends it would hold a handler thread; the idle timeout
 // cancels it as it does a silent upload.
@@ -483,10 +534,12 @@ TEST(DaemonFlags, HelpListsEveryFlagAndLoopbackDefaults) {
   char buffer[4096];
   for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) help.append(buffer, n);
   pclose(pipe);
-  for (const char* flag : {"--listen", "--metrics_listen", "--backend", "--host_devices",
-                           "--memory_limit", "--memory_fraction", "--transfer", "--port_file",
-                           "--log_level", "--drain_seconds", "--session_lease_seconds",
-                           "--max_chunks", "--upload_idle_timeout_ms", "--max_list_page_size"}) {
+  for (const char* flag :
+       {"--listen", "--metrics_listen", "--backend", "--host_devices", "--memory_limit",
+        "--memory_fraction", "--transfer", "--port_file", "--log_level", "--drain_seconds",
+        "--session_lease_seconds", "--max_chunks", "--upload_idle_timeout_ms",
+        "--max_list_page_size", "--max_concurrent_calls_per_tenant", "--max_sessions_per_tenant",
+        "--upload_min_bytes_per_second", "--metrics_tenant_labels"}) {
     EXPECT_NE(help.find(absl::StrCat(flag, " (")), std::string::npos) << flag << "\n" << help;
   }
   EXPECT_NE(help.find("default: \"127.0.0.1:50051\""), std::string::npos) << help;

@@ -1,14 +1,18 @@
 // The daemon's /metrics, scraped over HTTP while requests run against it: the gRPC interceptor's
 // series (grpc-ecosystem names and codes), per-device memory right from start-up and at scrape
-// time, reshard bytes, allocation failures, graph counters, build info and process metrics.
+// time, reshard bytes, allocation failures, graph counters, build info and process metrics; tenant
+// names only with --metrics_tenant_labels=on.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -257,6 +261,13 @@ TEST_P(MetricsTest, SeriesExistFromStartUp) {
   // Counted in clock ticks (10 ms): a daemon that just started may not have spent one yet.
   EXPECT_GE(s.Value("process_cpu_seconds_total"), 0);
   EXPECT_EQ(s.Value("distarray_arrays"), 0);
+  // Tenant memory per device from start-up, naming no tenant.
+  for (int d = 0; d < devices_; ++d) {
+    EXPECT_EQ(s.Value("distarray_tenant_memory_used_bytes", Device(d)), 0);
+  }
+  for (const Sample& sample : s.samples()) {
+    EXPECT_EQ(sample.labels.count("tenant"), 0u) << sample.name;
+  }
 }
 
 // Values move with the requests: calls by method and code, messages, memory used at scrape time
@@ -289,12 +300,10 @@ TEST_P(MetricsTest, ValuesFollowRequests) {
     EXPECT_EQ(uploaded.Value("distarray_device_arrays", Device(d)), 1);
   }
   EXPECT_GE(used, kElements * 4);
-  // Without authentication everything belongs to the default tenant.
+  // Tenants' memory, aggregated (no tenant label without --metrics_tenant_labels=on).
   double tenant_used = 0;
   for (int d = 0; d < devices_; ++d) {
-    std::map<std::string, std::string> labels = Device(d);
-    labels["tenant"] = "default";
-    tenant_used += uploaded.Value("distarray_tenant_memory_used_bytes", labels);
+    tenant_used += uploaded.Value("distarray_tenant_memory_used_bytes", Device(d));
   }
   EXPECT_GE(tenant_used, kElements * 4);
   // The GetServerInfo of SetUp, and none since.
@@ -337,9 +346,7 @@ TEST_P(MetricsTest, ValuesFollowRequests) {
   for (int d = 0; d < devices_; ++d) {
     EXPECT_EQ(deleted.Value("distarray_device_memory_used_bytes", Device(d)), 0) << "device " << d;
     EXPECT_EQ(deleted.Value("distarray_device_arrays", Device(d)), 0);
-    std::map<std::string, std::string> labels = Device(d);
-    labels["tenant"] = "default";
-    EXPECT_EQ(deleted.Value("distarray_tenant_memory_used_bytes", labels), 0);
+    EXPECT_EQ(deleted.Value("distarray_tenant_memory_used_bytes", Device(d)), 0);
   }
   EXPECT_EQ(deleted.Value("distarray_arrays"), 0);
 }
@@ -431,6 +438,86 @@ TEST_P(MetricsTest, ScrapesKeepAnsweringAfterAMatmul) {
     const Scraped s = ScrapeNow();
     EXPECT_GE(s.Value("grpc_server_handled_total", Call("Matmul", "OK")), 1) << "scrape " << i;
   }
+}
+
+// The metrics port is unauthenticated: by default it names no tenant, neither those that
+// allocated nor those of the quota overrides (carol never connects), and shows their memory as a
+// total per device and the worst quota ratio; --metrics_tenant_labels=on names them.
+TEST(TenantMetrics, TenantNamesOnlyWhenAsked) {
+  std::string dir = (std::filesystem::temp_directory_path() / "distarray-metrics-XXXXXX").string();
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  std::ofstream(dir + "/tokens") << "alice: alice-token-0123456789abcdef\n"
+                                 << "bob: bob-token-0123456789abcdefgh\n";
+  for (const bool labels : {false, true}) {
+    SCOPED_TRACE(labels ? "labels on" : "labels off");
+    std::unique_ptr<Daemon> daemon;
+    int port = 0;
+    absl::Status last_error;
+    for (int attempt = 0; attempt < 3 && daemon == nullptr; ++attempt) {
+      port = FreePort();
+      ASSERT_GT(port, 0);
+      Daemon::Options options;
+      options.host_devices = 2;
+      options.memory_limit = "64MiB";
+      options.extra_flags = {absl::StrCat("--metrics_listen=127.0.0.1:", port),
+                             "--auth_tokens_file=" + dir + "/tokens",
+                             "--tenant_memory_quota_overrides=bob=1MiB,carol=2MiB"};
+      if (labels) options.extra_flags.push_back("--metrics_tenant_labels=on");
+      absl::StatusOr<std::unique_ptr<Daemon>> started = Daemon::Start(options);
+      if (started.ok()) {
+        daemon = *std::move(started);
+      } else {
+        last_error = started.status();
+      }
+    }
+    ASSERT_NE(daemon, nullptr) << last_error;
+    {
+      std::vector<Client> clients;
+      for (const char* token : {"alice-token-0123456789abcdef", "bob-token-0123456789abcdefgh"}) {
+        ConnectOptions connect;
+        connect.token = token;
+        absl::StatusOr<Client> client = Client::Connect(daemon->address(), 5000, connect);
+        ASSERT_TRUE(client.ok()) << client.status();
+        clients.push_back(*std::move(client));
+      }
+      // alice: 64 KiB on device 0; bob: 256 KiB on device 0, a quarter of his quota (and a bit).
+      auto a = clients[0].Create({16 << 10}, v1::DTYPE_FLOAT32, {OnDevice(1, 0)});
+      auto b = clients[1].Create({64 << 10}, v1::DTYPE_FLOAT32, {OnDevice(1, 0)});
+      ASSERT_TRUE(a.ok()) << a.status();
+      ASSERT_TRUE(b.ok()) << b.status();
+      const std::optional<std::string> text = Scrape(port);
+      ASSERT_TRUE(text.has_value());
+      const Scraped s(*text);
+      const double alice_bytes = (16 << 10) * 4, bob_bytes = (64 << 10) * 4;
+      if (!labels) {
+        for (const char* name : {"alice", "bob", "carol", "tenant="}) {
+          EXPECT_EQ(text->find(name), std::string::npos) << name << "\n" << *text;
+        }
+        EXPECT_GE(s.Value("distarray_tenant_memory_used_bytes", Device(0)),
+                  alice_bytes + bob_bytes);
+        EXPECT_LT(s.Value("distarray_tenant_memory_used_bytes", Device(0)),
+                  alice_bytes + bob_bytes + 4096);
+        EXPECT_EQ(s.Value("distarray_tenant_memory_used_bytes", Device(1)), 0);
+      } else {
+        EXPECT_GE(
+            s.Value("distarray_tenant_memory_used_bytes", {{"tenant", "alice"}, {"device", "0"}}),
+            alice_bytes);
+        EXPECT_GE(
+            s.Value("distarray_tenant_memory_used_bytes", {{"tenant", "bob"}, {"device", "0"}}),
+            bob_bytes);
+        EXPECT_EQ(
+            s.Value("distarray_tenant_memory_quota_bytes", {{"tenant", "carol"}, {"device", "1"}}),
+            2 << 20);
+      }
+      // bob holds the worst ratio, a quarter of his quota (plus bookkeeping), either way.
+      const double ratio = s.Value("distarray_tenant_memory_quota_used_ratio_max", Device(0));
+      EXPECT_GE(ratio, 0.25);
+      EXPECT_LT(ratio, 0.26);
+    }
+    const int status = daemon->Terminate(10000);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << daemon->log();
+  }
+  std::filesystem::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, MetricsTest, ::testing::Values("host", "cuda"),

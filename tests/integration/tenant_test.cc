@@ -1,7 +1,8 @@
 // Tenants against the real daemon: two tenants with their own tokens see only their own arrays,
 // names, sessions and programs; another tenant's handle, name or program id answers exactly as a
 // missing one does; per-tenant memory quotas answer RESOURCE_EXHAUSTED naming the quota and leave
-// nothing behind; without --auth_tokens_file everything is the tenant "default".
+// nothing behind; without --auth_tokens_file everything is the tenant "default". One tenant at its
+// bound of sessions or calls in flight leaves the other tenant served.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +11,8 @@
 #include <fstream>
 #include <set>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "distarray/client.h"
@@ -39,6 +42,7 @@ class TenantTest : public ::testing::Test {
                            // bob may hold 1 MiB per device, alice the default (none).
                            "--tenant_memory_quota_overrides=bob=1MiB",
                            absl::StrCat("--session_lease_seconds=", kLeaseSeconds)};
+    for (std::string& flag : ExtraFlags()) options.extra_flags.push_back(std::move(flag));
     ASSERT_OK_AND_ASSIGN(daemon_, Daemon::Start(options));
     ASSERT_OK_AND_ASSIGN(alice_, Connect(kAliceToken));
     ASSERT_OK_AND_ASSIGN(bob_, Connect(kBobToken));
@@ -52,6 +56,8 @@ class TenantTest : public ::testing::Test {
     }
     std::filesystem::remove_all(dir_);
   }
+  // More daemon flags, for fixtures of their own.
+  virtual std::vector<std::string> ExtraFlags() { return {}; }
   absl::StatusOr<std::unique_ptr<Client>> Connect(const std::string& token,
                                                   const std::string& session = "",
                                                   bool keepalive = true) {
@@ -246,6 +252,171 @@ TEST_F(TenantTest, QuotaRefusesWhatWouldPassItNamingItAndLeavesNothing) {
   for (int d = 0; d < after.devices_size(); ++d) {
     EXPECT_EQ(after.devices(d).memory_used_bytes(), before.devices(d).memory_used_bytes()) << d;
   }
+}
+
+// Tight per-tenant bounds, under a daemon-wide call bound that one tenant could fill alone.
+class TenantLimitsTest : public TenantTest {
+ protected:
+  static constexpr int kSessionsPerTenant = 4;
+  static constexpr int kMaxCalls = 10;
+  static constexpr int kCallsPerTenant = 3;
+  std::vector<std::string> ExtraFlags() override {
+    return {absl::StrCat("--max_sessions_per_tenant=", kSessionsPerTenant),
+            absl::StrCat("--max_concurrent_calls=", kMaxCalls),
+            absl::StrCat("--max_concurrent_calls_per_tenant=", kCallsPerTenant)};
+  }
+};
+
+// One tenant holding every session it may hold gets RESOURCE_EXHAUSTED naming the flag for a new
+// one, while its own sessions go on and the other tenant's new clients are served; its room
+// returns as its sessions expire.
+TEST_F(TenantLimitsTest, OneTenantsSessionsLeaveRoomForAnothersClients) {
+  // alice_ holds one session already; these fill her bound.
+  std::vector<std::unique_ptr<Client>> alices;
+  for (int i = 1; i < kSessionsPerTenant; ++i) {
+    ASSERT_OK_AND_ASSIGN(auto client, Connect(kAliceToken, absl::StrCat("alice-", i)));
+    alices.push_back(std::move(client));
+  }
+  const absl::Status refused = Connect(kAliceToken, "alice-one-more").status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_EQ(refused.message(),
+            absl::StrCat("distarray-session: tenant 'alice' has ", kSessionsPerTenant,
+                         " live sessions, the most --max_sessions_per_tenant allows; reuse a "
+                         "session or retry once some expire"));
+  for (auto& alice : alices) ASSERT_OK(alice->ServerInfo().status());
+  ASSERT_OK(alice_->Create({4}, v1::DTYPE_FLOAT32, {OnDevice(1, 0)}).status());
+  // Bob's new clients are served up to his own bound.
+  std::vector<std::unique_ptr<Client>> bobs;
+  for (int i = 1; i < kSessionsPerTenant; ++i) {
+    ASSERT_OK_AND_ASSIGN(auto client, Connect(kBobToken, absl::StrCat("bob-", i)));
+    ASSERT_OK(client->Create({4}, v1::DTYPE_FLOAT32, {OnDevice(1, 1)}).status());
+    bobs.push_back(std::move(client));
+  }
+  EXPECT_EQ(Connect(kBobToken, "bob-one-more").status().code(),
+            absl::StatusCode::kResourceExhausted);
+  // Alice's extra clients go (their keepalive stops); once their leases pass, she has room again.
+  alices.clear();
+  absl::Status again;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(4 * kLeaseSeconds);
+  do {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    again = Connect(kAliceToken, "alice-one-more").status();
+  } while (!again.ok() && std::chrono::steady_clock::now() < until);
+  EXPECT_TRUE(again.ok()) << again;
+}
+
+// One tenant holding every call slot it may hold (downloads whose client stopped reading) is
+// refused RESOURCE_EXHAUSTED naming the flag beyond them, while the other tenant's calls are still
+// served: without the per-tenant bound, alice's streams take the daemon's every thread. KeepAlive
+// is not counted, so her sessions live on.
+TEST_F(TenantLimitsTest, OneTenantHoldingItsCallsLeavesAnotherServed) {
+  const std::vector<float> values(8 << 20, 1.5f);  // 32 MiB: far more than the stream window
+  ASSERT_OK_AND_ASSIGN(Array a, alice_->Upload<float>(values, {8 << 20}, {OnDevice(1, 0)}));
+  struct Stalled {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReader<v1::DownloadArrayResponse>> reader;
+  };
+  std::vector<std::unique_ptr<Stalled>> stalled;
+  int started = 0;
+  for (int i = 0; i < kMaxCalls + 2; ++i) {
+    auto s = std::make_unique<Stalled>();
+    alice_->AttachSession(s->context);
+    s->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    v1::DownloadArrayRequest request;
+    request.set_handle(a.handle());
+    s->reader = alice_->stub().DownloadArray(&s->context, request);
+    v1::DownloadArrayResponse first;
+    // Started (the first message came), or refused; either way the client then stops reading.
+    if (s->reader->Read(&first)) {
+      ++started;
+    } else {
+      const grpc::Status refused = s->reader->Finish();
+      EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+          << refused.error_message();
+      EXPECT_EQ(refused.error_message(),
+                absl::StrCat("tenant 'alice' has ", kCallsPerTenant,
+                             " calls in flight, the most --max_concurrent_calls_per_tenant "
+                             "allows; retry once some finish"));
+    }
+    stalled.push_back(std::move(s));
+  }
+  EXPECT_EQ(started, kCallsPerTenant);
+  const absl::Status alice_refused = alice_->ServerInfo().status();
+  EXPECT_EQ(alice_refused.code(), absl::StatusCode::kResourceExhausted) << alice_refused;
+  {
+    grpc::ClientContext context;
+    alice_->AttachSession(context);
+    v1::KeepAliveResponse response;
+    const grpc::Status kept = alice_->stub().KeepAlive(&context, {}, &response);
+    EXPECT_TRUE(kept.ok()) << kept.error_message();
+  }
+  // Bob is served throughout: small calls, an upload and a download.
+  ASSERT_OK(bob_->ServerInfo().status());
+  std::vector<float> data(1000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i);
+  ASSERT_OK_AND_ASSIGN(Array b, bob_->Upload<float>(data, {1000}, {OnDevice(1, 1)}));
+  ASSERT_OK_AND_ASSIGN(std::vector<float> back, b.Download<float>());
+  EXPECT_EQ(back, data);
+  ASSERT_OK_AND_ASSIGN(auto bob_two, Connect(kBobToken));
+  ASSERT_OK(bob_two->ServerInfo().status());
+  // Once alice's streams go, she is served again.
+  for (auto& s : stalled) s->context.TryCancel();
+  stalled.clear();
+  absl::Status served;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    served = alice_->ServerInfo().status();
+    if (served.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(served.ok()) << served;
+  EXPECT_TRUE(daemon_->alive());
+}
+
+TEST(TenantLimitFlags, BadLimitsFailStartUpNamingTheFlag) {
+  for (const auto& [flag, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"--max_sessions_per_tenant=0", "--max_sessions_per_tenant: must be in [1, 65536]"},
+           {"--max_sessions_per_tenant=65537", "--max_sessions_per_tenant: must be in [1, 65536]"},
+           {"--max_concurrent_calls_per_tenant=0",
+            "--max_concurrent_calls_per_tenant: must be at least 1"},
+           {"--upload_min_bytes_per_second=-1",
+            "--upload_min_bytes_per_second: must be in [0, 1073741824]"},
+           {"--metrics_tenant_labels=yes", "--metrics_tenant_labels: 'on' or 'off', got 'yes'"}}) {
+    Daemon::Options options;
+    options.extra_flags = {flag};
+    absl::StatusOr<std::unique_ptr<Daemon>> daemon = Daemon::Start(options);
+    ASSERT_FALSE(daemon.ok()) << flag;
+    EXPECT_NE(daemon.status().message().find("exited with 2"), absl::string_view::npos)
+        << daemon.status();
+    EXPECT_NE(daemon.status().message().find(expected), absl::string_view::npos) << daemon.status();
+  }
+}
+
+// Without --auth_tokens_file every client is the one tenant "default": the per-tenant bounds of
+// sessions and calls are then the daemon's, or one client would take the default tenant's share.
+TEST(TenantDefault, WithoutAuthenticationTheDaemonsBoundsApply) {
+  Daemon::Options options;
+  options.host_devices = 1;
+  options.extra_flags = {"--max_sessions_per_tenant=1", "--max_concurrent_calls_per_tenant=1"};
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> daemon, Daemon::Start(options));
+  {
+    ASSERT_OK_AND_ASSIGN(Client first, Client::Connect(daemon->address()));
+    ASSERT_OK_AND_ASSIGN(Client second, Client::Connect(daemon->address()));  // a second session
+    const std::vector<float> values(8 << 20, 1.5f);  // 32 MiB: far more than the stream window
+    ASSERT_OK_AND_ASSIGN(Array a, first.Upload<float>(values, {8 << 20}, {OnDevice(1, 0)}));
+    grpc::ClientContext context;
+    first.AttachSession(context);
+    v1::DownloadArrayRequest request;
+    request.set_handle(a.handle());
+    auto stalled = first.stub().DownloadArray(&context, request);
+    v1::DownloadArrayResponse piece;
+    ASSERT_TRUE(stalled->Read(&piece));  // started; the client stops reading
+    ASSERT_OK(second.ServerInfo().status());
+    ASSERT_OK(first.ServerInfo().status());
+    context.TryCancel();
+    stalled->Finish().IgnoreError();
+  }
+  const int status = daemon->Terminate(10000);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << daemon->log();
 }
 
 TEST(TenantQuotaFlags, BadQuotasFailStartUpNamingTheFlag) {

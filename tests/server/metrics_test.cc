@@ -1,5 +1,6 @@
 // The metrics module's pure parts: gRPC code and type names as the grpc-ecosystem exporters spell
-// them, /proc parsing, GPU UUID formatting, the method-series bound, and the collectors' output.
+// them, /proc parsing, GPU UUID formatting, the method-series bound, and the collectors' output
+// (tenant names only when asked for).
 #include <gtest/gtest.h>
 
 #include <ctime>
@@ -9,10 +10,12 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include "absl/strings/str_cat.h"
 #include "server/backend/gpu_uuid.h"
 #include "server/backend/memory_ledger.h"
 #include "server/metrics/grpc_server_metrics.h"
 #include "server/metrics/process_collector.h"
+#include "server/metrics/tenant_collector.h"
 
 namespace distarray::metrics {
 namespace {
@@ -166,6 +169,59 @@ TEST(MemoryLedgerFailuresTest, CountsRefusals) {
   EXPECT_EQ(ledger.failures(), 2);
   ledger.CountFailure();
   EXPECT_EQ(ledger.failures(), 3);
+}
+
+// The tenant families name no tenant unless asked: without labels, used bytes are summed per
+// device (every device, at 0 where none is held), no quota series, and the worst used/quota
+// ratio per device; with labels, one series per tenant and device as before.
+TEST(TenantMemoryFamiliesTest, NameTenantsOnlyWhenAsked) {
+  const std::vector<TenantDeviceMemory> usage = {{"alice", 0, 100, 0},  {"alice", 1, 0, 0},
+                                                 {"bob", 0, 300, 1000}, {"bob", 1, 0, 1000},
+                                                 {"carol", 0, 0, 400},  {"carol", 1, 200, 400}};
+  const auto uuid = [](int device) { return absl::StrCat("host-", device); };
+  const auto text = [](const std::vector<prometheus::MetricFamily>& families) {
+    return prometheus::TextSerializer().Serialize(families);
+  };
+  const std::vector<prometheus::MetricFamily> hidden = TenantMemoryFamilies(usage, 3, uuid, false);
+  const std::string hidden_text = text(hidden);
+  for (const char* name : {"alice", "bob", "carol", "tenant=\""}) {
+    EXPECT_EQ(hidden_text.find(name), std::string::npos) << name << "\n" << hidden_text;
+  }
+  EXPECT_NE(hidden_text.find("distarray_tenant_memory_used_bytes{device=\"0\",gpu_uuid=\"host-0\"} "
+                             "400"),
+            std::string::npos)
+      << hidden_text;
+  EXPECT_NE(hidden_text.find("distarray_tenant_memory_used_bytes{device=\"1\",gpu_uuid=\"host-1\"} "
+                             "200"),
+            std::string::npos)
+      << hidden_text;
+  EXPECT_NE(hidden_text.find("distarray_tenant_memory_used_bytes{device=\"2\",gpu_uuid=\"host-2\"} "
+                             "0"),
+            std::string::npos)
+      << hidden_text;
+  EXPECT_EQ(hidden_text.find("distarray_tenant_memory_quota_bytes{"), std::string::npos);
+  // bob holds 30 % of his quota on device 0, carol 50 % of hers on device 1.
+  EXPECT_NE(hidden_text.find("distarray_tenant_memory_quota_used_ratio_max{device=\"0\",gpu_uuid="
+                             "\"host-0\"} 0.3"),
+            std::string::npos)
+      << hidden_text;
+  EXPECT_NE(hidden_text.find("distarray_tenant_memory_quota_used_ratio_max{device=\"1\",gpu_uuid="
+                             "\"host-1\"} 0.5"),
+            std::string::npos)
+      << hidden_text;
+
+  const std::string named = text(TenantMemoryFamilies(usage, 3, uuid, true));
+  EXPECT_NE(named.find("distarray_tenant_memory_used_bytes{tenant=\"alice\",device=\"0\","
+                       "gpu_uuid=\"host-0\"} 100"),
+            std::string::npos)
+      << named;
+  EXPECT_NE(named.find("distarray_tenant_memory_quota_bytes{tenant=\"carol\",device=\"1\","
+                       "gpu_uuid=\"host-1\"} 400"),
+            std::string::npos)
+      << named;
+  EXPECT_NE(named.find("distarray_tenant_memory_quota_used_ratio_max{device=\"1\""),
+            std::string::npos)
+      << named;
 }
 
 }  // namespace
