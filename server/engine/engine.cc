@@ -146,7 +146,7 @@ Engine::Engine(std::unique_ptr<Backend> backend, EngineOptions options)
       options_(options),
       registry_(options.tenant_quotas),
       sessions_(options.session_lease),
-      programs_(options.programs.max_registered_programs),
+      programs_(options.programs.max_registered_programs, options.programs.tenant_program_bytes),
       runner_(std::make_unique<ProgramRunner>(*backend_, options.programs, options.use_graphs)) {}
 
 absl::StatusOr<IndexMap> Engine::NormalizeMap(const v1::IndexMap& map, const Shape& shape,
@@ -267,6 +267,10 @@ absl::StatusOr<ArrayPtr> Engine::Register(Array array, bool in_place, const Call
   const bool owned = !array.session.empty();
   const std::string session = array.session;
   ASSIGN_OR_RETURN(ArrayPtr stored, registry_.Insert(std::move(array)));
+  if (call.results != nullptr) {
+    absl::MutexLock lock(&call.results->mu);
+    call.results->arrays.push_back(stored->handle);
+  }
   // Renew the owner, so a sweep that ran while this call worked does not leave the array with a
   // session that will never expire again.
   if (owned) sessions_.Touch(session).IgnoreError();

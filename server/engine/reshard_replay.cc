@@ -14,6 +14,7 @@
 #include "common/status_macros.h"
 #include "server/engine/chunk_index.h"
 #include "server/engine/engine.h"
+#include "server/graph/program_digest.h"
 
 namespace distarray {
 namespace {
@@ -66,7 +67,7 @@ absl::StatusOr<std::optional<std::vector<Chunk>>> Engine::ReshardByReplay(
   if (request.has_index_map()) *reshard.mutable_index_map() = request.index_map();
   if (request.has_mode()) reshard.set_mode(request.mode());
   program.add_outputs("b");
-  const std::string key = absl::StrCat(call.tenant, "/reshard:", program.SerializeAsString());
+  const std::string key = absl::StrCat(call.tenant, "/reshard:", ProgramDigest(program));
   ASSIGN_OR_RETURN(ProgramRunResult ran, runner_->Run(program, key, {array}, RequestContext(call)));
   if (ran.execution == v1::GRAPH_EXECUTION_DEVICE_GRAPH) {
     graph_launches_.fetch_add(1, std::memory_order_relaxed);

@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "server/engine/layout.h"
 #include "server/graph/interpreter.h"
+#include "server/graph/program_digest.h"
 
 namespace distarray {
 namespace {
@@ -106,7 +107,8 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Run(const v1::Program& program,
   if (!use_graphs_ || recorder == nullptr || devices.empty() || !recorder->CanRecord(devices)) {
     return RunEager(program, arguments, context);
   }
-  const std::string key = absl::StrCat(program_key.size(), ":", program_key, Signature(arguments));
+  // The signature by digest too: an argument's index map can have 65,536 chunks.
+  const std::string key = absl::StrCat(program_key, "/", Sha256Hex(Signature(arguments)));
   std::shared_ptr<CachedGraph> graph;
   bool unrecordable = false;
   {

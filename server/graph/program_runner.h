@@ -45,9 +45,10 @@ class ProgramRunner {
   ProgramRunner(Backend& backend, ProgramLimits limits, bool use_graphs);
   ~ProgramRunner();
 
-  // `program_key` identifies the program for the cache (a registered id, or the inline program's
-  // bytes). `arguments` are in program.inputs order. `context` gives the map normalization and
-  // the call's liveness; its resolver is not used.
+  // `program_key` identifies the program for the cache (a registered id, or the tenant and the
+  // inline program's ProgramDigest); the cache keys it with a digest of the arguments' signature.
+  // `arguments` are in program.inputs order. `context` gives the map normalization and the call's
+  // liveness; its resolver is not used.
   absl::StatusOr<ProgramRunResult> Run(const v1::Program& program, const std::string& program_key,
                                        const std::vector<ArrayPtr>& arguments,
                                        const OpContext& context);

@@ -90,6 +90,29 @@ absl::Status CallAlive(grpc::ServerContext* context, const DrainGate* drain, Can
   return absl::OkStatus();
 }
 
+// How long the answer to a call that registered something may take to reach its client, after the
+// handler returns: gRPC serializes the response then (a 65,536-chunk index map is about 1 MB), and
+// it crosses the connection. Generous for a loaded host, so a client whose deadline passes before
+// it has the answer is, as far as the daemon can tell, told DEADLINE_EXCEEDED by the daemon too.
+constexpr auto kAnswerFloor = std::chrono::milliseconds(5);
+constexpr double kAnswerBytesPerSecond = 50e6;
+
+// CallAlive, and for a call whose result was registered also that `response_bytes` of answer can
+// still reach the client before its deadline.
+absl::Status AnswerInTime(grpc::ServerContext* context, const DrainGate* drain, CancelProbe& probe,
+                          size_t response_bytes) {
+  RETURN_IF_ERROR(CallAlive(context, drain, probe));
+  const auto needed =
+      kAnswerFloor + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                         std::chrono::duration<double>(response_bytes / kAnswerBytesPerSecond));
+  if (context->deadline() - std::chrono::system_clock::now() < needed) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("the call's deadline would pass before its answer (", response_bytes,
+                     " bytes) could reach the client; its result was discarded"));
+  }
+  return absl::OkStatus();
+}
+
 // The position of DownloadArray among the service's methods, which is how grpc::Service names
 // the method whose handler it replaces: the proto's declaration order, as the generated code uses.
 int DownloadArrayMethodIndex() {
@@ -122,6 +145,12 @@ ArrayServiceImpl::ArrayServiceImpl(Engine& engine, Metrics& metrics,
 template <typename Body>
 grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerContext* context,
                                       Body&& body) {
+  return Handle(method, context, nullptr, std::forward<Body>(body));
+}
+
+template <typename Body>
+grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerContext* context,
+                                      const google::protobuf::Message* response, Body&& body) {
   const auto start = std::chrono::steady_clock::now();
   const DrainGate::CallScope in_flight(drain_gate_);
   RequestLogContext log_context = MakeRequestLogContext(method, *context);
@@ -138,14 +167,19 @@ grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerCont
   } else if (!session.ok()) {
     status = session.status();
   } else {
-    CallContext call{*std::move(session), [this, context, probe = std::make_shared<CancelProbe>()] {
-                       return CallAlive(context, drain_gate_, *probe);
-                     }};
+    auto probe = std::make_shared<CancelProbe>();
+    CallContext call{*std::move(session),
+                     [this, context, probe] { return CallAlive(context, drain_gate_, *probe); }};
     call.tenant = *std::move(tenant);
+    call.results = std::make_shared<CallResults>();
     SetRequestLogTenant(call.tenant);
     status = engine_.TouchSession(call);
     if (status.ok()) {
       status = body(call);
+      if (status.ok() && response != nullptr) {
+        status = AnswerInTime(context, drain_gate_, *probe, response->ByteSizeLong());
+      }
+      if (!status.ok()) TakeBack(call);
       // A long call counts as activity until it ends, not only when it began.
       engine_.TouchSession(call).IgnoreError();
     }
@@ -167,6 +201,19 @@ grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerCont
   return ToGrpcStatus(status);
 }
 
+void ArrayServiceImpl::TakeBack(const CallContext& call) {
+  absl::MutexLock lock(&call.results->mu);
+  // NOT_FOUND where the engine took a result back itself (RunGraph's all-or-nothing outputs).
+  for (const std::string& handle : call.results->arrays) engine_.Delete(handle, call).IgnoreError();
+  for (const std::string& id : call.results->programs) {
+    v1::DeleteProgramRequest request;
+    request.set_program_id(id);
+    engine_.DeleteProgram(request, call).IgnoreError();
+  }
+  call.results->arrays.clear();
+  call.results->programs.clear();
+}
+
 grpc::Status ArrayServiceImpl::GetServerInfo(grpc::ServerContext* context,
                                              const v1::GetServerInfoRequest*,
                                              v1::GetServerInfoResponse* response) {
@@ -184,7 +231,7 @@ grpc::Status ArrayServiceImpl::GetServerInfo(grpc::ServerContext* context,
 grpc::Status ArrayServiceImpl::CreateArray(grpc::ServerContext* context,
                                            const v1::CreateArrayRequest* request,
                                            v1::CreateArrayResponse* response) {
-  return Handle("CreateArray", context, [&](const CallContext& call) -> absl::Status {
+  return Handle("CreateArray", context, response, [&](const CallContext& call) -> absl::Status {
     ASSIGN_OR_RETURN(ArrayPtr array, engine_.Create(*request, call));
     *response->mutable_array() = ToArrayInfo(*array);
     return absl::OkStatus();
@@ -194,7 +241,7 @@ grpc::Status ArrayServiceImpl::CreateArray(grpc::ServerContext* context,
 grpc::Status ArrayServiceImpl::UploadArray(grpc::ServerContext* context,
                                            grpc::ServerReader<v1::UploadArrayRequest>* reader,
                                            v1::UploadArrayResponse* response) {
-  return Handle("UploadArray", context, [&](const CallContext& call) -> absl::Status {
+  return Handle("UploadArray", context, response, [&](const CallContext& call) -> absl::Status {
     // A stream silent for the idle timeout is cancelled: the client sees CANCELLED, and the
     // session's allocation is released when `session` goes out of scope below.
     UploadWatchdog::Watch watch = upload_watchdog_.Start(context);
@@ -373,7 +420,7 @@ grpc::Status ArrayServiceImpl::DeleteArray(grpc::ServerContext* context,
 grpc::Status ArrayServiceImpl::Reshard(grpc::ServerContext* context,
                                        const v1::ReshardRequest* request,
                                        v1::ReshardResponse* response) {
-  return Handle("Reshard", context, [&](const CallContext& call) -> absl::Status {
+  return Handle("Reshard", context, response, [&](const CallContext& call) -> absl::Status {
     ASSIGN_OR_RETURN(ArrayPtr array, engine_.Reshard(*request, call));
     *response->mutable_array() = ToArrayInfo(*array);
     return absl::OkStatus();
@@ -383,7 +430,7 @@ grpc::Status ArrayServiceImpl::Reshard(grpc::ServerContext* context,
 grpc::Status ArrayServiceImpl::ChangeMode(grpc::ServerContext* context,
                                           const v1::ChangeModeRequest* request,
                                           v1::ChangeModeResponse* response) {
-  return Handle("ChangeMode", context, [&](const CallContext& call) -> absl::Status {
+  return Handle("ChangeMode", context, response, [&](const CallContext& call) -> absl::Status {
     ASSIGN_OR_RETURN(ArrayPtr array, engine_.ChangeMode(*request, call));
     *response->mutable_array() = ToArrayInfo(*array);
     return absl::OkStatus();
@@ -393,7 +440,7 @@ grpc::Status ArrayServiceImpl::ChangeMode(grpc::ServerContext* context,
 grpc::Status ArrayServiceImpl::Elementwise(grpc::ServerContext* context,
                                            const v1::ElementwiseRequest* request,
                                            v1::ElementwiseResponse* response) {
-  return Handle("Elementwise", context, [&](const CallContext& call) -> absl::Status {
+  return Handle("Elementwise", context, response, [&](const CallContext& call) -> absl::Status {
     ASSIGN_OR_RETURN(ArrayPtr array, engine_.Elementwise(*request, call));
     *response->mutable_array() = ToArrayInfo(*array);
     return absl::OkStatus();
@@ -403,7 +450,7 @@ grpc::Status ArrayServiceImpl::Elementwise(grpc::ServerContext* context,
 grpc::Status ArrayServiceImpl::Reduce(grpc::ServerContext* context,
                                       const v1::ReduceRequest* request,
                                       v1::ReduceResponse* response) {
-  return Handle("Reduce", context, [&](const CallContext& call) -> absl::Status {
+  return Handle("Reduce", context, response, [&](const CallContext& call) -> absl::Status {
     ASSIGN_OR_RETURN(ArrayPtr array, engine_.Reduce(*request, call));
     *response->mutable_array() = ToArrayInfo(*array);
     return absl::OkStatus();
@@ -413,7 +460,7 @@ grpc::Status ArrayServiceImpl::Reduce(grpc::ServerContext* context,
 grpc::Status ArrayServiceImpl::Matmul(grpc::ServerContext* context,
                                       const v1::MatmulRequest* request,
                                       v1::MatmulResponse* response) {
-  return Handle("Matmul", context, [&](const CallContext& call) -> absl::Status {
+  return Handle("Matmul", context, response, [&](const CallContext& call) -> absl::Status {
     ASSIGN_OR_RETURN(ArrayPtr array, engine_.Matmul(*request, call));
     *response->mutable_array() = ToArrayInfo(*array);
     return absl::OkStatus();
@@ -423,7 +470,7 @@ grpc::Status ArrayServiceImpl::Matmul(grpc::ServerContext* context,
 grpc::Status ArrayServiceImpl::RunGraph(grpc::ServerContext* context,
                                         const v1::RunGraphRequest* request,
                                         v1::RunGraphResponse* response) {
-  return Handle("RunGraph", context, [&](const CallContext& call) -> absl::Status {
+  return Handle("RunGraph", context, response, [&](const CallContext& call) -> absl::Status {
     ASSIGN_OR_RETURN(GraphRunOutcome outcome, engine_.RunGraph(*request, call));
     for (const auto& [variable, array] : outcome.outputs) {
       (*response->mutable_outputs())[variable] = ToArrayInfo(*array);
@@ -444,7 +491,7 @@ grpc::Status ArrayServiceImpl::RunGraph(grpc::ServerContext* context,
 grpc::Status ArrayServiceImpl::RegisterProgram(grpc::ServerContext* context,
                                                const v1::RegisterProgramRequest* request,
                                                v1::RegisterProgramResponse* response) {
-  return Handle("RegisterProgram", context, [&](const CallContext& call) -> absl::Status {
+  return Handle("RegisterProgram", context, response, [&](const CallContext& call) -> absl::Status {
     ASSIGN_OR_RETURN(*response->mutable_program_id(), engine_.RegisterProgram(*request, call));
     return absl::OkStatus();
   });
