@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -17,6 +18,29 @@ namespace distarray {
 // millions of tiny chunks inside the memory limit (RESOURCE_EXHAUSTED) instead of exhausting the
 // host's memory while the ledger counts a few megabytes.
 inline constexpr int64_t kAllocationOverheadBytes = 512;
+
+// Counts, per device, what the thread that made it reserves on any ledger while it lives. A graph
+// recording is one thread's work, and everything that thread allocates meanwhile belongs to the
+// recorded graph for its life (graph_recorder.h): this is what a cached graph holds.
+class ScopedReservationTally {
+ public:
+  ScopedReservationTally() : outer_(current_) { current_ = this; }
+  ~ScopedReservationTally() { current_ = outer_; }
+  ScopedReservationTally(const ScopedReservationTally&) = delete;
+  ScopedReservationTally& operator=(const ScopedReservationTally&) = delete;
+
+  // Charges (as the ledgers count them) by device.
+  const std::map<int, int64_t>& charges() const { return charges_; }
+
+  static void Count(int device, int64_t charge) {
+    if (current_ != nullptr) current_->charges_[device] += charge;
+  }
+
+ private:
+  static inline thread_local ScopedReservationTally* current_ = nullptr;
+  ScopedReservationTally* const outer_;
+  std::map<int, int64_t> charges_;
+};
 
 class MemoryLedger {
  public:
@@ -39,6 +63,7 @@ class MemoryLedger {
             kAllocationOverheadBytes, " bytes of bookkeeping)"));
       }
     } while (!used_.compare_exchange_weak(used, used + Charge(bytes), std::memory_order_relaxed));
+    ScopedReservationTally::Count(device_, Charge(bytes));
     return absl::OkStatus();
   }
   // Returns a reservation of `bytes` (the same number passed to Reserve).

@@ -68,7 +68,8 @@ absl::StatusOr<std::optional<std::vector<Chunk>>> Engine::ReshardByReplay(
   if (request.has_mode()) reshard.set_mode(request.mode());
   program.add_outputs("b");
   const std::string key = absl::StrCat(call.tenant, "/reshard:", ProgramDigest(program));
-  ASSIGN_OR_RETURN(ProgramRunResult ran, runner_->Run(program, key, {array}, RequestContext(call)));
+  ASSIGN_OR_RETURN(ProgramRunResult ran,
+                   runner_->Run(program, key, {array}, RequestContext(call), call.tenant));
   if (ran.execution == v1::GRAPH_EXECUTION_DEVICE_GRAPH) {
     graph_launches_.fetch_add(1, std::memory_order_relaxed);
   }

@@ -86,7 +86,7 @@ absl::StatusOr<GraphRunOutcome> Engine::RunGraph(const v1::RunGraphRequest& requ
   }
 
   absl::StatusOr<ProgramRunResult> ran =
-      runner_->Run(*program, program_key, arguments, RequestContext(call));
+      runner_->Run(*program, program_key, arguments, RequestContext(call), call.tenant);
   if (ran.ok()) {
     graph_iterations_.fetch_add(ran->stats.iterations, std::memory_order_relaxed);
     if (ran->execution == v1::GRAPH_EXECUTION_DEVICE_GRAPH) {

@@ -94,7 +94,7 @@ absl::Status CallAlive(grpc::ServerContext* context, const DrainGate* drain, Can
 // handler returns: gRPC serializes the response then (a 65,536-chunk index map is about 1 MB), and
 // it crosses the connection. Generous for a loaded host, so a client whose deadline passes before
 // it has the answer is, as far as the daemon can tell, told DEADLINE_EXCEEDED by the daemon too.
-constexpr auto kAnswerFloor = std::chrono::milliseconds(5);
+constexpr auto kAnswerFloor = std::chrono::milliseconds(1);
 constexpr double kAnswerBytesPerSecond = 50e6;
 
 // CallAlive, and for a call whose result was registered also that `response_bytes` of answer can
