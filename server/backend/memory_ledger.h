@@ -12,12 +12,16 @@
 namespace distarray {
 
 // What one allocation costs besides its data: the daemon's bookkeeping for a chunk (its spec and
-// box, the buffer object and its shared ownership, the registry's and index's entries) and the
-// allocator's rounding of tiny buffers. Measured on the host backend: two million one-element
-// chunks held about 953 MiB of daemon memory, about 500 bytes each. Charging it keeps a map of
-// millions of tiny chunks inside the memory limit (RESOURCE_EXHAUSTED) instead of exhausting the
-// host's memory while the ledger counts a few megabytes.
-inline constexpr int64_t kAllocationOverheadBytes = 512;
+// box, the buffer object and its shared ownership, the allocator's rounding of tiny buffers) and
+// for the array it belongs to (the Array, the registry's and the tenant index's entries, its
+// handle, its quota charge). Measured on the host backend with the allocator's own count
+// (tests/server/allocation_cost_test.cc): a one-byte array of one chunk costs 1,131 bytes of host
+// memory; a chunk of a larger map about 430 bytes plus the array's 700 once. One constant per
+// allocation, the cost of a one-chunk array, so no array is undercounted (the issue: 100,000 tiny
+// arrays held 1,127 bytes each, 513 counted); chunks of many-chunk maps are overcounted up to
+// 2.7x, the safe side. Charging it keeps a map of millions of tiny chunks, or millions of tiny
+// arrays, inside the memory limit (RESOURCE_EXHAUSTED) instead of exhausting the host's memory.
+inline constexpr int64_t kAllocationOverheadBytes = 1152;
 
 // Counts, per device, what the thread that made it reserves on any ledger while it lives. A graph
 // recording is one thread's work, and everything that thread allocates meanwhile belongs to the
