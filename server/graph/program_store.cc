@@ -1,5 +1,7 @@
 #include "server/graph/program_store.h"
 
+#include <malloc.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/names.h"
@@ -7,6 +9,9 @@
 namespace distarray {
 
 namespace {
+
+// Deleting a program this large trims the allocator's free memory (Erase).
+constexpr int64_t kTrimAfterBytes = int64_t{1} << 20;
 
 // One message for unknown and foreign ids, so existence does not leak across tenants.
 absl::Status NoProgram(absl::string_view field, absl::string_view id) {
@@ -70,14 +75,29 @@ absl::StatusOr<ProgramPtr> ProgramStore::Find(const std::string& tenant, const s
 
 absl::Status ProgramStore::Erase(const std::string& tenant, const std::string& id,
                                  absl::string_view field) {
-  absl::MutexLock lock(&mu_);
-  auto it = programs_.find(id);
-  if (it == programs_.end() || it->second.tenant != tenant) return NoProgram(field, id);
-  auto usage = usage_by_tenant_.find(tenant);
-  usage->second.bytes -= it->second.bytes;
-  if (--usage->second.programs == 0) usage_by_tenant_.erase(usage);
-  // The program's memory goes when the last run using it ends (they share it).
-  programs_.erase(it);
+  ProgramPtr program;  // released after the lock
+  int64_t bytes = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = programs_.find(id);
+    if (it == programs_.end() || it->second.tenant != tenant) return NoProgram(field, id);
+    auto usage = usage_by_tenant_.find(tenant);
+    usage->second.bytes -= it->second.bytes;
+    if (--usage->second.programs == 0) usage_by_tenant_.erase(usage);
+    program = std::move(it->second.program);
+    bytes = it->second.bytes;
+    programs_.erase(it);
+  }
+  // The program's memory goes when the last run using it ends (they share it). A large parsed
+  // program is many small allocations the allocator would keep; give their pages back to the
+  // system, so deleting programs returns memory to the host and not only to the budget.
+  const bool last = program.use_count() == 1;
+  program.reset();
+#ifdef __GLIBC__
+  if (last && bytes >= kTrimAfterBytes) malloc_trim(0);
+#else
+  (void)last;
+#endif
   return absl::OkStatus();
 }
 

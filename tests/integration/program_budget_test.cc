@@ -171,6 +171,34 @@ TEST(ProgramBudget, IndexMapsOfAProgramAreCheckedAgainstMaxChunksAtRegistration)
   ASSERT_OK(daemon.alice().RegisterProgram(IndexMapHeavyProgram(64)).status());
 }
 
+// The daemon's resident memory in bytes (VmRSS).
+int64_t ResidentBytes(pid_t pid) {
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return -1;
+}
+
+// The issue: deleting registered programs returned little of their memory to the host.
+TEST(ProgramBudget, DeletingLargeProgramsReturnsTheirMemoryToTheHost) {
+  TwoTenants daemon({"--tenant_program_bytes=256MiB"});
+  ASSERT_NO_FATAL_FAILURE(daemon.Start());
+  const v1::Program program = IndexMapHeavyProgram(50000);  // several MB parsed
+  const int64_t baseline = ResidentBytes(daemon.daemon().pid());
+  std::vector<std::string> ids;
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_OK_AND_ASSIGN(std::string id, daemon.alice().RegisterProgram(program));
+    ids.push_back(id);
+  }
+  const int64_t grown = ResidentBytes(daemon.daemon().pid()) - baseline;
+  ASSERT_GT(grown, int64_t{16} << 20);
+  for (const std::string& id : ids) ASSERT_OK(daemon.alice().DeleteProgram(id));
+  const int64_t left = ResidentBytes(daemon.daemon().pid()) - baseline;
+  EXPECT_LT(left, grown / 2) << "registering took " << grown << " bytes; deleting left " << left;
+}
+
 TEST(ProgramIds, ARestartedDaemonGivesIdsTheEarlierRunNeverGave) {
   TwoTenants daemon({});
   ASSERT_NO_FATAL_FAILURE(daemon.Start());
@@ -193,16 +221,6 @@ TEST(ProgramIds, ARestartedDaemonGivesIdsTheEarlierRunNeverGave) {
     EXPECT_EQ(run.code(), absl::StatusCode::kNotFound) << run;
     EXPECT_EQ(run.message(), absl::StrCat("program_id: no registered program '", old, "'"));
   }
-}
-
-// The daemon's resident memory in bytes (VmRSS).
-int64_t ResidentBytes(pid_t pid) {
-  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
-  }
-  return -1;
 }
 
 // b = a + `constant`, with `padding` bytes of a field this daemon does not know (a newer client's,
