@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -11,12 +12,39 @@
 namespace distarray {
 
 // What one allocation costs besides its data: the daemon's bookkeeping for a chunk (its spec and
-// box, the buffer object and its shared ownership, the registry's and index's entries) and the
-// allocator's rounding of tiny buffers. Measured on the host backend: two million one-element
-// chunks held about 953 MiB of daemon memory, about 500 bytes each. Charging it keeps a map of
-// millions of tiny chunks inside the memory limit (RESOURCE_EXHAUSTED) instead of exhausting the
-// host's memory while the ledger counts a few megabytes.
-inline constexpr int64_t kAllocationOverheadBytes = 512;
+// box, the buffer object and its shared ownership, the allocator's rounding of tiny buffers) and
+// for the array it belongs to (the Array, the registry's and the tenant index's entries, its
+// handle, its quota charge). Measured on the host backend with the allocator's own count
+// (tests/server/allocation_cost_test.cc): a one-byte array of one chunk costs 1,131 bytes of host
+// memory; a chunk of a larger map about 430 bytes plus the array's 700 once. One constant per
+// allocation, the cost of a one-chunk array, so no array is undercounted (the issue: 100,000 tiny
+// arrays held 1,127 bytes each, 513 counted); chunks of many-chunk maps are overcounted up to
+// 2.7x, the safe side. Charging it keeps a map of millions of tiny chunks, or millions of tiny
+// arrays, inside the memory limit (RESOURCE_EXHAUSTED) instead of exhausting the host's memory.
+inline constexpr int64_t kAllocationOverheadBytes = 1152;
+
+// Counts, per device, what the thread that made it reserves on any ledger while it lives. A graph
+// recording is one thread's work, and everything that thread allocates meanwhile belongs to the
+// recorded graph for its life (graph_recorder.h): this is what a cached graph holds.
+class ScopedReservationTally {
+ public:
+  ScopedReservationTally() : outer_(current_) { current_ = this; }
+  ~ScopedReservationTally() { current_ = outer_; }
+  ScopedReservationTally(const ScopedReservationTally&) = delete;
+  ScopedReservationTally& operator=(const ScopedReservationTally&) = delete;
+
+  // Charges (as the ledgers count them) by device.
+  const std::map<int, int64_t>& charges() const { return charges_; }
+
+  static void Count(int device, int64_t charge) {
+    if (current_ != nullptr) current_->charges_[device] += charge;
+  }
+
+ private:
+  static inline thread_local ScopedReservationTally* current_ = nullptr;
+  ScopedReservationTally* const outer_;
+  std::map<int, int64_t> charges_;
+};
 
 class MemoryLedger {
  public:
@@ -39,6 +67,7 @@ class MemoryLedger {
             kAllocationOverheadBytes, " bytes of bookkeeping)"));
       }
     } while (!used_.compare_exchange_weak(used, used + Charge(bytes), std::memory_order_relaxed));
+    ScopedReservationTally::Count(device_, Charge(bytes));
     return absl::OkStatus();
   }
   // Returns a reservation of `bytes` (the same number passed to Reserve).

@@ -1,6 +1,7 @@
 #include "server/daemon/flags.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "absl/flags/flag.h"
@@ -106,7 +107,14 @@ ABSL_FLAG(int64_t, max_loop_iterations, int64_t{1} << 30,
           "RunGraph: the largest max_iterations a program's loop may ask for");
 ABSL_FLAG(int, max_program_statements, 4096,
           "RunGraph: most statements in a program, counted over every body");
-ABSL_FLAG(int, max_registered_programs, 1024, "Most programs kept by RegisterProgram");
+ABSL_FLAG(int, max_registered_programs, 1024, "Most programs kept by RegisterProgram, per tenant");
+ABSL_FLAG(std::string, max_program_bytes, "16MiB",
+          "Most daemon memory one program may take as parsed (several times its wire size), "
+          "inline in RunGraph or given to RegisterProgram; more is INVALID_ARGUMENT");
+ABSL_FLAG(std::string, tenant_program_bytes, "64MiB",
+          "Per tenant: most daemon memory its registered programs may take together (as "
+          "--max_program_bytes measures them); beyond it RegisterProgram answers "
+          "RESOURCE_EXHAUSTED, and DeleteProgram gives the bytes back");
 ABSL_FLAG(std::string, shared_memory, "auto",
           "on: clients that see this host's /dev/shm (GetServerInfo's host_id) and run as the "
           "daemon's user may transfer through shared-memory segments the daemon makes for their "
@@ -331,6 +339,17 @@ absl::StatusOr<DaemonOptions> DaemonOptionsFromFlags() {
   e.programs.max_registered_programs = absl::GetFlag(FLAGS_max_registered_programs);
   if (e.programs.max_registered_programs < 0) {
     return BadFlag("max_registered_programs", "must be >= 0");
+  }
+  for (auto [flag, name, bytes] :
+       {std::tuple{&FLAGS_max_program_bytes, "max_program_bytes", &e.programs.max_program_bytes},
+        std::tuple{&FLAGS_tenant_program_bytes, "tenant_program_bytes",
+                   &e.programs.tenant_program_bytes}}) {
+    const std::string text = absl::GetFlag(*flag);
+    absl::StatusOr<int64_t> parsed = ParseByteCount(text);
+    if (!parsed.ok()) {
+      return BadFlag(name, absl::StrCat(parsed.status().message(), ", got '", text, "'"));
+    }
+    *bytes = *parsed;
   }
   e.programs.max_cached_graphs = absl::GetFlag(FLAGS_max_cached_graphs);
   if (e.programs.max_cached_graphs < 0) return BadFlag("max_cached_graphs", "must be >= 0");

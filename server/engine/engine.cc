@@ -147,8 +147,16 @@ Engine::Engine(std::unique_ptr<Backend> backend, EngineOptions options)
       registry_(options.tenant_quotas),
       sessions_(options.session_lease,
                 SessionLimits{SessionLimits::kDefaultMaxSessions, options.max_sessions_per_tenant}),
-      programs_(options.programs.max_registered_programs),
-      runner_(std::make_unique<ProgramRunner>(*backend_, options.programs, options.use_graphs)) {}
+      programs_(options.programs.max_registered_programs, options.programs.tenant_program_bytes),
+      runner_(std::make_unique<ProgramRunner>(*backend_, options.programs, options.use_graphs,
+                                              registry_.shared_tenant_memory())) {
+  // Cached graphs hold device memory and their tenants' quotas while idle: any allocation a
+  // device refuses gives them up first (all of them, least recently used or not), and a tenant
+  // at its quota gives up its own.
+  SetMemoryReclaimer(backend_.get(), [this] { return runner_->ClearCache() > 0; });
+  registry_.tenant_memory().set_reclaimer(
+      [this](const std::string& tenant) { return runner_->EvictTenant(tenant) > 0; });
+}
 
 absl::StatusOr<IndexMap> Engine::NormalizeMap(const v1::IndexMap& map, const Shape& shape,
                                               absl::string_view field) const {
@@ -187,6 +195,8 @@ absl::StatusOr<Array> Engine::ArrayFromSpec(const v1::ArraySpec& spec, absl::str
 Engine::~Engine() {
   // Finish in-flight work before the registry's buffers are released into a stopping backend.
   backend_->Synchronize().IgnoreError();
+  SetMemoryReclaimer(backend_.get(), nullptr);
+  registry_.tenant_memory().set_reclaimer(nullptr);
 }
 
 v1::GetServerInfoResponse Engine::ServerInfo() const {
@@ -271,6 +281,10 @@ absl::StatusOr<ArrayPtr> Engine::Register(Array array, bool in_place, const Call
   const std::string session = array.session;
   const std::string tenant = array.tenant;
   ASSIGN_OR_RETURN(ArrayPtr stored, registry_.Insert(std::move(array)));
+  if (call.results != nullptr) {
+    absl::MutexLock lock(&call.results->mu);
+    call.results->arrays.push_back(stored->handle);
+  }
   // Renew the owner, so a sweep that ran while this call worked does not leave the array with a
   // session that will never expire again.
   if (owned) sessions_.Touch(tenant, session).IgnoreError();

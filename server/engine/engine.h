@@ -22,6 +22,7 @@
 #include "server/engine/array.h"
 #include "server/engine/registry.h"
 #include "server/engine/sessions.h"
+#include "server/graph/program_check.h"
 #include "server/graph/program_limits.h"
 #include "server/graph/program_runner.h"
 #include "server/graph/program_store.h"
@@ -81,6 +82,16 @@ struct GraphRunCounters {
   int64_t cancels = 0;     // runs ended by the client's cancel or deadline
 };
 
+// What a call registered (new arrays' handles, program ids), so the service can take it back when
+// the call fails after registering: its deadline can pass while the response is built and sent,
+// and nothing a client was told failed may remain. An in-place result replaces an array the
+// client already had and is not listed.
+struct CallResults {
+  absl::Mutex mu;
+  std::vector<std::string> arrays ABSL_GUARDED_BY(mu);
+  std::vector<std::string> programs ABSL_GUARDED_BY(mu);
+};
+
 // What the engine knows of the call it serves.
 struct CallContext {
   std::string session;  // the client's session ("distarray-session" metadata); empty: none
@@ -97,6 +108,8 @@ struct CallContext {
   std::string session_key() const {
     return session.empty() ? std::string() : absl::StrCat(tenant, "/", session);
   }
+  // Where the engine lists what it registered for the call; null: nowhere (in-process callers).
+  std::shared_ptr<CallResults> results;
 };
 
 class Engine {
@@ -200,6 +213,10 @@ class Engine {
   // Index map normalization with this daemon's chunk limit and the ArrayInfo size bound.
   absl::StatusOr<IndexMap> NormalizeMap(const v1::IndexMap& map, const Shape& shape,
                                         absl::string_view field) const;
+  // What a program's shape-independent check needs of this daemon: --max_chunks, the devices.
+  ProgramCheckBounds ProgramBounds() const {
+    return ProgramCheckBounds{options_.max_chunks, backend_->device_count()};
+  }
   // A new result's metadata: unnamed results belong to the calling session.
   absl::StatusOr<Array> NewResult(const std::string& result_name, const CallContext& call) const;
   // The op executors' context for a request: operands come from the registry.

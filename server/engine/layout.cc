@@ -3,8 +3,11 @@
 #include <optional>
 #include <type_traits>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "common/mode.h"
 #include "common/status_macros.h"
 #include "server/engine/reshard_planner.h"
@@ -152,14 +155,58 @@ absl::StatusOr<std::vector<Chunk>> CopyChunks(Backend& backend, DType dtype,
 
 }  // namespace
 
+namespace {
+
+// By backend: in-process tests run several engines, each on its own backend.
+absl::Mutex reclaimers_mu(absl::kConstInit);
+absl::flat_hash_map<const Backend*, std::function<bool()>>& Reclaimers()
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(reclaimers_mu) {
+  static auto* reclaimers = new absl::flat_hash_map<const Backend*, std::function<bool()>>();
+  return *reclaimers;
+}
+
+// Runs the reclaimer outside the lock: it frees memory, which may take a while.
+bool ReclaimMemory(const Backend& backend) {
+  std::function<bool()> reclaimer;
+  {
+    absl::MutexLock lock(&reclaimers_mu);
+    auto it = Reclaimers().find(&backend);
+    if (it == Reclaimers().end()) return false;
+    reclaimer = it->second;
+  }
+  return reclaimer();
+}
+
+}  // namespace
+
+void SetMemoryReclaimer(const Backend* backend, std::function<bool()> reclaimer) {
+  absl::MutexLock lock(&reclaimers_mu);
+  if (reclaimer == nullptr) {
+    Reclaimers().erase(backend);
+  } else {
+    Reclaimers()[backend] = std::move(reclaimer);
+  }
+}
+
+ScopedNoReclaim::ScopedNoReclaim() : outer_(active_) { active_ = true; }
+ScopedNoReclaim::~ScopedNoReclaim() { active_ = outer_; }
+
 absl::StatusOr<std::vector<Chunk>> AllocateChunks(Backend& backend, DType dtype,
                                                   const IndexMap& map) {
   std::vector<Chunk> chunks;
   chunks.reserve(map.size());
+  bool reclaimed = false;
   for (const ChunkSpec& spec : map) {
-    ASSIGN_OR_RETURN(BufferPtr buffer,
-                     backend.Allocate(spec.device, NumElements(spec.box) * DTypeSize(dtype)));
-    chunks.push_back(Chunk{spec, std::move(buffer)});
+    const int64_t bytes = NumElements(spec.box) * DTypeSize(dtype);
+    absl::StatusOr<BufferPtr> buffer = backend.Allocate(spec.device, bytes);
+    if (absl::IsResourceExhausted(buffer.status()) && !reclaimed && !ScopedNoReclaim::active()) {
+      // Cached graphs hold device memory nobody is using now: give it up before refusing. Once
+      // per call, so a request too large for the device is not retried chunk by chunk.
+      reclaimed = true;
+      if (ReclaimMemory(backend)) buffer = backend.Allocate(spec.device, bytes);
+    }
+    RETURN_IF_ERROR(buffer.status());
+    chunks.push_back(Chunk{spec, *std::move(buffer)});
   }
   return chunks;
 }

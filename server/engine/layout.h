@@ -3,6 +3,7 @@
 #ifndef DISTARRAY_SERVER_ENGINE_LAYOUT_H_
 #define DISTARRAY_SERVER_ENGINE_LAYOUT_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,9 +15,31 @@
 namespace distarray {
 
 // One uninitialized buffer per chunk of `map`. RESOURCE_EXHAUSTED, with nothing launched and
-// nothing kept, when a device's limit would be passed.
+// nothing kept, when a device's limit would be passed even after the backend's memory reclaimer
+// ran (SetMemoryReclaimer: the engine's cached graphs given up).
 absl::StatusOr<std::vector<Chunk>> AllocateChunks(Backend& backend, DType dtype,
                                                   const IndexMap& map);
+
+// What AllocateChunks on `backend` calls when a device refuses an allocation for memory: frees
+// what can be given up and returns whether anything was, so the allocation is tried once more.
+// The engine sets it at construction and clears it (nullptr) before it goes.
+void SetMemoryReclaimer(const Backend* backend, std::function<bool()> reclaimer);
+
+// While one lives on a thread, AllocateChunks there does not reclaim memory: a graph recording,
+// during which destroying other graphs is not allowed on every backend (the program runner gives
+// the cache up and records again instead).
+class ScopedNoReclaim {
+ public:
+  ScopedNoReclaim();
+  ~ScopedNoReclaim();
+  ScopedNoReclaim(const ScopedNoReclaim&) = delete;
+  ScopedNoReclaim& operator=(const ScopedNoReclaim&) = delete;
+  static bool active() { return active_; }
+
+ private:
+  static inline thread_local bool active_ = false;
+  const bool outer_;
+};
 
 // Sets every element that is not the first copy of its value to `mode`'s identity, in place, on
 // chunks the caller owns exclusively (fresh buffers holding REPLICA values).

@@ -58,6 +58,8 @@ class Registry {
   size_t size() const;
 
   TenantMemory& tenant_memory() const { return *memory_; }
+  // The same, for holders that may outlive the registry (cached graphs' charges).
+  std::shared_ptr<TenantMemory> shared_tenant_memory() const { return memory_; }
 
  private:
   // One tenant's arrays.

@@ -14,6 +14,7 @@
 #include "common/status_macros.h"
 #include "server/engine/chunk_index.h"
 #include "server/engine/engine.h"
+#include "server/graph/program_digest.h"
 
 namespace distarray {
 namespace {
@@ -68,8 +69,9 @@ absl::StatusOr<std::optional<std::vector<Chunk>>> Engine::ReshardByReplay(
   if (request.has_index_map()) *reshard.mutable_index_map() = request.index_map();
   if (request.has_mode()) reshard.set_mode(request.mode());
   program.add_outputs(std::string("b"));
-  const std::string key = absl::StrCat(call.tenant, "/reshard:", program.SerializeAsString());
-  ASSIGN_OR_RETURN(ProgramRunResult ran, runner_->Run(program, key, {array}, RequestContext(call)));
+  const std::string key = absl::StrCat(call.tenant, "/reshard:", ProgramDigest(program));
+  ASSIGN_OR_RETURN(ProgramRunResult ran,
+                   runner_->Run(program, key, {array}, RequestContext(call), call.tenant));
   if (ran.execution == v1::GRAPH_EXECUTION_DEVICE_GRAPH) {
     graph_launches_.fetch_add(1, std::memory_order_relaxed);
   }

@@ -6,13 +6,25 @@
 #include "common/status_macros.h"
 #include "server/engine/engine.h"
 #include "server/graph/program_check.h"
+#include "server/graph/program_digest.h"
 
 namespace distarray {
 
 absl::StatusOr<std::string> Engine::RegisterProgram(const v1::RegisterProgramRequest& request,
                                                     const CallContext& call) {
-  RETURN_IF_ERROR(CheckProgramStructure(request.program(), options_.programs, "program"));
-  return programs_.Add(call.tenant, request.program());
+  RETURN_IF_ERROR(
+      CheckProgramStructure(request.program(), options_.programs, ProgramBounds(), "program"));
+  v1::Program program = request.program();
+  // Fields this daemon does not know mean nothing to it: not kept, not charged.
+  program.DiscardUnknownFields();
+  const int64_t bytes = ProgramMemoryBytes(program);
+  ASSIGN_OR_RETURN(std::string id,
+                   programs_.Add(call.tenant, std::move(program), bytes, "program"));
+  if (call.results != nullptr) {
+    absl::MutexLock lock(&call.results->mu);
+    call.results->programs.push_back(id);
+  }
+  return id;
 }
 
 absl::Status Engine::DeleteProgram(const v1::DeleteProgramRequest& request,
@@ -26,11 +38,13 @@ absl::StatusOr<GraphRunOutcome> Engine::RunGraph(const v1::RunGraphRequest& requ
   std::string program_key;
   switch (request.source_case()) {
     case v1::RunGraphRequest::kProgram:
-      RETURN_IF_ERROR(CheckProgramStructure(request.program(), options_.programs, "program"));
+      RETURN_IF_ERROR(
+          CheckProgramStructure(request.program(), options_.programs, ProgramBounds(), "program"));
       // Aliasing constructor: the request outlives the call, so no copy of the program.
       program = ProgramPtr(ProgramPtr(), &request.program());
       // Keyed by tenant too: a cache hit must not tell one tenant what another ran.
-      program_key = absl::StrCat(call.tenant, "/inline:", request.program().SerializeAsString());
+      // By digest: the program's bytes could be megabytes, and unknown fields change nothing.
+      program_key = absl::StrCat(call.tenant, "/inline:", ProgramDigest(request.program()));
       break;
     case v1::RunGraphRequest::kProgramId: {
       ASSIGN_OR_RETURN(program, programs_.Find(call.tenant, request.program_id(), "program_id"));
@@ -72,7 +86,7 @@ absl::StatusOr<GraphRunOutcome> Engine::RunGraph(const v1::RunGraphRequest& requ
   }
 
   absl::StatusOr<ProgramRunResult> ran =
-      runner_->Run(*program, program_key, arguments, RequestContext(call));
+      runner_->Run(*program, program_key, arguments, RequestContext(call), call.tenant);
   if (ran.ok()) {
     graph_iterations_.fetch_add(ran->stats.iterations, std::memory_order_relaxed);
     if (ran->execution == v1::GRAPH_EXECUTION_DEVICE_GRAPH) {

@@ -56,16 +56,33 @@ absl::Status TenantMemory::CheckFitsLocked(const std::string& tenant,
 
 absl::Status TenantMemory::CheckFits(const std::string& tenant,
                                      const DeviceCharges& charges) const {
-  absl::ReaderMutexLock lock(&mu_);
-  return CheckFitsLocked(tenant, charges);
+  for (int attempt = 0;; ++attempt) {
+    absl::Status fits;
+    {
+      absl::ReaderMutexLock lock(&mu_);
+      fits = CheckFitsLocked(tenant, charges);
+    }
+    // The tenant's cached graphs go before its request is refused.
+    if (fits.ok() || attempt > 0 || !Reclaim(tenant)) return fits;
+  }
 }
 
 absl::Status TenantMemory::Reserve(const std::string& tenant, const DeviceCharges& charges) {
-  absl::MutexLock lock(&mu_);
-  if (absl::Status fits = CheckFitsLocked(tenant, charges); !fits.ok()) return fits;
-  DeviceCharges& used = used_[tenant];
-  for (const auto& [device, bytes] : charges) used[device] = SaturatingAdd(used[device], bytes);
-  return absl::OkStatus();
+  for (int attempt = 0;; ++attempt) {
+    absl::Status fits;
+    {
+      absl::MutexLock lock(&mu_);
+      fits = CheckFitsLocked(tenant, charges);
+      if (fits.ok()) {
+        DeviceCharges& used = used_[tenant];
+        for (const auto& [device, bytes] : charges) {
+          used[device] = SaturatingAdd(used[device], bytes);
+        }
+        return absl::OkStatus();
+      }
+    }
+    if (attempt > 0 || !Reclaim(tenant)) return fits;
+  }
 }
 
 void TenantMemory::Release(const std::string& tenant, const DeviceCharges& charges) {

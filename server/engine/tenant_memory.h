@@ -1,11 +1,13 @@
-// Per-tenant device memory: the bytes each tenant's registered arrays hold on each device, against
-// a per-device quota (--tenant_memory_quota, with per-tenant overrides). It sits above the
-// devices' own limits (server/backend/memory_ledger.h) and counts the same way: a chunk's bytes
-// plus kAllocationOverheadBytes. Thread-safe.
+// Per-tenant device memory: the bytes each tenant's registered arrays and cached graphs (the
+// device memory a program recorded by the tenant keeps while its graph is cached) hold on each
+// device, against a per-device quota (--tenant_memory_quota, with per-tenant overrides). It sits
+// above the devices' own limits (server/backend/memory_ledger.h) and counts the same way: a
+// chunk's bytes plus kAllocationOverheadBytes. Thread-safe.
 #ifndef DISTARRAY_SERVER_ENGINE_TENANT_MEMORY_H_
 #define DISTARRAY_SERVER_ENGINE_TENANT_MEMORY_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -45,6 +47,13 @@ class TenantMemory {
   // The tenant's per-device quota; 0 when it has none.
   int64_t QuotaOf(const std::string& tenant) const;
 
+  // What CheckFits and Reserve call, outside their lock, when `charges` would pass a tenant's
+  // quota: gives up what the tenant holds that can be given up (its cached graphs) and returns
+  // whether anything was, so the check is made once more. Set once, before any call.
+  void set_reclaimer(std::function<bool(const std::string& tenant)> reclaimer) {
+    reclaimer_ = std::move(reclaimer);
+  }
+
   // RESOURCE_EXHAUSTED naming the tenant, the device and the quota (and the flag that set it) when
   // adding `charges` would pass the tenant's quota on some device. Reserves nothing: a quick
   // refusal before allocating; Reserve decides.
@@ -62,7 +71,10 @@ class TenantMemory {
   absl::Status CheckFitsLocked(const std::string& tenant, const DeviceCharges& charges) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
+  bool Reclaim(const std::string& tenant) const { return reclaimer_ && reclaimer_(tenant); }
+
   const TenantQuotaOptions options_;
+  std::function<bool(const std::string&)> reclaimer_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, DeviceCharges> used_ ABSL_GUARDED_BY(mu_);
 };

@@ -7,13 +7,15 @@
 #include "absl/strings/str_cat.h"
 #include "common/names.h"
 #include "common/status_macros.h"
+#include "common/strided_box.h"
 
 namespace distarray {
 namespace {
 
 class StructureChecker {
  public:
-  explicit StructureChecker(const ProgramLimits& limits) : limits_(limits) {}
+  StructureChecker(const ProgramLimits& limits, const ProgramCheckBounds& bounds)
+      : limits_(limits), bounds_(bounds) {}
 
   absl::Status CheckBlock(const google::protobuf::RepeatedPtrField<v1::Statement>& block,
                           const std::string& field, int depth) {
@@ -65,7 +67,9 @@ class StructureChecker {
         RETURN_IF_ERROR(CheckOperand(s.matmul().a(), field + ".matmul.a"));
         return CheckOperand(s.matmul().b(), field + ".matmul.b");
       case v1::Statement::kReshard:
-        return ValidateVariableName(s.reshard().source(), field + ".reshard.source");
+        RETURN_IF_ERROR(ValidateVariableName(s.reshard().source(), field + ".reshard.source"));
+        if (!s.reshard().has_index_map()) return absl::OkStatus();
+        return CheckIndexMap(s.reshard().index_map(), field + ".reshard.index_map");
       case v1::Statement::kChangeMode:
         return ValidateVariableName(s.change_mode().source(), field + ".change_mode.source");
       case v1::Statement::kCopy:
@@ -90,6 +94,40 @@ class StructureChecker {
     return absl::OkStatus();
   }
 
+  // What NormalizeIndexMap checks that needs no shape: the shape comes with each run's arguments.
+  absl::Status CheckIndexMap(const v1::IndexMap& map, const std::string& field) const {
+    if (map.chunks_size() > bounds_.max_chunks) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ".chunks: ", map.chunks_size(),
+                                                     " chunks exceed the limit of ",
+                                                     bounds_.max_chunks));
+    }
+    for (int c = 0; c < map.chunks_size(); ++c) {
+      const v1::Chunk& chunk = map.chunks(c);
+      if (chunk.device() < 0 || chunk.device() >= bounds_.num_devices) {
+        return absl::InvalidArgumentError(absl::StrCat(field, ".chunks[", c, "].device: device ",
+                                                       chunk.device(), " does not exist (",
+                                                       bounds_.num_devices, " devices)"));
+      }
+      if (chunk.slices_size() > kMaxRank) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ".chunks[", c, "].slices: ", chunk.slices_size(),
+                         " slices; an array has at most ", kMaxRank, " dimensions"));
+      }
+      if (chunk.slices_size() != map.chunks(0).slices_size()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            field, ".chunks[", c, "].slices: has ", chunk.slices_size(), " slices, chunks[0] has ",
+            map.chunks(0).slices_size(), "; every chunk has one per dimension"));
+      }
+      for (int d = 0; d < chunk.slices_size(); ++d) {
+        if (chunk.slices(d).has_step() && chunk.slices(d).step() == 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(field, ".chunks[", c, "].slices[", d, "]: step must not be zero"));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
   static absl::Status CheckOperand(const v1::Operand& operand, const std::string& field) {
     switch (operand.kind_case()) {
       case v1::Operand::kVariable:
@@ -105,6 +143,7 @@ class StructureChecker {
   }
 
   const ProgramLimits& limits_;
+  const ProgramCheckBounds& bounds_;
   int statements_ = 0;
 };
 
@@ -125,9 +164,21 @@ absl::Status ValidateVariableName(absl::string_view name, absl::string_view fiel
   return absl::OkStatus();
 }
 
+int64_t ProgramMemoryBytes(const v1::Program& program) {
+  // SpaceUsedLong walks the parsed message by reflection: every nested message, string and
+  // repeated field's capacity. A 15.5 MB program of index maps takes about 200 MiB parsed.
+  return static_cast<int64_t>(program.SpaceUsedLong()) + kStoredProgramOverheadBytes;
+}
+
 absl::Status CheckProgramStructure(const v1::Program& program, const ProgramLimits& limits,
-                                   absl::string_view field) {
+                                   const ProgramCheckBounds& bounds, absl::string_view field) {
   const std::string prefix(field);
+  // First: every later check walks the program, and a program this large is refused anyway.
+  if (const int64_t bytes = ProgramMemoryBytes(program); bytes > limits.max_program_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        prefix, ": the program takes ", bytes, " bytes of the daemon's memory, more than the ",
+        limits.max_program_bytes, " one program may take (--max_program_bytes)"));
+  }
   // The lists count against the same bound as statements: each costs work in every check.
   for (const auto& [count, name] :
        {std::pair{program.inputs_size(), "inputs"}, std::pair{program.outputs_size(), "outputs"},
@@ -162,7 +213,7 @@ absl::Status CheckProgramStructure(const v1::Program& program, const ProgramLimi
       }
     }
   }
-  StructureChecker checker(limits);
+  StructureChecker checker(limits, bounds);
   return checker.CheckBlock(program.statements(), prefix + ".statements", 0);
 }
 

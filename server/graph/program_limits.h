@@ -15,6 +15,11 @@ struct ProgramLimits {
   int max_registered_programs = 1024;
   int64_t max_value_output_bytes = int64_t{1} << 20;  // all value_outputs of one run together
   int max_cached_graphs = 64;  // executable graphs kept (least recently used goes first)
+  // What one program may take in the daemon's memory (ProgramMemoryBytes: the parsed message,
+  // not its wire size, which is several times smaller), inline or registered.
+  int64_t max_program_bytes = int64_t{16} << 20;
+  // What one tenant's registered programs may take together (the same measure, as stored).
+  int64_t tenant_program_bytes = int64_t{64} << 20;
 };
 
 inline constexpr int kMaxVariableBytes = 128;

@@ -8,8 +8,10 @@
 #include "absl/strings/str_join.h"
 #include "common/proto_convert.h"
 #include "common/status_macros.h"
+#include "server/backend/memory_ledger.h"
 #include "server/engine/layout.h"
 #include "server/graph/interpreter.h"
+#include "server/graph/program_digest.h"
 
 namespace distarray {
 namespace {
@@ -35,11 +37,22 @@ OpResult CopyOf(const Array& array, std::vector<Chunk> chunks) {
 }  // namespace
 
 struct ProgramRunner::CachedGraph {
+  ~CachedGraph() {
+    // Members go after this body: the graph (and its device memory) is released just after its
+    // charge; the gap is the same as an array's.
+    if (tenant_memory != nullptr) tenant_memory->Release(tenant, charges);
+  }
   absl::Mutex mu;  // one replay at a time: the slots are shared
   std::unique_ptr<RecordedGraph> graph;
   std::vector<ArrayPtr> input_slots;             // per program input
   std::map<std::string, ArrayPtr> result_slots;  // outputs and value_outputs, by variable
   int fused_loops = 0;
+  // What its recording allocated, by device (as the device ledgers count it), and whom it is
+  // charged to while the graph exists: set once the charge is made.
+  DeviceCharges held;
+  std::string tenant;
+  DeviceCharges charges;
+  std::shared_ptr<TenantMemory> tenant_memory;
 };
 
 absl::StatusOr<v1::Value> ReadValue(Backend& backend, const Array& array, const StopCheck& alive) {
@@ -63,8 +76,12 @@ absl::StatusOr<v1::Value> ReadValue(Backend& backend, const Array& array, const 
   return value;
 }
 
-ProgramRunner::ProgramRunner(Backend& backend, ProgramLimits limits, bool use_graphs)
-    : backend_(backend), limits_(limits), use_graphs_(use_graphs) {}
+ProgramRunner::ProgramRunner(Backend& backend, ProgramLimits limits, bool use_graphs,
+                             std::shared_ptr<TenantMemory> tenant_memory)
+    : backend_(backend),
+      limits_(limits),
+      use_graphs_(use_graphs),
+      tenant_memory_(std::move(tenant_memory)) {}
 
 ProgramRunner::~ProgramRunner() = default;
 
@@ -73,17 +90,48 @@ GraphCacheCounters ProgramRunner::counters() const {
   return GraphCacheCounters{static_cast<int64_t>(lru_.size()), hits_, misses_};
 }
 
-void ProgramRunner::ClearCache() {
-  absl::MutexLock lock(&mu_);
-  by_key_.clear();
-  lru_.clear();
-  unrecordable_.clear();
+int ProgramRunner::Evict(const std::function<bool(const CachedGraph&)>& drop) {
+  std::vector<std::shared_ptr<CachedGraph>> dropped;  // destroyed after the lock
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = lru_.begin(); it != lru_.end();) {
+      if (drop(*it->second)) {
+        dropped.push_back(std::move(it->second));
+        by_key_.erase(it->first);
+        it = lru_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  return static_cast<int>(dropped.size());
+}
+
+int ProgramRunner::ClearCache() {
+  {
+    absl::MutexLock lock(&mu_);
+    unrecordable_.clear();
+  }
+  const int dropped = Evict([](const CachedGraph&) { return true; });
+  if (dropped > 0)
+    spdlog::info("RunGraph: dropped {} cached graph(s) to free device memory", dropped);
+  return dropped;
+}
+
+int ProgramRunner::EvictTenant(const std::string& tenant) {
+  const int dropped = Evict([&](const CachedGraph& graph) { return graph.tenant == tenant; });
+  if (dropped > 0) {
+    spdlog::info("RunGraph: dropped {} cached graph(s) of tenant '{}' for its memory quota",
+                 dropped, tenant);
+  }
+  return dropped;
 }
 
 absl::StatusOr<ProgramRunResult> ProgramRunner::Run(const v1::Program& program,
                                                     const std::string& program_key,
                                                     const std::vector<ArrayPtr>& arguments,
-                                                    const OpContext& context) {
+                                                    const OpContext& context,
+                                                    const std::string& tenant) {
   // Types, shapes and layouts first, on metadata only: exact errors before anything runs.
   Interpreter check(RunMode::kCheck, context);
   for (int i = 0; i < program.inputs_size(); ++i)
@@ -106,7 +154,8 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Run(const v1::Program& program,
   if (!use_graphs_ || recorder == nullptr || devices.empty() || !recorder->CanRecord(devices)) {
     return RunEager(program, arguments, context);
   }
-  const std::string key = absl::StrCat(program_key.size(), ":", program_key, Signature(arguments));
+  // The signature by digest too: an argument's index map can have 65,536 chunks.
+  const std::string key = absl::StrCat(program_key, "/", Sha256Hex(Signature(arguments)));
   std::shared_ptr<CachedGraph> graph;
   bool unrecordable = false;
   {
@@ -155,13 +204,33 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Run(const v1::Program& program,
                  absl::StrJoin(devices, ", "),
                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                      .count());
+    if (tenant_memory_ != nullptr) {
+      // The graph keeps its memory while cached: the tenant's, against its quota (its other
+      // graphs go first). A graph that does not fit is not kept: the program runs eagerly, and
+      // only its results are charged, as for any request.
+      if (absl::Status charged = tenant_memory_->Reserve(tenant, graph->held); !charged.ok()) {
+        spdlog::info(
+            "RunGraph: not caching a graph the tenant's quota cannot hold; running "
+            "eagerly: {}",
+            charged.ToString());
+        graph.reset();
+        return RunEager(program, arguments, context);
+      }
+      graph->tenant = tenant;
+      graph->charges = graph->held;
+      graph->tenant_memory = tenant_memory_;
+    } else {
+      graph->tenant = tenant;
+    }
+    std::shared_ptr<CachedGraph> evicted;  // destroyed after the lock
     absl::MutexLock lock(&mu_);
     if (!by_key_.contains(key)) {
       lru_.emplace_front(key, graph);
       by_key_[key] = lru_.begin();
       while (static_cast<int>(lru_.size()) > limits_.max_cached_graphs) {
         by_key_.erase(lru_.back().first);
-        lru_.pop_back();  // a replay in flight keeps its graph alive through its shared_ptr
+        evicted = std::move(lru_.back().second);  // a replay in flight keeps its own reference
+        lru_.pop_back();
       }
     }
   }
@@ -206,6 +275,10 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::RunEager(const v1::Program& prog
 absl::StatusOr<std::shared_ptr<ProgramRunner::CachedGraph>> ProgramRunner::Record(
     const v1::Program& program, const std::vector<ArrayPtr>& arguments,
     const std::vector<int>& devices, const OpContext& context) {
+  // Everything this thread allocates while recording is the graph's (graph_recorder.h); other
+  // graphs are not dropped meanwhile (Run drops them and records again).
+  const ScopedNoReclaim no_reclaim;
+  const ScopedReservationTally tally;
   auto cached = std::make_shared<CachedGraph>();
   ASSIGN_OR_RETURN(std::unique_ptr<GraphRecording> recording,
                    backend_.graph_recorder()->Begin(devices));
@@ -230,6 +303,7 @@ absl::StatusOr<std::shared_ptr<ProgramRunner::CachedGraph>> ProgramRunner::Recor
   }
   ASSIGN_OR_RETURN(cached->graph, recording->Finish());
   cached->fused_loops = interpreter.fused_loops();
+  cached->held = tally.charges();
   return cached;
 }
 

@@ -7,6 +7,7 @@
 #define DISTARRAY_SERVER_GRAPH_PROGRAM_RUNNER_H_
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "distarray/v1/distarray.pb.h"
 #include "server/backend/graph_recorder.h"
 #include "server/engine/op_executors.h"
+#include "server/engine/tenant_memory.h"
 #include "server/graph/program_limits.h"
 
 namespace distarray {
@@ -41,20 +43,28 @@ struct GraphCacheCounters {
 
 class ProgramRunner {
  public:
-  // `use_graphs`: record programs where the backend can (the daemon's --graphs).
-  ProgramRunner(Backend& backend, ProgramLimits limits, bool use_graphs);
+  // `use_graphs`: record programs where the backend can (the daemon's --graphs). A cached graph's
+  // device memory (everything its recording allocated) is charged to the tenant that recorded it
+  // in `tenant_memory` (may be null: charged to nobody) until the graph is dropped.
+  ProgramRunner(Backend& backend, ProgramLimits limits, bool use_graphs,
+                std::shared_ptr<TenantMemory> tenant_memory = nullptr);
   ~ProgramRunner();
 
-  // `program_key` identifies the program for the cache (a registered id, or the inline program's
-  // bytes). `arguments` are in program.inputs order. `context` gives the map normalization and
-  // the call's liveness; its resolver is not used.
+  // `program_key` identifies the program for the cache (a registered id, or the tenant and the
+  // inline program's ProgramDigest); the cache keys it with a digest of the arguments' signature.
+  // `arguments` are in program.inputs order. `context` gives the map normalization and the call's
+  // liveness; its resolver is not used.
+  // `tenant` is the caller's: a graph recorded for it is charged to it, and cached only if the
+  // charge fits its quota (after its other graphs are dropped); otherwise the program runs eagerly.
   absl::StatusOr<ProgramRunResult> Run(const v1::Program& program, const std::string& program_key,
                                        const std::vector<ArrayPtr>& arguments,
-                                       const OpContext& context);
+                                       const OpContext& context, const std::string& tenant = "");
 
   GraphCacheCounters counters() const;
-  // Drops every cached graph (their memory returns once no replay uses them).
-  void ClearCache();
+  // Drops every cached graph (their memory returns once no replay uses them); returns how many.
+  int ClearCache();
+  // Drops `tenant`'s cached graphs; returns how many.
+  int EvictTenant(const std::string& tenant);
 
  private:
   struct CachedGraph;
@@ -69,9 +79,14 @@ class ProgramRunner {
                                             const std::vector<ArrayPtr>& arguments,
                                             const OpContext& context);
 
+  // Drops the cached graphs `drop` selects, destroying them after the lock (a graph's destruction
+  // returns its memory and its tenant's charge); returns how many.
+  int Evict(const std::function<bool(const CachedGraph&)>& drop);
+
   Backend& backend_;
   const ProgramLimits limits_;
   const bool use_graphs_;
+  const std::shared_ptr<TenantMemory> tenant_memory_;
 
   mutable absl::Mutex mu_;
   // Least recently used at the back.

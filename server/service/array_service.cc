@@ -114,6 +114,29 @@ CallContext WithRunTimeBound(const CallContext& call, const grpc::ServerContext&
   return bounded;
 }
 
+// How long the answer to a call that registered something may take to reach its client, after the
+// handler returns: gRPC serializes the response then (a 65,536-chunk index map is about 1 MB), and
+// it crosses the connection. Generous for a loaded host, so a client whose deadline passes before
+// it has the answer is, as far as the daemon can tell, told DEADLINE_EXCEEDED by the daemon too.
+constexpr auto kAnswerFloor = std::chrono::milliseconds(1);
+constexpr double kAnswerBytesPerSecond = 50e6;
+
+// CallAlive, and for a call whose result was registered also that `response_bytes` of answer can
+// still reach the client before its deadline.
+absl::Status AnswerInTime(grpc::ServerContext* context, const DrainGate* drain, CancelProbe& probe,
+                          size_t response_bytes) {
+  RETURN_IF_ERROR(CallAlive(context, drain, probe));
+  const auto needed =
+      kAnswerFloor + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                         std::chrono::duration<double>(response_bytes / kAnswerBytesPerSecond));
+  if (context->deadline() - std::chrono::system_clock::now() < needed) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("the call's deadline would pass before its answer (", response_bytes,
+                     " bytes) could reach the client; its result was discarded"));
+  }
+  return absl::OkStatus();
+}
+
 // The position of DownloadArray among the service's methods, which is how grpc::Service names
 // the method whose handler it replaces: the proto's declaration order, as the generated code uses.
 int DownloadArrayMethodIndex() {
@@ -152,6 +175,12 @@ ArrayServiceImpl::~ArrayServiceImpl() { engine_.SetSessionEndListener(nullptr); 
 template <typename Body>
 grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerContext* context,
                                       Body&& body) {
+  return Handle(method, context, nullptr, std::forward<Body>(body));
+}
+
+template <typename Body>
+grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerContext* context,
+                                      const google::protobuf::Message* response, Body&& body) {
   const auto start = std::chrono::steady_clock::now();
   const DrainGate::CallScope in_flight(drain_gate_);
   RequestLogContext log_context = MakeRequestLogContext(method, *context);
@@ -175,14 +204,18 @@ grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerCont
     if (!slot.ok()) {
       status = slot.status();
     } else {
+      auto probe = std::make_shared<CancelProbe>();
       CallContext call{*std::move(session),
-                       [this, context, probe = std::make_shared<CancelProbe>()] {
-                         return CallAlive(context, drain_gate_, *probe);
-                       }};
+                       [this, context, probe] { return CallAlive(context, drain_gate_, *probe); }};
       call.tenant = *std::move(tenant);
+      call.results = std::make_shared<CallResults>();
       status = engine_.TouchSession(call);
       if (status.ok()) {
         status = body(call);
+        if (status.ok() && response != nullptr) {
+          status = AnswerInTime(context, drain_gate_, *probe, response->ByteSizeLong());
+        }
+        if (!status.ok()) TakeBack(call);
         // A long call counts as activity until it ends, not only when it began.
         engine_.TouchSession(call).IgnoreError();
       }
@@ -203,6 +236,19 @@ grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerCont
       spdlog::info("{} rejected: {}", std::string(method), status.ToString());
   }
   return ToGrpcStatus(status);
+}
+
+void ArrayServiceImpl::TakeBack(const CallContext& call) {
+  absl::MutexLock lock(&call.results->mu);
+  // NOT_FOUND where the engine took a result back itself (RunGraph's all-or-nothing outputs).
+  for (const std::string& handle : call.results->arrays) engine_.Delete(handle, call).IgnoreError();
+  for (const std::string& id : call.results->programs) {
+    v1::DeleteProgramRequest request;
+    request.set_program_id(id);
+    engine_.DeleteProgram(request, call).IgnoreError();
+  }
+  call.results->arrays.clear();
+  call.results->programs.clear();
 }
 
 grpc::Status ArrayServiceImpl::GetServerInfo(grpc::ServerContext* context,
@@ -226,7 +272,7 @@ grpc::Status ArrayServiceImpl::GetServerInfo(grpc::ServerContext* context,
 grpc::Status ArrayServiceImpl::CreateArray(grpc::ServerContext* context,
                                            const v1::CreateArrayRequest* request,
                                            v1::CreateArrayResponse* response) {
-  return Handle("CreateArray", context, [&](const CallContext& call) -> absl::Status {
+  return Handle("CreateArray", context, response, [&](const CallContext& call) -> absl::Status {
     ASSIGN_OR_RETURN(ArrayPtr array, engine_.Create(*request, call));
     *response->mutable_array() = ToArrayInfo(*array);
     return absl::OkStatus();
@@ -236,7 +282,7 @@ grpc::Status ArrayServiceImpl::CreateArray(grpc::ServerContext* context,
 grpc::Status ArrayServiceImpl::UploadArray(grpc::ServerContext* context,
                                            grpc::ServerReader<v1::UploadArrayRequest>* reader,
                                            v1::UploadArrayResponse* response) {
-  return Handle("UploadArray", context, [&](const CallContext& call) -> absl::Status {
+  return Handle("UploadArray", context, response, [&](const CallContext& call) -> absl::Status {
     // A stream silent for the idle timeout, or slower than the minimum rate, is cancelled: the
     // client sees CANCELLED, and the session's allocation is released when `session` goes out of
     // scope below.
@@ -350,19 +396,20 @@ grpc::Status ArrayServiceImpl::StreamedDownloadArray(grpc::ServerContext* contex
 grpc::Status ArrayServiceImpl::UploadFromSharedMemory(
     grpc::ServerContext* context, const v1::UploadFromSharedMemoryRequest* request,
     v1::UploadFromSharedMemoryResponse* response) {
-  return Handle("UploadFromSharedMemory", context, [&](const CallContext& call) -> absl::Status {
-    RETURN_IF_ERROR(CheckSharedMemoryEnabled(shared_memory_));
-    TransferLog::Stream transfer =
-        transfer_log_->Begin("shared-memory upload", call.tenant, request->header().handle());
-    ASSIGN_OR_RETURN(ArrayPtr array,
-                     distarray::UploadFromSharedMemory(engine_, segments_, *request, call));
-    metrics_.RecordTransferBytes("upload", request->source().bytes());
-    transfer.Add(request->source().bytes());
-    transfer.set_array(array->handle);
-    transfer.Succeed();
-    *response->mutable_array() = ToArrayInfo(*array);
-    return absl::OkStatus();
-  });
+  return Handle(
+      "UploadFromSharedMemory", context, response, [&](const CallContext& call) -> absl::Status {
+        RETURN_IF_ERROR(CheckSharedMemoryEnabled(shared_memory_));
+        TransferLog::Stream transfer =
+            transfer_log_->Begin("shared-memory upload", call.tenant, request->header().handle());
+        ASSIGN_OR_RETURN(ArrayPtr array,
+                         distarray::UploadFromSharedMemory(engine_, segments_, *request, call));
+        metrics_.RecordTransferBytes("upload", request->source().bytes());
+        transfer.Add(request->source().bytes());
+        transfer.set_array(array->handle);
+        transfer.Succeed();
+        *response->mutable_array() = ToArrayInfo(*array);
+        return absl::OkStatus();
+      });
 }
 
 grpc::Status ArrayServiceImpl::DownloadToSharedMemory(
@@ -447,7 +494,7 @@ grpc::Status ArrayServiceImpl::DeleteArray(grpc::ServerContext* context,
 grpc::Status ArrayServiceImpl::Reshard(grpc::ServerContext* context,
                                        const v1::ReshardRequest* request,
                                        v1::ReshardResponse* response) {
-  return Handle("Reshard", context, [&](const CallContext& call) -> absl::Status {
+  return Handle("Reshard", context, response, [&](const CallContext& call) -> absl::Status {
     ASSIGN_OR_RETURN(ArrayPtr array, engine_.Reshard(*request, call));
     *response->mutable_array() = ToArrayInfo(*array);
     return absl::OkStatus();
@@ -457,7 +504,7 @@ grpc::Status ArrayServiceImpl::Reshard(grpc::ServerContext* context,
 grpc::Status ArrayServiceImpl::ChangeMode(grpc::ServerContext* context,
                                           const v1::ChangeModeRequest* request,
                                           v1::ChangeModeResponse* response) {
-  return Handle("ChangeMode", context, [&](const CallContext& call) -> absl::Status {
+  return Handle("ChangeMode", context, response, [&](const CallContext& call) -> absl::Status {
     ASSIGN_OR_RETURN(ArrayPtr array, engine_.ChangeMode(*request, call));
     *response->mutable_array() = ToArrayInfo(*array);
     return absl::OkStatus();
@@ -467,7 +514,7 @@ grpc::Status ArrayServiceImpl::ChangeMode(grpc::ServerContext* context,
 grpc::Status ArrayServiceImpl::Elementwise(grpc::ServerContext* context,
                                            const v1::ElementwiseRequest* request,
                                            v1::ElementwiseResponse* response) {
-  return Handle("Elementwise", context, [&](const CallContext& call) -> absl::Status {
+  return Handle("Elementwise", context, response, [&](const CallContext& call) -> absl::Status {
     ASSIGN_OR_RETURN(ArrayPtr array, engine_.Elementwise(*request, call));
     *response->mutable_array() = ToArrayInfo(*array);
     return absl::OkStatus();
@@ -477,7 +524,7 @@ grpc::Status ArrayServiceImpl::Elementwise(grpc::ServerContext* context,
 grpc::Status ArrayServiceImpl::Reduce(grpc::ServerContext* context,
                                       const v1::ReduceRequest* request,
                                       v1::ReduceResponse* response) {
-  return Handle("Reduce", context, [&](const CallContext& call) -> absl::Status {
+  return Handle("Reduce", context, response, [&](const CallContext& call) -> absl::Status {
     ASSIGN_OR_RETURN(ArrayPtr array, engine_.Reduce(*request, call));
     *response->mutable_array() = ToArrayInfo(*array);
     return absl::OkStatus();
@@ -487,7 +534,7 @@ grpc::Status ArrayServiceImpl::Reduce(grpc::ServerContext* context,
 grpc::Status ArrayServiceImpl::Matmul(grpc::ServerContext* context,
                                       const v1::MatmulRequest* request,
                                       v1::MatmulResponse* response) {
-  return Handle("Matmul", context, [&](const CallContext& call) -> absl::Status {
+  return Handle("Matmul", context, response, [&](const CallContext& call) -> absl::Status {
     ASSIGN_OR_RETURN(ArrayPtr array, engine_.Matmul(*request, call));
     *response->mutable_array() = ToArrayInfo(*array);
     return absl::OkStatus();
@@ -497,7 +544,7 @@ grpc::Status ArrayServiceImpl::Matmul(grpc::ServerContext* context,
 grpc::Status ArrayServiceImpl::RunGraph(grpc::ServerContext* context,
                                         const v1::RunGraphRequest* request,
                                         v1::RunGraphResponse* response) {
-  return Handle("RunGraph", context, [&](const CallContext& call) -> absl::Status {
+  return Handle("RunGraph", context, response, [&](const CallContext& call) -> absl::Status {
     ASSIGN_OR_RETURN(
         GraphRunOutcome outcome,
         engine_.RunGraph(*request, WithRunTimeBound(call, *context, engine_.options())));
@@ -520,7 +567,7 @@ grpc::Status ArrayServiceImpl::RunGraph(grpc::ServerContext* context,
 grpc::Status ArrayServiceImpl::RegisterProgram(grpc::ServerContext* context,
                                                const v1::RegisterProgramRequest* request,
                                                v1::RegisterProgramResponse* response) {
-  return Handle("RegisterProgram", context, [&](const CallContext& call) -> absl::Status {
+  return Handle("RegisterProgram", context, response, [&](const CallContext& call) -> absl::Status {
     ASSIGN_OR_RETURN(*response->mutable_program_id(), engine_.RegisterProgram(*request, call));
     return absl::OkStatus();
   });

@@ -103,10 +103,18 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
 
  private:
   // Authenticates the call, takes its tenant's call slot, reads the call's session from its
-  // metadata and renews it, runs `body(call)`, and logs
-  // failures other than the client's own mistakes.
+  // metadata and renews it, runs `body(call)`, and logs failures other than the client's own
+  // mistakes. With `response` (the message `body` fills),
+  // a call that registered arrays or programs answers OK only while its client is still there
+  // and enough of its deadline is left for the response to reach it; otherwise, or when `body`
+  // fails after registering, what it registered is taken back.
+  template <typename Body>
+  grpc::Status Handle(absl::string_view method, grpc::ServerContext* context,
+                      const google::protobuf::Message* response, Body&& body);
   template <typename Body>
   grpc::Status Handle(absl::string_view method, grpc::ServerContext* context, Body&& body);
+  // Deletes what the call registered (CallResults).
+  void TakeBack(const CallContext& call);
 
   Engine& engine_;
   Metrics& metrics_;

@@ -857,6 +857,49 @@ std::vector<BadCase> Cases() {
         return stub.RegisterProgram(&c, r, &out);
       },
       StatusCode::INVALID_ARGUMENT, "program.inputs: at most");
+  // A program's index maps are checked at registration for what needs no shape.
+  const auto register_reshard = [](std::function<void(v1::IndexMap&)> edit) {
+    return [edit](auto& stub, auto&) {
+      grpc::ClientContext c;
+      v1::RegisterProgramRequest r;
+      r.mutable_program()->add_inputs("a");
+      v1::Statement* s = r.mutable_program()->add_statements();
+      s->set_target("b");
+      s->mutable_reshard()->set_source("a");
+      v1::IndexMap* map = s->mutable_reshard()->mutable_index_map();
+      for (int c = 0; c < 2; ++c) {  // device 0: every backend has one
+        v1::Chunk* chunk = map->add_chunks();
+        chunk->set_device(0);
+        chunk->add_slices()->set_stop(4);
+      }
+      edit(*map);
+      r.mutable_program()->add_outputs("b");
+      v1::RegisterProgramResponse out;
+      return stub.RegisterProgram(&c, r, &out);
+    };
+  };
+  add("RegisterProgram resharding to a device that does not exist",
+      register_reshard([](v1::IndexMap& m) { m.mutable_chunks(1)->set_device(99); }),
+      StatusCode::INVALID_ARGUMENT,
+      "program.statements[0].reshard.index_map.chunks[1].device: device 99 does not exist");
+  add("RegisterProgram resharding with a zero step", register_reshard([](v1::IndexMap& m) {
+        m.mutable_chunks(0)->mutable_slices(0)->set_step(0);
+      }),
+      StatusCode::INVALID_ARGUMENT,
+      "program.statements[0].reshard.index_map.chunks[0].slices[0]: step must not be zero");
+  add("RegisterProgram resharding to chunks of two ranks",
+      register_reshard([](v1::IndexMap& m) { m.mutable_chunks(1)->add_slices(); }),
+      StatusCode::INVALID_ARGUMENT,
+      "program.statements[0].reshard.index_map.chunks[1].slices: has 2 slices, chunks[0] has 1");
+  add("RegisterProgram resharding to more dimensions than an array has",
+      register_reshard([](v1::IndexMap& m) {
+        for (v1::Chunk& chunk : *m.mutable_chunks()) {
+          for (int d = 0; d < 9; ++d) chunk.add_slices();
+        }
+      }),
+      StatusCode::INVALID_ARGUMENT,
+      "program.statements[0].reshard.index_map.chunks[0].slices: 10 slices; an array has at "
+      "most 8");
   add(
       "DeleteProgram of an unknown id",
       [](auto& stub, auto&) {

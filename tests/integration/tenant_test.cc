@@ -225,9 +225,9 @@ TEST_F(TenantTest, QuotaRefusesWhatWouldPassItNamingItAndLeavesNothing) {
       bob_->Create({192 << 10}, v1::DTYPE_FLOAT32, {OnDevice(1, 0)}).status();
   EXPECT_EQ(second.code(), absl::StatusCode::kResourceExhausted) << second;
   EXPECT_EQ(second.message(),
-            "tenant 'bob': device 0: 786944 more bytes would pass the tenant memory quota of "
-            "1048576 bytes per device (--tenant_memory_quota_overrides; 786944 in use; each chunk "
-            "also counts 512 bytes of bookkeeping)");
+            "tenant 'bob': device 0: 787584 more bytes would pass the tenant memory quota of "
+            "1048576 bytes per device (--tenant_memory_quota_overrides; 787584 in use; each chunk "
+            "also counts 1152 bytes of bookkeeping)");
   // The quota is per device: device 1 still has room.
   ASSERT_OK_AND_ASSIGN(Array other, bob_->Create({192 << 10}, v1::DTYPE_FLOAT32, {OnDevice(1, 1)}));
   // An upload and a computed result are held to it too, and leave nothing behind.
@@ -447,7 +447,7 @@ TEST(TenantDefault, WithoutAuthenticationAQuotaAppliesToTheDefaultTenant) {
     ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon->address()));
     const absl::Status big = client.Create({1 << 20}, v1::DTYPE_FLOAT32, {OnDevice(1, 0)}).status();
     EXPECT_EQ(big.code(), absl::StatusCode::kResourceExhausted);
-    EXPECT_NE(big.message().find("tenant 'default': device 0: 4194816 more bytes would pass the "
+    EXPECT_NE(big.message().find("tenant 'default': device 0: 4195456 more bytes would pass the "
                                  "tenant memory quota of 1048576 bytes per device "
                                  "(--tenant_memory_quota; 0 in use"),
               absl::string_view::npos)
