@@ -248,6 +248,19 @@ v1::KeepAliveResponse Engine::KeepAlive(const CallContext& call) {
   return response;
 }
 
+v1::EndSessionResponse Engine::EndSession(const CallContext& call) {
+  v1::EndSessionResponse response;
+  if (call.session.empty()) return response;
+  const std::string key = call.session_key();
+  // Forgotten first: a sweep running meanwhile finds nothing of it left to expire.
+  const bool live = sessions_.End(key);
+  response.set_deleted_arrays(registry_.EraseSession(key));
+  spdlog::debug("session {} ended by its client{}; deleted its {} unnamed arrays",
+                QuoteClientString(call.session), live ? "" : " (it had expired or never called)",
+                response.deleted_arrays());
+  return response;
+}
+
 int64_t Engine::SweepExpiredSessions() {
   int64_t deleted = 0;
   for (const std::string& session : sessions_.TakeExpired()) {

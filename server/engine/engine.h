@@ -102,6 +102,8 @@ class Engine {
   // Renews the call's session; RESOURCE_EXHAUSTED when it is new and the session table is full.
   absl::Status TouchSession(const CallContext& call);
   v1::KeepAliveResponse KeepAlive(const CallContext& call);
+  // Ends the call's session now, as its lease running out would: deletes its unnamed arrays.
+  v1::EndSessionResponse EndSession(const CallContext& call);
   // Expires the sessions whose lease ran out and deletes their unnamed arrays; returns how many
   // arrays went. The daemon calls it periodically.
   int64_t SweepExpiredSessions();

@@ -10,6 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/box.h"
+#include "common/dtype.h"
 #include "common/names.h"
 #include "common/proto_convert.h"
 #include "common/status_macros.h"
@@ -103,6 +105,16 @@ int DownloadArrayMethodIndex() {
   return method->index();
 }
 
+// The bytes of the whole array `handle` names, 0 when it names none: a transfer of part of it
+// expects the other parts (TransferLog::Stream::set_whole_bytes). The shape of a registered
+// array was checked when it was made, so the product does not overflow.
+int64_t WholeBytes(const Engine& engine, absl::string_view handle, const CallContext& call) {
+  if (handle.empty()) return 0;
+  const absl::StatusOr<ArrayPtr> array = engine.Describe(handle, call);
+  if (!array.ok()) return 0;
+  return NumElements((*array)->shape) * DTypeSize((*array)->dtype);
+}
+
 }  // namespace
 
 ArrayServiceImpl::ArrayServiceImpl(Engine& engine, Metrics& metrics,
@@ -121,7 +133,7 @@ ArrayServiceImpl::ArrayServiceImpl(Engine& engine, Metrics& metrics,
 
 template <typename Body>
 grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerContext* context,
-                                      Body&& body) {
+                                      Body&& body, SessionUse use) {
   const auto start = std::chrono::steady_clock::now();
   const DrainGate::CallScope in_flight(drain_gate_);
   RequestLogContext log_context = MakeRequestLogContext(method, *context);
@@ -143,12 +155,25 @@ grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerCont
                      }};
     call.tenant = *std::move(tenant);
     SetRequestLogTenant(call.tenant);
-    status = engine_.TouchSession(call);
+    const bool renew = use == SessionUse::kRenew;
+    status = renew ? engine_.TouchSession(call) : absl::OkStatus();
     if (status.ok()) {
       status = body(call);
       // A long call counts as activity until it ends, not only when it began.
-      engine_.TouchSession(call).IgnoreError();
+      if (renew) engine_.TouchSession(call).IgnoreError();
     }
+  }
+  // The drain's refusals (new calls, and running ones cut off when the drain time is spent) are
+  // the shutdown working as designed, and clients retry them: not errors. One line per interval
+  // counts them; each one is at debug.
+  if (status.code() == absl::StatusCode::kUnavailable && drain_gate_ != nullptr &&
+      drain_gate_->draining()) {
+    spdlog::debug("{} refused: {}", std::string(method), status.ToString());
+    if (const int64_t refused = drain_refusals_.Count(); refused > 0) {
+      spdlog::info("draining: refused {} call{} with UNAVAILABLE (the clients retry)", refused,
+                   refused == 1 ? "" : "s");
+    }
+    return ToGrpcStatus(status);
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -172,6 +197,7 @@ grpc::Status ArrayServiceImpl::GetServerInfo(grpc::ServerContext* context,
                                              v1::GetServerInfoResponse* response) {
   return Handle("GetServerInfo", context, [&](const CallContext&) {
     *response = engine_.ServerInfo();
+    response->set_health_port(health_port_);
     if (shared_memory_.enabled && !shared_memory_.host_id.empty()) {
       response->set_host_id(shared_memory_.host_id);
       response->add_features("upload_from_shared_memory");
@@ -216,6 +242,7 @@ grpc::Status ArrayServiceImpl::UploadArray(grpc::ServerContext* context,
         transfer_log_->Begin("upload", call.tenant, message.header().handle());
     ASSIGN_OR_RETURN(std::unique_ptr<UploadSession> session,
                      engine_.BeginUpload(message.header(), call));
+    transfer.set_whole_bytes(WholeBytes(engine_, message.header().handle(), call));
     watch.Touch();
     int64_t received = 0;
     while (reader->Read(&message)) {
@@ -266,6 +293,7 @@ grpc::Status ArrayServiceImpl::StreamedDownloadArray(grpc::ServerContext* contex
       }
     }
     TransferLog::Stream transfer = transfer_log_->Begin("download", call.tenant, request.handle());
+    transfer.set_whole_bytes(WholeBytes(engine_, request.handle(), call));
     bool first = true;
     int64_t sent = 0;
     v1::DownloadArrayResponse head;  // the message but its bytes
@@ -304,6 +332,7 @@ grpc::Status ArrayServiceImpl::UploadFromSharedMemory(
     RETURN_IF_ERROR(CheckSharedMemoryEnabled(shared_memory_));
     TransferLog::Stream transfer =
         transfer_log_->Begin("shared-memory upload", call.tenant, request->header().handle());
+    transfer.set_whole_bytes(WholeBytes(engine_, request->header().handle(), call));
     ASSIGN_OR_RETURN(ArrayPtr array, distarray::UploadFromSharedMemory(engine_, *request, call));
     metrics_.RecordTransferBytes("upload", request->source().bytes());
     transfer.Add(request->source().bytes());
@@ -321,6 +350,7 @@ grpc::Status ArrayServiceImpl::DownloadToSharedMemory(
     RETURN_IF_ERROR(CheckSharedMemoryEnabled(shared_memory_));
     TransferLog::Stream transfer =
         transfer_log_->Begin("shared-memory download", call.tenant, request->handle());
+    transfer.set_whole_bytes(WholeBytes(engine_, request->handle(), call));
     ASSIGN_OR_RETURN(*response, distarray::DownloadToSharedMemory(engine_, *request, call));
     metrics_.RecordTransferBytes("download", response->bytes());
     transfer.Add(response->bytes());
@@ -470,6 +500,18 @@ grpc::Status ArrayServiceImpl::KeepAlive(grpc::ServerContext* context, const v1:
     *response = engine_.KeepAlive(call);
     return absl::OkStatus();
   });
+}
+
+grpc::Status ArrayServiceImpl::EndSession(grpc::ServerContext* context,
+                                          const v1::EndSessionRequest*,
+                                          v1::EndSessionResponse* response) {
+  return Handle(
+      "EndSession", context,
+      [&](const CallContext& call) {
+        *response = engine_.EndSession(call);
+        return absl::OkStatus();
+      },
+      SessionUse::kEnd);
 }
 
 }  // namespace distarray

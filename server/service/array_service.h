@@ -36,6 +36,8 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
   void set_drain_gate(DrainGate* gate) { drain_gate_ = gate; }
   // Where uploads and downloads are logged (not owned); unset: a default TransferLog.
   void set_transfer_log(TransferLog* log) { transfer_log_ = log; }
+  // The bound port of the daemon's grpc.health.v1 server, reported by GetServerInfo (0: none).
+  void set_health_port(int port) { health_port_ = port; }
 
   grpc::Status GetServerInfo(grpc::ServerContext* context, const v1::GetServerInfoRequest* request,
                              v1::GetServerInfoResponse* response) override;
@@ -83,12 +85,17 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
                            v1::SynchronizeResponse* response) override;
   grpc::Status KeepAlive(grpc::ServerContext* context, const v1::KeepAliveRequest* request,
                          v1::KeepAliveResponse* response) override;
+  grpc::Status EndSession(grpc::ServerContext* context, const v1::EndSessionRequest* request,
+                          v1::EndSessionResponse* response) override;
 
  private:
+  // Whether a call renews its session (every call but the one that ends it).
+  enum class SessionUse { kRenew, kEnd };
   // Reads the call's session from its metadata and renews it, runs `body(call)`, and logs
   // failures other than the client's own mistakes.
   template <typename Body>
-  grpc::Status Handle(absl::string_view method, grpc::ServerContext* context, Body&& body);
+  grpc::Status Handle(absl::string_view method, grpc::ServerContext* context, Body&& body,
+                      SessionUse use = SessionUse::kRenew);
 
   Engine& engine_;
   Metrics& metrics_;
@@ -98,6 +105,8 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
   TransferLog default_transfer_log_;
   TransferLog* transfer_log_ = &default_transfer_log_;
   const SharedMemoryOptions shared_memory_;
+  int health_port_ = 0;
+  DrainRefusalLog drain_refusals_;
 };
 
 }  // namespace distarray
