@@ -114,6 +114,27 @@ def test_health_of_a_daemon_without_a_health_port():
         assert d.stop() == 0
 
 
+def test_health_of_a_tls_daemon(tmp_path):
+    """--tls is for the API port; the health port stays plaintext (docs/operations.md)."""
+    from conftest import Daemon
+
+    if shutil.which("openssl") is None:
+        import pytest
+
+        pytest.skip("no openssl to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+                    "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    d = Daemon([f"--tls_cert_file={cert}", f"--tls_key_file={key}"])
+    try:
+        health = cli(d, "--tls-ca", str(cert), "health", "--json")
+        assert health.returncode == 0, health.stderr
+        assert json.loads(health.stdout)["status"] == "SERVING"
+    finally:
+        assert d.stop() == 0
+
+
 def test_info_names_bfloat16_without_ml_dtypes(daemon, tmp_path):
     """Without the bfloat16 extra (ml_dtypes) NumPy has no bfloat16, but the CLI still names it
     (it printed the enum's number, 11)."""
