@@ -166,8 +166,7 @@ grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerCont
   // The drain's refusals (new calls, and running ones cut off when the drain time is spent) are
   // the shutdown working as designed, and clients retry them: not errors. One line per interval
   // counts them; each one is at debug.
-  if (status.code() == absl::StatusCode::kUnavailable && drain_gate_ != nullptr &&
-      drain_gate_->draining()) {
+  if (DrainGate::IsRefusal(status)) {
     spdlog::debug("{} refused: {}", std::string(method), status.ToString());
     if (const int64_t refused = drain_refusals_.Count(); refused > 0) {
       spdlog::info("draining: refused {} call{} with UNAVAILABLE (the clients retry)", refused,

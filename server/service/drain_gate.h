@@ -12,6 +12,9 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
@@ -19,6 +22,8 @@ namespace distarray {
 
 class DrainGate {
  public:
+  static constexpr absl::string_view kRefusal = "distarrayd is draining (shutting down)";
+
   // New calls are refused from now on.
   void BeginDrain() { state_.store(kDraining, std::memory_order_release); }
   // Calls still running end at their next check.
@@ -29,14 +34,21 @@ class DrainGate {
   absl::Status Admit() const {
     if (!draining()) return absl::OkStatus();
     return absl::UnavailableError(
-        "distarrayd is draining (shutting down); retry on another daemon or after it restarts");
+        absl::StrCat(kRefusal, "; retry on another daemon or after it restarts"));
   }
   // Between the steps of a running call: OK, or UNAVAILABLE once the drain time is spent.
   absl::Status CheckRunning() const {
     if (state_.load(std::memory_order_acquire) != kCutOff) return absl::OkStatus();
-    return absl::UnavailableError(
-        "distarrayd is draining (shutting down) and its drain time ran out before this call "
-        "finished; its result was discarded, retry on another daemon or after it restarts");
+    return absl::UnavailableError(absl::StrCat(
+        kRefusal,
+        " and its drain time ran out before this call finished; its result was discarded, retry "
+        "on another daemon or after it restarts"));
+  }
+  // Whether `status` is one of the two answers above, not another UNAVAILABLE (a device's
+  // sticky error, say).
+  static bool IsRefusal(const absl::Status& status) {
+    return status.code() == absl::StatusCode::kUnavailable &&
+           absl::StartsWith(status.message(), kRefusal);
   }
 
   // Counts a call from its start to its end, so the drain knows when the last one is done.

@@ -51,6 +51,26 @@ TEST(HealthServer, UnbindableAddressNamesTheFlag) {
   EXPECT_NE(health.status().message().find("--health_listen"), std::string::npos);
 }
 
+// The drain's answers are told apart from other UNAVAILABLEs, and counted one line a second.
+TEST(DrainGate, RefusalsAreRecognizedAndCountedPerInterval) {
+  DrainGate gate;
+  gate.BeginDrain();
+  EXPECT_TRUE(DrainGate::IsRefusal(gate.Admit()));
+  gate.CutOff();
+  EXPECT_TRUE(DrainGate::IsRefusal(gate.CheckRunning()));
+  EXPECT_FALSE(DrainGate::IsRefusal(absl::UnavailableError("device 0: sticky CUDA error")));
+  EXPECT_FALSE(DrainGate::IsRefusal(absl::OkStatus()));
+
+  DrainRefusalLog refusals(absl::Seconds(1));
+  const absl::Time start = absl::FromUnixSeconds(1000);
+  EXPECT_EQ(refusals.Count(start), 1);  // the first is reported at once
+  EXPECT_EQ(refusals.Count(start + absl::Milliseconds(100)), 0);
+  EXPECT_EQ(refusals.Count(start + absl::Milliseconds(900)), 0);
+  EXPECT_EQ(refusals.Count(start + absl::Milliseconds(1000)), 3);  // the three since
+  EXPECT_EQ(refusals.Count(start + absl::Milliseconds(1500)), 0);
+  EXPECT_EQ(refusals.Count(start + absl::Milliseconds(2100)), 2);
+}
+
 TEST(DrainGate, RefusesThenCutsOffAndCountsCalls) {
   DrainGate gate;
   EXPECT_TRUE(gate.Admit().ok());
