@@ -78,7 +78,9 @@ def wait_for_channel(channel: grpc.Channel, address: str, timeout: float) -> Non
                 now = time.monotonic()
                 if state[0] == grpc.ChannelConnectivity.TRANSIENT_FAILURE and failed_at is None:
                     failed_at = now
-                until = deadline if failed_at is None else min(deadline, failed_at + FAILED_RETRY_WINDOW)
+                until = deadline
+                if failed_at is not None:
+                    until = min(deadline, failed_at + FAILED_RETRY_WINDOW)
                 if now >= until:
                     break
                 changed.wait(until - now)

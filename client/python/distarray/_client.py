@@ -101,8 +101,8 @@ class Client:
     """A connection to one distarrayd. Create it with ``distarray.connect``.
 
     Thread-safe. Arrays created through it belong to its session: when the client closes (it ends
-    the session) or the process dies and the lease runs out, the daemon deletes the unnamed ones. Use it as a context
-    manager, or call ``close()``.
+    the session) or the process dies and the lease runs out, the daemon deletes the unnamed ones.
+    Use it as a context manager, or call ``close()``.
     """
 
     def __init__(
@@ -227,7 +227,9 @@ class Client:
             # A short deadline: a daemon already gone would hold close() in retries.
             self._stub.EndSession(pb.EndSessionRequest(), metadata=self._metadata(), timeout=1)
         except grpc.RpcError as e:
-            _log.debug("distarray: ending session %s failed: %s", self.session_id, from_rpc_error(e))
+            _log.debug(
+                "distarray: ending session %s failed: %s", self.session_id, from_rpc_error(e)
+            )
 
     def __enter__(self) -> "Client":
         return self
