@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "client/channel.h"
 #include "client/raw_download.h"
 #include "client/shared_memory.h"
 
@@ -22,6 +23,10 @@ namespace distarray {
 struct Client::Session {
   std::string id;
   std::string authorization;  // "Bearer <token>", or empty
+  // Set when the session is this client's own (a random id): it is ended when the last copy of
+  // the Client goes, so it stops counting as live and its unnamed arrays go at once.
+  std::shared_ptr<v1::ArrayService::Stub> end_on_close;
+  std::shared_ptr<grpc::Channel> channel;  // end_on_close's
   std::mutex mu;
   std::condition_variable cv;
   bool stop = false;
@@ -31,14 +36,7 @@ struct Client::Session {
   // Set at Connect from ConnectOptions::shared_memory_cache_bytes.
   std::unique_ptr<internal::SegmentCache> segments;
 
-  ~Session() {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      stop = true;
-    }
-    cv.notify_all();
-    if (keepalive.joinable()) keepalive.join();
-  }
+  ~Session();
 };
 
 namespace {
@@ -149,16 +147,32 @@ absl::Status StreamDownloadInto(const internal::RawDownloadStub& stub, const Cli
 
 }  // namespace
 
+Client::Session::~Session() {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+  }
+  cv.notify_all();
+  if (keepalive.joinable()) keepalive.join();
+  // Only over a live connection: a daemon already gone would hold the process in retries.
+  if (end_on_close != nullptr && channel->GetState(false) == GRPC_CHANNEL_READY) {
+    grpc::ClientContext context;
+    AddCallMetadata(context, id, authorization);
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    v1::EndSessionResponse response;
+    // Best effort: a daemon that does not answer (or an older one) lets the lease run out.
+    end_on_close->EndSession(&context, {}, &response).IgnoreError();
+  }
+}
+
 absl::StatusOr<Client> Client::Connect(const std::string& address, int timeout_ms,
                                        ConnectOptions options) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(64 << 20);
-  args.SetMaxSendMessageSize(64 << 20);
+  const grpc::ChannelArguments args = internal::SdkChannelArguments();
   auto channel = grpc::CreateCustomChannel(address, ChannelCredentials(options), args);
   const auto deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms);
-  if (!channel->WaitForConnected(deadline)) {
-    return absl::UnavailableError(
-        absl::StrCat("no distarrayd answered at ", address, " within ", timeout_ms, " ms"));
+  if (absl::Status connected = internal::WaitForChannel(*channel, address, deadline, timeout_ms);
+      !connected.ok()) {
+    return connected;
   }
   std::vector<Connection> bulk;
   for (int i = 0; i < options.parallel_streams; ++i) {
@@ -168,10 +182,12 @@ absl::StatusOr<Client> Client::Connect(const std::string& address, int timeout_m
     // Connected now, within the same deadline: a first call on a channel still connecting fails
     // at once if that attempt fails (seen once on a loaded 2-core machine), where waiting here
     // rides out a failed attempt.
-    if (!bulk_channel->WaitForConnected(deadline)) {
+    if (absl::Status connected =
+            internal::WaitForChannel(*bulk_channel, address, deadline, timeout_ms);
+        !connected.ok()) {
       return absl::UnavailableError(absl::StrCat("distarrayd at ", address,
                                                  " answered, but parallel stream connection ", i,
-                                                 " did not connect within ", timeout_ms, " ms"));
+                                                 " did not: ", connected.message()));
     }
     bulk.push_back({v1::ArrayService::NewStub(bulk_channel),
                     std::make_shared<internal::RawDownloadStub>(bulk_channel)});
@@ -180,6 +196,7 @@ absl::StatusOr<Client> Client::Connect(const std::string& address, int timeout_m
   auto download = std::make_shared<internal::RawDownloadStub>(channel);
   auto session = std::make_shared<Session>();
   session->id = options.session_id.empty() ? RandomSessionId() : options.session_id;
+  const bool own_session = options.session_id.empty();
   if (!options.token.empty()) session->authorization = "Bearer " + options.token;
   // The segment calls carry the session and token by value: the cache's last segment is released
   // as the Session goes.
@@ -194,6 +211,11 @@ absl::StatusOr<Client> Client::Connect(const std::string& address, int timeout_m
   absl::StatusOr<v1::GetServerInfoResponse> info = client.ServerInfo();
   if (!info.ok()) return info.status();
   session->same_host = !info->host_id().empty() && info->host_id() == LocalHostId();
+  // A session id the caller chose may be shared with other clients: only an own one is ended.
+  if (own_session) {
+    session->end_on_close = stub;
+    session->channel = channel;
+  }
   if (keepalive && info->session_lease_seconds() > 0) {
     // A third of the lease: two renewals may be lost before the session expires.
     const auto period =

@@ -114,7 +114,11 @@ int RunDaemon(int argc, char** argv) {
   // A transfer waits this long for another stream of its array before it is logged, so a
   // shared-memory transfer's calls (not always overlapping) make one line (transfer_log.h).
   constexpr absl::Duration kTransferLinger = absl::Milliseconds(20);
-  TransferLog transfer_log(options->log_progress, int64_t{64} << 20, kTransferLinger);
+  // A transfer that has not yet moved its whole array waits longer for its other streams: a
+  // fresh client starts its last parallel stream tens of milliseconds after its first.
+  constexpr absl::Duration kPartialTransferLinger = absl::Milliseconds(500);
+  TransferLog transfer_log(options->log_progress, int64_t{64} << 20, kTransferLinger,
+                           kPartialTransferLinger);
   Ticker transfer_log_flusher(kTransferLinger, [&transfer_log] { transfer_log.FlushLingering(); });
   service.set_transfer_log(&transfer_log);
   service.set_authenticator(authenticator->get());
@@ -123,6 +127,7 @@ int RunDaemon(int argc, char** argv) {
   if (options->max_concurrent_calls_per_tenant < options->max_concurrent_calls) {
     service.set_max_calls_per_tenant(options->max_concurrent_calls_per_tenant);
   }
+  service.set_health_port(health != nullptr ? health->port() : 0);
 
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       daemon::ApiServerCredentials(*options);

@@ -59,24 +59,39 @@ def generate_stubs(out_dir: Path) -> None:
     init.write_text('"""Generated gRPC stubs of distarray.v1 (built from proto/, not committed)."""\n')
 
 
+# protobuf runtimes the generated stubs were tested with go up to, not including, this major
+# (client/python/tests/test_packaging.py installs the oldest the stubs accept).
+PROTOBUF_TESTED_BELOW_MAJOR = 8
+
+
 def stub_requirements() -> list:
-    """grpcio and protobuf lower bounds read from freshly generated stubs."""
+    """grpcio and protobuf lower bounds read from freshly generated stubs.
+
+    The protobuf floor is the generated code's own version: its runtime check
+    (runtime_version.ValidateProtobufRuntimeVersion, in stubs of protobuf 5.27 and later) refuses
+    an older runtime and accepts every newer one. Stubs before that carry no check and run on
+    their own version and later. pyproject.toml builds with the oldest grpcio-tools each Python
+    has wheels for, so the floor stays as low as the stubs allow instead of following the newest
+    protobuf (installing into an environment with protobuf 5 must not upgrade it)."""
     with tempfile.TemporaryDirectory() as tmp:
         generate_stubs(Path(tmp))
         v1 = Path(tmp) / "distarray" / "v1"
         pb2 = (v1 / "distarray_pb2.py").read_text()
         grpc_py = (v1 / "distarray_pb2_grpc.py").read_text()
     requirements = []
-    m = re.search(r"Protobuf Python Version: (\d+)\.(\d+)\.(\d+)", pb2)
+    m = re.search(
+        r"ValidateProtobufRuntimeVersion\(\s*_runtime_version\.Domain\.PUBLIC,\s*(\d+),\s*(\d+),"
+        r"\s*(\d+),",
+        pb2,
+    ) or re.search(r"Protobuf Python Version: (\d+)\.(\d+)\.(\d+)", pb2)
     if m:
-        major = int(m.group(1))
-        # Same major as the generated code: a newer major only warns today and may refuse later.
-        requirements.append(f"protobuf>={m.group(1)}.{m.group(2)}.{m.group(3)},<{major + 1}")
+        requirements.append(
+            f"protobuf>={m.group(1)}.{m.group(2)}.{m.group(3)},<{PROTOBUF_TESTED_BELOW_MAJOR}"
+        )
     else:
-        requirements.append("protobuf>=4.21")
+        requirements.append(f"protobuf>=4.21,<{PROTOBUF_TESTED_BELOW_MAJOR}")
     m = re.search(r"GRPC_GENERATED_VERSION = '([0-9.]+)'", grpc_py)
-    grpc_floor = m.group(1) if m else "1.62.0"
-    requirements += [f"grpcio>={grpc_floor}", f"grpcio-health-checking>={grpc_floor}"]
+    requirements.append(f"grpcio>={m.group(1) if m else '1.62.0'}")
     return requirements
 
 

@@ -259,6 +259,22 @@ v1::KeepAliveResponse Engine::KeepAlive(const CallContext& call) {
   return response;
 }
 
+v1::EndSessionResponse Engine::EndSession(const CallContext& call) {
+  v1::EndSessionResponse response;
+  if (call.session.empty()) return response;
+  const std::string key = call.session_key();
+  // Forgotten first: a sweep running meanwhile finds nothing of it left to expire.
+  const bool live = sessions_.End(key);
+  response.set_deleted_arrays(registry_.EraseSession(key));
+  spdlog::debug("session {} ended by its client{}; deleted its {} unnamed arrays",
+                QuoteClientString(call.session), live ? "" : " (it had expired or never called)",
+                response.deleted_arrays());
+  // What else the session held (its shared-memory segments) goes with it, as at expiry.
+  absl::MutexLock lock(&session_end_mu_);
+  if (session_end_listener_) session_end_listener_(key);
+  return response;
+}
+
 int64_t Engine::SweepExpiredSessions() {
   int64_t deleted = 0;
   for (const std::string& session : sessions_.TakeExpired()) {

@@ -128,6 +128,8 @@ class Engine {
   // sessions, or the daemon as many as it holds.
   absl::Status TouchSession(const CallContext& call);
   v1::KeepAliveResponse KeepAlive(const CallContext& call);
+  // Ends the call's session now, as its lease running out would: deletes its unnamed arrays.
+  v1::EndSessionResponse EndSession(const CallContext& call);
   // Expires the sessions whose lease ran out and deletes their unnamed arrays; returns how many
   // arrays went. The daemon calls it periodically.
   int64_t SweepExpiredSessions();

@@ -73,6 +73,12 @@ class SessionTable {
     return absl::OkStatus();
   }
 
+  // Forgets `session` now (its client ended it); whether it was there.
+  bool End(absl::string_view session) {
+    absl::MutexLock lock(&mu_);
+    return last_seen_.erase(session) > 0;
+  }
+
   // Removes and returns the sessions not seen for longer than the lease.
   std::vector<std::string> TakeExpired(absl::Time now = absl::Now()) {
     std::vector<std::string> expired;

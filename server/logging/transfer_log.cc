@@ -20,8 +20,7 @@ TransferLog::Stream TransferLog::Begin(std::string direction, std::string tenant
   std::string key = array.empty() ? absl::StrCat("#", next_anonymous_++)
                                   : absl::StrCat(direction, "\x1f", tenant, "\x1f", array);
   Transfer& t = running_[key];
-  if (t.streams_running == 0 && t.streams > 0 &&
-      Clock::now() - t.end > absl::ToChronoNanoseconds(linger_)) {
+  if (t.streams_running == 0 && t.streams > 0 && Clock::now() - t.end > LingerOf(t)) {
     Log(t);  // lingered too long to be this transfer's: it is over (under mu_, rare)
     t = Transfer{};
   }
@@ -52,6 +51,19 @@ void TransferLog::Stream::set_array(std::string array) {
   }
 }
 
+void TransferLog::Stream::set_whole_bytes(int64_t bytes) {
+  if (log_ == nullptr) return;  // moved from
+  absl::MutexLock lock(&log_->mu_);
+  if (auto it = log_->running_.find(key_); it != log_->running_.end()) {
+    it->second.whole_bytes = bytes;
+  }
+}
+
+TransferLog::Clock::duration TransferLog::LingerOf(const Transfer& t) const {
+  // A transfer that has not yet moved its whole array expects more streams.
+  return absl::ToChronoNanoseconds(t.whole_bytes > 0 && !Whole(t) ? partial_linger_ : linger_);
+}
+
 void TransferLog::Add(const std::string& key, int64_t bytes) {
   absl::MutexLock lock(&mu_);
   auto it = running_.find(key);
@@ -77,20 +89,24 @@ void TransferLog::End(const std::string& key, bool failed) {
     if (failed) ++t.failed;
     if (--t.streams_running > 0) return;
     t.end = Clock::now();
-    // An anonymous transfer (an upload creating its array) has no later stream to wait for.
-    if (linger_ > absl::ZeroDuration() && key[0] != '#') return;  // FlushLingering logs it
+    // An anonymous transfer (an upload creating its array) has no later stream to wait for, nor
+    // has one that moved its whole array.
+    if (LingerOf(t) > Clock::duration::zero() && key[0] != '#' && !Whole(t)) {
+      return;  // FlushLingering logs it
+    }
     done = std::move(t);
     running_.erase(it);
   }
   Log(done);
 }
 
-void TransferLog::FlushEndedBy(Clock::time_point cutoff) {
+void TransferLog::FlushEnded(Clock::time_point now, bool all) {
   std::vector<Transfer> ended;
   {
     absl::MutexLock lock(&mu_);
     for (auto it = running_.begin(); it != running_.end();) {
-      if (it->second.streams_running == 0 && it->second.end <= cutoff) {
+      const Transfer& t = it->second;
+      if (t.streams_running == 0 && (all || now - t.end >= LingerOf(t))) {
         ended.push_back(std::move(it->second));
         running_.erase(it++);
       } else {
@@ -101,11 +117,9 @@ void TransferLog::FlushEndedBy(Clock::time_point cutoff) {
   for (const Transfer& t : ended) Log(t);  // outside the lock
 }
 
-void TransferLog::FlushLingering() {
-  FlushEndedBy(Clock::now() - absl::ToChronoNanoseconds(linger_));
-}
+void TransferLog::FlushLingering() { FlushEnded(Clock::now(), /*all=*/false); }
 
-void TransferLog::FlushAll() { FlushEndedBy(Clock::time_point::max()); }
+void TransferLog::FlushAll() { FlushEnded(Clock::now(), /*all=*/true); }
 
 TransferLog::~TransferLog() { FlushAll(); }
 

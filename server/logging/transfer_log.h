@@ -10,9 +10,17 @@
 // count reached zero, one 1 GiB transfer made 6 to 8 lines of 128 or 256 MiB. With a `linger`,
 // a transfer whose streams have all ended waits that long for another stream of the same array
 // before FlushLingering (the daemon calls it from a ticker) or the destructor logs it.
+//
+// Nor do a transfer's parallel streams always overlap: a fresh client (the command line's
+// `put`) starts its last stream tens of milliseconds after its first, which on fast devices is
+// after the others ended, and a 128 MiB upload was logged as 96 MiB (its last stream as a line
+// of its own, at debug). So a stream can say how large the whole array is (set_whole_bytes):
+// such a transfer is logged as soon as its streams have moved the whole array, and until then,
+// once its streams have all ended, it waits for more of them up to `partial_linger`.
 #ifndef DISTARRAY_SERVER_LOGGING_TRANSFER_LOG_H_
 #define DISTARRAY_SERVER_LOGGING_TRANSFER_LOG_H_
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -30,10 +38,15 @@ class TransferLog {
   // Transfers of at least `info_bytes` log at info, smaller ones at debug. `progress`: how often
   // a running transfer logs its progress (zero: never). `linger`: see above (zero: a transfer is
   // logged when its last stream ends).
+  // `partial_linger`: see above (at least `linger`).
   explicit TransferLog(absl::Duration progress = absl::Seconds(10),
                        int64_t info_bytes = int64_t{64} << 20,
-                       absl::Duration linger = absl::ZeroDuration())
-      : progress_(progress), info_bytes_(info_bytes), linger_(linger) {}
+                       absl::Duration linger = absl::ZeroDuration(),
+                       absl::Duration partial_linger = absl::ZeroDuration())
+      : progress_(progress),
+        info_bytes_(info_bytes),
+        linger_(linger),
+        partial_linger_(std::max(linger, partial_linger)) {}
   // Logs the transfers still lingering.
   ~TransferLog();
   TransferLog(const TransferLog&) = delete;
@@ -61,6 +74,9 @@ class TransferLog {
     void Add(int64_t bytes);
     // Names the array once known (an upload that created it): used in the log line.
     void set_array(std::string array);
+    // The bytes of the whole array this stream moves part of (or all of): the transfer is over
+    // once its streams have moved that many.
+    void set_whole_bytes(int64_t bytes);
     // The stream delivered everything. A stream destroyed without it failed (an error, a
     // cancellation, the drain): its bytes still count, and the transfer's line says so.
     void Succeed() { failed_ = false; }
@@ -82,6 +98,7 @@ class TransferLog {
     int streams = 0;
     int failed = 0;
     int64_t bytes = 0;
+    int64_t whole_bytes = 0;  // 0: unknown
     Clock::time_point start;
     Clock::time_point last_progress;
     Clock::time_point end;  // when streams_running last fell to zero
@@ -90,12 +107,18 @@ class TransferLog {
   void End(const std::string& key, bool failed);
   // Writes the line of a transfer whose streams have all ended.
   void Log(const Transfer& done) const;
-  // Logs (and forgets) the transfers whose streams all ended at `cutoff` or before.
-  void FlushEndedBy(Clock::time_point cutoff) ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether `t`, whose streams have all ended, has moved all of its array.
+  static bool Whole(const Transfer& t) { return t.whole_bytes > 0 && t.bytes >= t.whole_bytes; }
+  // How long `t`, whose streams have all ended, waits for another stream.
+  Clock::duration LingerOf(const Transfer& t) const;
+  // Logs (and forgets) the transfers whose streams all ended and whose linger has passed at
+  // `now` (every ended one when `all`).
+  void FlushEnded(Clock::time_point now, bool all) ABSL_LOCKS_EXCLUDED(mu_);
 
   const absl::Duration progress_;
   const int64_t info_bytes_;
   const absl::Duration linger_;
+  const absl::Duration partial_linger_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, Transfer> running_ ABSL_GUARDED_BY(mu_);
   int64_t next_anonymous_ ABSL_GUARDED_BY(mu_) = 0;

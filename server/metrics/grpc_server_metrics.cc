@@ -13,11 +13,21 @@ namespace {
 using RpcType = grpc::experimental::ServerRpcInfo::Type;
 using grpc::experimental::InterceptionHookPoints;
 
-// Prometheus's default buckets (client_golang's DefBuckets), which go-grpc-prometheus uses.
+// From 25 µs: most of the daemon's calls take 0.02 to 1.2 ms, all of which Prometheus's default
+// buckets (5 ms up, as go-grpc-prometheus has them) put in the first bucket, so every quantile
+// read 2.5 or 4.95 ms. The top keeps the default's 10 s for long transfers and programs.
 const prometheus::Histogram::BucketBoundaries& HandlingBuckets() {
   static const auto* buckets = new prometheus::Histogram::BucketBoundaries{
-      0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+      25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 0.001, 0.0025, 0.005, 0.01,
+      0.025, 0.05,  0.1,    0.25,   0.5,    1,     2.5,    5,     10};
   return *buckets;
+}
+
+RpcType TypeOf(const google::protobuf::MethodDescriptor& method) {
+  if (method.client_streaming()) {
+    return method.server_streaming() ? RpcType::BIDI_STREAMING : RpcType::CLIENT_STREAMING;
+  }
+  return method.server_streaming() ? RpcType::SERVER_STREAMING : RpcType::UNARY;
 }
 
 // Counts one call: started when the call arrives, messages as they pass, the code and the
@@ -138,11 +148,7 @@ absl::Status GrpcServerMetrics::PreRegisterService(absl::string_view service) {
   absl::MutexLock lock(&mu_);
   for (int i = 0; i < descriptor->method_count(); ++i) {
     const google::protobuf::MethodDescriptor* method = descriptor->method(i);
-    const RpcType type =
-        method->client_streaming()
-            ? (method->server_streaming() ? RpcType::BIDI_STREAMING : RpcType::CLIENT_STREAMING)
-            : (method->server_streaming() ? RpcType::SERVER_STREAMING : RpcType::UNARY);
-    ForMethodLocked(descriptor->full_name(), method->name(), type);
+    ForMethodLocked(descriptor->full_name(), method->name(), TypeOf(*method));
   }
   return absl::OkStatus();
 }
@@ -164,7 +170,12 @@ GrpcServerMetrics::Method& GrpcServerMetrics::ForMethodLocked(absl::string_view 
   std::unique_ptr<Method>& entry = methods_[absl::StrCat(service, "/", method)];
   if (entry != nullptr) return *entry;
   entry = std::make_unique<Method>();
-  const prometheus::Labels labels = {{"grpc_type", std::string(GrpcTypeName(type))},
+  // gRPC hands a call to a method the server does not serve (grpc.health.v1.Health/Check sent to
+  // the API port) to its generic handler, which names no method and whose type is bidi_stream
+  // whatever the call was: the series of such calls (and of methods past kMaxMethods) says
+  // "unknown" for the type too.
+  const absl::string_view type_name = service == "unknown" ? "unknown" : GrpcTypeName(type);
+  const prometheus::Labels labels = {{"grpc_type", std::string(type_name)},
                                      {"grpc_service", std::string(service)},
                                      {"grpc_method", std::string(method)}};
   entry->started = &started_.Add(labels);

@@ -12,6 +12,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/box.h"
+#include "common/dtype.h"
 #include "common/names.h"
 #include "common/proto_convert.h"
 #include "common/status_macros.h"
@@ -150,6 +152,16 @@ int DownloadArrayMethodIndex() {
   return method->index();
 }
 
+// The bytes of the whole array `handle` names, 0 when it names none: a transfer of part of it
+// expects the other parts (TransferLog::Stream::set_whole_bytes). The shape of a registered
+// array was checked when it was made, so the product does not overflow.
+int64_t WholeBytes(const Engine& engine, absl::string_view handle, const CallContext& call) {
+  if (handle.empty()) return 0;
+  const absl::StatusOr<ArrayPtr> array = engine.Describe(handle, call);
+  if (!array.ok()) return 0;
+  return NumElements((*array)->shape) * DTypeSize((*array)->dtype);
+}
+
 }  // namespace
 
 ArrayServiceImpl::ArrayServiceImpl(Engine& engine, Metrics& metrics,
@@ -174,13 +186,14 @@ ArrayServiceImpl::~ArrayServiceImpl() { engine_.SetSessionEndListener(nullptr); 
 
 template <typename Body>
 grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerContext* context,
-                                      Body&& body) {
-  return Handle(method, context, nullptr, std::forward<Body>(body));
+                                      Body&& body, SessionUse use) {
+  return Handle(method, context, nullptr, std::forward<Body>(body), use);
 }
 
 template <typename Body>
 grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerContext* context,
-                                      const google::protobuf::Message* response, Body&& body) {
+                                      const google::protobuf::Message* response, Body&& body,
+                                      SessionUse use) {
   const auto start = std::chrono::steady_clock::now();
   const DrainGate::CallScope in_flight(drain_gate_);
   RequestLogContext log_context = MakeRequestLogContext(method, *context);
@@ -209,7 +222,8 @@ grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerCont
                        [this, context, probe] { return CallAlive(context, drain_gate_, *probe); }};
       call.tenant = *std::move(tenant);
       call.results = std::make_shared<CallResults>();
-      status = engine_.TouchSession(call);
+      const bool renew = use == SessionUse::kRenew;
+      status = renew ? engine_.TouchSession(call) : absl::OkStatus();
       if (status.ok()) {
         status = body(call);
         if (status.ok() && response != nullptr) {
@@ -217,9 +231,20 @@ grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerCont
         }
         if (!status.ok()) TakeBack(call);
         // A long call counts as activity until it ends, not only when it began.
-        engine_.TouchSession(call).IgnoreError();
+        if (renew) engine_.TouchSession(call).IgnoreError();
       }
     }
+  }
+  // The drain's refusals (new calls, and running ones cut off when the drain time is spent) are
+  // the shutdown working as designed, and clients retry them: not errors. One line per interval
+  // counts them; each one is at debug.
+  if (DrainGate::IsRefusal(status)) {
+    spdlog::debug("{} refused: {}", std::string(method), status.ToString());
+    if (const int64_t refused = drain_refusals_.Count(); refused > 0) {
+      spdlog::info("draining: refused {} call{} with UNAVAILABLE (the clients retry)", refused,
+                   refused == 1 ? "" : "s");
+    }
+    return ToGrpcStatus(status);
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -256,6 +281,7 @@ grpc::Status ArrayServiceImpl::GetServerInfo(grpc::ServerContext* context,
                                              v1::GetServerInfoResponse* response) {
   return Handle("GetServerInfo", context, [&](const CallContext&) {
     *response = engine_.ServerInfo();
+    response->set_health_port(health_port_);
     if (shared_memory_.enabled && !shared_memory_.host_id.empty()) {
       response->set_host_id(shared_memory_.host_id);
       response->add_features("upload_from_shared_memory");
@@ -311,6 +337,7 @@ grpc::Status ArrayServiceImpl::UploadArray(grpc::ServerContext* context,
         transfer_log_->Begin("upload", call.tenant, message.header().handle());
     ASSIGN_OR_RETURN(std::unique_ptr<UploadSession> session,
                      engine_.BeginUpload(message.header(), call));
+    transfer.set_whole_bytes(WholeBytes(engine_, message.header().handle(), call));
     watch.Touch();
     int64_t received = 0;
     while (reader->Read(&message)) {
@@ -362,6 +389,7 @@ grpc::Status ArrayServiceImpl::StreamedDownloadArray(grpc::ServerContext* contex
       }
     }
     TransferLog::Stream transfer = transfer_log_->Begin("download", call.tenant, request.handle());
+    transfer.set_whole_bytes(WholeBytes(engine_, request.handle(), call));
     bool first = true;
     int64_t sent = 0;
     v1::DownloadArrayResponse head;  // the message but its bytes
@@ -401,6 +429,7 @@ grpc::Status ArrayServiceImpl::UploadFromSharedMemory(
         RETURN_IF_ERROR(CheckSharedMemoryEnabled(shared_memory_));
         TransferLog::Stream transfer =
             transfer_log_->Begin("shared-memory upload", call.tenant, request->header().handle());
+        transfer.set_whole_bytes(WholeBytes(engine_, request->header().handle(), call));
         ASSIGN_OR_RETURN(ArrayPtr array,
                          distarray::UploadFromSharedMemory(engine_, segments_, *request, call));
         metrics_.RecordTransferBytes("upload", request->source().bytes());
@@ -419,6 +448,7 @@ grpc::Status ArrayServiceImpl::DownloadToSharedMemory(
     RETURN_IF_ERROR(CheckSharedMemoryEnabled(shared_memory_));
     TransferLog::Stream transfer =
         transfer_log_->Begin("shared-memory download", call.tenant, request->handle());
+    transfer.set_whole_bytes(WholeBytes(engine_, request->handle(), call));
     ASSIGN_OR_RETURN(*response,
                      distarray::DownloadToSharedMemory(engine_, segments_, *request, call));
     metrics_.RecordTransferBytes("download", response->bytes());
@@ -593,6 +623,18 @@ grpc::Status ArrayServiceImpl::KeepAlive(grpc::ServerContext* context, const v1:
     *response = engine_.KeepAlive(call);
     return absl::OkStatus();
   });
+}
+
+grpc::Status ArrayServiceImpl::EndSession(grpc::ServerContext* context,
+                                          const v1::EndSessionRequest*,
+                                          v1::EndSessionResponse* response) {
+  return Handle(
+      "EndSession", context,
+      [&](const CallContext& call) {
+        *response = engine_.EndSession(call);
+        return absl::OkStatus();
+      },
+      SessionUse::kEnd);
 }
 
 }  // namespace distarray

@@ -47,6 +47,8 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
   // Removes every shared-memory segment from /dev/shm (the drain, once calls have ended: the
   // process then exits without destructors). Returns how many.
   int64_t ReleaseAllSharedMemory() { return segments_.ReleaseAll(); }
+  // The bound port of the daemon's grpc.health.v1 server, reported by GetServerInfo (0: none).
+  void set_health_port(int port) { health_port_ = port; }
 
   grpc::Status GetServerInfo(grpc::ServerContext* context, const v1::GetServerInfoRequest* request,
                              v1::GetServerInfoResponse* response) override;
@@ -100,19 +102,25 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
                            v1::SynchronizeResponse* response) override;
   grpc::Status KeepAlive(grpc::ServerContext* context, const v1::KeepAliveRequest* request,
                          v1::KeepAliveResponse* response) override;
+  grpc::Status EndSession(grpc::ServerContext* context, const v1::EndSessionRequest* request,
+                          v1::EndSessionResponse* response) override;
 
  private:
+  // Whether a call renews its session (every call but the one that ends it).
+  enum class SessionUse { kRenew, kEnd };
   // Authenticates the call, takes its tenant's call slot, reads the call's session from its
-  // metadata and renews it, runs `body(call)`, and logs failures other than the client's own
-  // mistakes. With `response` (the message `body` fills),
-  // a call that registered arrays or programs answers OK only while its client is still there
-  // and enough of its deadline is left for the response to reach it; otherwise, or when `body`
-  // fails after registering, what it registered is taken back.
+  // metadata and renews it (unless `use` ends it), runs `body(call)`, and logs failures other than
+  // the client's own mistakes. With `response` (the message `body` fills), a call that registered
+  // arrays or programs answers OK only while its client is still there and enough of its deadline
+  // is left for the response to reach it; otherwise, or when `body` fails after registering, what
+  // it registered is taken back.
   template <typename Body>
   grpc::Status Handle(absl::string_view method, grpc::ServerContext* context,
-                      const google::protobuf::Message* response, Body&& body);
+                      const google::protobuf::Message* response, Body&& body,
+                      SessionUse use = SessionUse::kRenew);
   template <typename Body>
-  grpc::Status Handle(absl::string_view method, grpc::ServerContext* context, Body&& body);
+  grpc::Status Handle(absl::string_view method, grpc::ServerContext* context, Body&& body,
+                      SessionUse use = SessionUse::kRenew);
   // Deletes what the call registered (CallResults).
   void TakeBack(const CallContext& call);
 
@@ -126,6 +134,8 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
   TransferLog* transfer_log_ = &default_transfer_log_;
   const SharedMemoryOptions shared_memory_;
   SharedMemoryTable segments_;  // the segments CreateSharedMemory made, by session
+  int health_port_ = 0;
+  DrainRefusalLog drain_refusals_;
 };
 
 }  // namespace distarray

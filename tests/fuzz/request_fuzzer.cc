@@ -238,6 +238,9 @@ class Runner {
       case Action::kKeepAlive:
         engine_.KeepAlive(call);
         break;
+      case Action::kEndSession:
+        engine_.EndSession(call);
+        break;
       case Action::kSweepSessions:
         engine_.SweepExpiredSessions();
         break;

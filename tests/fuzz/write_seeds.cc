@@ -193,6 +193,7 @@ class Case {
     *Add().mutable_register_program()->mutable_program() = program;
   }
   void KeepAlive() { Add().mutable_keep_alive(); }
+  void EndSession() { Add().mutable_end_session(); }
   void Sweep() { Add().set_sweep_sessions(true); }
   // Sets the session, or the cancellation point, of the last action.
   void SetSession(uint32_t session) { Last().set_session(session); }
@@ -522,6 +523,20 @@ std::vector<std::pair<std::string, Case>> Seeds() {
     c.SetSession(1);
     c.List(1);
     c.Sweep();
+    c.List();
+    c.Describe(0);
+  }
+  {
+    Case& c = add("end_session");
+    // Session 2's unnamed array goes when it ends its session; session 1's stays.
+    c.Create(Spec({4}, kF32, Replicated({4}, 2)));
+    c.SetSession(1);
+    c.Create(Spec({4}, kF32, Replicated({4}, 2)));
+    c.SetSession(2);
+    c.EndSession();
+    c.SetSession(2);
+    c.EndSession();  // ending it again finds nothing
+    c.SetSession(2);
     c.List();
     c.Describe(0);
   }

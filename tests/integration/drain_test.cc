@@ -71,10 +71,18 @@ TEST(Drain, NewCallOnAnOpenConnectionIsUnavailable) {
   ASSERT_TRUE(client->ServerInfo().ok());
 
   ASSERT_NO_FATAL_FAILURE(BeginDrain(*daemon));
+  // First a call the SDK does not retry, which carries the daemon's own answer.
+  ArrayOptions options;
+  options.index_map = OnDevice(1, 0);
+  const auto created = client->Create({4}, v1::DTYPE_FLOAT32, options);
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().code(), absl::StatusCode::kUnavailable) << created.status();
+  EXPECT_NE(created.status().message().find("draining"), std::string::npos) << created.status();
+  // Retried by the SDK (docs/api.md, "Retries"), and still UNAVAILABLE: the last attempt's answer,
+  // which may be the closed listener's once the retries outlast the grace period.
   const auto served = client->ServerInfo();
   ASSERT_FALSE(served.ok());
   EXPECT_EQ(served.status().code(), absl::StatusCode::kUnavailable) << served.status();
-  EXPECT_NE(served.status().message().find("draining"), std::string::npos) << served.status();
   const auto opened = client->Open(info.handle());
   EXPECT_EQ(opened.status().code(), absl::StatusCode::kUnavailable) << opened.status();
   // After the grace period the listener is closed: still UNAVAILABLE, never CANCELLED.
@@ -198,6 +206,74 @@ TEST(Drain, SilentStreamEndsUnavailable) {
   const grpc::Status status = writer->Finish();  // waits for the server's end of the stream
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
   EXPECT_EQ(daemon->Terminate(10000), 0) << daemon->log();
+}
+
+int CountOccurrences(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// A client polling through the drain is refused with UNAVAILABLE on every call: the shutdown
+// working as designed, so the log says so at info, one line per second with the count, never
+// one error line per call (a routine 5 s drain made 97).
+TEST(Drain, RefusalsAreCountedNotLoggedAsErrors) {
+  Daemon::Options options;
+  options.extra_flags = {"--drain_grace_seconds=2", "--drain_seconds=1", "--log_level=info"};
+  auto daemon = Daemon::Start(options);
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  ConnectOptions quiet;
+  quiet.keepalive = false;
+  auto client = Client::Connect((*daemon)->address(), 5000, quiet);
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_NO_FATAL_FAILURE(BeginDrain(**daemon));
+  int refused = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+  while (std::chrono::steady_clock::now() < until) {
+    ArrayOptions array_options;
+    array_options.index_map = OnDevice(1, 0);
+    // CreateArray: not retried by the SDK, so each call is one refusal.
+    const auto created = client->Create({4}, v1::DTYPE_FLOAT32, array_options);
+    ASSERT_EQ(created.status().code(), absl::StatusCode::kUnavailable) << created.status();
+    ++refused;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GE(refused, 20);
+  EXPECT_EQ((*daemon)->Terminate(10000), 0);
+  const std::string log = (*daemon)->log();
+  EXPECT_EQ(CountOccurrences(log, "failed: UNAVAILABLE"), 0) << log;
+  const int lines = CountOccurrences(log, "draining: refused");
+  EXPECT_GE(lines, 1) << log;
+  EXPECT_LE(lines, 4) << refused << " refusals in about 1.5 s:\n" << log;
+}
+
+// The SDK retries the calls that change nothing (here GetServerInfo) on UNAVAILABLE, as the docs
+// say to during a drain, and only those: a CreateArray is refused once.
+TEST(Drain, SdkRetriesIdempotentCallsOnly) {
+  Daemon::Options options;
+  options.extra_flags = {"--drain_grace_seconds=4", "--drain_seconds=1", "--log_level=debug"};
+  auto daemon = Daemon::Start(options);
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  ConnectOptions quiet;
+  quiet.keepalive = false;
+  auto client = Client::Connect((*daemon)->address(), 5000, quiet);
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_NO_FATAL_FAILURE(BeginDrain(**daemon));
+  const auto start = std::chrono::steady_clock::now();
+  const auto served = client->ServerInfo();
+  const double retried_for =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(served.status().code(), absl::StatusCode::kUnavailable) << served.status();
+  ArrayOptions array_options;
+  array_options.index_map = OnDevice(1, 0);
+  const auto created = client->Create({4}, v1::DTYPE_FLOAT32, array_options);
+  EXPECT_EQ(created.status().code(), absl::StatusCode::kUnavailable) << created.status();
+  EXPECT_EQ((*daemon)->Terminate(10000), 0);
+  const std::string log = (*daemon)->log();
+  EXPECT_EQ(CountOccurrences(log, "GetServerInfo refused"), 5) << log;  // every attempt
+  EXPECT_EQ(CountOccurrences(log, "CreateArray refused"), 1) << log;
+  // Backoffs drawn from [0, 0.1], [0, 0.2], [0, 0.4] and [0, 0.8] s.
+  EXPECT_LT(retried_for, 3.0);
 }
 
 }  // namespace

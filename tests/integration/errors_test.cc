@@ -290,6 +290,15 @@ void AddHardeningCases(std::vector<BadCase>& cases) {
       },
       StatusCode::INVALID_ARGUMENT, "distarray-session");
   add(
+      "oversized session key ending a session",
+      [](auto& stub, auto&) {
+        grpc::ClientContext c;
+        c.AddMetadata("distarray-session", std::string(4096, 's'));
+        v1::EndSessionResponse out;
+        return stub.EndSession(&c, v1::EndSessionRequest(), &out);
+      },
+      StatusCode::INVALID_ARGUMENT, "distarray-session");
+  add(
       "a 1 MiB handle is quoted briefly",
       [](auto& stub, auto&) { return Describe(stub, std::string(1 << 20, 'h')); },
       StatusCode::NOT_FOUND, "(1048576 bytes)");

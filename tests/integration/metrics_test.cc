@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -30,6 +31,7 @@
 #include "distarray/client.h"
 #include "distarray/index_maps.h"
 #include "tests/support/backend_fixture.h"
+#include "tests/support/run_command.h"
 
 namespace distarray::testing {
 namespace {
@@ -421,6 +423,52 @@ TEST_P(MetricsTest, UnknownMethodsShareOneSeries) {
     }
   }
   EXPECT_EQ(unimplemented, 3);
+}
+
+// The handling-time buckets start at 25 µs: most calls take 0.02 to 1.2 ms, which buckets from
+// 5 ms (Prometheus's defaults) all put in the first one, so every quantile read 2.5 or 4.95 ms.
+TEST_P(MetricsTest, HandlingBucketsResolveSubMillisecondCalls) {
+  if (IsSkipped()) return;
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(client_->ServerInfo().ok());
+  const Scraped s = ScrapeNow();
+  std::vector<double> bounds;
+  for (const Sample& sample : s.samples()) {
+    if (sample.name != "grpc_server_handling_seconds_bucket" ||
+        sample.labels.at("grpc_method") != "GetServerInfo" || sample.labels.at("le") == "+Inf") {
+      continue;
+    }
+    double le = 0;
+    ASSERT_TRUE(absl::SimpleAtod(sample.labels.at("le"), &le)) << sample.labels.at("le");
+    bounds.push_back(le);
+  }
+  ASSERT_FALSE(bounds.empty()) << s.text();
+  std::sort(bounds.begin(), bounds.end());
+  EXPECT_NEAR(bounds.front(), 25e-6, 1e-9);
+  EXPECT_EQ(bounds.back(), 10);
+  // At least three buckets under a millisecond, where the daemon's small calls fall.
+  EXPECT_GE(std::count_if(bounds.begin(), bounds.end(), [](double b) { return b < 1e-3; }), 3);
+}
+
+// A grpc.health.v1 Check sent to the API port (which serves no health service) is a unary call
+// to a method the server does not have: gRPC's generic handler takes it as bidi_stream, which the
+// metrics must not repeat.
+TEST_P(MetricsTest, CallToAnUnservedMethodIsNotCountedAsABidiStream) {
+  if (IsSkipped()) return;
+  const CommandResult probe = Probe(daemon_->address(), "");
+  ASSERT_EQ(probe.exit_code, 1) << probe.output;  // UNIMPLEMENTED on the API port
+  const Scraped s = ScrapeNow();
+  double unknown_unimplemented = 0;
+  for (const Sample& sample : s.samples()) {
+    if (sample.name != "grpc_server_handled_total") continue;
+    EXPECT_NE(sample.labels.at("grpc_type"), "bidi_stream")
+        << sample.labels.at("grpc_service") << "/" << sample.labels.at("grpc_method");
+    if (sample.labels.at("grpc_service") == "unknown" &&
+        sample.labels.at("grpc_code") == "Unimplemented") {
+      EXPECT_EQ(sample.labels.at("grpc_type"), "unknown");
+      unknown_unimplemented += sample.value;
+    }
+  }
+  EXPECT_EQ(unknown_unimplemented, 1) << s.text();
 }
 
 // Libraries with large static TLS (libcublasLt, OpenBLAS) break civetweb when mapped at start-up:

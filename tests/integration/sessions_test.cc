@@ -186,6 +186,66 @@ TEST_P(SessionsTest, ArraysOfCallsWithoutASessionPersist) {
   EXPECT_FALSE(left.contains(doomed_handle));
 }
 
+// A client that goes ends its session at once: it stops counting in live_sessions and its
+// unnamed arrays (released ones included) go, without waiting for the lease. A session id the
+// caller chose may be shared, so that client leaves it to its lease.
+TEST_P(SessionsTest, ClientThatGoesEndsItsSession) {
+  ConnectOptions observer_options;
+  observer_options.keepalive = false;
+  ASSERT_OK_AND_ASSIGN(Client observer,
+                       Client::Connect(daemon_->address(), 5000, observer_options));
+  ASSERT_OK_AND_ASSIGN(auto before, observer.ServerInfo());
+  std::string released;
+  {
+    ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon_->address()));
+    ASSERT_OK_AND_ASSIGN(Array a, client.Create({16}, v1::DTYPE_FLOAT32, {OnDevice(1, 0)}));
+    released = a.Release();
+    ASSERT_OK_AND_ASSIGN(auto during, observer.ServerInfo());
+    EXPECT_EQ(during.live_sessions(), before.live_sessions() + 1);
+  }
+  ASSERT_OK_AND_ASSIGN(auto after, observer.ServerInfo());
+  EXPECT_EQ(after.live_sessions(), before.live_sessions());
+  EXPECT_FALSE(Handles(observer).contains(released));
+
+  ConnectOptions chosen;
+  chosen.session_id = "shared-session";
+  {
+    ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon_->address(), 5000, chosen));
+    ASSERT_OK_AND_ASSIGN(Array a, client.Create({16}, v1::DTYPE_FLOAT32, {OnDevice(1, 0)}));
+    released = a.Release();
+  }
+  ASSERT_OK_AND_ASSIGN(auto shared, observer.ServerInfo());
+  EXPECT_EQ(shared.live_sessions(), before.live_sessions() + 1);
+  EXPECT_TRUE(Handles(observer).contains(released));
+}
+
+// EndSession ends only the calling session, and only its unnamed arrays go.
+TEST_P(SessionsTest, EndSessionDeletesTheSessionsUnnamedArraysOnly) {
+  ConnectOptions options;
+  options.session_id = "ending";
+  options.keepalive = false;
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon_->address(), 5000, options));
+  ASSERT_OK_AND_ASSIGN(Array unnamed, client.Create({16}, v1::DTYPE_FLOAT32, {OnDevice(1, 0)}));
+  ASSERT_OK_AND_ASSIGN(Array named, client.Create({16}, v1::DTYPE_FLOAT32,
+                                                  {OnDevice(1, 0), v1::MODE_REPLICA, "kept"}));
+  ConnectOptions other_options;
+  other_options.session_id = "other";
+  other_options.keepalive = false;
+  ASSERT_OK_AND_ASSIGN(Client other, Client::Connect(daemon_->address(), 5000, other_options));
+  ASSERT_OK_AND_ASSIGN(Array others, other.Create({16}, v1::DTYPE_FLOAT32, {OnDevice(1, 0)}));
+  const std::string unnamed_handle = unnamed.Release();
+  grpc::ClientContext context;
+  client.AttachSession(context);
+  v1::EndSessionResponse ended;
+  ASSERT_TRUE(client.stub().EndSession(&context, {}, &ended).ok());
+  EXPECT_EQ(ended.deleted_arrays(), 1);
+  const std::set<std::string> left = Handles(other);
+  EXPECT_FALSE(left.contains(unnamed_handle));
+  EXPECT_TRUE(left.contains(named.handle()));
+  EXPECT_TRUE(left.contains(others.handle()));
+  ASSERT_OK(named.Delete());
+}
+
 TEST_P(SessionsTest, OversizedSessionIdIsInvalidArgument) {
   ConnectOptions options;
   options.session_id = std::string(129, 's');

@@ -51,6 +51,26 @@ TEST(HealthServer, UnbindableAddressNamesTheFlag) {
   EXPECT_NE(health.status().message().find("--health_listen"), std::string::npos);
 }
 
+// The drain's answers are told apart from other UNAVAILABLEs, and counted one line a second.
+TEST(DrainGate, RefusalsAreRecognizedAndCountedPerInterval) {
+  DrainGate gate;
+  gate.BeginDrain();
+  EXPECT_TRUE(DrainGate::IsRefusal(gate.Admit()));
+  gate.CutOff();
+  EXPECT_TRUE(DrainGate::IsRefusal(gate.CheckRunning()));
+  EXPECT_FALSE(DrainGate::IsRefusal(absl::UnavailableError("device 0: sticky CUDA error")));
+  EXPECT_FALSE(DrainGate::IsRefusal(absl::OkStatus()));
+
+  DrainRefusalLog refusals(absl::Seconds(1));
+  const absl::Time start = absl::FromUnixSeconds(1000);
+  EXPECT_EQ(refusals.Count(start), 1);  // the first is reported at once
+  EXPECT_EQ(refusals.Count(start + absl::Milliseconds(100)), 0);
+  EXPECT_EQ(refusals.Count(start + absl::Milliseconds(900)), 0);
+  EXPECT_EQ(refusals.Count(start + absl::Milliseconds(1000)), 3);  // the three since
+  EXPECT_EQ(refusals.Count(start + absl::Milliseconds(1500)), 0);
+  EXPECT_EQ(refusals.Count(start + absl::Milliseconds(2100)), 2);
+}
+
 TEST(DrainGate, RefusesThenCutsOffAndCountsCalls) {
   DrainGate gate;
   EXPECT_TRUE(gate.Admit().ok());
@@ -168,6 +188,54 @@ TEST(TransferLog, AStreamWithinTheLingerContinuesTheTransfer) {
   ASSERT_NE(first, std::string::npos);
   EXPECT_NE(text.find("download arr-2: 0 MiB", first + 1), std::string::npos) << text;
   EXPECT_EQ(text.find("32 MiB"), std::string::npos) << "a call's share was logged: " << text;
+}
+
+// A transfer that knows its array's size waits for its other streams, even ones that start well
+// after the first ones ended (a fresh client's last parallel stream), and is logged as soon as it
+// has moved the whole array, so two whole transfers in a row stay two.
+TEST(TransferLog, APartialTransferWaitsForTheRestOfItsArray) {
+  CapturedLog log;
+  constexpr int64_t kWhole = int64_t{128} << 20;
+  TransferLog transfers(absl::ZeroDuration(), /*info_bytes=*/100, absl::Milliseconds(20),
+                        absl::Milliseconds(500));
+  for (int stream = 0; stream < 4; ++stream) {  // one after another, 60 ms apart
+    {
+      TransferLog::Stream s = transfers.Begin("upload", "t", "arr-1");
+      s.set_whole_bytes(kWhole);
+      s.Add(kWhole / 4);
+      s.Succeed();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    transfers.FlushLingering();
+  }
+  // The fourth stream completed the array: logged at once, one line.
+  EXPECT_NE(log.text().find("info upload arr-1: 128 MiB in "), std::string::npos) << log.text();
+  EXPECT_NE(log.text().find("over 4 streams"), std::string::npos) << log.text();
+  EXPECT_EQ(log.text().find("32 MiB"), std::string::npos) << log.text();
+  // Two whole uploads back to back are two transfers.
+  for (int upload = 0; upload < 2; ++upload) {
+    TransferLog::Stream s = transfers.Begin("upload", "t", "arr-2");
+    s.set_whole_bytes(kWhole);
+    s.Add(kWhole);
+    s.Succeed();
+  }
+  const std::string text = log.text();
+  const size_t first = text.find("upload arr-2: 128 MiB in ");
+  ASSERT_NE(first, std::string::npos) << text;
+  EXPECT_NE(text.find("upload arr-2: 128 MiB in ", first + 1), std::string::npos) << text;
+  EXPECT_EQ(text.find("256 MiB"), std::string::npos) << text;
+  // A part whose rest never comes is logged once the longer linger has passed.
+  {
+    TransferLog::Stream s = transfers.Begin("download", "t", "arr-3");
+    s.set_whole_bytes(kWhole);
+    s.Add(kWhole / 2);
+    s.Succeed();
+  }
+  transfers.FlushLingering();
+  EXPECT_EQ(log.text().find("download arr-3"), std::string::npos) << log.text();
+  std::this_thread::sleep_for(std::chrono::milliseconds(550));
+  transfers.FlushLingering();
+  EXPECT_NE(log.text().find("info download arr-3: 64 MiB in "), std::string::npos) << log.text();
 }
 
 TEST(TransferLog, FailedStreamsAndProgress) {

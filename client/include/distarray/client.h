@@ -53,8 +53,10 @@ struct ConnectOptions {
   int parallel_streams = 4;
   int64_t parallel_min_bytes = 64 << 20;
   // The session this client's calls belong to (metadata "distarray-session"); empty: a random
-  // one. Unnamed arrays the client creates are deleted by the server when the session's lease
-  // runs out, that is when the process died or lost the network.
+  // one. Unnamed arrays the client creates are deleted by the server when the session ends: when
+  // the last copy of the Client goes (a random session only: a chosen id may be shared, so that
+  // one is left to its lease), or when its lease runs out, that is when the process died or lost
+  // the network.
   std::string session_id;
   // Renew the lease from a background thread (every lease/3), so arrays survive idle periods.
   bool keepalive = true;
@@ -86,8 +88,14 @@ struct ArrayOptions {
 class Client {
  public:
   // Connects to `address` (host:port) and reads the server's session lease. Fails with
-  // UNAVAILABLE when no daemon answers within `timeout_ms`. The keepalive thread stops when the
-  // last copy of the Client (Arrays hold one) is gone.
+  // UNAVAILABLE when no daemon answers within `timeout_ms`, and sooner (about 0.5 s) when the
+  // connection is refused (nothing listens there); the message says which. The keepalive thread
+  // stops, and the session ends, when the last copy of the Client (Arrays hold one) is gone.
+  //
+  // Calls that change nothing on the daemon (GetServerInfo, DescribeArray, ListArrays,
+  // DownloadArray before its first message, DownloadToSharedMemory, Synchronize, KeepAlive,
+  // EndSession) are retried on UNAVAILABLE, as during a drain: up to 5 attempts, 0.1 s to 1 s
+  // apart (docs/api.md, "Retries"). Other calls return UNAVAILABLE as it comes.
   static absl::StatusOr<Client> Connect(const std::string& address, int timeout_ms = 5000,
                                         ConnectOptions options = {});
 
@@ -242,7 +250,8 @@ class Array {
                                     bool this_first = true) const;
   absl::Status Refresh();  // re-reads the server's ArrayInfo
 
-  // Stops owning the array: it stays on the server. Returns its handle.
+  // Stops owning the array: it stays on the server, an unnamed one until its client's session
+  // ends (the last copy of the Client goes, or the lease runs out). Returns its handle.
   std::string Release();
   absl::Status Delete();
 

@@ -67,7 +67,8 @@ class DistributedArray(ArrayOps):
     Lifetime: an unnamed array created through this object is deleted on the daemon when the
     object is garbage collected (or its client closes, or the process dies and the session lease
     runs out). A named array (``name=``) persists until ``client.delete(name)``; ``release()``
-    keeps an unnamed one.
+    keeps an unnamed one until its client's session ends (the client closes, or the lease runs
+    out; a ``session=False`` client's arrays have no session and stay).
     """
 
     def __init__(self, client: "Client", info: "pb.ArrayInfo", *, owned: bool):
@@ -264,7 +265,8 @@ class DistributedArray(ArrayOps):
 
     def release(self) -> str:
         """Stops owning the array: it stays on the daemon after this object dies. Returns the
-        handle (an unnamed array still belongs to the client's session: see ``connect``)."""
+        handle (an unnamed array still belongs to the client's session, and goes when the client
+        closes or its lease runs out: see ``connect``)."""
         if self._finalizer is not None:
             self._finalizer.detach()
         return self.handle
@@ -274,6 +276,26 @@ class DistributedArray(ArrayOps):
         if self._finalizer is not None:
             self._finalizer.detach()
         self._client.delete(self.handle)
+
+    # ---- pickle and copy ----------------------------------------------------------------------
+
+    def __reduce_ex__(self, protocol):
+        """Refused: the object is a handle tied to its client's connection and session, which
+        cannot travel to another process or be duplicated (two owners would delete the array
+        twice). Without this, pickle and copy fail deep inside gRPC's channel."""
+        raise TypeError(
+            f"a DistributedArray cannot be pickled or copied: it is a handle to an array on "
+            f"distarrayd, tied to its client's connection ({self.handle}). To use the array "
+            "elsewhere, give it a name (client.from_numpy(..., name='x'), or pass the name of a "
+            "named array) and call client.attach('x') there; for its values, pickle "
+            "x.to_numpy(); for a copy on the daemon, x.reshard()"
+        )
+
+    def __copy__(self):
+        return self.__reduce_ex__(2)
+
+    def __deepcopy__(self, memo):
+        return self.__reduce_ex__(2)
 
     # ---- compute (ArrayOps) -----------------------------------------------------------------
 

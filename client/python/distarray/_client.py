@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _transfer
 from ._array import DistributedArray
+from ._channel import CHANNEL_OPTIONS, wait_for_channel
 from ._errors import UnavailableError, UnimplementedError, from_rpc_error, translate_errors
 from ._index_map import IndexMapLike, on_device, to_proto_index_map
 from ._shared_memory import SegmentCache, SegmentCalls, SharedMemoryPolicy, check_mode
@@ -101,9 +102,9 @@ def _shutdown(stop: threading.Event, thread: Optional[threading.Thread], channel
 class Client:
     """A connection to one distarrayd. Create it with ``distarray.connect``.
 
-    Thread-safe. Arrays created through it belong to its session: when the client closes (or the
-    process dies and the lease runs out) the daemon deletes the unnamed ones. Use it as a context
-    manager, or call ``close()``.
+    Thread-safe. Arrays created through it belong to its session: when the client closes (it ends
+    the session) or the process dies and the lease runs out, the daemon deletes the unnamed ones.
+    Use it as a context manager, or call ``close()``.
     """
 
     def __init__(
@@ -118,7 +119,7 @@ class Client:
         self._channel_options = [
             ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
-        ]
+        ] + CHANNEL_OPTIONS
         self._channel = self._new_channel(self._channel_options)
         self._stub = pb_grpc.ArrayServiceStub(self._channel)
         self._conn = Connection(self._channel, self._stub)
@@ -145,14 +146,7 @@ class Client:
         )
 
         try:
-            grpc.channel_ready_future(self._channel).result(timeout=timeout)
-        except grpc.FutureTimeoutError:
-            self._finalizer()
-            raise UnavailableError(
-                grpc.StatusCode.UNAVAILABLE,
-                f"no distarrayd answered at {address} within {timeout:g} s",
-            ) from None
-        try:
+            wait_for_channel(self._channel, address, timeout)
             info = self.server_info()
         except BaseException:
             self._finalizer()
@@ -192,12 +186,12 @@ class Client:
                 )
                 self._channels.append(channel)
                 try:
-                    grpc.channel_ready_future(channel).result(timeout=self._connect_timeout)
-                except grpc.FutureTimeoutError:
+                    wait_for_channel(channel, self.address, self._connect_timeout)
+                except UnavailableError as e:
                     raise UnavailableError(
                         grpc.StatusCode.UNAVAILABLE,
                         f"distarrayd at {self.address} answered, but parallel stream connection "
-                        f"{len(self._bulk)} did not connect within {self._connect_timeout:g} s",
+                        f"{len(self._bulk)} did not: {e.message}",
                     ) from None
                 self._bulk.append(Connection(channel, pb_grpc.ArrayServiceStub(channel)))
             return self._bulk[:n]
@@ -211,9 +205,10 @@ class Client:
     # ---- lifetime ---------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Deletes the arrays this client still owns, stops the keepalive thread, closes the
-        connections and removes the kept shared-memory segment. Named and released arrays
-        stay."""
+        """Deletes the arrays this client still owns, ends its session (so it no longer counts
+        in the daemon's live_sessions, and unnamed arrays released from it go too), stops the
+        keepalive thread, closes the connections and removes the kept shared-memory segment.
+        Named arrays stay, and so do a ``session=False`` client's released ones."""
         if self.closed:
             return
         for array in list(self._owned.values()):
@@ -222,8 +217,23 @@ class Client:
                     array.delete()
                 except Exception as e:  # noqa: BLE001: best effort, as at process exit
                     _log.debug("distarray: deleting %s at close failed: %s", array.handle, e)
+        self._end_session()
         self.closed = True
         self._finalizer()
+
+    def _end_session(self) -> None:
+        """EndSession for this client's own session (a random id: a chosen one may be shared
+        with other clients, so that one is left to its lease). Best effort: a daemon already gone
+        (or an older one) lets the lease run out."""
+        if self.session_id is None or self.options.session_id is not None:
+            return
+        try:
+            # A short deadline: a daemon already gone would hold close() in retries.
+            self._stub.EndSession(pb.EndSessionRequest(), metadata=self._metadata(), timeout=1)
+        except grpc.RpcError as e:
+            _log.debug(
+                "distarray: ending session %s failed: %s", self.session_id, from_rpc_error(e)
+            )
 
     def __enter__(self) -> "Client":
         return self
@@ -469,15 +479,17 @@ def connect(
     ``$DISTARRAY_TOKEN``). ``tls``: connect with TLS, verifying the daemon against
     ``root_certificates`` (PEM bytes or a path; default: the system's roots);
     ``client_certificate`` and ``client_key`` present a client certificate (mutual TLS).
-    ``timeout``: seconds to wait for the daemon (UnavailableError after). ``options`` or keyword
+    ``timeout``: seconds to wait for the daemon (UnavailableError after; within about 0.5 s when
+    the connection is refused, that is nothing listens at the address). ``options`` or keyword
     overrides of ``ConnectOptions`` (``parallel_streams=8``, ``session=False``,
     ``shared_memory="never"``...).
 
     On the daemon's host (the same /dev/shm), transfers of at least 1 MiB go through POSIX shared
     memory rather than gRPC (``shared_memory="auto"``, the default; ``ConnectOptions``).
 
-    The session's lease is renewed from a daemon thread until the client closes; use the client
-    as a context manager::
+    Calls that change nothing on the daemon are retried on UNAVAILABLE, as while it drains
+    (docs/api.md, "Retries"). The session's lease is renewed from a daemon thread until the client
+    closes, which ends the session; use the client as a context manager::
 
         with distarray.connect("127.0.0.1:50051") as client:
             x = client.from_numpy(numpy.arange(10.0), distarray.split_index_map((10,), 0, [0, 1]))

@@ -62,6 +62,24 @@ def from_proto_dtype(dtype: int) -> np.dtype:
         raise ValueError(f"unknown DType {dtype}") from None
 
 
+def dtype_name(dtype: int) -> str:
+    """The name of one of the API's DTypes ("float32", "bfloat16"), whether or not NumPy can
+    hold it here (bfloat16 without ml_dtypes); the number for one this SDK does not know."""
+    if dtype in _FROM_PROTO:
+        return str(_FROM_PROTO[dtype])
+    try:
+        return pb.DType.Name(dtype).removeprefix("DTYPE_").lower()
+    except ValueError:
+        return str(dtype)
+
+
+def dtype_itemsize(dtype: int) -> int:
+    """Bytes per element of one of the API's DTypes, bfloat16 included without ml_dtypes."""
+    if dtype == pb.DTYPE_BFLOAT16:
+        return 2
+    return from_proto_dtype(dtype).itemsize
+
+
 MODES = {
     "replica": pb.MODE_REPLICA,
     "sum": pb.MODE_SUM,

@@ -15,6 +15,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from distarray._types import dtype_itemsize, dtype_name
+
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_CONNECT = 0, 1, 2, 3
 
 
@@ -50,7 +52,7 @@ def _array_dict(a, chunks: bool = False) -> Dict[str, Any]:
         "handle": a.handle,
         "name": a.name,
         "shape": list(a.shape),
-        "dtype": str(a.dtype),
+        "dtype": dtype_name(a.info.dtype),
         "mode": a.mode,
         "devices": list(a.devices),
         "bytes_per_device": {str(k): v for k, v in sorted(a.bytes_per_device.items())},
@@ -105,8 +107,6 @@ def _connect(args):
 
 
 def cmd_info(args, out: _Out) -> int:
-    from distarray._types import from_proto_dtype
-
     with _connect(args) as client:
         info = client.server_info()
     devices = [
@@ -114,12 +114,7 @@ def cmd_info(args, out: _Out) -> int:
          "memory_limit_bytes": d.memory_limit_bytes, "memory_total_bytes": d.memory_total_bytes}
         for d in info.devices
     ]
-    dtypes = []
-    for t in info.implemented_dtypes:
-        try:
-            dtypes.append(str(from_proto_dtype(t)))
-        except ValueError:
-            dtypes.append(str(t))
+    dtypes = [dtype_name(t) for t in info.implemented_dtypes]
     if out.as_json:
         out.json({
             "address": args.address, "backend": info.backend, "version": info.version,
@@ -150,7 +145,7 @@ def cmd_ls(args, out: _Out) -> int:
         out.json([_array_dict(a) for a in arrays])
         return EXIT_OK
     out.table(None, ["handle", "name", "shape", "dtype", "mode", "devices", "bytes"], [
-        (a.handle, a.name, "x".join(map(str, a.shape)) or "()", a.dtype, a.mode,
+        (a.handle, a.name, "x".join(map(str, a.shape)) or "()", dtype_name(a.info.dtype), a.mode,
          ",".join(map(str, a.devices)), _human_bytes(sum(a.bytes_per_device.values())))
         for a in arrays
     ])
@@ -165,8 +160,8 @@ def cmd_describe(args, out: _Out) -> int:
         return EXIT_OK
     name = f" ({a.name})" if a.name else ""
     out.console.print(
-        f"[bold]{a.handle}[/bold]{name}: shape {a.shape}, {a.dtype}, mode {a.mode}, "
-        f"{_human_bytes(a.nbytes)} logical"
+        f"[bold]{a.handle}[/bold]{name}: shape {a.shape}, {dtype_name(a.info.dtype)}, mode "
+        f"{a.mode}, {_human_bytes(a.size * dtype_itemsize(a.info.dtype))} logical"
     )
     rows = []
     for device, chunks in sorted(a.index_map.items()):
@@ -253,51 +248,59 @@ def cmd_get(args, out: _Out) -> int:
     return EXIT_OK
 
 
+def _health_address(args) -> str:
+    """--health-address, else the health port the daemon reports (GetServerInfo.health_port) at
+    the host of --address."""
+    if args.health_address:
+        return args.health_address
+    with _connect(args) as client:
+        info = client.server_info()
+    if info.health_port <= 0:
+        import grpc
+
+        import distarray
+
+        raise distarray.FailedPreconditionError(
+            grpc.StatusCode.FAILED_PRECONDITION,
+            f"the daemon at {args.address} reports no health port (distarrayd --health_listen is "
+            "empty, or the daemon predates GetServerInfo.health_port): pass --health-address",
+        )
+    host = args.address.rsplit(":", 1)[0] if ":" in args.address else args.address
+    return f"{host}:{info.health_port}"
+
+
 def cmd_health(args, out: _Out) -> int:
     import grpc
-    from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    from distarray._client import _read_pem
-    from distarray._errors import from_rpc_error
+    from distarray import _health
+    from distarray._channel import wait_for_channel
+    from distarray._errors import UnavailableError, from_rpc_error
 
-    address = args.health_address or args.address
-    if args.tls:
+    address = _health_address(args)
+    # The health port is plaintext whatever the API port uses (docs/operations.md, "Health"):
+    # --tls and its files are for the API call that finds it.
+    with grpc.insecure_channel(address) as channel:
         try:
-            credentials = grpc.ssl_channel_credentials(
-                root_certificates=_read_pem(args.tls_ca), private_key=_read_pem(args.tls_key),
-                certificate_chain=_read_pem(args.tls_cert),
-            )
-        except OSError as e:
-            raise UsageError(str(e)) from None
-        channel = grpc.secure_channel(address, credentials)
-    else:
-        channel = grpc.insecure_channel(address)
-    with channel:
+            wait_for_channel(channel, address, args.timeout)
+        except UnavailableError as e:
+            raise ConnectError(f"UNAVAILABLE: health port: {e.message}") from None
         try:
-            grpc.channel_ready_future(channel).result(timeout=args.timeout)
-        except grpc.FutureTimeoutError:
-            raise ConnectError(
-                f"UNAVAILABLE: no health service answered at {address} within {args.timeout:g} s"
-            ) from None
-        stub = health_pb2_grpc.HealthStub(channel)
-        try:
-            response = stub.Check(
-                health_pb2.HealthCheckRequest(service=args.service), timeout=args.timeout
-            )
+            serving = _health.check(channel, args.service, args.timeout)
         except grpc.RpcError as e:
             error = from_rpc_error(e)
-            if error.code == grpc.StatusCode.UNIMPLEMENTED and not args.health_address:
+            if error.code == grpc.StatusCode.UNIMPLEMENTED:
                 error.message = (
-                    f"{address} serves no grpc.health.v1; distarrayd serves health on its "
-                    "--health_listen address (default 127.0.0.1:8081): pass --health-address"
+                    f"{address} serves no grpc.health.v1 (the API port?); distarrayd serves health "
+                    "on its --health_listen address: leave out --health-address to ask the daemon "
+                    "for it"
                 )
             raise error from None
-    status = health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
+    status = _health.STATUS_NAMES.get(serving, str(serving))
     if out.as_json:
         out.json({"address": address, "service": args.service, "status": status})
     else:
         out.console.print(f"{address} service {args.service or '(overall)'}: {status}")
-    return EXIT_OK if response.status == health_pb2.HealthCheckResponse.SERVING else EXIT_ERROR
+    return EXIT_OK if serving == _health.SERVING else EXIT_ERROR
 
 
 def _common_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
@@ -358,9 +361,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("array", metavar="NAME|HANDLE")
     p.add_argument("file", metavar="FILE.npy")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p = add("health", "ask the daemon's grpc.health.v1 service")
+    p = add("health", "ask the daemon's grpc.health.v1 service (on its health port)")
     p.add_argument("--health-address", metavar="HOST:PORT",
-                   help="the health port (distarrayd --health_listen; default: --address)")
+                   help="the health port (distarrayd --health_listen); default: the port the "
+                        "daemon at --address reports, at the host of --address")
     p.add_argument("--service", default="", help="'' (overall, default), liveness or readiness")
     return parser
 

@@ -50,10 +50,9 @@ def test_named_arrays_persist_and_attach(daemon):
         gc.collect()
         assert exists(second, "lifetime-named")  # attached objects do not own
         assert not exists(second, dropped)
-        # A released array of a closed client's session stays until its lease runs out.
-        assert exists(second, kept)
+        # A released unnamed array belongs to the session, which the close ended.
+        assert not exists(second, kept)
         second.delete("lifetime-named")
-        second.delete(kept)
         assert not exists(second, "lifetime-named")
 
 
@@ -88,3 +87,38 @@ def test_session_metadata(daemon):
     with distarray.connect(daemon.address, session=False, token="t0k") as c:
         assert c.session_id is None
         assert c._metadata() == (("authorization", "Bearer t0k"),)
+
+
+def test_closing_ends_the_session(daemon):
+    """A closed client's session ends at once: it leaves live_sessions and its released unnamed
+    arrays go, without waiting for the lease."""
+    with distarray.connect(daemon.address, session=False) as observer:
+        before = observer.server_info().live_sessions
+        with distarray.connect(daemon.address) as client:
+            released = client.from_numpy(np.arange(4.0))
+            handle = released.release()
+            assert observer.server_info().live_sessions == before + 1
+        assert observer.server_info().live_sessions == before
+        assert not exists(observer, handle)
+
+
+def test_pickle_and_copy_are_refused_with_advice(client):
+    import copy
+    import pickle
+
+    a = client.from_numpy(np.arange(4.0))
+    for attempt in (pickle.dumps, copy.deepcopy, copy.copy):
+        try:
+            attempt(a)
+        except TypeError as e:
+            message = str(e)
+        else:
+            raise AssertionError(f"{attempt.__name__} of an array did not raise")
+        assert "__cinit__" not in message
+        assert "name=" in message and "client.attach(" in message, message
+    # A named array, attached by name, is the way across processes.
+    named = client.from_numpy(np.arange(3.0), name="pickle-named")
+    try:
+        np.testing.assert_array_equal(client.attach("pickle-named").to_numpy(), np.arange(3.0))
+    finally:
+        client.delete(named)
