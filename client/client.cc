@@ -154,6 +154,8 @@ Client::Session::~Session() {
   }
   cv.notify_all();
   if (keepalive.joinable()) keepalive.join();
+  // The kept segment is released by name first; ending the session would also remove it.
+  segments.reset();
   // Only over a live connection: a daemon already gone would hold the process in retries.
   if (end_on_close != nullptr && channel->GetState(false) == GRPC_CHANNEL_READY) {
     grpc::ClientContext context;

@@ -18,7 +18,7 @@ seeds="$build/fuzz-seeds"
 rm -rf "$seeds" && mkdir -p "$seeds"
 "$build/tests/fuzz/write_fuzz_seeds" "$seeds"
 
-symbolizer=$(command -v llvm-symbolizer || command -v llvm-symbolizer-14 || true)
+symbolizer=$(command -v llvm-symbolizer-16 || command -v llvm-symbolizer || true)
 [ -n "$symbolizer" ] && export ASAN_SYMBOLIZER_PATH="$symbolizer"
 export ASAN_OPTIONS="detect_leaks=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything distarray needs to build and test on Debian 12 (bookworm).
 # Idempotent: when every package is already present it only checks, which takes a second.
-# clang-14 with libclang-rt-14-dev (libFuzzer and the sanitizer runtimes) and llvm-14 (the
-# symbolizer for readable stacks) build and run the fuzzer (scripts/fuzz.sh). python3-venv and
+# clang-16 with libclang-rt-16-dev (libFuzzer and the sanitizer runtimes) and llvm-16 (the
+# symbolizer for readable stacks) build the sanitized tests and the fuzzer in one tree
+# (scripts/sanitized-tree.sh). The tests' float16 references need _Float16, which clang has on
+# x86-64 from version 15 (Debian 12's clang-14 lacks it); 16 is the newest Debian 12 ships. python3-venv and
 # python3-pip make the venv in which scripts/test-python.sh installs the Python SDK from PyPI's
 # grpcio, protobuf and numpy.
 # The CUDA toolkit is not a Debian package; the build finds it at /usr/local/cuda when present
@@ -16,7 +18,7 @@ packages=(
   prometheus-cpp-dev civetweb libcivetweb-dev libcurl4-openssl-dev zlib1g-dev
   libopenblas-dev clang-format
   libssl-dev openssl
-  clang-14 libclang-rt-14-dev llvm-14
+  clang-16 libclang-rt-16-dev llvm-16
   python3 python3-venv python3-pip
   debootstrap
 )

@@ -7,10 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${FUZZ_BUILD_DIR:-build-fuzz}
-cxx=${FUZZ_CXX:-$(command -v clang++ || command -v clang++-14 || true)}
+cxx=${FUZZ_CXX:-$(command -v clang++-16 || true)}
 if [ -z "$cxx" ]; then
-  echo "sanitized-tree: clang++ not found (scripts/install-deps.sh installs clang-14 and" \
-    "libclang-rt-14-dev)" >&2
+  echo "sanitized-tree: clang++-16 not found (scripts/install-deps.sh installs clang-16 and" \
+    "libclang-rt-16-dev)" >&2
   exit 1
 fi
 launcher=()

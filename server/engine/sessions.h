@@ -76,7 +76,12 @@ class SessionTable {
   // Forgets `session` now (its client ended it); whether it was there.
   bool End(absl::string_view session) {
     absl::MutexLock lock(&mu_);
-    return last_seen_.erase(session) > 0;
+    auto it = sessions_.find(session);
+    if (it == sessions_.end()) return false;
+    auto count = per_tenant_.find(it->second.tenant);
+    if (--count->second == 0) per_tenant_.erase(count);
+    sessions_.erase(it);
+    return true;
   }
 
   // Removes and returns the sessions not seen for longer than the lease.
