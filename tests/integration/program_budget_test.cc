@@ -268,7 +268,9 @@ TEST(GraphCacheKeys, UnknownFieldsNeitherSplitEntriesNorStayInTheCache) {
   ASSERT_GT(before, 0);
   ASSERT_NO_FATAL_FAILURE(round(200));
   const int64_t grown = ResidentBytes(daemon.daemon().pid()) - before;
-  EXPECT_LT(grown, int64_t{kPrograms} * (4 << 20) / 2)
+  // Under one field's worth per program: allocator growth differs by C library (27 MiB on Debian
+  // 12's glibc 2.36, 36 MiB on Ubuntu 24.04's 2.39), and the old keys grew by twice the bound.
+  EXPECT_LT(grown, int64_t{kPrograms} * (4 << 20))
       << "the daemon grew by " << grown << " bytes over " << kPrograms << " cached programs";
 }
 

@@ -74,11 +74,13 @@ TEST(AllocationCostTest, AOneChunkArrayIsChargedWhatItCosts) {
 }
 
 // A chunk of a many-chunk array costs less than a whole array (about 430 bytes and the array's
-// 700 once): charged at least what it costs, and at most three times that.
+// 700 once): charged at least what it costs, and at most 3.5 times that (2.7x measured with
+// Debian 12's glibc 2.36, 3.0x with Ubuntu 24.04's 2.39, whose allocator packs small blocks
+// tighter).
 TEST(AllocationCostTest, ChunksOfALargerMapAreNotUndercounted) {
   const Cost cost = Measure(500, 64);
   EXPECT_GT(cost.ledger, cost.real) << "real " << cost.real << ", ledger " << cost.ledger;
-  EXPECT_LT(cost.ledger, cost.real * 3) << "real " << cost.real << ", ledger " << cost.ledger;
+  EXPECT_LT(cost.ledger, cost.real * 3.5) << "real " << cost.real << ", ledger " << cost.ledger;
 }
 
 }  // namespace
