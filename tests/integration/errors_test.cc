@@ -115,7 +115,7 @@ void AddHardeningCases(std::vector<BadCase>& cases) {
   auto add = [&](std::string name, auto call, StatusCode code, std::string contains) {
     cases.push_back({std::move(name), call, code, std::move(contains)});
   };
-  constexpr int64_t kMax = INT64_MAX;
+  static constexpr int64_t kMax = INT64_MAX;  // static: lambdas below use it uncaptured
   add(
       "shape product wraps int64",
       [](auto& stub, auto&) {
