@@ -153,7 +153,13 @@ Engine::Engine(std::unique_ptr<Backend> backend, EngineOptions options)
   // Cached graphs hold device memory and their tenants' quotas while idle: any allocation a
   // device refuses gives them up first (all of them, least recently used or not), and a tenant
   // at its quota gives up its own.
-  SetMemoryReclaimer(backend_.get(), [this] { return runner_->ClearCache() > 0; });
+  SetMemoryReclaimer(backend_.get(), [this] {
+    const int dropped = runner_->ClearCache();
+    if (dropped > 0) {
+      spdlog::info("RunGraph: dropped {} cached graph(s) to free device memory", dropped);
+    }
+    return dropped > 0;
+  });
   registry_.tenant_memory().set_reclaimer(
       [this](const std::string& tenant) { return runner_->EvictTenant(tenant) > 0; });
 }

@@ -112,10 +112,8 @@ int ProgramRunner::ClearCache() {
     absl::MutexLock lock(&mu_);
     unrecordable_.clear();
   }
-  const int dropped = Evict([](const CachedGraph&) { return true; });
-  if (dropped > 0)
-    spdlog::info("RunGraph: dropped {} cached graph(s) to free device memory", dropped);
-  return dropped;
+  // The callers say why in their own words (memory pressure, the drain).
+  return Evict([](const CachedGraph&) { return true; });
 }
 
 int ProgramRunner::EvictTenant(const std::string& tenant) {
