@@ -28,14 +28,11 @@ constexpr int64_t kN = 1024;
 class GraphQuotaTest : public ::testing::Test {
  protected:
   void Start(const std::string& quotas) {
-    std::string dir = (std::filesystem::temp_directory_path() / "distarray-gq-XXXXXX").string();
-    dir_ = mkdtemp(dir.data());
-    std::ofstream(dir_ + "/tokens") << "alice: " << kAliceToken << "\nbob: " << kBobToken << "\n";
     Daemon::Options options;
+    options.tokens = {{"alice", kAliceToken}, {"bob", kBobToken}};
     options.host_devices = 2;
     options.memory_limit = "64MiB";
-    options.extra_flags = {"--auth_tokens_file=" + dir_ + "/tokens",
-                           "--tenant_memory_quota_overrides=" + quotas};
+    options.extra_flags = {"--tenant_memory_quota_overrides=" + quotas};
     ASSERT_OK_AND_ASSIGN(daemon_, Daemon::Start(options));
     ASSERT_OK_AND_ASSIGN(alice_, Connect(kAliceToken));
     ASSERT_OK_AND_ASSIGN(bob_, Connect(kBobToken));
@@ -47,7 +44,6 @@ class GraphQuotaTest : public ::testing::Test {
       const int status = daemon_->Terminate(10000);
       EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << daemon_->log();
     }
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
   absl::StatusOr<std::unique_ptr<Client>> Connect(const std::string& token) {
     ConnectOptions options;
@@ -82,7 +78,6 @@ class GraphQuotaTest : public ::testing::Test {
     return ran;
   }
 
-  std::string dir_;
   std::unique_ptr<Daemon> daemon_;
   std::unique_ptr<Client> alice_;
   std::unique_ptr<Client> bob_;

@@ -28,14 +28,11 @@ class TwoTenants {
  public:
   explicit TwoTenants(std::vector<std::string> flags) : flags_(std::move(flags)) {}
   void Start() {
-    std::string dir = (std::filesystem::temp_directory_path() / "distarray-prog-XXXXXX").string();
-    dir_ = mkdtemp(dir.data());
-    std::ofstream(dir_ + "/tokens") << "alice: " << kAliceToken << "\nbob: " << kBobToken << "\n";
     Daemon::Options options;
+    options.tokens = {{"alice", kAliceToken}, {"bob", kBobToken}};
     options.host_devices = 2;
     options.memory_limit = "64MiB";
     options.extra_flags = flags_;
-    options.extra_flags.push_back("--auth_tokens_file=" + dir_ + "/tokens");
     ASSERT_OK_AND_ASSIGN(daemon_, Daemon::Start(options));
     ASSERT_OK_AND_ASSIGN(alice_, Connect(kAliceToken));
     ASSERT_OK_AND_ASSIGN(bob_, Connect(kBobToken));
@@ -49,8 +46,6 @@ class TwoTenants {
       EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << daemon_->log();
       daemon_.reset();
     }
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
-    dir_.clear();
   }
   ~TwoTenants() { Stop(); }
 
@@ -68,7 +63,6 @@ class TwoTenants {
   }
 
   std::vector<std::string> flags_;
-  std::string dir_;
   std::unique_ptr<Daemon> daemon_;
   std::unique_ptr<Client> alice_;
   std::unique_ptr<Client> bob_;

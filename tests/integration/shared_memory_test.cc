@@ -551,24 +551,13 @@ class SharedMemoryTenantTest : public SharedMemoryChoiceTest {
   static constexpr char kBob[] = "bob-token-0123456789abcdef";
 
   void StartWithTenants(std::vector<std::string> flags) {
-    dir_ = absl::StrCat("/tmp/distarray-shm-tenants-", getpid(), "-", counter_++);
-    ASSERT_EQ(mkdir(dir_.c_str(), 0700), 0) << std::strerror(errno);
-    tokens_ = dir_ + "/tokens";
-    FILE* f = std::fopen(tokens_.c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    std::fprintf(f, "alice: %s\nbob: %s\n", kAlice, kBob);
-    std::fclose(f);
     Daemon::Options options;
-    options.extra_flags = {"--log_level=debug", "--auth_tokens_file=" + tokens_};
+    options.tokens = {{"alice", kAlice}, {"bob", kBob}};
+    options.extra_flags = {"--log_level=debug"};
     for (std::string& flag : flags) options.extra_flags.push_back(std::move(flag));
     auto started = Daemon::Start(options);
     ASSERT_TRUE(started.ok()) << started.status();
     daemon_ = *std::move(started);
-  }
-  void TearDown() override {
-    SharedMemoryChoiceTest::TearDown();
-    if (!tokens_.empty()) unlink(tokens_.c_str());
-    if (!dir_.empty()) rmdir(dir_.c_str());
   }
   absl::StatusOr<Client> Connect(const std::string& token,
                                  SharedMemoryUse use = SharedMemoryUse::kAlways) const {
@@ -577,11 +566,6 @@ class SharedMemoryTenantTest : public SharedMemoryChoiceTest {
     options.shared_memory = use;
     return Client::Connect(daemon_->address(), 5000, options);
   }
-
- private:
-  static inline int counter_ = 0;
-  std::string dir_;
-  std::string tokens_;
 };
 
 TEST_F(SharedMemoryChoiceTest, AutomaticAboveTheThresholdStreamingBelow) {

@@ -49,6 +49,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Options& options) {
   if (!options.graph_agreement.empty()) {
     args.push_back("--graph_agreement=" + options.graph_agreement);
   }
+  if (!options.tokens.empty()) {
+    const std::string tokens_file = absl::StrCat(dir, "/tokens");
+    std::ofstream tokens(tokens_file);
+    for (const auto& [tenant, token] : options.tokens) tokens << tenant << ": " << token << "\n";
+    if (!tokens.flush()) return absl::InternalError("cannot write " + tokens_file);
+    args.push_back("--auth_tokens_file=" + tokens_file);
+  }
   args.insert(args.end(), options.extra_flags.begin(), options.extra_flags.end());
 
   const pid_t pid = fork();

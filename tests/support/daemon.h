@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,9 @@ class Daemon {
     std::string memory_limit;     // e.g. "64MiB"; empty: the daemon's default
     std::string transfer;         // cuda: "peer" or "nccl"; empty: the daemon's default
     std::string graph_agreement;  // cuda: "auto", "peer" or "nccl"; empty: the daemon's default
+    // Tenant -> bearer token. When set, they are written to a tokens file in the daemon's
+    // scratch directory (removed with it) and passed as --auth_tokens_file.
+    std::map<std::string, std::string> tokens;
     // More flags, e.g. "--session_lease_seconds=2"; later flags override earlier ones.
     std::vector<std::string> extra_flags;
   };
