@@ -11,11 +11,12 @@ declare -A allowed=(
   [host]="host backend kernels"
   [cuda]="cuda backend kernels"
   [security]="security"
-  [engine]="engine graph backend kernels security"
-  [graph]="graph engine backend kernels security"
+  [ops]="ops backend kernels"
+  [graph]="graph ops backend kernels security"
+  [engine]="engine graph ops backend kernels security"
   [logging]="logging"
-  [metrics]="metrics engine graph backend kernels security"
-  [service]="service engine graph backend kernels security logging metrics"
+  [metrics]="metrics engine graph ops backend kernels security"
+  [service]="service engine graph ops backend kernels security logging metrics"
 )
 status=0
 for layer in "${!allowed[@]}"; do
@@ -29,6 +30,16 @@ for layer in "${!allowed[@]}"; do
     fi
   done < <(grep -rnE '#include "server/[a-z_]+/' "$dir" --include='*.h' --include='*.cc' \
              --include='*.cu' --include='*.cuh' || true)
+done
+# No two layers may include each other: the table above must be a hierarchy.
+for layer in "${!allowed[@]}"; do
+  for other in ${allowed[$layer]}; do
+    [ "$other" = "$layer" ] && continue
+    if [[ -n "${allowed[$other]:-}" && " ${allowed[$other]} " == *" $layer "* ]]; then
+      echo "check-layers: server/$layer and server/$other may include each other" >&2
+      status=1
+    fi
+  done
 done
 [ "$status" = 0 ] && echo "check-layers: every layer includes only the layers below it"
 exit "$status"

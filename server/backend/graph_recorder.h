@@ -5,24 +5,28 @@
 //
 // A recording covers one device or several (a conditional node's body may only hold work of one
 // device, so a recording over several devices is one graph per device, each with its own
-// conditional nodes, which agree on every condition on the devices: docs/graphs.md). While it is
-// open, every call the recording thread makes on the backend for those devices (Allocate,
-// FillConstant, Copy within a device, Elementwise, Cast, Reduce, Gemm) is recorded instead of
-// run:
+// conditional nodes, which agree on every condition on the devices: docs/graphs.md). A recording
+// is a DeviceOps sink (device_ops.h): the ops send it their work as they would send it to the
+// backend, and it records instead of running:
 //   - allocations are made at once and owned by the recorded graph for its whole life (they are
 //     the graph's fixed slots, at the same address on every replay);
 //   - nothing waits on or records per-buffer events: each device's recording is one stream, in
 //     program order;
-//   - a buffer released while recording is kept alive by the graph, not freed;
-//   - work for another device, cross-device copies, host transfers and Synchronize fail with
-//     FAILED_PRECONDITION naming the call.
-// Other threads keep using the backend normally meanwhile; their work is not recorded.
+//   - a buffer the work touches is kept alive by the graph, not freed;
+//   - host transfers and Synchronize do not exist on it (they are Backend's alone).
+// What else a recorder can hold depends on the devices (copies between devices need peer access
+// on CUDA, none are recorded on the host): the program runner asks before recording
+// (GraphRecorder::Unsupported, with the RecordingNeeds a probe pass found), so a recording is
+// never given work it cannot hold. A recording is an object of its own, not a mode of the backend:
+// other work on the backend, on any thread, is never recorded.
 #ifndef DISTARRAY_SERVER_BACKEND_GRAPH_RECORDER_H_
 #define DISTARRAY_SERVER_BACKEND_GRAPH_RECORDER_H_
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -30,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "server/backend/backend.h"
+#include "server/backend/device_ops.h"
 #include "server/backend/fused_loop.h"
 
 namespace distarray {
@@ -76,11 +81,10 @@ class RecordedGraph {
   virtual absl::StatusOr<GraphRunStats> Wait(const std::function<absl::Status()>& alive) = 0;
 };
 
-// One recording in progress on the calling thread. Destroying it without Finish abandons it (the
-// capture ends, everything allocated for it is freed).
-class GraphRecording {
+// One recording in progress; used by one thread at a time. Destroying it without Finish abandons
+// it (the capture ends, everything allocated for it is freed).
+class GraphRecording : public DeviceOps {
  public:
-  virtual ~GraphRecording() = default;
   // Opens a WHILE loop. Its condition is evaluated on the device now (while semantics: a false
   // flag runs the body zero times) and again at EndWhile: the body runs while the 0-d bool in
   // `flag` (element 0 of a buffer of this device) is true, the loop has run fewer than
@@ -110,6 +114,17 @@ class GraphRecording {
   virtual absl::StatusOr<std::unique_ptr<RecordedGraph>> Finish() = 0;
 };
 
+// What a program's recording would ask of a recorder, found by a pass over metadata before
+// anything is recorded (graph/recording_probe.h).
+struct RecordingNeeds {
+  std::vector<int> devices;  // distinct, in the recording's order
+  // Some copy goes from one device to another (a reshard across devices inside the program).
+  bool copies_between_devices = false;
+  // The most chunks a loop or branch condition has on one device (each is a flag the device
+  // reads at every evaluation).
+  int condition_flags_per_device = 0;
+};
+
 // The backend capability. Backends without it return nullptr from Backend::graph_recorder().
 class GraphRecorder {
  public:
@@ -117,13 +132,15 @@ class GraphRecorder {
   static constexpr int kMaxGraphDevices = 8;
 
   virtual ~GraphRecorder() = default;
-  // Starts recording this thread's work on `devices` (distinct, at most kMaxGraphDevices).
-  // FAILED_PRECONDITION when this thread is already recording, or the backend cannot record over
-  // these devices together (the caller then runs the program eagerly).
+  // Starts a recording on `devices` (distinct, at most kMaxGraphDevices). FAILED_PRECONDITION when
+  // the backend cannot record over these devices together (the caller asks CanRecord first).
   virtual absl::StatusOr<std::unique_ptr<GraphRecording>> Begin(absl::Span<const int> devices) = 0;
   // Whether this backend records programs over `devices` together (the program runner runs the
   // others eagerly, without trying).
   virtual bool CanRecord(absl::Span<const int> devices) const { return devices.size() == 1; }
+  // Why a recording with `needs` cannot be made here, or nullopt when it can. Asked once per
+  // program and layout, before recording; the recording then meets nothing it cannot hold.
+  virtual std::optional<std::string> Unsupported(const RecordingNeeds& needs) const = 0;
   // Whether replaying a recorded graph of a request's many small launches beats launching them
   // one by one (the engine then runs many-piece reshards as cached one-statement programs).
   virtual bool ReplayBeatsLaunches() const { return false; }

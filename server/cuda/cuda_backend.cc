@@ -9,7 +9,7 @@
 #include "server/backend/gpu_uuid.h"
 #include "server/cuda/cuda_buffer.h"
 #include "server/cuda/cuda_status.h"
-#include "server/cuda/graph_recorder.h"
+#include "server/cuda/graph/recorder.h"
 #include "server/cuda/kernels.h"
 
 namespace distarray {
@@ -88,10 +88,10 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
   }
   std::unique_ptr<CudaBackend> backend(
       new CudaBackend(options.transfer, options.loop_unroll, options.graph_agreement));
-  backend->devices_.resize(count);
+  backend->devices_.devices.resize(count);
   for (int d = 0; d < count; ++d) {
     ScopedDevice scope(d);
-    DeviceState& state = backend->devices_[d];
+    CudaDevice& state = backend->devices_[d];
     cudaDeviceProp props{};
     CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&props, d));
     size_t free_bytes = 0, total_bytes = 0;
@@ -116,14 +116,14 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
     if (!transfer.ok()) return transfer.status();
     state.transfer_stream.emplace(*std::move(transfer));
     state.sm_count = props.multiProcessorCount;
-    auto scratch = cuda::DeviceBlock::AllocateZeroed(d, kReduceScratchBytes);
+    auto scratch = cuda::DeviceBlock::AllocateZeroed(d, CudaDevice::kReduceScratchBytes);
     if (!scratch.ok()) return scratch.status();
     state.reduce_scratch.emplace(*std::move(scratch));
-    auto workspace = cuda::DeviceBlock::Allocate(d, kCublasWorkspaceBytes);
+    auto workspace = cuda::DeviceBlock::Allocate(d, CudaDevice::kCublasWorkspaceBytes);
     if (!workspace.ok()) return workspace.status();
     state.cublas_workspace.emplace(*std::move(workspace));
     auto cublas =
-        cuda::CublasHandle::Create(d, state.cublas_workspace->data(), kCublasWorkspaceBytes);
+        cuda::CublasHandle::Create(d, state.cublas_workspace->data(), CudaDevice::kCublasWorkspaceBytes);
     if (!cublas.ok()) return cublas.status();
     state.cublas.emplace(*std::move(cublas));
   }
@@ -159,28 +159,23 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
     if (!clique.ok()) return clique.status();
     backend->nccl_ = *std::move(clique);
   }
+  backend->recorder_ = std::make_unique<CudaGraphRecorder>(
+      backend.get(), &backend->devices_, &backend->rtc_,
+      CudaGraphRecorder::Options{backend->graph_agreement_, backend->loop_unroll_});
   spdlog::info("cuda backend: {} devices, cross-device copies by {}", count,
                options.transfer == Transfer::kNccl ? "NCCL send/recv" : "peer copies");
   return backend;
 }
 
 CudaBackend::CudaBackend(Transfer transfer, int loop_unroll, GraphAgreement graph_agreement)
-    : transfer_(transfer),
-      loop_unroll_(loop_unroll),
-      recorder_(std::make_unique<CudaGraphRecorder>(this, graph_agreement)) {}
+    : transfer_(transfer), loop_unroll_(loop_unroll), graph_agreement_(graph_agreement) {}
 
 CudaBackend::~CudaBackend() { Synchronize().IgnoreError(); }
 
 GraphRecorder* CudaBackend::graph_recorder() { return recorder_.get(); }
 
-absl::Status CudaBackend::RefuseWhileRecording(absl::string_view call,
-                                               absl::string_view why) const {
-  if (CudaGraphRecording* recording = CurrentRecording(this)) return recording->Refuse(call, why);
-  return absl::OkStatus();
-}
-
 DeviceMemory CudaBackend::memory(int device) const {
-  const DeviceState& s = devices_[device];
+  const CudaDevice& s = devices_[device];
   return DeviceMemory{s.name, s.ledger->used(), s.ledger->limit(), s.total_bytes,
                       s.ledger->failures()};
 }
@@ -194,28 +189,35 @@ absl::Status CudaBackend::DeviceStatus(int device) const {
   return status.code() == absl::StatusCode::kUnavailable ? status : absl::OkStatus();
 }
 
-absl::Status CudaBackend::WaitFor(int device, const std::vector<CudaEventPtr>& deps) {
-  return WaitOn(stream(device), deps);
-}
-
-absl::Status CudaBackend::WaitOn(cudaStream_t s, const std::vector<CudaEventPtr>& deps) {
+absl::Status WaitForEvents(cudaStream_t stream, const std::vector<CudaEventPtr>& deps) {
   for (const CudaEventPtr& event : deps) {
     // Same-stream work is ordered already; finished work needs no wait. Asking the stream first
     // saves a driver call per dependency in the common case (everything on the compute stream).
-    if (event->ordered_before(s) || event->done()) continue;
-    CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(s, event->get(), 0));
+    if (event->ordered_before(stream) || event->done()) continue;
+    CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, event->get(), 0));
   }
   return absl::OkStatus();
 }
 
+absl::StatusOr<CudaEventPtr> CudaBackend::Submit(CudaWork work) {
+  std::lock_guard lock(devices_.enqueue_mu);
+  ScopedDevice scope(work.device);
+  std::vector<CudaEventPtr> deps;
+  for (CudaBuffer* b : work.reads) b->hazards().CollectForRead(deps);
+  for (CudaBuffer* b : work.writes) b->hazards().CollectForWrite(deps);
+  RETURN_IF_ERROR(WaitForEvents(stream(work.device), deps));
+  RETURN_IF_ERROR(work.enqueue(stream(work.device)));
+  ASSIGN_OR_RETURN(CudaEventPtr event, CudaEvent::Record(stream(work.device)));
+  for (CudaBuffer* b : work.reads) b->hazards().RecordRead(event, IsDone);
+  for (CudaBuffer* b : work.writes) b->hazards().RecordWrite(event);
+  return event;
+}
+
 absl::StatusOr<BufferPtr> CudaBackend::Allocate(int device, int64_t bytes) {
   bytes = std::max<int64_t>(bytes, 1);
-  if (CudaGraphRecording* recording = CurrentRecording(this)) {
-    return AllocateForRecording(*recording, device, bytes);
-  }
-  DeviceState& state = devices_[device];
+  CudaDevice& state = devices_[device];
   RETURN_IF_ERROR(state.ledger->Reserve(bytes));
-  std::lock_guard lock(order_mu_);
+  std::lock_guard lock(devices_.enqueue_mu);
   ScopedDevice scope(device);
   void* data = nullptr;
   if (cudaError_t e = cudaMallocAsync(&data, bytes, stream(device)); e != cudaSuccess) {
@@ -232,86 +234,38 @@ absl::StatusOr<BufferPtr> CudaBackend::Allocate(int device, int64_t bytes) {
   return buffer;
 }
 
-absl::StatusOr<BufferPtr> CudaBackend::AllocateForRecording(CudaGraphRecording& recording,
-                                                            int device, int64_t bytes) {
-  if (!recording.records(device)) {
-    return recording.Refuse("Allocate", absl::StrCat("it is for device ", device));
-  }
-  DeviceState& state = devices_[device];
-  RETURN_IF_ERROR(state.ledger->Reserve(bytes));
-  ScopedDevice scope(device);
-  void* data = nullptr;
-  cudaError_t e = cudaMalloc(&data, bytes);
-  if (e == cudaErrorMemoryAllocation) {
-    // The stream-ordered pool keeps freed memory up to the device's limit, which the ledger
-    // already counts as free: hand it back to the driver and try once more.
-    cudaGetLastError();
-    cudaMemPool_t pool;
-    if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) cudaMemPoolTrimTo(pool, 0);
-    e = cudaMalloc(&data, bytes);
-  }
-  if (e != cudaSuccess) {
-    state.ledger->Release(bytes);
-    state.ledger->CountFailure();
-    cudaGetLastError();
-    return cuda::CudaStatus(
-        e, absl::StrCat("device ", device, ": allocating ", bytes, " bytes for a graph"));
-  }
-  // A null stream marks plain memory (cudaFree on release); the recording (then its graph)
-  // holds it for the graph's whole life.
-  auto buffer = std::make_shared<CudaBuffer>(device, bytes, data, nullptr, state.ledger.get());
-  recording.Keep(buffer);
-  return buffer;
-}
-
 absl::Status CudaBackend::FillConstant(DType dtype, const BufferBox& dst, const Scalar& value) {
-  CudaBuffer* buffer = AsCuda(dst.buffer);
-  const StridedBox box = MakeStridedBox(dst.shape, dst.box);
-  return Launch("FillConstant", buffer->device(), {}, {buffer},
-                [&](cudaStream_t s) {
-                  return cuda::CudaStatus(cuda::LaunchFillBox(dtype, buffer->data(), box, value, s),
-                                          "fill kernel");
-                })
-      .status();
+  return Submit(cuda::FillConstantWork(dtype, dst, value)).status();
 }
 
 absl::Status CudaBackend::FillGenerated(DType dtype, const BufferPtr& dst,
                                         const Shape& global_shape, const Box& chunk_box,
                                         const Generator& generator) {
-  CudaBuffer* buffer = AsCuda(dst);
-  const StridedBox global = MakeStridedBox(global_shape, chunk_box);
-  return Launch("FillGenerated", buffer->device(), {}, {buffer},
-                [&](cudaStream_t s) {
-                  return cuda::CudaStatus(
-                      cuda::LaunchFillGenerated(dtype, buffer->data(), global, generator, s),
-                      "generator kernel");
-                })
+  return Submit(cuda::FillGeneratedWork(dtype, dst, global_shape, chunk_box, generator)).status();
+}
+
+absl::Status CudaBackend::Elementwise(ElementwiseOpId op, DType compute, DType storage,
+                                      const BufferPtr& out, int64_t n,
+                                      absl::Span<const ElementwiseArg> args) {
+  return Submit(cuda::ElementwiseWork(devices_, op, compute, storage, out, n, args)).status();
+}
+
+absl::Status CudaBackend::Cast(DType from, DType to, const BufferPtr& src, const BufferPtr& dst,
+                               int64_t n) {
+  return Submit(cuda::CastWork(devices_, from, to, src, dst, n)).status();
+}
+
+absl::Status CudaBackend::Reduce(ReduceKind kind, DType in, DType storage, const BufferPtr& src,
+                                 const ReduceGeometry& geometry, const BufferPtr& dst, double scale,
+                                 const BufferPtr& extreme) {
+  return Submit(cuda::ReduceWork(devices_, kind, in, storage, src, geometry, dst, scale, extreme))
       .status();
 }
 
-absl::Status CudaBackend::CopySameDevice(DType dtype, const BoxCopy& copy) {
-  CudaBuffer* src = AsCuda(copy.src.buffer);
-  CudaBuffer* dst = AsCuda(copy.dst.buffer);
-  const int64_t element = DTypeSize(dtype);
-  const auto src_offset = ContiguousOffset(copy.src.shape, copy.src.box);
-  const auto dst_offset = ContiguousOffset(copy.dst.shape, copy.dst.box);
-  return Launch("Copy", dst->device(), {src}, {dst},
-                [&](cudaStream_t s) {
-                  if (src_offset && dst_offset && copy.combine == Combine::kAssign) {
-                    return cuda::CudaStatus(cudaMemcpyAsync(dst->data() + *dst_offset * element,
-                                                            src->data() + *src_offset * element,
-                                                            NumElements(copy.src.box) * element,
-                                                            cudaMemcpyDeviceToDevice, s),
-                                            "device copy");
-                  }
-                  return cuda::CudaStatus(
-                      cuda::LaunchCopyBox(dtype, src->data(),
-                                          MakeStridedBox(copy.src.shape, copy.src.box), dst->data(),
-                                          MakeStridedBox(copy.dst.shape, copy.dst.box),
-                                          copy.combine, s),
-                      "copy kernel");
-                })
-      .status();
+absl::Status CudaBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b,
+                               const BufferPtr& c, const GemmShape& shape, bool allow_tf32) {
+  ASSIGN_OR_RETURN(CudaWork work, cuda::GemmWork(devices_, dtype, a, b, c, shape, allow_tf32));
+  return Submit(std::move(work)).status();
 }
 
 // One cross-device piece: what is sent from where and received where. Strided sides go through
@@ -350,7 +304,7 @@ absl::Status CudaBackend::CopyAcrossDevices(DType dtype, absl::Span<const BoxCop
     plan.push_back(std::move(c));
   }
 
-  std::lock_guard lock(order_mu_);
+  std::lock_guard lock(devices_.enqueue_mu);
   // 1. Each stream waits for its inputs; strided sources are packed on their own device.
   for (CrossDeviceCopy& c : plan) {
     {
@@ -358,7 +312,7 @@ absl::Status CudaBackend::CopyAcrossDevices(DType dtype, absl::Span<const BoxCop
       std::vector<CudaEventPtr> deps;
       c.src->hazards().CollectForRead(deps);
       if (c.src_staging) AsCuda(c.src_staging)->hazards().CollectForWrite(deps);
-      RETURN_IF_ERROR(WaitOn(transfer_stream(c.src->device()), deps));
+      RETURN_IF_ERROR(WaitForEvents(transfer_stream(c.src->device()), deps));
       if (c.src_staging) {
         const Shape dense = BoxShape(c.copy->src.box);
         CUDA_RETURN_IF_ERROR(cuda::LaunchCopyBox(
@@ -371,7 +325,7 @@ absl::Status CudaBackend::CopyAcrossDevices(DType dtype, absl::Span<const BoxCop
     std::vector<CudaEventPtr> deps;
     c.dst->hazards().CollectForWrite(deps);
     if (c.dst_staging) AsCuda(c.dst_staging)->hazards().CollectForWrite(deps);
-    RETURN_IF_ERROR(WaitOn(transfer_stream(c.dst->device()), deps));
+    RETURN_IF_ERROR(WaitForEvents(transfer_stream(c.dst->device()), deps));
   }
 
   // 2. The transfers: one NCCL group of send/recv pairs, or peer copies on the receiving stream.
@@ -388,7 +342,7 @@ absl::Status CudaBackend::CopyAcrossDevices(DType dtype, absl::Span<const BoxCop
   } else {
     // Mark every source ready before enqueueing any copy: a marker recorded after a copy on the
     // same stream would serialize the two directions of a swap.
-    std::vector<CudaEventPtr> ready(devices_.size());
+    std::vector<CudaEventPtr> ready(devices_.count());
     for (CrossDeviceCopy& c : plan) {
       const int from = c.src->device();
       if (ready[from]) continue;
@@ -414,7 +368,7 @@ absl::Status CudaBackend::CopyAcrossDevices(DType dtype, absl::Span<const BoxCop
                                              MakeStridedBox(c.copy->dst.shape, c.copy->dst.box),
                                              c.copy->combine, transfer_stream(c.dst->device())));
   }
-  std::vector<CudaEventPtr> done(devices_.size());
+  std::vector<CudaEventPtr> done(devices_.count());
   auto done_on = [&](int device) -> absl::StatusOr<CudaEventPtr> {
     if (!done[device]) {
       ScopedDevice scope(device);
@@ -436,30 +390,16 @@ absl::Status CudaBackend::CopyAcrossDevices(DType dtype, absl::Span<const BoxCop
 }
 
 absl::Status CudaBackend::Copy(DType dtype, absl::Span<const BoxCopy> copies) {
-  CudaGraphRecording* recording = CurrentRecording(this);
-  if (recording != nullptr) {
-    // Refused before anything of the batch is recorded: a copy across devices is recorded only
-    // between devices of the recording (as peer reads between two barriers, graph_recorder.h).
-    for (const BoxCopy& copy : copies) {
-      const int from = copy.src.buffer->device(), to = copy.dst.buffer->device();
-      if (from != to && (!recording->records(from) || !recording->records(to))) {
-        return recording->Refuse("Copy",
-                                 absl::StrCat("it copies across devices (device ", from, " to ", to,
-                                              ") and the recording does not hold both"));
-      }
-    }
-  }
-  // Same-device copies first, then one batch of cross-device ones (the contract in backend.h).
+  // Same-device copies first, then one batch of cross-device ones (the contract in device_ops.h).
   std::vector<const BoxCopy*> cross;
   for (const BoxCopy& copy : copies) {
     if (copy.src.buffer->device() == copy.dst.buffer->device()) {
-      RETURN_IF_ERROR(CopySameDevice(dtype, copy));
+      RETURN_IF_ERROR(Submit(cuda::SameDeviceCopyWork(dtype, copy)).status());
     } else {
       cross.push_back(&copy);
     }
   }
   if (cross.empty()) return absl::OkStatus();
-  if (recording != nullptr) return recording->RecordPeerCopies(dtype, cross);
   return CopyAcrossDevices(dtype, cross);
 }
 
@@ -482,7 +422,6 @@ static void ReleaseAfterFailedLaunch(cuda::PinnedPool& pool, cuda::PinnedPool::B
 
 absl::Status CudaBackend::WriteFromHost(const BufferPtr& dst, int64_t offset, const void* src,
                                         int64_t bytes) {
-  RETURN_IF_ERROR(RefuseWhileRecording("WriteFromHost", "host transfers cannot be recorded"));
   CudaBuffer* buffer = AsCuda(dst);
   const char* from = static_cast<const char*>(src);
   for (int64_t done = 0; done < bytes;) {
@@ -490,14 +429,14 @@ absl::Status CudaBackend::WriteFromHost(const BufferPtr& dst, int64_t offset, co
     ASSIGN_OR_RETURN(cuda::PinnedPool::Block * block, pinned_.Acquire(n));
     std::memcpy(block->data, from + done, n);  // the caller's memory is free once we return
     bool enqueued = false;
-    auto copied = Launch("WriteFromHost", buffer->device(), {}, {buffer}, [&](cudaStream_t s) {
-      absl::Status status =
-          cuda::CudaStatus(cudaMemcpyAsync(buffer->data() + offset + done, block->data, n,
-                                           cudaMemcpyHostToDevice, s),
-                           "host-to-device copy");
-      enqueued = status.ok();
-      return status;
-    });
+    auto copied = Submit(CudaWork{buffer->device(), {}, {buffer}, [&](cudaStream_t s) {
+                                    absl::Status status = cuda::CudaStatus(
+                                        cudaMemcpyAsync(buffer->data() + offset + done,
+                                                        block->data, n, cudaMemcpyHostToDevice, s),
+                                        "host-to-device copy");
+                                    enqueued = status.ok();
+                                    return status;
+                                  }});
     if (!copied.ok()) {
       ReleaseAfterFailedLaunch(pinned_, block, buffer->device(), stream(buffer->device()),
                                enqueued);
@@ -517,13 +456,14 @@ absl::StatusOr<CudaBackend::StagedBlock> CudaBackend::ReadIntoBlock(CudaBuffer* 
   ASSIGN_OR_RETURN(cuda::PinnedPool::Block * block,
                    pinned_.Acquire(static_cast<size_t>(std::max<int64_t>(bytes, 1))));
   bool enqueued = false;
-  auto copied = Launch("ReadToHost", buffer->device(), {buffer}, {}, [&](cudaStream_t s) {
-    absl::Status status = cuda::CudaStatus(
-        cudaMemcpyAsync(block->data, buffer->data() + offset, bytes, cudaMemcpyDeviceToHost, s),
-        "device-to-host copy");
-    enqueued = status.ok();
-    return status;
-  });
+  auto copied = Submit(CudaWork{buffer->device(), {buffer}, {}, [&](cudaStream_t s) {
+                                  absl::Status status = cuda::CudaStatus(
+                                      cudaMemcpyAsync(block->data, buffer->data() + offset, bytes,
+                                                      cudaMemcpyDeviceToHost, s),
+                                      "device-to-host copy");
+                                  enqueued = status.ok();
+                                  return status;
+                                }});
   if (!copied.ok()) {
     ReleaseAfterFailedLaunch(pinned_, block, buffer->device(), stream(buffer->device()), enqueued);
     return copied.status();
@@ -534,7 +474,6 @@ absl::StatusOr<CudaBackend::StagedBlock> CudaBackend::ReadIntoBlock(CudaBuffer* 
 absl::StatusOr<std::unique_ptr<PendingRead>> CudaBackend::ReadToHost(const BufferPtr& src,
                                                                      int64_t offset, int64_t bytes,
                                                                      void* dst) {
-  RETURN_IF_ERROR(RefuseWhileRecording("ReadToHost", "host transfers cannot be recorded"));
   CudaBuffer* buffer = AsCuda(src);
   // On an error part-way, `pending` releases the blocks already in flight with their events.
   auto pending = std::make_unique<CudaPendingRead>(pinned_);
@@ -552,7 +491,6 @@ absl::StatusOr<std::unique_ptr<StagedRead>> CudaBackend::ReadToStaging(const Buf
                                                                        int64_t offset,
                                                                        int64_t bytes) {
   static_assert(cuda::PinnedPool::kBlockBytes >= kMaxStagedReadBytes);
-  RETURN_IF_ERROR(RefuseWhileRecording("ReadToStaging", "host transfers cannot be recorded"));
   if (bytes < 0 || bytes > kMaxStagedReadBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("ReadToStaging: ", bytes, " bytes; at most ", kMaxStagedReadBytes));
@@ -562,8 +500,6 @@ absl::StatusOr<std::unique_ptr<StagedRead>> CudaBackend::ReadToStaging(const Buf
 }
 
 absl::Status CudaBackend::Synchronize() {
-  RETURN_IF_ERROR(RefuseWhileRecording("Synchronize",
-                                       "the recorded work has not run and cannot be waited for"));
   for (int d = 0; d < device_count(); ++d) {
     ScopedDevice scope(d);
     CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(transfer_stream(d)));

@@ -12,16 +12,16 @@
 #include <vector>
 
 #include "server/backend/backend.h"
-#include "server/backend/memory_ledger.h"
+#include "server/cuda/cuda_device.h"
 #include "server/cuda/cuda_resources.h"
+#include "server/cuda/cuda_work.h"
 #include "server/cuda/fusion/rtc_compiler.h"
-#include "server/cuda/graph_recorder.h"
+#include "server/cuda/graph/agreement_mode.h"
 
 namespace distarray {
 
 class CudaBuffer;
 class CudaGraphRecorder;
-class CudaGraphRecording;
 
 class CudaBackend final : public Backend {
  public:
@@ -42,7 +42,7 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override;
 
   absl::string_view name() const override { return "cuda"; }
-  int device_count() const override { return static_cast<int>(devices_.size()); }
+  int device_count() const override { return devices_.count(); }
   DeviceMemory memory(int device) const override;
   std::string device_uuid(int device) const override { return devices_[device].uuid; }
   // UNAVAILABLE when the device's stream reports a sticky error (cudaStreamQuery, no waiting).
@@ -75,64 +75,26 @@ class CudaBackend final : public Backend {
   GraphRecorder* graph_recorder() override;
 
  private:
-  // The recorder reaches the device streams, scratch memory and the launch helper.
-  friend class CudaGraphRecording;
-  friend class CudaRecordedGraph;
-
-  struct DeviceState {
-    std::string name;
-    std::string uuid;  // GPU-..., as nvidia-smi prints it
-    int64_t total_bytes = 0;
-    std::unique_ptr<MemoryLedger> ledger;
-    std::optional<cuda::CudaStream> stream;           // kernels, local copies, host copies
-    std::optional<cuda::CudaStream> transfer_stream;  // cross-device transfers, so they overlap
-    int sm_count = 0;
-    // Fixed per-device memory used only by work on `stream` (stream-ordered, so never by two
-    // kernels at once): reduction partials and the cuBLAS workspace.
-    std::optional<cuda::DeviceBlock> reduce_scratch;
-    std::optional<cuda::DeviceBlock> cublas_workspace;
-    std::optional<cuda::CublasHandle> cublas;
-  };
-  static constexpr size_t kReduceScratchBytes = size_t{4} << 20;
-  static constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
-  struct CrossDeviceCopy;
-
   CudaBackend(Transfer transfer, int loop_unroll, GraphAgreement graph_agreement);
   struct StagedBlock {
     cuda::PinnedPool::Block* block;
     cuda::CudaEventPtr copied;
   };
+  struct CrossDeviceCopy;
+
   absl::StatusOr<StagedBlock> ReadIntoBlock(CudaBuffer* buffer, int64_t offset, int64_t bytes);
-  cudaStream_t stream(int device) const { return devices_[device].stream->get(); }
-  cudaStream_t transfer_stream(int device) const { return devices_[device].transfer_stream->get(); }
-  // Makes `stream` of the current device wait for `deps`.
-  absl::Status WaitOn(cudaStream_t stream, const std::vector<cuda::CudaEventPtr>& deps);
-  // Makes `device`'s stream wait for `deps`. Caller holds order_mu_ and has `device` current.
-  absl::Status WaitFor(int device, const std::vector<cuda::CudaEventPtr>& deps);
-  // Enqueues `enqueue(stream)` on `device` after the hazards of `reads` and `writes`, then records
-  // it as their newest reader/writer. While the calling thread records (graph_recorder.h), the
-  // work is captured into the recording instead, with no events (the result is null);
-  // FAILED_PRECONDITION naming `call` for work the recording cannot hold.
-  template <typename Enqueue>
-  absl::StatusOr<cuda::CudaEventPtr> Launch(absl::string_view call, int device,
-                                            const std::vector<CudaBuffer*>& reads,
-                                            const std::vector<CudaBuffer*>& writes,
-                                            Enqueue&& enqueue);
-  // FAILED_PRECONDITION naming `call` when the calling thread is recording on this backend: for
-  // the calls a graph cannot hold (host transfers, cross-device copies, synchronizing).
-  absl::Status RefuseWhileRecording(absl::string_view call, absl::string_view why) const;
-  // Allocate while the calling thread records on `device`: plain cudaMalloc, owned by the
-  // recording.
-  absl::StatusOr<BufferPtr> AllocateForRecording(CudaGraphRecording& recording, int device,
-                                                 int64_t bytes);
-  absl::Status CopySameDevice(DType dtype, const BoxCopy& copy);
+  cudaStream_t stream(int device) const { return devices_.stream(device); }
+  cudaStream_t transfer_stream(int device) const { return devices_.transfer_stream(device); }
+  // Enqueues `work` on its device's stream after the hazards of the buffers it reads and writes,
+  // then records it as their newest reader/writer. Returns the event recorded after it.
+  absl::StatusOr<cuda::CudaEventPtr> Submit(CudaWork work);
   absl::Status CopyAcrossDevices(DType dtype, absl::Span<const BoxCopy* const> copies);
 
   const Transfer transfer_;
   const int loop_unroll_;
+  const GraphAgreement graph_agreement_;
   cuda::RtcCompiler rtc_;  // fused loop bodies
-  std::mutex order_mu_;    // guards buffer hazards; held while enqueueing, so order is consistent
-  std::vector<DeviceState> devices_;
+  CudaDevices devices_;
   std::unique_ptr<cuda::NcclClique> nccl_;
   cuda::PinnedPool pinned_;
   std::unique_ptr<CudaGraphRecorder> recorder_;

@@ -1,17 +1,16 @@
-// A CUDA backend buffer (device memory charged to its device's ledger, with the events that order
-// work on it) and the backend's launch template, shared by the backend's source files.
+// A CUDA backend buffer: device memory charged to its device's ledger, with the events that order
+// eager work on it.
 #ifndef DISTARRAY_SERVER_CUDA_CUDA_BUFFER_H_
 #define DISTARRAY_SERVER_CUDA_CUDA_BUFFER_H_
 
 #include <spdlog/spdlog.h>
 
 #include <memory>
-#include <mutex>
 #include <vector>
 
-#include "common/status_macros.h"
 #include "server/backend/buffer_hazards.h"
-#include "server/cuda/cuda_backend.h"
+#include "server/backend/device_ops.h"
+#include "server/backend/memory_ledger.h"
 #include "server/cuda/cuda_resources.h"
 
 namespace distarray {
@@ -72,41 +71,6 @@ inline CudaBuffer* AsCuda(const BufferPtr& buffer) {
 }
 
 inline bool IsDone(const CudaEventPtr& event) { return event->done(); }
-
-// Recording, routed here rather than in each call so no launch path can miss it.
-absl::StatusOr<cudaStream_t> RouteToRecording(CudaGraphRecording& recording, absl::string_view call,
-                                              int device, const std::vector<CudaBuffer*>& reads,
-                                              const std::vector<CudaBuffer*>& writes);
-CudaGraphRecording* CurrentRecording(const CudaBackend* backend);
-
-template <typename Enqueue>
-absl::StatusOr<CudaEventPtr> CudaBackend::Launch(absl::string_view call, int device,
-                                                 const std::vector<CudaBuffer*>& reads,
-                                                 const std::vector<CudaBuffer*>& writes,
-                                                 Enqueue&& enqueue) {
-  if (CudaGraphRecording* recording = CurrentRecording(this)) {
-    // No hazards: the capture is one stream in program order, and the replay as a whole waits
-    // for and marks its inputs and outputs (RecordedGraph::Launch). The lock still orders the
-    // enqueue against other threads' use of the device's shared cuBLAS handle and scratch.
-    std::lock_guard lock(order_mu_);
-    ASSIGN_OR_RETURN(cudaStream_t capture,
-                     RouteToRecording(*recording, call, device, reads, writes));
-    ScopedDevice scope(device);
-    RETURN_IF_ERROR(enqueue(capture));
-    return CudaEventPtr();
-  }
-  std::lock_guard lock(order_mu_);
-  ScopedDevice scope(device);
-  std::vector<CudaEventPtr> deps;
-  for (CudaBuffer* b : reads) b->hazards().CollectForRead(deps);
-  for (CudaBuffer* b : writes) b->hazards().CollectForWrite(deps);
-  RETURN_IF_ERROR(WaitFor(device, deps));
-  RETURN_IF_ERROR(enqueue(stream(device)));
-  ASSIGN_OR_RETURN(CudaEventPtr event, CudaEvent::Record(stream(device)));
-  for (CudaBuffer* b : reads) b->hazards().RecordRead(event, IsDone);
-  for (CudaBuffer* b : writes) b->hazards().RecordWrite(event);
-  return event;
-}
 
 }  // namespace distarray
 

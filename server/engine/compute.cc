@@ -8,8 +8,8 @@
 #include "common/scalar_check.h"
 #include "common/status_macros.h"
 #include "server/engine/engine.h"
-#include "server/engine/layout.h"
-#include "server/engine/op_executors.h"
+#include "server/ops/layout.h"
+#include "server/ops/op_executors.h"
 
 namespace distarray {
 namespace {
@@ -98,7 +98,7 @@ absl::StatusOr<Array> Engine::NewResult(const std::string& result_name,
 
 OpContext Engine::RequestContext(const CallContext& call) const {
   OpContext context;
-  context.backend = backend_.get();
+  context.ops = backend_.get();
   context.resolve = [this, tenant = call.tenant](
                         const v1::Operand& operand,
                         const std::string& field) -> absl::StatusOr<ArrayPtr> {

@@ -15,8 +15,8 @@
 #include "common/scalar_check.h"
 #include "common/status_macros.h"
 #include "server/backend/memory_ledger.h"
-#include "server/engine/layout.h"
-#include "server/engine/op_table.h"
+#include "server/ops/layout.h"
+#include "server/ops/op_table.h"
 #include "server/engine/upload_session.h"
 
 #ifndef DISTARRAY_VERSION

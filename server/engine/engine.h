@@ -19,7 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "distarray/v1/distarray.pb.h"
 #include "server/backend/backend.h"
-#include "server/engine/array.h"
+#include "server/ops/array.h"
 #include "server/engine/registry.h"
 #include "server/engine/sessions.h"
 #include "server/graph/program_check.h"

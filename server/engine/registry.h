@@ -18,8 +18,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "server/engine/array.h"
-#include "server/engine/tenant_memory.h"
+#include "server/ops/array.h"
+#include "server/ops/tenant_memory.h"
 
 namespace distarray {
 

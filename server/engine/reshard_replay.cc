@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "server/engine/chunk_index.h"
+#include "server/ops/chunk_index.h"
 #include "server/engine/engine.h"
 #include "server/graph/program_digest.h"
 

@@ -8,8 +8,8 @@
 #include "common/sizes.h"
 #include "common/status_macros.h"
 #include "server/engine/engine.h"
-#include "server/engine/layout.h"
-#include "server/engine/reshard_planner.h"
+#include "server/ops/layout.h"
+#include "server/ops/reshard_planner.h"
 #include "server/kernels/host_kernels.h"
 
 namespace distarray {

@@ -13,9 +13,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/index_map.h"
-#include "server/engine/array.h"
-#include "server/engine/chunk_index.h"
-#include "server/engine/slab_plan.h"
+#include "server/ops/array.h"
+#include "server/ops/chunk_index.h"
+#include "server/ops/slab_plan.h"
 
 namespace distarray {
 

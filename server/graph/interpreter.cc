@@ -9,7 +9,7 @@
 #include "common/names.h"
 #include "common/proto_convert.h"
 #include "common/status_macros.h"
-#include "server/engine/layout.h"
+#include "server/ops/layout.h"
 #include "server/graph/loop_fusion.h"
 #include "spdlog/spdlog.h"
 
@@ -37,8 +37,13 @@ std::string Describe(const Array& a) {
 
 }  // namespace
 
-Interpreter::Interpreter(RunMode mode, OpContext context, GraphRecording* recording)
-    : mode_(mode), context_(std::move(context)), recording_(recording) {
+Interpreter::Interpreter(RunMode mode, OpContext context, Backend* backend,
+                         GraphRecording* recording)
+    : mode_(mode), context_(std::move(context)), backend_(backend), recording_(recording) {
+  // The sink every op of the program sends its work to: nothing in kCheck, which only plans.
+  context_.ops = mode == RunMode::kRecord  ? static_cast<DeviceOps*>(recording)
+                 : mode == RunMode::kEager ? static_cast<DeviceOps*>(backend)
+                                           : nullptr;
   context_.resolve = [this](const v1::Operand& operand,
                             const std::string& field) -> absl::StatusOr<ArrayPtr> {
     if (operand.kind_case() != v1::Operand::kVariable) {
@@ -52,7 +57,7 @@ Interpreter::Interpreter(RunMode mode, OpContext context, GraphRecording* record
 absl::StatusOr<ArrayPtr> Interpreter::LookupOperand(const std::string& name,
                                                     const std::string& field) const {
   if (uncombined_.contains(name)) {
-    return absl::FailedPreconditionError(absl::StrCat(
+    return NotRecordable(absl::StrCat(
         field, ": variable ", QuoteClientString(name),
         " holds a reduction over several devices, which a graph combines only where it is a "
         "loop or branch condition"));
@@ -91,13 +96,9 @@ absl::StatusOr<ArrayPtr> Interpreter::Lookup(const std::string& name,
   return it->second;
 }
 
-Array MetadataOnly(const ArrayMeta& meta) {
-  Array array;
-  array.shape = meta.shape;
-  array.dtype = meta.dtype;
-  array.mode = meta.mode;
-  for (const ChunkSpec& spec : meta.map) array.chunks.push_back(Chunk{spec, nullptr});
-  return array;
+absl::Status Interpreter::NotRecordable(std::string why) const {
+  if (!not_recordable_) not_recordable_ = why;
+  return absl::FailedPreconditionError(std::move(why));
 }
 
 void Interpreter::Assign(const std::string& name, Array value) {
@@ -245,7 +246,7 @@ absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string
         return absl::OkStatus();
       }
       Array out{{}, {}, {}, source->shape, source->dtype, mode, {}};
-      ASSIGN_OR_RETURN(out.chunks, Relayout(*context_.backend, *source, map, mode, context_.alive));
+      ASSIGN_OR_RETURN(out.chunks, Relayout(*context_.ops, *source, map, mode, context_.alive));
       Assign(s.target(), std::move(out));
       return absl::OkStatus();
     }
@@ -288,7 +289,7 @@ absl::StatusOr<BufferPtr> Interpreter::FlagBuffer(const ArrayPtr& condition) {
   // Op-mode partials (all() leaves MIN partials): combine onto the first chunk's device.
   const int device = condition->chunks.front().spec.device;
   ASSIGN_OR_RETURN(std::vector<Chunk> combined,
-                   Relayout(*context_.backend, *condition, {ChunkSpec{device, FullBox({})}},
+                   Relayout(*context_.ops, *condition, {ChunkSpec{device, FullBox({})}},
                             Mode::kReplica, context_.alive));
   return combined.front().buffer;
 }
@@ -310,7 +311,7 @@ absl::StatusOr<bool> Interpreter::ReadFlag(const ArrayPtr& condition) {
   ASSIGN_OR_RETURN(const BufferPtr buffer, FlagBuffer(condition));
   bool value = false;
   ASSIGN_OR_RETURN(std::unique_ptr<PendingRead> read,
-                   context_.backend->ReadToHost(buffer, 0, 1, &value));
+                   backend_->ReadToHost(buffer, 0, 1, &value));
   RETURN_IF_ERROR(read->Wait());
   return value;
 }
@@ -318,7 +319,7 @@ absl::StatusOr<bool> Interpreter::ReadFlag(const ArrayPtr& condition) {
 absl::StatusOr<ArrayPtr> Interpreter::NewSlot(const ArrayPtr& value) {
   Array slot = *value;
   ASSIGN_OR_RETURN(slot.chunks,
-                   AllocateChunks(*context_.backend, value->dtype, value->index_map()));
+                   AllocateChunks(*context_.ops, value->dtype, value->index_map()));
   auto shared = std::make_shared<const Array>(std::move(slot));
   RETURN_IF_ERROR(CopyInto(value, shared));
   return shared;
@@ -327,7 +328,7 @@ absl::StatusOr<ArrayPtr> Interpreter::NewSlot(const ArrayPtr& value) {
 absl::Status Interpreter::CopyInto(const ArrayPtr& value, const ArrayPtr& slot) {
   if (value->mode != slot->mode || value->index_map() != slot->index_map()) {
     // A value kept uncombined on one path and not on another (see kReduce).
-    return absl::FailedPreconditionError(
+    return NotRecordable(
         absl::StrCat("a recorded loop or branch gives a variable values of different layouts (",
                      Describe(*value), " and ", Describe(*slot), ")"));
   }
@@ -341,7 +342,7 @@ absl::Status Interpreter::CopyInto(const ArrayPtr& value, const ArrayPtr& slot) 
                              BufferBox{to.buffer, shape, FullBox(shape)}});
   }
   if (copies.empty()) return absl::OkStatus();
-  return context_.backend->Copy(slot->dtype, copies);
+  return context_.ops->Copy(slot->dtype, copies);
 }
 
 absl::StatusOr<bool> Interpreter::RecordFused(const v1::WhileLoop& loop,

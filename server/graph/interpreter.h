@@ -11,6 +11,7 @@
 #define DISTARRAY_SERVER_GRAPH_INTERPRETER_H_
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -22,20 +23,20 @@
 #include "absl/status/statusor.h"
 #include "distarray/v1/distarray.pb.h"
 #include "server/backend/graph_recorder.h"
-#include "server/engine/op_executors.h"
+#include "server/backend/backend.h"
+#include "server/ops/op_executors.h"
 
 namespace distarray {
 
 enum class RunMode { kCheck, kEager, kRecord };
 
-// An array of `meta` with no buffers: what kCheck plans on.
-Array MetadataOnly(const ArrayMeta& meta);
-
 class Interpreter {
  public:
-  // `context.resolve` is replaced by variable lookup; its backend, normalize_map and alive are
-  // used. kRecord needs `recording`.
-  Interpreter(RunMode mode, OpContext context, GraphRecording* recording = nullptr);
+  // `context.resolve` is replaced by variable lookup, and `context.ops` by the sink of `mode`:
+  // kEager sends its work to `backend` (and reads conditions through it), kRecord to
+  // `recording`; kCheck needs neither. Its normalize_map and alive are used.
+  Interpreter(RunMode mode, OpContext context, Backend* backend = nullptr,
+              GraphRecording* recording = nullptr);
 
   // kRecord: the recording's devices (default: one device).
   void RecordOn(std::vector<int> devices) { record_devices_ = std::move(devices); }
@@ -58,6 +59,10 @@ class Interpreter {
   int fused_loops() const { return fused_loops_; }
   // kCheck: every device any value of the program lives on.
   const std::set<int>& devices() const { return devices_; }
+  // kRecord: why the program cannot be recorded as a graph (it then runs eagerly), once Run
+  // stopped for that reason; nullopt otherwise. A graph combines a reduction over several devices
+  // only where it is a condition, and gives a variable one layout on every path.
+  const std::optional<std::string>& not_recordable() const { return not_recordable_; }
 
  private:
   using Block = google::protobuf::RepeatedPtrField<v1::Statement>;
@@ -91,9 +96,15 @@ class Interpreter {
   absl::Status CheckKeptType(const std::string& name, const ArrayPtr& before, const ArrayPtr& after,
                              const std::string& field) const;
 
+  // kRecord: notes why the program cannot be recorded, and returns that as the error that stops
+  // the walk.
+  absl::Status NotRecordable(std::string why) const;
+
   const RunMode mode_;
   OpContext context_;
+  Backend* const backend_;
   GraphRecording* const recording_;
+  mutable std::optional<std::string> not_recordable_;
   // kRecord: a slot the statement assigning `name` may write straight into (the innermost open
   // loop's or branch's), or nullptr.
   ArrayPtr SlotFor(const std::string& name) const;

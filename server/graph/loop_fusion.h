@@ -20,7 +20,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "distarray/v1/distarray.pb.h"
 #include "server/backend/fused_loop.h"
-#include "server/engine/op_executors.h"
+#include "server/ops/op_executors.h"
 
 namespace distarray {
 

@@ -9,9 +9,10 @@
 #include "common/proto_convert.h"
 #include "common/status_macros.h"
 #include "server/backend/memory_ledger.h"
-#include "server/engine/layout.h"
+#include "server/ops/layout.h"
 #include "server/graph/interpreter.h"
 #include "server/graph/program_digest.h"
+#include "server/graph/recording_probe.h"
 
 namespace distarray {
 namespace {
@@ -171,6 +172,17 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Run(const v1::Program& program,
   if (unrecordable) return RunEager(program, arguments, context);
   const bool hit = graph != nullptr;
   if (!hit) {
+    // Whether it can be recorded is decided before recording, on metadata; a program the lowering
+    // cannot take still runs, eagerly (and so on later runs), and the log says why.
+    ASSIGN_OR_RETURN(const std::optional<std::string> why_not,
+                     WhyNotRecordable(program, arguments, devices, context));
+    if (why_not) {
+      spdlog::warn("RunGraph: running eagerly (and so on later runs): {}", *why_not);
+      absl::MutexLock lock(&mu_);
+      if (unrecordable_.size() >= kMaxUnrecordable) unrecordable_.clear();
+      unrecordable_.insert(key);
+      return RunEager(program, arguments, context);
+    }
     const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<std::shared_ptr<CachedGraph>> recorded =
         Record(program, arguments, devices, context);
@@ -181,22 +193,14 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Run(const v1::Program& program,
       ClearCache();
       recorded = Record(program, arguments, devices, context);
     }
-    if (!recorded.ok()) {
-      // A program the lowering cannot take still runs, eagerly; the log says why.
-      const absl::StatusCode code = recorded.status().code();
-      if (code != absl::StatusCode::kFailedPrecondition &&
-          code != absl::StatusCode::kUnimplemented && code != absl::StatusCode::kInternal) {
-        return recorded.status();
-      }
-      spdlog::warn("RunGraph: recording failed, running eagerly (and so on later runs): {}",
+    if (absl::IsInternal(recorded.status())) {
+      // The devices failed the recording (an NCCL clique revoked under it, a capture the driver
+      // invalidated): this run goes eagerly, the next one records again.
+      spdlog::warn("RunGraph: recording failed, running eagerly: {}",
                    recorded.status().ToString());
-      if (code != absl::StatusCode::kInternal) {
-        absl::MutexLock lock(&mu_);
-        if (unrecordable_.size() >= kMaxUnrecordable) unrecordable_.clear();
-        unrecordable_.insert(key);
-      }
       return RunEager(program, arguments, context);
     }
+    RETURN_IF_ERROR(recorded.status());
     graph = *std::move(recorded);
     spdlog::info("RunGraph: recorded and instantiated a graph on device(s) {} in {:.1f} ms",
                  absl::StrJoin(devices, ", "),
@@ -251,7 +255,7 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Run(const v1::Program& program,
 absl::StatusOr<ProgramRunResult> ProgramRunner::RunEager(const v1::Program& program,
                                                          const std::vector<ArrayPtr>& arguments,
                                                          const OpContext& context) {
-  Interpreter interpreter(RunMode::kEager, context);
+  Interpreter interpreter(RunMode::kEager, context, &backend_);
   for (int i = 0; i < program.inputs_size(); ++i) interpreter.Bind(program.inputs(i), arguments[i]);
   RETURN_IF_ERROR(interpreter.Run(program, "program"));
   ProgramRunResult result;
@@ -270,24 +274,50 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::RunEager(const v1::Program& prog
   return result;
 }
 
+absl::StatusOr<std::optional<std::string>> ProgramRunner::WhyNotRecordable(
+    const v1::Program& program, const std::vector<ArrayPtr>& arguments,
+    const std::vector<int>& devices, const OpContext& context) {
+  // The same walk as Record's, on buffers without memory.
+  RecordingProbe probe(devices);
+  Interpreter interpreter(RunMode::kRecord, context, nullptr, &probe);
+  interpreter.RecordOn(devices);
+  for (int i = 0; i < program.inputs_size(); ++i) {
+    Array slot = MetadataOnly(MetaOf(*arguments[i]));
+    ASSIGN_OR_RETURN(slot.chunks, AllocateChunks(probe, slot.dtype, slot.index_map()));
+    interpreter.Bind(program.inputs(i), std::make_shared<const Array>(std::move(slot)));
+  }
+  absl::Status walked = interpreter.Run(program, "program");
+  for (const auto* list : {&program.outputs(), &program.value_outputs()}) {
+    for (const std::string& name : *list) {
+      if (walked.ok()) walked = interpreter.RecordedValue(name).status();
+    }
+  }
+  if (interpreter.not_recordable()) return interpreter.not_recordable();
+  RETURN_IF_ERROR(walked);
+  return backend_.graph_recorder()->Unsupported(probe.needs());
+}
+
 absl::StatusOr<std::shared_ptr<ProgramRunner::CachedGraph>> ProgramRunner::Record(
     const v1::Program& program, const std::vector<ArrayPtr>& arguments,
     const std::vector<int>& devices, const OpContext& context) {
-  // Everything this thread allocates while recording is the graph's (graph_recorder.h); other
-  // graphs are not dropped meanwhile (Run drops them and records again).
-  const ScopedNoReclaim no_reclaim;
+  // Everything the recording allocates is the graph's (graph_recorder.h): the tally counts it.
   const ScopedReservationTally tally;
   auto cached = std::make_shared<CachedGraph>();
-  ASSIGN_OR_RETURN(std::unique_ptr<GraphRecording> recording,
-                   backend_.graph_recorder()->Begin(devices));
-  Interpreter interpreter(RunMode::kRecord, context, recording.get());
+  absl::StatusOr<std::unique_ptr<GraphRecording>> begun = backend_.graph_recorder()->Begin(devices);
+  if (!begun.ok()) {
+    // The recorder could not start (no NCCL communicators for the devices to agree through):
+    // INTERNAL, so this run goes eagerly and a later one tries again.
+    return absl::InternalError(absl::StrCat("starting a recording: ", begun.status().message()));
+  }
+  std::unique_ptr<GraphRecording> recording = *std::move(begun);
+  Interpreter interpreter(RunMode::kRecord, context, &backend_, recording.get());
   interpreter.RecordOn(devices);
   for (int i = 0; i < program.inputs_size(); ++i) {
     // Input slots: allocated while recording, so they belong to the graph; each replay copies
     // its arguments in.
     Array slot = MetadataOnly(MetaOf(*arguments[i]));
     ASSIGN_OR_RETURN(std::vector<Chunk> chunks,
-                     AllocateChunks(backend_, slot.dtype, slot.index_map()));
+                     AllocateChunks(*recording, slot.dtype, slot.index_map()));
     slot.chunks = std::move(chunks);
     auto shared = std::make_shared<const Array>(std::move(slot));
     cached->input_slots.push_back(shared);

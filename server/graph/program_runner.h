@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <list>
+#include <optional>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,8 +23,8 @@
 #include "absl/synchronization/mutex.h"
 #include "distarray/v1/distarray.pb.h"
 #include "server/backend/graph_recorder.h"
-#include "server/engine/op_executors.h"
-#include "server/engine/tenant_memory.h"
+#include "server/ops/op_executors.h"
+#include "server/ops/tenant_memory.h"
 #include "server/graph/program_limits.h"
 
 namespace distarray {
@@ -68,6 +69,13 @@ class ProgramRunner {
 
  private:
   struct CachedGraph;
+  // Why `program` cannot be recorded over `devices` with these arguments, or nullopt when it can:
+  // found by walking it through a RecordingProbe (recording_probe.h) and asking the recorder,
+  // before anything is recorded.
+  absl::StatusOr<std::optional<std::string>> WhyNotRecordable(const v1::Program& program,
+                                                             const std::vector<ArrayPtr>& arguments,
+                                                             const std::vector<int>& devices,
+                                                             const OpContext& context);
   absl::StatusOr<std::shared_ptr<CachedGraph>> Record(const v1::Program& program,
                                                       const std::vector<ArrayPtr>& arguments,
                                                       const std::vector<int>& devices,

@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/host/host_buffer.h"
+#include "server/host/host_work.h"
 #include "server/host/host_graph_recorder.h"
-#include "server/kernels/host_kernels.h"
 
 namespace distarray {
 
@@ -81,21 +81,8 @@ std::string HostBackend::device_uuid(int device) const { return absl::StrCat("ho
 
 GraphRecorder* HostBackend::graph_recorder() { return recorder_.get(); }
 
-absl::Status HostBackend::RefuseWhileRecording(absl::string_view call,
-                                               absl::string_view why) const {
-  if (HostGraphRecording* recording = HostGraphRecording::Current(this)) {
-    return recording->Refuse(call, why);
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<BufferPtr> HostBackend::Allocate(int device, int64_t bytes) {
   bytes = std::max<int64_t>(bytes, 1);
-  HostGraphRecording* recording = HostGraphRecording::Current(this);
-  if (recording != nullptr && device != recording->device()) {
-    // As on CUDA: a graph's buffers are its slots on its one device.
-    return recording->Refuse("Allocate", absl::StrCat("it is for device ", device));
-  }
   MemoryLedger& ledger = *ledgers_[device];
   if (absl::Status s = ledger.Reserve(bytes); !s.ok()) return s;
   auto* data = static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{64}, std::nothrow));
@@ -105,106 +92,76 @@ absl::StatusOr<BufferPtr> HostBackend::Allocate(int device, int64_t bytes) {
     return absl::ResourceExhaustedError(
         absl::StrCat("device ", device, ": host memory for ", bytes, " bytes is exhausted"));
   }
-  auto buffer = std::make_shared<HostBuffer>(device, bytes, data, &ledger);
-  // Allocated while recording: a slot of the graph, alive (and charged) as long as it is.
-  if (recording != nullptr) recording->Keep(buffer);
-  return buffer;
+  return std::make_shared<HostBuffer>(device, bytes, data, &ledger);
 }
 
-absl::StatusOr<HostEventPtr> HostBackend::Launch(absl::string_view call, int device,
-                                                 const std::vector<HostBuffer*>& reads,
-                                                 const std::vector<HostBuffer*>& writes,
-                                                 std::function<void()> work) {
-  if (HostGraphRecording* recording = HostGraphRecording::Current(this)) {
-    RETURN_IF_ERROR(recording->Record(call, device, reads, writes, std::move(work)));
-    return HostEventPtr();
-  }
+absl::StatusOr<HostEventPtr> HostBackend::Submit(HostWork work) {
   auto event = std::make_shared<HostEvent>();
   std::lock_guard lock(order_mu_);
   std::vector<HostEventPtr> deps;
-  for (HostBuffer* b : reads) b->hazards().CollectForRead(deps);
-  for (HostBuffer* b : writes) b->hazards().CollectForWrite(deps);
-  for (HostBuffer* b : reads) {
+  for (HostBuffer* b : work.reads) b->hazards().CollectForRead(deps);
+  for (HostBuffer* b : work.writes) b->hazards().CollectForWrite(deps);
+  for (HostBuffer* b : work.reads) {
     b->hazards().RecordRead(event, [](const HostEventPtr& e) { return e->done(); });
   }
-  for (HostBuffer* b : writes) b->hazards().RecordWrite(event);
-  streams_[device]->Enqueue([deps = std::move(deps), event, work = std::move(work)] {
+  for (HostBuffer* b : work.writes) b->hazards().RecordWrite(event);
+  streams_[work.device]->Enqueue([deps = std::move(deps), event, run = std::move(work.run)] {
     for (const HostEventPtr& dep : deps) dep->Wait();  // as cudaStreamWaitEvent
-    work();
+    run();
     event->Signal();
   });
   return event;
 }
 
 absl::Status HostBackend::FillConstant(DType dtype, const BufferBox& dst, const Scalar& value) {
-  auto buffer = AsHost(dst.buffer);
-  const StridedBox box = MakeStridedBox(dst.shape, dst.box);
-  auto work = [buffer, box, dtype, value] {
-    DispatchStorageDType(dtype, [&](auto tag) {
-      using T = decltype(tag);
-      FillBoxOnHost(buffer->as<T>(), box, value.As<T>());
-    });
-  };
-  return Launch("FillConstant", buffer->device(), {}, {buffer.get()}, std::move(work)).status();
+  return Submit(host::FillConstantWork(dtype, dst, value)).status();
 }
 
 absl::Status HostBackend::FillGenerated(DType dtype, const BufferPtr& dst,
                                         const Shape& global_shape, const Box& chunk_box,
                                         const Generator& generator) {
-  auto buffer = AsHost(dst);
-  auto work = [=] {
-    DispatchStorageDType(dtype, [&](auto tag) {
-      using T = decltype(tag);
-      FillGeneratedOnHost(buffer->as<T>(), global_shape, chunk_box, generator);
-    });
-  };
-  return Launch("FillGenerated", buffer->device(), {}, {buffer.get()}, std::move(work)).status();
+  return Submit(host::FillGeneratedWork(dtype, dst, global_shape, chunk_box, generator)).status();
 }
 
 absl::Status HostBackend::Copy(DType dtype, absl::Span<const BoxCopy> copies) {
-  if (HostGraphRecording* recording = HostGraphRecording::Current(this)) {
-    // The whole batch is admitted before any of it is recorded: a refused batch leaves nothing
-    // half-recorded.
-    for (const BoxCopy& copy : copies) {
-      const int from = copy.src.buffer->device(), to = copy.dst.buffer->device();
-      if (from != to) {
-        return recording->Refuse(
-            "Copy", absl::StrCat("it copies across devices (device ", from, " to ", to, ")"));
-      }
-      RETURN_IF_ERROR(recording->Admit(
-          "Copy", to, {AsHost(copy.src.buffer).get(), AsHost(copy.dst.buffer).get()}));
-    }
-  }
   // Same-device copies first, then cross-device ones, as the CUDA backend orders them.
-  std::vector<const BoxCopy*> ordered;
-  for (const BoxCopy& c : copies) {
-    if (c.src.buffer->device() == c.dst.buffer->device()) ordered.push_back(&c);
-  }
-  for (const BoxCopy& c : copies) {
-    if (c.src.buffer->device() != c.dst.buffer->device()) ordered.push_back(&c);
-  }
-  for (const BoxCopy* copy_ptr : ordered) {
-    const BoxCopy& copy = *copy_ptr;
-    auto src = AsHost(copy.src.buffer);
-    auto dst = AsHost(copy.dst.buffer);
-    const StridedBox src_box = MakeStridedBox(copy.src.shape, copy.src.box);
-    const StridedBox dst_box = MakeStridedBox(copy.dst.shape, copy.dst.box);
-    const Combine combine = copy.combine;
-    auto work = [=] {
-      DispatchStorageDType(dtype, [&](auto tag) {
-        using T = decltype(tag);
-        CopyBoxOnHost(src->as<T>(), src_box, dst->as<T>(), dst_box, combine);
-      });
-    };
-    RETURN_IF_ERROR(
-        Launch("Copy", dst->device(), {src.get()}, {dst.get()}, std::move(work)).status());
+  for (const bool cross : {false, true}) {
+    for (const BoxCopy& copy : copies) {
+      if ((copy.src.buffer->device() != copy.dst.buffer->device()) != cross) continue;
+      RETURN_IF_ERROR(Submit(host::CopyWork(dtype, copy)).status());
+    }
   }
   return absl::OkStatus();
 }
 
+absl::Status HostBackend::Elementwise(ElementwiseOpId op, DType compute, DType storage,
+                                      const BufferPtr& out, int64_t n,
+                                      absl::Span<const ElementwiseArg> args) {
+  ASSIGN_OR_RETURN(HostWork work, host::ElementwiseWork(op, compute, storage, out, n, args));
+  return Submit(std::move(work)).status();
+}
+
+absl::Status HostBackend::Cast(DType from, DType to, const BufferPtr& src, const BufferPtr& dst,
+                               int64_t n) {
+  return Submit(host::CastWork(from, to, src, dst, n)).status();
+}
+
+absl::Status HostBackend::Reduce(ReduceKind kind, DType in, DType storage, const BufferPtr& src,
+                                 const ReduceGeometry& geometry, const BufferPtr& dst, double scale,
+                                 const BufferPtr& extreme) {
+  ASSIGN_OR_RETURN(HostWork work,
+                   host::ReduceWork(kind, in, storage, src, geometry, dst, scale, extreme));
+  return Submit(std::move(work)).status();
+}
+
+absl::Status HostBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b,
+                               const BufferPtr& c, const GemmShape& shape, bool /*allow_tf32*/) {
+  ASSIGN_OR_RETURN(HostWork work, host::GemmWork(dtype, a, b, c, shape));
+  return Submit(std::move(work)).status();
+}
+
 absl::Status HostBackend::WriteFromHost(const BufferPtr& dst, int64_t offset, const void* src,
                                         int64_t bytes) {
-  RETURN_IF_ERROR(RefuseWhileRecording("WriteFromHost", "host transfers cannot be recorded"));
   auto buffer = AsHost(dst);
   auto staged = std::make_shared<std::vector<std::byte>>(bytes);
   // memcpy's pointers must be valid even for zero bytes, and an empty source may be null.
@@ -212,24 +169,23 @@ absl::Status HostBackend::WriteFromHost(const BufferPtr& dst, int64_t offset, co
   auto work = [buffer, staged, offset] {
     if (!staged->empty()) std::memcpy(buffer->data() + offset, staged->data(), staged->size());
   };
-  return Launch("WriteFromHost", buffer->device(), {}, {buffer.get()}, std::move(work)).status();
+  return Submit(HostWork{buffer->device(), {}, {buffer.get()}, std::move(work)}).status();
 }
 
 absl::StatusOr<std::unique_ptr<PendingRead>> HostBackend::ReadToHost(const BufferPtr& src,
                                                                      int64_t offset, int64_t bytes,
                                                                      void* dst) {
-  ASSIGN_OR_RETURN(HostEventPtr done, StartRead("ReadToHost", src, offset, bytes, dst));
+  ASSIGN_OR_RETURN(HostEventPtr done, StartRead(src, offset, bytes, dst));
   return std::make_unique<HostPendingRead>(std::move(done));
 }
 
-absl::StatusOr<HostEventPtr> HostBackend::StartRead(absl::string_view call, const BufferPtr& src,
-                                                    int64_t offset, int64_t bytes, void* dst) {
-  RETURN_IF_ERROR(RefuseWhileRecording(call, "host transfers cannot be recorded"));
+absl::StatusOr<HostEventPtr> HostBackend::StartRead(const BufferPtr& src, int64_t offset,
+                                                    int64_t bytes, void* dst) {
   auto buffer = AsHost(src);
   auto work = [buffer, offset, bytes, dst] {
     if (bytes > 0) std::memcpy(dst, buffer->data() + offset, bytes);  // an empty `dst` may be null
   };
-  return Launch(call, buffer->device(), {buffer.get()}, {}, std::move(work));
+  return Submit(HostWork{buffer->device(), {buffer.get()}, {}, std::move(work)});
 }
 
 absl::StatusOr<std::unique_ptr<StagedRead>> HostBackend::ReadToStaging(const BufferPtr& src,
@@ -240,14 +196,12 @@ absl::StatusOr<std::unique_ptr<StagedRead>> HostBackend::ReadToStaging(const Buf
         absl::StrCat("ReadToStaging: ", bytes, " bytes; at most ", kMaxStagedReadBytes));
   }
   auto read = std::make_unique<HostStagedRead>(bytes);
-  ASSIGN_OR_RETURN(HostEventPtr done, StartRead("ReadToStaging", src, offset, bytes, read->data()));
+  ASSIGN_OR_RETURN(HostEventPtr done, StartRead(src, offset, bytes, read->data()));
   read->set_event(std::move(done));
   return read;
 }
 
 absl::Status HostBackend::Synchronize() {
-  RETURN_IF_ERROR(RefuseWhileRecording("Synchronize",
-                                       "the recorded work has not run and cannot be waited for"));
   for (auto& stream : streams_) stream->Synchronize();
   return absl::OkStatus();
 }

@@ -1,7 +1,8 @@
 // The host backend: N simulated devices on the CPU. Each device has its own memory ledger and a
 // worker thread as its stream; cross-device copies run on the destination's thread after waiting
 // for the source's producer, as a peer copy would. CI and laptops run the same engine on it.
-// It records graphs too (host_graph_recorder.h), so CI runs RunGraph's recording path.
+// It records graphs too (host_graph_recorder.h), so CI runs RunGraph's recording path; both sinks
+// run the same work (host_work.h).
 #ifndef DISTARRAY_SERVER_HOST_HOST_BACKEND_H_
 #define DISTARRAY_SERVER_HOST_HOST_BACKEND_H_
 
@@ -14,6 +15,7 @@
 #include "server/backend/backend.h"
 #include "server/backend/memory_ledger.h"
 #include "server/host/host_stream.h"
+#include "server/host/host_work.h"
 
 namespace distarray {
 
@@ -62,27 +64,17 @@ class HostBackend final : public Backend {
 
   GraphRecorder* graph_recorder() override;
 
- private:
-  friend class HostRecordedGraph;  // a replay is launched like any other work
+  // Queues `work` on its device's thread once the hazards of the buffers it reads and writes are
+  // clear, and records it as their newest reader/writer. Returns the event that fires when it is
+  // done. (Recorded graphs replay through it: a replay is one more piece of work.)
+  absl::StatusOr<HostEventPtr> Submit(HostWork work);
 
+ private:
   explicit HostBackend(const Options& options);
 
-  // Queues the copy of ReadToHost and ReadToStaging (`call`); the event fires when it is done.
-  absl::StatusOr<HostEventPtr> StartRead(absl::string_view call, const BufferPtr& src,
-                                         int64_t offset, int64_t bytes, void* dst);
-
-  // Enqueues `work` on `device`'s stream once the hazards of `reads` and `writes` are clear, and
-  // records it as their newest reader/writer. Returns the event that fires when `work` is done.
-  // While the calling thread records a graph on this backend, `work` is recorded instead (no
-  // hazards: the recording is one stream in program order) and the event is nullptr; work for
-  // another device, or touching another device's buffer, is refused with FAILED_PRECONDITION
-  // naming `call`.
-  absl::StatusOr<HostEventPtr> Launch(absl::string_view call, int device,
-                                      const std::vector<HostBuffer*>& reads,
-                                      const std::vector<HostBuffer*>& writes,
-                                      std::function<void()> work);
-  // FAILED_PRECONDITION naming `call` while the calling thread records a graph on this backend.
-  absl::Status RefuseWhileRecording(absl::string_view call, absl::string_view why) const;
+  // Queues the copy of ReadToHost and ReadToStaging; the event fires when it is done.
+  absl::StatusOr<HostEventPtr> StartRead(const BufferPtr& src, int64_t offset, int64_t bytes,
+                                         void* dst);
 
   std::mutex order_mu_;  // guards every buffer's hazards; held while enqueueing
   std::vector<std::unique_ptr<MemoryLedger>> ledgers_;

@@ -13,10 +13,6 @@
 namespace distarray {
 namespace {
 
-// The recording the calling thread has open, on whichever host backend: one at a time per thread
-// (Start refuses a second).
-thread_local HostGraphRecording* current_recording = nullptr;
-
 // How often Wait asks its caller whether the replay is still wanted.
 constexpr auto kAliveInterval = std::chrono::milliseconds(1);
 
@@ -84,8 +80,8 @@ const char* KindName(HostGraphNode::Kind kind) {
 
 }  // namespace
 
-// Outside the anonymous namespace: HostBackend names it as a friend (replays go through its
-// Launch, hazards included).
+// A replay is one piece of work on the device's thread, ordered by the backend's hazards like any
+// other.
 class HostRecordedGraph final : public RecordedGraph {
  public:
   HostRecordedGraph(HostBackend* backend, int device, std::shared_ptr<HostGraphProgram> program)
@@ -95,9 +91,6 @@ class HostRecordedGraph final : public RecordedGraph {
 
   absl::Status Launch(absl::Span<const BufferPtr> reads,
                       absl::Span<const BufferPtr> writes) override {
-    if (HostGraphRecording* recording = HostGraphRecording::Current(backend_)) {
-      return recording->Refuse("RecordedGraph::Launch", "replays are not recorded");
-    }
     std::vector<HostBuffer*> read_buffers, write_buffers;
     for (auto [from, to] : {std::pair(reads, &read_buffers), std::pair(writes, &write_buffers)}) {
       for (const BufferPtr& buffer : from) {
@@ -111,8 +104,9 @@ class HostRecordedGraph final : public RecordedGraph {
     // A fresh replay object: a new replay starts with the cancel word clear and zero counts.
     auto replay = std::make_shared<HostGraphReplay>();
     auto run = [program = program_, replay] { RunBlock(program->root, *replay); };
-    ASSIGN_OR_RETURN(replay->done, backend_->Launch("RecordedGraph::Launch", device_, read_buffers,
-                                                    write_buffers, std::move(run)));
+    ASSIGN_OR_RETURN(replay->done, backend_->Submit(HostWork{device_, std::move(read_buffers),
+                                                             std::move(write_buffers),
+                                                             std::move(run)}));
     last_replay_ = std::move(replay);
     return absl::OkStatus();
   }
@@ -147,24 +141,12 @@ class HostRecordedGraph final : public RecordedGraph {
 
 absl::StatusOr<std::unique_ptr<GraphRecording>> HostGraphRecording::Start(HostBackend* backend,
                                                                           int device) {
-  if (current_recording != nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("GraphRecorder::Begin: this thread is already recording a graph on device ",
-                     current_recording->device_));
-  }
   if (device < 0 || device >= backend->device_count()) {
     return absl::InvalidArgumentError(absl::StrCat("GraphRecorder::Begin: no device ", device,
                                                    " (the backend has ", backend->device_count(),
                                                    ")"));
   }
-  std::unique_ptr<HostGraphRecording> recording(new HostGraphRecording(backend, device));
-  current_recording = recording.get();
-  return recording;
-}
-
-HostGraphRecording* HostGraphRecording::Current(const HostBackend* backend) {
-  HostGraphRecording* recording = current_recording;
-  return recording != nullptr && recording->backend_ == backend ? recording : nullptr;
+  return std::unique_ptr<GraphRecording>(new HostGraphRecording(backend, device));
 }
 
 HostGraphRecording::HostGraphRecording(HostBackend* backend, int device)
@@ -172,13 +154,11 @@ HostGraphRecording::HostGraphRecording(HostBackend* backend, int device)
 
 // Abandoned: nothing was enqueued, so dropping the tree (its closures and kept buffers) frees
 // everything the recording allocated.
-HostGraphRecording::~HostGraphRecording() {
-  if (current_recording == this) current_recording = nullptr;
-}
+HostGraphRecording::~HostGraphRecording() = default;
 
-absl::Status HostGraphRecording::Refuse(absl::string_view call, absl::string_view why) const {
-  return absl::FailedPreconditionError(
-      absl::StrCat(call, " while this thread records a graph on device ", device_, ": ", why));
+absl::Status HostGraphRecording::NotHeld(absl::string_view call, absl::string_view why) const {
+  return absl::InternalError(absl::StrCat(call, " in a recording on device ", device_, ": ", why,
+                                          " (the recorder should have said so before)"));
 }
 
 absl::Status HostGraphRecording::CheckOpen(absl::string_view call) const {
@@ -191,28 +171,25 @@ absl::Status HostGraphRecording::CheckOpen(absl::string_view call) const {
 absl::Status HostGraphRecording::Admit(absl::string_view call, int device,
                                        const std::vector<HostBuffer*>& buffers) const {
   RETURN_IF_ERROR(CheckOpen(call));
-  if (device != device_) return Refuse(call, absl::StrCat("it is work for device ", device));
+  if (device != device_) return NotHeld(call, absl::StrCat("it is work for device ", device));
   for (const HostBuffer* buffer : buffers) {
     if (buffer->device() != device_) {
-      return Refuse(call, absl::StrCat("it touches a buffer of device ", buffer->device()));
+      return NotHeld(call, absl::StrCat("it touches a buffer of device ", buffer->device()));
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status HostGraphRecording::Record(absl::string_view call, int device,
-                                        const std::vector<HostBuffer*>& reads,
-                                        const std::vector<HostBuffer*>& writes,
-                                        std::function<void()> work) {
-  RETURN_IF_ERROR(Admit(call, device, reads));
-  RETURN_IF_ERROR(Admit(call, device, writes));
-  // The backend's closures hold their buffers already; keeping them here as well makes the
-  // graph's lifetime rule independent of what a closure happens to capture.
-  for (const std::vector<HostBuffer*>* buffers : {&reads, &writes}) {
+absl::Status HostGraphRecording::Record(absl::string_view call, HostWork work) {
+  RETURN_IF_ERROR(Admit(call, work.device, work.reads));
+  RETURN_IF_ERROR(Admit(call, work.device, work.writes));
+  // The closures hold their buffers already; keeping them here as well makes the graph's
+  // lifetime rule independent of what a closure happens to capture.
+  for (const std::vector<HostBuffer*>* buffers : {&work.reads, &work.writes}) {
     for (HostBuffer* buffer : *buffers) Keep(buffer->shared_from_this());
   }
   HostGraphNode node;
-  node.work = std::move(work);
+  node.work = std::move(work.run);
   current_block().push_back(std::move(node));
   return absl::OkStatus();
 }
@@ -225,12 +202,12 @@ absl::StatusOr<std::shared_ptr<HostBuffer>> HostGraphRecording::AdmitFlag(
     absl::string_view call, const ConditionFlags& flags) {
   RETURN_IF_ERROR(CheckOpen(call));
   if (flags.buffers.size() > 1) {
-    return Refuse(call, "its condition is in several buffers (combine them into one first)");
+    return NotHeld(call, "its condition is in several buffers (combine them into one first)");
   }
   const BufferPtr flag = flags.buffers.empty() ? nullptr : flags.buffers.front();
   if (flag == nullptr) return absl::InvalidArgumentError(absl::StrCat(call, ": no flag buffer"));
   if (flag->device() != device_) {
-    return Refuse(call, absl::StrCat("its flag is a buffer of device ", flag->device()));
+    return NotHeld(call, absl::StrCat("its flag is a buffer of device ", flag->device()));
   }
   Keep(flag);
   return AsHost(flag);
@@ -307,6 +284,69 @@ absl::Status HostGraphRecording::EndIf() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<BufferPtr> HostGraphRecording::Allocate(int device, int64_t bytes) {
+  RETURN_IF_ERROR(CheckOpen("Allocate"));
+  // As on CUDA: a graph's buffers are its slots on its one device.
+  if (device != device_) return NotHeld("Allocate", absl::StrCat("it is for device ", device));
+  ASSIGN_OR_RETURN(BufferPtr buffer, backend_->Allocate(device, bytes));
+  Keep(buffer);  // a slot of the graph, alive (and charged) as long as it is
+  return buffer;
+}
+
+absl::Status HostGraphRecording::FillConstant(DType dtype, const BufferBox& dst,
+                                              const Scalar& value) {
+  return Record("FillConstant", host::FillConstantWork(dtype, dst, value));
+}
+
+absl::Status HostGraphRecording::FillGenerated(DType dtype, const BufferPtr& dst,
+                                               const Shape& global_shape, const Box& chunk_box,
+                                               const Generator& generator) {
+  return Record("FillGenerated", host::FillGeneratedWork(dtype, dst, global_shape, chunk_box, generator));
+}
+
+absl::Status HostGraphRecording::Copy(DType dtype, absl::Span<const BoxCopy> copies) {
+  // The whole batch is admitted before any of it is recorded: a refused batch leaves nothing
+  // half-recorded.
+  for (const BoxCopy& copy : copies) {
+    RETURN_IF_ERROR(Admit("Copy", device_,
+                          {AsHost(copy.src.buffer).get(), AsHost(copy.dst.buffer).get()}));
+  }
+  for (const BoxCopy& copy : copies) RETURN_IF_ERROR(Record("Copy", host::CopyWork(dtype, copy)));
+  return absl::OkStatus();
+}
+
+absl::Status HostGraphRecording::Elementwise(ElementwiseOpId op, DType compute, DType storage,
+                                             const BufferPtr& out, int64_t n,
+                                             absl::Span<const ElementwiseArg> args) {
+  ASSIGN_OR_RETURN(HostWork work, host::ElementwiseWork(op, compute, storage, out, n, args));
+  return Record("Elementwise", std::move(work));
+}
+
+absl::Status HostGraphRecording::Cast(DType from, DType to, const BufferPtr& src,
+                                      const BufferPtr& dst, int64_t n) {
+  return Record("Cast", host::CastWork(from, to, src, dst, n));
+}
+
+absl::Status HostGraphRecording::Reduce(ReduceKind kind, DType in, DType storage,
+                                        const BufferPtr& src, const ReduceGeometry& geometry,
+                                        const BufferPtr& dst, double scale,
+                                        const BufferPtr& extreme) {
+  ASSIGN_OR_RETURN(HostWork work,
+                   host::ReduceWork(kind, in, storage, src, geometry, dst, scale, extreme));
+  return Record("Reduce", std::move(work));
+}
+
+absl::Status HostGraphRecording::Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b,
+                                      const BufferPtr& c, const GemmShape& shape,
+                                      bool /*allow_tf32*/) {
+  ASSIGN_OR_RETURN(HostWork work, host::GemmWork(dtype, a, b, c, shape));
+  return Record("Gemm", std::move(work));
+}
+
+void HostGraphRecording::CountReshardBytes(int device, int64_t bytes) {
+  backend_->CountReshardBytes(device, bytes);
+}
+
 absl::StatusOr<std::unique_ptr<RecordedGraph>> HostGraphRecording::Finish() {
   RETURN_IF_ERROR(CheckOpen("Finish"));
   if (!open_.empty()) {
@@ -315,8 +355,6 @@ absl::StatusOr<std::unique_ptr<RecordedGraph>> HostGraphRecording::Finish() {
                      KindName(open_.back().node.kind), ")"));
   }
   finished_ = true;
-  // The thread records no more: its later calls run as usual, and it may begin another recording.
-  if (current_recording == this) current_recording = nullptr;
   return std::make_unique<HostRecordedGraph>(backend_, device_, std::move(program_));
 }
 

@@ -1,6 +1,6 @@
 // The host backend's graph recorder (server/backend/graph_recorder.h), so that RunGraph's
-// recording path runs in CI without a GPU. While a thread records, the work closures the backend
-// would enqueue for the recorded device are kept instead, in a tree of blocks (straight-line work,
+// recording path runs in CI without a GPU. A recording is a DeviceOps sink: the work closures the
+// backend would queue (host_work.h) are kept instead, in a tree of blocks (straight-line work,
 // WHILE loops, IF/else branches). A replay is one closure on the device's stream that walks the
 // tree, reading loop and branch flags from device memory as the CUDA backend's conditional nodes
 // do, so both backends give the same results and statistics.
@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -18,6 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "server/backend/backend.h"
 #include "server/backend/graph_recorder.h"
+#include "server/host/host_work.h"
 
 namespace distarray {
 
@@ -46,33 +49,35 @@ struct HostGraphProgram {
   absl::flat_hash_set<const DeviceBuffer*> kept_set;  // dedupes `kept`
 };
 
-// One recording in progress, on the thread that began it (and only there: the backend finds it
-// through a thread-local pointer, so other threads' work is never recorded).
+// One recording in progress, of one device.
 class HostGraphRecording final : public GraphRecording {
  public:
-  // FAILED_PRECONDITION when this thread already records (on any host backend); INVALID_ARGUMENT
-  // for a device the backend does not have.
+  // INVALID_ARGUMENT for a device the backend does not have.
   static absl::StatusOr<std::unique_ptr<GraphRecording>> Start(HostBackend* backend, int device);
-  // The recording the calling thread has open on `backend`, or nullptr.
-  static HostGraphRecording* Current(const HostBackend* backend);
 
   ~HostGraphRecording() override;
 
   int device() const { return device_; }
 
-  // FAILED_PRECONDITION naming `call` and why it cannot be recorded.
-  absl::Status Refuse(absl::string_view call, absl::string_view why) const;
-  // Whether work of `call` for `device` touching `buffers` can be recorded: it must be for the
-  // recorded device and touch no other device's buffer. Checks only; Copy admits a whole batch
-  // before recording any of it.
-  absl::Status Admit(absl::string_view call, int device,
-                     const std::vector<HostBuffer*>& buffers) const;
-  // Admits, then appends `work` to the innermost open block, keeping `reads` and `writes` alive
-  // with the graph: a replay touches them whoever else lets go of them meanwhile.
-  absl::Status Record(absl::string_view call, int device, const std::vector<HostBuffer*>& reads,
-                      const std::vector<HostBuffer*>& writes, std::function<void()> work);
-  // Keeps a buffer (one allocated while recording) alive with the graph.
-  void Keep(BufferPtr buffer);
+  // DeviceOps: appended to the innermost open block.
+  absl::StatusOr<BufferPtr> Allocate(int device, int64_t bytes) override;
+  absl::Status FillConstant(DType dtype, const BufferBox& dst, const Scalar& value) override;
+  absl::Status FillGenerated(DType dtype, const BufferPtr& dst, const Shape& global_shape,
+                             const Box& chunk_box, const Generator& generator) override;
+  absl::Status Copy(DType dtype, absl::Span<const BoxCopy> copies) override;
+  using GraphRecording::Elementwise;
+  absl::Status Elementwise(ElementwiseOpId op, DType compute, DType storage, const BufferPtr& out,
+                           int64_t n, absl::Span<const ElementwiseArg> args) override;
+  absl::Status Cast(DType from, DType to, const BufferPtr& src, const BufferPtr& dst,
+                    int64_t n) override;
+  using GraphRecording::Reduce;
+  absl::Status Reduce(ReduceKind kind, DType in, DType storage, const BufferPtr& src,
+                      const ReduceGeometry& geometry, const BufferPtr& dst, double scale,
+                      const BufferPtr& extreme) override;
+  using GraphRecording::Gemm;
+  absl::Status Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b, const BufferPtr& c,
+                    const GemmShape& shape, bool allow_tf32) override;
+  void CountReshardBytes(int device, int64_t bytes) override;
 
   absl::Status BeginWhile(const ConditionFlags& flag, int64_t max_iterations) override;
   absl::Status EndWhile(const ConditionFlags& flag) override;
@@ -89,6 +94,20 @@ class HostGraphRecording final : public GraphRecording {
   };
 
   HostGraphRecording(HostBackend* backend, int device);
+
+  // INTERNAL naming `call`: work the recording cannot hold, which the recorder's Unsupported
+  // (asked before recording) should have kept from it.
+  absl::Status NotHeld(absl::string_view call, absl::string_view why) const;
+  // Whether work of `call` for `device` touching `buffers` can be recorded: it must be for the
+  // recorded device and touch no other device's buffer. Checks only; Copy admits a whole batch
+  // before recording any of it.
+  absl::Status Admit(absl::string_view call, int device,
+                     const std::vector<HostBuffer*>& buffers) const;
+  // Admits, then appends `work` to the innermost open block, keeping its buffers alive with the
+  // graph: a replay touches them whoever else lets go of them meanwhile.
+  absl::Status Record(absl::string_view call, HostWork work);
+  // Keeps a buffer alive with the graph.
+  void Keep(BufferPtr buffer);
 
   // FAILED_PRECONDITION once Finish has run.
   absl::Status CheckOpen(absl::string_view call) const;
@@ -117,6 +136,13 @@ class HostGraphRecorder final : public GraphRecorder {
           "GraphRecorder::Begin: the host backend records programs of one device only");
     }
     return HostGraphRecording::Start(backend_, devices.front());
+  }
+  // One device, and so no copies between devices; a condition is combined into one buffer
+  // before the recording reads it.
+  std::optional<std::string> Unsupported(const RecordingNeeds& needs) const override {
+    if (needs.devices.size() != 1) return "the host backend records programs of one device only";
+    if (needs.copies_between_devices) return "the host backend records no copies between devices";
+    return std::nullopt;
   }
 
  private:

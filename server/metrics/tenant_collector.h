@@ -19,7 +19,7 @@
 #include <prometheus/metric_family.h>
 
 #include "server/engine/engine.h"
-#include "server/engine/tenant_memory.h"
+#include "server/ops/tenant_memory.h"
 
 namespace distarray::metrics {
 

@@ -2,7 +2,7 @@
 #define DISTARRAY_SERVER_SERVICE_ARRAY_INFO_H_
 
 #include "distarray/v1/distarray.pb.h"
-#include "server/engine/array.h"
+#include "server/ops/array.h"
 
 namespace distarray {
 

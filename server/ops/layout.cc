@@ -1,4 +1,4 @@
-#include "server/engine/layout.h"
+#include "server/ops/layout.h"
 
 #include <optional>
 #include <type_traits>
@@ -10,7 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/mode.h"
 #include "common/status_macros.h"
-#include "server/engine/reshard_planner.h"
+#include "server/ops/reshard_planner.h"
 
 namespace distarray {
 namespace {
@@ -35,10 +35,10 @@ std::vector<BoxCopy> ToBoxCopies(const std::vector<PlannedCopy>& planned,
 }
 
 // backend.Copy, counting the bytes written into each device for the reshard metrics.
-absl::Status CopyAndCount(Backend& backend, DType dtype, const std::vector<BoxCopy>& copies) {
-  RETURN_IF_ERROR(backend.Copy(dtype, copies));
+absl::Status CopyAndCount(DeviceOps& ops, DType dtype, const std::vector<BoxCopy>& copies) {
+  RETURN_IF_ERROR(ops.Copy(dtype, copies));
   for (const BoxCopy& copy : copies) {
-    backend.CountReshardBytes(copy.dst.buffer->device(),
+    ops.CountReshardBytes(copy.dst.buffer->device(),
                               NumElements(copy.dst.box) * DTypeSize(dtype));
   }
   return absl::OkStatus();
@@ -61,14 +61,14 @@ Scalar IdentityScalar(DType dtype, Mode mode) {
   });
 }
 
-absl::StatusOr<std::vector<Chunk>> GatherToReplica(Backend& backend, const Array& array,
+absl::StatusOr<std::vector<Chunk>> GatherToReplica(DeviceOps& ops, const Array& array,
                                                    const StopCheck& stop) {
   const IndexMap map = array.index_map();
   // Planned before allocating: a plan refused for its size leaves nothing allocated.
   ASSIGN_OR_RETURN(const std::vector<PlannedCopy> planned,
                    PlanGatherToReplica(map, array.mode, kDefaultPlanWorkLimit, stop));
-  ASSIGN_OR_RETURN(std::vector<Chunk> out, AllocateChunks(backend, array.dtype, map));
-  RETURN_IF_ERROR(CopyAndCount(backend, array.dtype, ToBoxCopies(planned, array.chunks, out)));
+  ASSIGN_OR_RETURN(std::vector<Chunk> out, AllocateChunks(ops, array.dtype, map));
+  RETURN_IF_ERROR(CopyAndCount(ops, array.dtype, ToBoxCopies(planned, array.chunks, out)));
   return out;
 }
 
@@ -106,7 +106,7 @@ absl::StatusOr<std::vector<int64_t>> LeadingPartSources(const std::vector<Chunk>
 // the identity of the source's mode for an op-mode source gathered to REPLICA. With `share`, a
 // target chunk that is the leading part of a source chunk on its device takes that buffer and is
 // left out of the plan.
-absl::StatusOr<std::vector<Chunk>> ReshardReplica(Backend& backend, DType dtype,
+absl::StatusOr<std::vector<Chunk>> ReshardReplica(DeviceOps& ops, DType dtype,
                                                   const std::vector<Chunk>& from,
                                                   const IndexMap& map, const Scalar& uncovered,
                                                   const StopCheck& stop, bool share) {
@@ -131,25 +131,25 @@ absl::StatusOr<std::vector<Chunk>> ReshardReplica(Backend& backend, DType dtype,
   for (const Chunk& c : from) from_map.push_back(c.spec);
   ASSIGN_OR_RETURN(const ReplicaReshardPlan plan,
                    PlanReplicaReshard(from_map, planned_map, kDefaultPlanWorkLimit, stop));
-  ASSIGN_OR_RETURN(std::vector<Chunk> fresh, AllocateChunks(backend, dtype, planned_map));
+  ASSIGN_OR_RETURN(std::vector<Chunk> fresh, AllocateChunks(ops, dtype, planned_map));
   for (size_t j = 0; j < fresh.size(); ++j) {
     if (plan.fill_uncovered[j])
-      RETURN_IF_ERROR(backend.FillConstant(dtype, Whole(fresh[j]), uncovered));
+      RETURN_IF_ERROR(ops.FillConstant(dtype, Whole(fresh[j]), uncovered));
   }
-  RETURN_IF_ERROR(CopyAndCount(backend, dtype, ToBoxCopies(plan.copies, from, fresh)));
+  RETURN_IF_ERROR(CopyAndCount(ops, dtype, ToBoxCopies(plan.copies, from, fresh)));
   if (!share) return fresh;
   for (size_t k = 0; k < fresh.size(); ++k) out[copied_at[k]] = std::move(fresh[k]);
   return out;
 }
 
-absl::StatusOr<std::vector<Chunk>> CopyChunks(Backend& backend, DType dtype,
+absl::StatusOr<std::vector<Chunk>> CopyChunks(DeviceOps& ops, DType dtype,
                                               const std::vector<Chunk>& from) {
   IndexMap map;
   for (const Chunk& c : from) map.push_back(c.spec);
-  ASSIGN_OR_RETURN(std::vector<Chunk> out, AllocateChunks(backend, dtype, map));
+  ASSIGN_OR_RETURN(std::vector<Chunk> out, AllocateChunks(ops, dtype, map));
   std::vector<BoxCopy> copies;
   for (size_t j = 0; j < out.size(); ++j) copies.push_back(BoxCopy{Whole(from[j]), Whole(out[j])});
-  RETURN_IF_ERROR(CopyAndCount(backend, dtype, copies));
+  RETURN_IF_ERROR(CopyAndCount(ops, dtype, copies));
   return out;
 }
 
@@ -159,18 +159,18 @@ namespace {
 
 // By backend: in-process tests run several engines, each on its own backend.
 absl::Mutex reclaimers_mu(absl::kConstInit);
-absl::flat_hash_map<const Backend*, std::function<bool()>>& Reclaimers()
+absl::flat_hash_map<const DeviceOps*, std::function<bool()>>& Reclaimers()
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(reclaimers_mu) {
-  static auto* reclaimers = new absl::flat_hash_map<const Backend*, std::function<bool()>>();
+  static auto* reclaimers = new absl::flat_hash_map<const DeviceOps*, std::function<bool()>>();
   return *reclaimers;
 }
 
 // Runs the reclaimer outside the lock: it frees memory, which may take a while.
-bool ReclaimMemory(const Backend& backend) {
+bool ReclaimMemory(const DeviceOps& ops) {
   std::function<bool()> reclaimer;
   {
     absl::MutexLock lock(&reclaimers_mu);
-    auto it = Reclaimers().find(&backend);
+    auto it = Reclaimers().find(&ops);
     if (it == Reclaimers().end()) return false;
     reclaimer = it->second;
   }
@@ -179,31 +179,28 @@ bool ReclaimMemory(const Backend& backend) {
 
 }  // namespace
 
-void SetMemoryReclaimer(const Backend* backend, std::function<bool()> reclaimer) {
+void SetMemoryReclaimer(const DeviceOps* ops, std::function<bool()> reclaimer) {
   absl::MutexLock lock(&reclaimers_mu);
   if (reclaimer == nullptr) {
-    Reclaimers().erase(backend);
+    Reclaimers().erase(ops);
   } else {
-    Reclaimers()[backend] = std::move(reclaimer);
+    Reclaimers()[ops] = std::move(reclaimer);
   }
 }
 
-ScopedNoReclaim::ScopedNoReclaim() : outer_(active_) { active_ = true; }
-ScopedNoReclaim::~ScopedNoReclaim() { active_ = outer_; }
-
-absl::StatusOr<std::vector<Chunk>> AllocateChunks(Backend& backend, DType dtype,
+absl::StatusOr<std::vector<Chunk>> AllocateChunks(DeviceOps& ops, DType dtype,
                                                   const IndexMap& map) {
   std::vector<Chunk> chunks;
   chunks.reserve(map.size());
   bool reclaimed = false;
   for (const ChunkSpec& spec : map) {
     const int64_t bytes = NumElements(spec.box) * DTypeSize(dtype);
-    absl::StatusOr<BufferPtr> buffer = backend.Allocate(spec.device, bytes);
-    if (absl::IsResourceExhausted(buffer.status()) && !reclaimed && !ScopedNoReclaim::active()) {
+    absl::StatusOr<BufferPtr> buffer = ops.Allocate(spec.device, bytes);
+    if (absl::IsResourceExhausted(buffer.status()) && !reclaimed) {
       // Cached graphs hold device memory nobody is using now: give it up before refusing. Once
       // per call, so a request too large for the device is not retried chunk by chunk.
       reclaimed = true;
-      if (ReclaimMemory(backend)) buffer = backend.Allocate(spec.device, bytes);
+      if (ReclaimMemory(ops)) buffer = ops.Allocate(spec.device, bytes);
     }
     RETURN_IF_ERROR(buffer.status());
     chunks.push_back(Chunk{spec, *std::move(buffer)});
@@ -211,7 +208,7 @@ absl::StatusOr<std::vector<Chunk>> AllocateChunks(Backend& backend, DType dtype,
   return chunks;
 }
 
-absl::Status ApplyOwnershipMask(Backend& backend, DType dtype, Mode mode,
+absl::Status ApplyOwnershipMask(DeviceOps& ops, DType dtype, Mode mode,
                                 const std::vector<Chunk>& chunks, const StopCheck& stop) {
   if (mode == Mode::kReplica) return absl::OkStatus();
   IndexMap map;
@@ -220,7 +217,7 @@ absl::Status ApplyOwnershipMask(Backend& backend, DType dtype, Mode mode,
   ASSIGN_OR_RETURN(const std::vector<PlannedFill> fills,
                    PlanOwnershipMask(map, kDefaultPlanWorkLimit, stop));
   for (const PlannedFill& fill : fills) {
-    RETURN_IF_ERROR(backend.FillConstant(dtype, At(chunks[fill.chunk], fill.local), identity));
+    RETURN_IF_ERROR(ops.FillConstant(dtype, At(chunks[fill.chunk], fill.local), identity));
   }
   return absl::OkStatus();
 }
@@ -262,7 +259,7 @@ absl::Status CheckUncoveredValuesKept(const Shape& shape, DType dtype, const Ind
       "), or keep the mode"));
 }
 
-absl::StatusOr<std::vector<Chunk>> Relayout(Backend& backend, const Array& array,
+absl::StatusOr<std::vector<Chunk>> Relayout(DeviceOps& ops, const Array& array,
                                             const IndexMap& map, Mode mode, const StopCheck& stop,
                                             SourceBuffers sources) {
   const bool share = sources == SourceBuffers::kShareLeadingParts;
@@ -272,33 +269,33 @@ absl::StatusOr<std::vector<Chunk>> Relayout(Backend& backend, const Array& array
       for (const Chunk& chunk : array.chunks) chunk.buffer->MarkShared();
       return array.chunks;
     }
-    return CopyChunks(backend, array.dtype, array.chunks);
+    return CopyChunks(ops, array.dtype, array.chunks);
   }
 
   std::vector<Chunk> current = array.chunks;
   bool owned = false;  // whether `current` holds fresh buffers we may modify in place
   if (array.mode != Mode::kReplica) {
-    ASSIGN_OR_RETURN(current, GatherToReplica(backend, array, stop));
+    ASSIGN_OR_RETURN(current, GatherToReplica(ops, array, stop));
     owned = true;
   }
   if (!same_map) {
     // Shared buffers are never written: only a REPLICA result of a REPLICA source shares.
     const bool share_here = share && array.mode == Mode::kReplica && mode == Mode::kReplica;
     ASSIGN_OR_RETURN(current,
-                     ReshardReplica(backend, array.dtype, current, map,
+                     ReshardReplica(ops, array.dtype, current, map,
                                     IdentityScalar(array.dtype, array.mode), stop, share_here));
     owned = true;
   }
   if (mode != Mode::kReplica) {
     if (!owned) {
-      ASSIGN_OR_RETURN(current, CopyChunks(backend, array.dtype, current));
+      ASSIGN_OR_RETURN(current, CopyChunks(ops, array.dtype, current));
     }
-    RETURN_IF_ERROR(ApplyOwnershipMask(backend, array.dtype, mode, current, stop));
+    RETURN_IF_ERROR(ApplyOwnershipMask(ops, array.dtype, mode, current, stop));
   }
   return current;
 }
 
-absl::StatusOr<std::vector<Chunk>> ReadOnlyChunksIn(Backend& backend, const Array& array,
+absl::StatusOr<std::vector<Chunk>> ReadOnlyChunksIn(DeviceOps& ops, const Array& array,
                                                     const IndexMap& map, const StopCheck& stop) {
   std::vector<Chunk> out(map.size());
   IndexMap missing;
@@ -316,7 +313,7 @@ absl::StatusOr<std::vector<Chunk>> ReadOnlyChunksIn(Backend& backend, const Arra
   }
   if (missing.empty()) return out;
   ASSIGN_OR_RETURN(std::vector<Chunk> moved,
-                   Relayout(backend, array, missing, Mode::kReplica, stop, SourceBuffers::kCopy));
+                   Relayout(ops, array, missing, Mode::kReplica, stop, SourceBuffers::kCopy));
   for (size_t i = 0; i < moved.size(); ++i) out[missing_at[i]] = std::move(moved[i]);
   return out;
 }

@@ -1,4 +1,4 @@
-#include "server/engine/matmul_planner.h"
+#include "server/ops/matmul_planner.h"
 
 #include <algorithm>
 #include <map>

@@ -1,5 +1,5 @@
 // Elementwise, Reduce and Matmul: plan (resolve + pure planner), then execute (allocate + enqueue).
-#include "server/engine/op_executors.h"
+#include "server/ops/op_executors.h"
 
 #include <cstring>
 
@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/proto_convert.h"
 #include "common/status_macros.h"
-#include "server/engine/layout.h"
-#include "server/engine/op_table.h"
+#include "server/ops/layout.h"
+#include "server/ops/op_table.h"
 
 namespace distarray {
 namespace {
@@ -27,6 +27,15 @@ absl::Status Refield(const absl::Status& status, absl::string_view field) {
 
 ArrayMeta MetaOf(const Array& array) {
   return ArrayMeta{array.shape, array.dtype, array.mode, array.index_map()};
+}
+
+Array MetadataOnly(const ArrayMeta& meta) {
+  Array array;
+  array.shape = meta.shape;
+  array.dtype = meta.dtype;
+  array.mode = meta.mode;
+  for (const ChunkSpec& spec : meta.map) array.chunks.push_back(Chunk{spec, nullptr});
+  return array;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -136,14 +145,14 @@ bool CanWriteReduceInto(const PlannedReduce& planned, const Array& target) {
 absl::StatusOr<OpResult> ExecuteElementwise(const OpContext& context,
                                             const PlannedElementwise& planned,
                                             const std::vector<Chunk>* into) {
-  Backend& backend = *context.backend;
+  DeviceOps& ops = *context.ops;
   const ElementwisePlan& plan = planned.plan;
   OpResult out{plan.result_shape, plan.result_dtype, Mode::kReplica, {}};
   RETURN_IF_ERROR(context.CheckAlive());
   if (into != nullptr) {
     out.chunks = *into;
   } else {
-    ASSIGN_OR_RETURN(out.chunks, AllocateChunks(backend, out.dtype, plan.result_map));
+    ASSIGN_OR_RETURN(out.chunks, AllocateChunks(ops, out.dtype, plan.result_map));
   }
 
   // Each array operand in its aligned layout and read dtype. Result chunks wait only on their
@@ -157,13 +166,13 @@ absl::StatusOr<OpResult> ExecuteElementwise(const OpContext& context,
     if (op.in_place) {
       inputs[i] = array.chunks;
     } else {
-      ASSIGN_OR_RETURN(inputs[i], ReadOnlyChunksIn(backend, array, op.aligned_map, context.alive));
+      ASSIGN_OR_RETURN(inputs[i], ReadOnlyChunksIn(ops, array, op.aligned_map, context.alive));
     }
     if (op.cast) {
       ASSIGN_OR_RETURN(std::vector<Chunk> cast,
-                       AllocateChunks(backend, op.read_dtype, op.aligned_map));
+                       AllocateChunks(ops, op.read_dtype, op.aligned_map));
       for (size_t c = 0; c < cast.size(); ++c) {
-        RETURN_IF_ERROR(backend.Cast(array.dtype, op.read_dtype, inputs[i][c].buffer,
+        RETURN_IF_ERROR(ops.Cast(array.dtype, op.read_dtype, inputs[i][c].buffer,
                                      cast[c].buffer, NumElements(cast[c].spec.box)));
       }
       inputs[i] = std::move(cast);
@@ -173,7 +182,7 @@ absl::StatusOr<OpResult> ExecuteElementwise(const OpContext& context,
     RETURN_IF_ERROR(context.CheckAlive());
     const int64_t n = NumElements(out.chunks[c].spec.box);
     if (!plan.op) {  // astype: one operand, never broadcast
-      RETURN_IF_ERROR(backend.Cast(plan.compute, plan.result_dtype, inputs[0][c].buffer,
+      RETURN_IF_ERROR(ops.Cast(plan.compute, plan.result_dtype, inputs[0][c].buffer,
                                    out.chunks[c].buffer, n));
       continue;
     }
@@ -191,7 +200,7 @@ absl::StatusOr<OpResult> ExecuteElementwise(const OpContext& context,
       args.push_back(std::move(arg));
     }
     RETURN_IF_ERROR(
-        backend.Elementwise(*plan.op, plan.compute, plan.storage, out.chunks[c].buffer, n, args));
+        ops.Elementwise(*plan.op, plan.compute, plan.storage, out.chunks[c].buffer, n, args));
   }
   return out;
 }
@@ -235,7 +244,7 @@ ArrayMeta ReduceResultMeta(const PlannedReduce& planned) {
 
 absl::StatusOr<OpResult> ExecuteReduce(const OpContext& context, const PlannedReduce& planned,
                                        const std::vector<Chunk>* into) {
-  Backend& backend = *context.backend;
+  DeviceOps& ops = *context.ops;
   const ReducePlan& plan = planned.plan;
   const Array& array = *planned.array;
   OpResult out{plan.result_shape, plan.result_dtype, plan.result_mode, {}};
@@ -244,13 +253,13 @@ absl::StatusOr<OpResult> ExecuteReduce(const OpContext& context, const PlannedRe
   std::vector<Chunk> source = array.chunks;
   if (plan.prepare) {
     ASSIGN_OR_RETURN(source,
-                     Relayout(backend, array, plan.prepare_map, plan.prepare_mode, context.alive));
+                     Relayout(ops, array, plan.prepare_map, plan.prepare_mode, context.alive));
   }
 
   if (into != nullptr) {
     out.chunks = *into;
   } else {
-    ASSIGN_OR_RETURN(out.chunks, AllocateChunks(backend, out.dtype, plan.result_map));
+    ASSIGN_OR_RETURN(out.chunks, AllocateChunks(ops, out.dtype, plan.result_map));
   }
 
   std::vector<Chunk> extremes;
@@ -260,26 +269,26 @@ absl::StatusOr<OpResult> ExecuteReduce(const OpContext& context, const PlannedRe
     partial.shape = plan.result_shape;
     partial.dtype = plan.in_dtype;
     partial.mode = plan.result_mode == Mode::kReplica ? Mode::kReplica : plan.extreme_mode;
-    ASSIGN_OR_RETURN(partial.chunks, AllocateChunks(backend, plan.in_dtype, plan.result_map));
+    ASSIGN_OR_RETURN(partial.chunks, AllocateChunks(ops, plan.in_dtype, plan.result_map));
     for (size_t c = 0; c < source.size(); ++c) {
-      RETURN_IF_ERROR(backend.Reduce(plan.kind, plan.kernel_dtype, plan.in_dtype, source[c].buffer,
+      RETURN_IF_ERROR(ops.Reduce(plan.kind, plan.kernel_dtype, plan.in_dtype, source[c].buffer,
                                      plan.geometry[c], partial.chunks[c].buffer, 1, nullptr));
     }
     if (partial.mode == Mode::kReplica) {
       extremes = std::move(partial.chunks);
     } else {
       ASSIGN_OR_RETURN(extremes,
-                       Relayout(backend, partial, plan.result_map, Mode::kReplica, context.alive));
+                       Relayout(ops, partial, plan.result_map, Mode::kReplica, context.alive));
     }
   }
   for (size_t c = 0; c < source.size(); ++c) {
     RETURN_IF_ERROR(context.CheckAlive());
     if (plan.arg) {
-      RETURN_IF_ERROR(backend.Reduce(ReduceKind::kArgMatch, plan.kernel_dtype, plan.in_dtype,
+      RETURN_IF_ERROR(ops.Reduce(ReduceKind::kArgMatch, plan.kernel_dtype, plan.in_dtype,
                                      source[c].buffer, plan.geometry[c], out.chunks[c].buffer, 1,
                                      extremes[c].buffer));
     } else {
-      RETURN_IF_ERROR(backend.Reduce(plan.kind, plan.kernel_dtype, plan.in_dtype, source[c].buffer,
+      RETURN_IF_ERROR(ops.Reduce(plan.kind, plan.kernel_dtype, plan.in_dtype, source[c].buffer,
                                      plan.geometry[c], out.chunks[c].buffer, plan.scale, nullptr));
     }
   }
@@ -290,7 +299,7 @@ absl::StatusOr<OpResult> ExecuteReduce(const OpContext& context, const PlannedRe
     partials.mode = out.mode;
     partials.chunks = std::move(out.chunks);
     ASSIGN_OR_RETURN(out.chunks,
-                     Relayout(backend, partials, plan.combine_map, Mode::kReplica, context.alive));
+                     Relayout(ops, partials, plan.combine_map, Mode::kReplica, context.alive));
     out.mode = Mode::kReplica;
   }
   return out;
@@ -340,7 +349,7 @@ ArrayMeta MatmulResultMeta(const PlannedMatmul& planned) {
 }
 
 absl::StatusOr<OpResult> ExecuteMatmul(const OpContext& context, const PlannedMatmul& planned) {
-  Backend& backend = *context.backend;
+  DeviceOps& ops = *context.ops;
   const MatmulPlan& plan = planned.plan;
   OpResult out{plan.result_shape, plan.dtype, plan.result_mode, {}};
   RETURN_IF_ERROR(context.CheckAlive());
@@ -357,11 +366,11 @@ absl::StatusOr<OpResult> ExecuteMatmul(const OpContext& context, const PlannedMa
         chunk.spec.box.insert(chunk.spec.box.begin() + unit_axis, Range{0, 1, 1});
       }
     }
-    if (!prepare) return ReadOnlyChunksIn(backend, array, blocks, context.alive);
+    if (!prepare) return ReadOnlyChunksIn(ops, array, blocks, context.alive);
     Array plain = array;
-    ASSIGN_OR_RETURN(plain.chunks, Relayout(backend, array, layout, Mode::kReplica, context.alive));
+    ASSIGN_OR_RETURN(plain.chunks, Relayout(ops, array, layout, Mode::kReplica, context.alive));
     plain.mode = Mode::kReplica;
-    return ReadOnlyChunksIn(backend, plain, blocks, context.alive);
+    return ReadOnlyChunksIn(ops, plain, blocks, context.alive);
   };
   ASSIGN_OR_RETURN(
       std::vector<Chunk> a_blocks,
@@ -369,10 +378,10 @@ absl::StatusOr<OpResult> ExecuteMatmul(const OpContext& context, const PlannedMa
   ASSIGN_OR_RETURN(
       std::vector<Chunk> b_blocks,
       blocks_of(*planned.b, plan.b_vector, 1, plan.prepare_b, plan.b_layout, plan.b_blocks));
-  ASSIGN_OR_RETURN(out.chunks, AllocateChunks(backend, out.dtype, plan.result_map));
+  ASSIGN_OR_RETURN(out.chunks, AllocateChunks(ops, out.dtype, plan.result_map));
   for (size_t p = 0; p < plan.gemms.size(); ++p) {
     RETURN_IF_ERROR(context.CheckAlive());
-    RETURN_IF_ERROR(backend.Gemm(plan.dtype, a_blocks[p].buffer, b_blocks[p].buffer,
+    RETURN_IF_ERROR(ops.Gemm(plan.dtype, a_blocks[p].buffer, b_blocks[p].buffer,
                                  out.chunks[p].buffer, plan.gemms[p], planned.allow_tf32));
   }
   if (planned.result_map) {
@@ -382,7 +391,7 @@ absl::StatusOr<OpResult> ExecuteMatmul(const OpContext& context, const PlannedMa
     product.mode = out.mode;
     product.chunks = std::move(out.chunks);
     ASSIGN_OR_RETURN(
-        out.chunks, Relayout(backend, product, *planned.result_map, Mode::kReplica, context.alive));
+        out.chunks, Relayout(ops, product, *planned.result_map, Mode::kReplica, context.alive));
     out.mode = Mode::kReplica;
   }
   return out;

@@ -1,4 +1,4 @@
-#include "server/engine/tenant_memory.h"
+#include "server/ops/tenant_memory.h"
 
 #include <limits>
 

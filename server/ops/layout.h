@@ -1,49 +1,36 @@
-// Executing layout changes on a backend: allocating chunks, reshards and mode changes. Each
-// returns new chunks and leaves the source's buffers untouched (arrays are immutable snapshots).
-#ifndef DISTARRAY_SERVER_ENGINE_LAYOUT_H_
-#define DISTARRAY_SERVER_ENGINE_LAYOUT_H_
+// Executing layout changes on a DeviceOps sink (the backend, or a recording): allocating chunks,
+// reshards and mode changes. Each returns new chunks and leaves the source's buffers untouched
+// (arrays are immutable snapshots).
+#ifndef DISTARRAY_SERVER_OPS_LAYOUT_H_
+#define DISTARRAY_SERVER_OPS_LAYOUT_H_
 
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/backend/backend.h"
-#include "server/engine/array.h"
-#include "server/engine/chunk_index.h"
+#include "server/backend/device_ops.h"
+#include "server/ops/array.h"
+#include "server/ops/chunk_index.h"
 
 namespace distarray {
 
 // One uninitialized buffer per chunk of `map`. RESOURCE_EXHAUSTED, with nothing launched and
 // nothing kept, when a device's limit would be passed even after the backend's memory reclaimer
 // ran (SetMemoryReclaimer: the engine's cached graphs given up).
-absl::StatusOr<std::vector<Chunk>> AllocateChunks(Backend& backend, DType dtype,
+absl::StatusOr<std::vector<Chunk>> AllocateChunks(DeviceOps& ops, DType dtype,
                                                   const IndexMap& map);
 
-// What AllocateChunks on `backend` calls when a device refuses an allocation for memory: frees
-// what can be given up and returns whether anything was, so the allocation is tried once more.
-// The engine sets it at construction and clears it (nullptr) before it goes.
-void SetMemoryReclaimer(const Backend* backend, std::function<bool()> reclaimer);
-
-// While one lives on a thread, AllocateChunks there does not reclaim memory: a graph recording,
-// during which destroying other graphs is not allowed on every backend (the program runner gives
-// the cache up and records again instead).
-class ScopedNoReclaim {
- public:
-  ScopedNoReclaim();
-  ~ScopedNoReclaim();
-  ScopedNoReclaim(const ScopedNoReclaim&) = delete;
-  ScopedNoReclaim& operator=(const ScopedNoReclaim&) = delete;
-  static bool active() { return active_; }
-
- private:
-  static inline thread_local bool active_ = false;
-  const bool outer_;
-};
+// What AllocateChunks on `ops` (the engine's backend) calls when a device refuses an allocation
+// for memory: frees what can be given up and returns whether anything was, so the allocation is
+// tried once more. The engine sets it at construction and clears it (nullptr) before it goes. A
+// recording has none: what it allocates is the graph's, and the program runner gives the cache up
+// and records again instead.
+void SetMemoryReclaimer(const DeviceOps* ops, std::function<bool()> reclaimer);
 
 // Sets every element that is not the first copy of its value to `mode`'s identity, in place, on
 // chunks the caller owns exclusively (fresh buffers holding REPLICA values).
-absl::Status ApplyOwnershipMask(Backend& backend, DType dtype, Mode mode,
+absl::Status ApplyOwnershipMask(DeviceOps& ops, DType dtype, Mode mode,
                                 const std::vector<Chunk>& chunks, const StopCheck& stop = {});
 
 // Whether a relayout's result may hold its source's buffers. kShareLeadingParts: a target chunk
@@ -57,7 +44,7 @@ enum class SourceBuffers { kCopy, kShareLeadingParts };
 // goes through REPLICA first (docs/design.md explains why). Asynchronous: returns once the work is
 // enqueued; consumers of each new chunk wait on that chunk alone. Planning stops with `stop`'s
 // status once the call it serves is abandoned (planning a large map can take a second of CPU).
-absl::StatusOr<std::vector<Chunk>> Relayout(Backend& backend, const Array& array,
+absl::StatusOr<std::vector<Chunk>> Relayout(DeviceOps& ops, const Array& array,
                                             const IndexMap& map, Mode mode,
                                             const StopCheck& stop = {},
                                             SourceBuffers sources = SourceBuffers::kCopy);
@@ -78,10 +65,10 @@ absl::Status CheckUncoveredValuesKept(const Shape& shape, DType dtype, const Ind
 // chunk identical to the REPLICA array's chunk at the same position (same device and box) shares
 // its buffer
 // instead of copying it; the rest are resharded together. Nothing may write into the result.
-absl::StatusOr<std::vector<Chunk>> ReadOnlyChunksIn(Backend& backend, const Array& array,
+absl::StatusOr<std::vector<Chunk>> ReadOnlyChunksIn(DeviceOps& ops, const Array& array,
                                                     const IndexMap& map,
                                                     const StopCheck& stop = {});
 
 }  // namespace distarray
 
-#endif  // DISTARRAY_SERVER_ENGINE_LAYOUT_H_
+#endif  // DISTARRAY_SERVER_OPS_LAYOUT_H_

@@ -1,10 +1,10 @@
-#include "server/engine/reduce_planner.h"
+#include "server/ops/reduce_planner.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "server/engine/reshard_planner.h"
+#include "server/ops/reshard_planner.h"
 
 namespace distarray {
 namespace {

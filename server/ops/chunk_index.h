@@ -3,8 +3,8 @@
 // sort-tile-recursive over each box's hull ([start, last] per axis). Strided boxes can have
 // overlapping hulls without sharing an element, so callers confirm every candidate exactly
 // (IntersectBoxes, BoxContains). Header-only: it is small and templated on the visitor.
-#ifndef DISTARRAY_SERVER_ENGINE_CHUNK_INDEX_H_
-#define DISTARRAY_SERVER_ENGINE_CHUNK_INDEX_H_
+#ifndef DISTARRAY_SERVER_OPS_CHUNK_INDEX_H_
+#define DISTARRAY_SERVER_OPS_CHUNK_INDEX_H_
 
 #include <algorithm>
 #include <cmath>
@@ -265,4 +265,4 @@ class ChunkIndex {
 
 }  // namespace distarray
 
-#endif  // DISTARRAY_SERVER_ENGINE_CHUNK_INDEX_H_
+#endif  // DISTARRAY_SERVER_OPS_CHUNK_INDEX_H_

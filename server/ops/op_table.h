@@ -1,8 +1,8 @@
 // The elementwise op table (server/kernels/ufuncs.h) as the engine uses it: proto mapping, names,
 // arity and type rule of each op, which compute dtypes it takes and what it returns, and the
 // feature list GetServerInfo reports. Every fact here comes from the one table and the functors.
-#ifndef DISTARRAY_SERVER_ENGINE_OP_TABLE_H_
-#define DISTARRAY_SERVER_ENGINE_OP_TABLE_H_
+#ifndef DISTARRAY_SERVER_OPS_OP_TABLE_H_
+#define DISTARRAY_SERVER_OPS_OP_TABLE_H_
 
 #include <optional>
 #include <string>
@@ -35,4 +35,4 @@ const std::vector<std::string>& ComputeFeatures();
 
 }  // namespace distarray
 
-#endif  // DISTARRAY_SERVER_ENGINE_OP_TABLE_H_
+#endif  // DISTARRAY_SERVER_OPS_OP_TABLE_H_

@@ -1,4 +1,4 @@
-#include "server/engine/elementwise_planner.h"
+#include "server/ops/elementwise_planner.h"
 
 #include <algorithm>
 

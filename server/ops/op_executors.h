@@ -5,8 +5,8 @@
 //   Execute*: allocate the result's chunks and enqueue the work; the result is unregistered.
 // Where operands come from is the caller's: the registry for a request, a program's variables for
 // RunGraph.
-#ifndef DISTARRAY_SERVER_ENGINE_OP_EXECUTORS_H_
-#define DISTARRAY_SERVER_ENGINE_OP_EXECUTORS_H_
+#ifndef DISTARRAY_SERVER_OPS_OP_EXECUTORS_H_
+#define DISTARRAY_SERVER_OPS_OP_EXECUTORS_H_
 
 #include <functional>
 #include <optional>
@@ -16,18 +16,19 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "distarray/v1/distarray.pb.h"
-#include "server/backend/backend.h"
-#include "server/engine/array.h"
-#include "server/engine/chunk_index.h"
-#include "server/engine/elementwise_planner.h"
-#include "server/engine/matmul_planner.h"
-#include "server/engine/operand.h"
-#include "server/engine/reduce_planner.h"
+#include "server/backend/device_ops.h"
+#include "server/ops/array.h"
+#include "server/ops/chunk_index.h"
+#include "server/ops/elementwise_planner.h"
+#include "server/ops/matmul_planner.h"
+#include "server/ops/operand.h"
+#include "server/ops/reduce_planner.h"
 
 namespace distarray {
 
 struct OpContext {
-  Backend* backend = nullptr;
+  // Where the ops send their work: the backend (run now) or a GraphRecording (recorded).
+  DeviceOps* ops = nullptr;
   // The array an operand names (`field` names it in errors); scalars never reach it.
   std::function<absl::StatusOr<ArrayPtr>(const v1::Operand& operand, const std::string& field)>
       resolve;
@@ -40,6 +41,8 @@ struct OpContext {
 };
 
 ArrayMeta MetaOf(const Array& array);
+// An array of `meta` with no buffers: what a program's check plans on.
+Array MetadataOnly(const ArrayMeta& meta);
 
 // The result of an op before it is registered: data fields only.
 struct OpResult {
@@ -96,4 +99,4 @@ ArrayMeta MatmulResultMeta(const PlannedMatmul& planned);
 
 }  // namespace distarray
 
-#endif  // DISTARRAY_SERVER_ENGINE_OP_EXECUTORS_H_
+#endif  // DISTARRAY_SERVER_OPS_OP_EXECUTORS_H_

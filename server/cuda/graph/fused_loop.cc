@@ -9,12 +9,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "server/cuda/cuda_backend.h"
 #include "server/cuda/cuda_buffer.h"
+#include "server/cuda/graph/recording.h"
 #include "server/cuda/cuda_status.h"
 #include "server/cuda/fusion/fused_loop_device.cuh"
 #include "server/cuda/fusion/fused_loop_source.h"
-#include "server/cuda/graph_recorder.h"
 #include "spdlog/spdlog.h"
 
 namespace distarray {
@@ -39,7 +38,7 @@ void LogUnfused(const absl::Status& status, const std::string& source) {
 
 absl::Status CudaGraphRecording::RecordFusedWhile(absl::Span<const FusedLoop> loops) {
   RETURN_IF_ERROR(CheckRecording("RecordFusedWhile"));
-  const int unroll = backend_->loop_unroll_;
+  const int unroll = context_.loop_unroll;
   if (unroll < 1) return absl::UnimplementedError("loop fusion is off (--loop_unroll=0)");
   if (nccl_agreement()) {
     // A fused body's copies agree inside the kernel, through peer memory; an all-reduce between
@@ -92,7 +91,7 @@ absl::Status CudaGraphRecording::RecordFusedWhile(absl::Span<const FusedLoop> lo
     const FusedLoop& loop = loops[i];
     const int device = captures_[i].device;
     absl::StatusOr<std::shared_ptr<const cuda::RtcKernel>> kernel =
-        backend_->rtc_.Compile(source, cuda::kFusedLoopKernelName, device);
+        context_.rtc->Compile(source, cuda::kFusedLoopKernelName, device);
     if (!kernel.ok()) {
       LogUnfused(kernel.status(), source);
       return absl::UnimplementedError(kernel.status().message());
@@ -114,7 +113,7 @@ absl::Status CudaGraphRecording::RecordFusedWhile(absl::Span<const FusedLoop> lo
     // while its stragglers ran: 5e6 elements on one H200 took 10.1 us per iteration).
     const int64_t wanted = std::max<int64_t>(1, (loop.elements + per_block - 1) / per_block);
     const int64_t most =
-        int64_t{backend_->devices_[device].sm_count} * std::clamp(blocks_per_sm, 1, 8);
+        int64_t{(*context_.gpus)[device].sm_count} * std::clamp(blocks_per_sm, 1, 8);
     const int64_t rounds = (wanted + most - 1) / most;
     launches[i].blocks = static_cast<int>((wanted + rounds - 1) / rounds);
     launches[i].kernel = *std::move(kernel);
@@ -131,7 +130,7 @@ absl::Status CudaGraphRecording::RecordFusedWhile(absl::Span<const FusedLoop> lo
       args.buffers[slot++] = AsCuda(store.buffer)->data();
     }
     // Keeps the buffers alive with the graph; the work goes on the open captures below.
-    RETURN_IF_ERROR(Route("RecordFusedWhile", device, reads, writes).status());
+    RETURN_IF_ERROR(Admit("RecordFusedWhile", device, reads, writes));
   }
 
   // A failure from here on may leave a half-built loop in the graph: the recording is broken.

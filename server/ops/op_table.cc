@@ -1,4 +1,4 @@
-#include "server/engine/op_table.h"
+#include "server/ops/op_table.h"
 
 #include <string>
 #include <vector>

@@ -2,15 +2,15 @@
 // the dtype the kernels compute in (NumPy 2's promotion and loop selection), and for every
 // operand what it must become before the kernels run (relayout to the elements each result chunk
 // needs, cast to the compute dtype) and how each kernel reads it (broadcast strides). Pure.
-#ifndef DISTARRAY_SERVER_ENGINE_ELEMENTWISE_PLANNER_H_
-#define DISTARRAY_SERVER_ENGINE_ELEMENTWISE_PLANNER_H_
+#ifndef DISTARRAY_SERVER_OPS_ELEMENTWISE_PLANNER_H_
+#define DISTARRAY_SERVER_OPS_ELEMENTWISE_PLANNER_H_
 
 #include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/engine/op_table.h"
-#include "server/engine/operand.h"
+#include "server/ops/op_table.h"
+#include "server/ops/operand.h"
 
 namespace distarray {
 
@@ -62,4 +62,4 @@ absl::StatusOr<ElementwisePlan> PlanElementwise(const ElementwiseInput& input);
 
 }  // namespace distarray
 
-#endif  // DISTARRAY_SERVER_ENGINE_ELEMENTWISE_PLANNER_H_
+#endif  // DISTARRAY_SERVER_OPS_ELEMENTWISE_PLANNER_H_

@@ -1,8 +1,8 @@
 // An array as the engine holds it: metadata plus one device buffer per chunk. Arrays are
 // immutable snapshots (an in-place reshard swaps the registry entry), so an operation can read an
 // array while another client deletes or replaces it; buffers live while any work uses them.
-#ifndef DISTARRAY_SERVER_ENGINE_ARRAY_H_
-#define DISTARRAY_SERVER_ENGINE_ARRAY_H_
+#ifndef DISTARRAY_SERVER_OPS_ARRAY_H_
+#define DISTARRAY_SERVER_OPS_ARRAY_H_
 
 #include <map>
 #include <memory>
@@ -13,7 +13,7 @@
 #include "common/dtype.h"
 #include "common/index_map.h"
 #include "common/mode.h"
-#include "server/backend/backend.h"
+#include "server/backend/device_ops.h"
 
 namespace distarray {
 
@@ -52,4 +52,4 @@ using ArrayPtr = std::shared_ptr<const Array>;
 
 }  // namespace distarray
 
-#endif  // DISTARRAY_SERVER_ENGINE_ARRAY_H_
+#endif  // DISTARRAY_SERVER_OPS_ARRAY_H_

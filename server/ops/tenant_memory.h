@@ -3,8 +3,8 @@
 // device, against a per-device quota (--tenant_memory_quota, with per-tenant overrides). It sits
 // above the devices' own limits (server/backend/memory_ledger.h) and counts the same way: a
 // chunk's bytes plus kAllocationOverheadBytes. Thread-safe.
-#ifndef DISTARRAY_SERVER_ENGINE_TENANT_MEMORY_H_
-#define DISTARRAY_SERVER_ENGINE_TENANT_MEMORY_H_
+#ifndef DISTARRAY_SERVER_OPS_TENANT_MEMORY_H_
+#define DISTARRAY_SERVER_OPS_TENANT_MEMORY_H_
 
 #include <cstdint>
 #include <functional>
@@ -16,7 +16,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "server/engine/array.h"
+#include "server/ops/array.h"
 
 namespace distarray {
 
@@ -81,4 +81,4 @@ class TenantMemory {
 
 }  // namespace distarray
 
-#endif  // DISTARRAY_SERVER_ENGINE_TENANT_MEMORY_H_
+#endif  // DISTARRAY_SERVER_OPS_TENANT_MEMORY_H_

@@ -1,7 +1,7 @@
 // What the planners know of an array operand: its metadata, never its buffers, so planning is a
 // pure function that unit tests call without devices.
-#ifndef DISTARRAY_SERVER_ENGINE_OPERAND_H_
-#define DISTARRAY_SERVER_ENGINE_OPERAND_H_
+#ifndef DISTARRAY_SERVER_OPS_OPERAND_H_
+#define DISTARRAY_SERVER_OPS_OPERAND_H_
 
 #include <string>
 
@@ -34,4 +34,4 @@ inline std::string ShapeString(const Shape& shape) {
 
 }  // namespace distarray
 
-#endif  // DISTARRAY_SERVER_ENGINE_OPERAND_H_
+#endif  // DISTARRAY_SERVER_OPS_OPERAND_H_

@@ -1,14 +1,14 @@
 // Planning, separate from execution: which boxes move where for a reshard or a mode change.
 // Pure functions of index maps, so they are unit-tested without devices.
-#ifndef DISTARRAY_SERVER_ENGINE_RESHARD_PLANNER_H_
-#define DISTARRAY_SERVER_ENGINE_RESHARD_PLANNER_H_
+#ifndef DISTARRAY_SERVER_OPS_RESHARD_PLANNER_H_
+#define DISTARRAY_SERVER_OPS_RESHARD_PLANNER_H_
 
 #include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/index_map.h"
-#include "server/engine/chunk_index.h"
+#include "server/ops/chunk_index.h"
 #include "server/kernels/ops.h"
 
 namespace distarray {
@@ -93,4 +93,4 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> FindElementCoveredByNeither(
 
 }  // namespace distarray
 
-#endif  // DISTARRAY_SERVER_ENGINE_RESHARD_PLANNER_H_
+#endif  // DISTARRAY_SERVER_OPS_RESHARD_PLANNER_H_

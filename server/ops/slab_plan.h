@@ -6,8 +6,8 @@
 // huge row is split too), and the host memory a transfer holds is O(target).
 //
 // Header-only: the walker is small, and the engine and the tests both use it.
-#ifndef DISTARRAY_SERVER_ENGINE_SLAB_PLAN_H_
-#define DISTARRAY_SERVER_ENGINE_SLAB_PLAN_H_
+#ifndef DISTARRAY_SERVER_OPS_SLAB_PLAN_H_
+#define DISTARRAY_SERVER_OPS_SLAB_PLAN_H_
 
 #include <algorithm>
 #include <atomic>
@@ -178,4 +178,4 @@ class SlabWalker {
 
 }  // namespace distarray
 
-#endif  // DISTARRAY_SERVER_ENGINE_SLAB_PLAN_H_
+#endif  // DISTARRAY_SERVER_OPS_SLAB_PLAN_H_

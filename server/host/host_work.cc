@@ -1,5 +1,8 @@
-// The host backend's compute: elementwise ops, casts, reductions and GEMM as plain loops over the
-// same element rules the CUDA kernels use (server/kernels/), on the simulated devices' threads.
+// What each op runs on a simulated device's thread (host_work.h): fills and copies, and
+// elementwise ops, casts, reductions and GEMM as plain loops over the same element rules the CUDA
+// kernels use (server/kernels/).
+#include "server/host/host_work.h"
+
 #include <algorithm>
 #include <functional>
 #include <limits>
@@ -7,8 +10,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/host/host_backend.h"
 #include "server/host/host_buffer.h"
+#include "server/kernels/host_kernels.h"
 #include "server/host/openblas_api.h"
 #include "server/kernels/elementwise_loop.h"
 #include "server/kernels/reduce_ops.h"
@@ -94,9 +97,47 @@ void GemmOnHostLoop(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t 
 
 }  // namespace
 
-absl::Status HostBackend::Elementwise(ElementwiseOpId op, DType compute, DType storage,
-                                      const BufferPtr& out, int64_t n,
-                                      absl::Span<const ElementwiseArg> args) {
+namespace host {
+
+HostWork FillConstantWork(DType dtype, const BufferBox& dst, const Scalar& value) {
+  auto buffer = AsHost(dst.buffer);
+  const StridedBox box = MakeStridedBox(dst.shape, dst.box);
+  return HostWork{buffer->device(), {}, {buffer.get()}, [buffer, box, dtype, value] {
+                    DispatchStorageDType(dtype, [&](auto tag) {
+                      using T = decltype(tag);
+                      FillBoxOnHost(buffer->as<T>(), box, value.As<T>());
+                    });
+                  }};
+}
+
+HostWork FillGeneratedWork(DType dtype, const BufferPtr& dst, const Shape& global_shape,
+                           const Box& chunk_box, const Generator& generator) {
+  auto buffer = AsHost(dst);
+  return HostWork{buffer->device(), {}, {buffer.get()}, [=] {
+                    DispatchStorageDType(dtype, [&](auto tag) {
+                      using T = decltype(tag);
+                      FillGeneratedOnHost(buffer->as<T>(), global_shape, chunk_box, generator);
+                    });
+                  }};
+}
+
+HostWork CopyWork(DType dtype, const BoxCopy& copy) {
+  auto src = AsHost(copy.src.buffer);
+  auto dst = AsHost(copy.dst.buffer);
+  const StridedBox src_box = MakeStridedBox(copy.src.shape, copy.src.box);
+  const StridedBox dst_box = MakeStridedBox(copy.dst.shape, copy.dst.box);
+  const Combine combine = copy.combine;
+  return HostWork{dst->device(), {src.get()}, {dst.get()}, [=] {
+                    DispatchStorageDType(dtype, [&](auto tag) {
+                      using T = decltype(tag);
+                      CopyBoxOnHost(src->as<T>(), src_box, dst->as<T>(), dst_box, combine);
+                    });
+                  }};
+}
+
+absl::StatusOr<HostWork> ElementwiseWork(ElementwiseOpId op, DType compute, DType storage,
+                                         const BufferPtr& out, int64_t n,
+                                         absl::Span<const ElementwiseArg> args) {
   auto out_buffer = AsHost(out);
   std::vector<std::shared_ptr<HostBuffer>> buffers;
   std::vector<HostBuffer*> reads;
@@ -138,12 +179,10 @@ absl::Status HostBackend::Elementwise(ElementwiseOpId op, DType compute, DType s
                                             " has no loop for ", DTypeName(compute), " stored as ",
                                             DTypeName(storage)));
   }
-  return Launch("Elementwise", out_buffer->device(), reads, {out_buffer.get()}, std::move(work))
-      .status();
+  return HostWork{out_buffer->device(), std::move(reads), {out_buffer.get()}, std::move(work)};
 }
 
-absl::Status HostBackend::Cast(DType from, DType to, const BufferPtr& src, const BufferPtr& dst,
-                               int64_t n) {
+HostWork CastWork(DType from, DType to, const BufferPtr& src, const BufferPtr& dst, int64_t n) {
   auto s = AsHost(src), d = AsHost(dst);
   auto work = [s, d, from, to, n] {
     DispatchCast(from, to, [&](auto from_tag, auto to_tag) {
@@ -154,12 +193,12 @@ absl::Status HostBackend::Cast(DType from, DType to, const BufferPtr& src, const
       for (int64_t i = 0; i < n; ++i) out[i] = CastElement<To>(in[i]);
     });
   };
-  return Launch("Cast", d->device(), {s.get()}, {d.get()}, std::move(work)).status();
+  return HostWork{d->device(), {s.get()}, {d.get()}, std::move(work)};
 }
 
-absl::Status HostBackend::Reduce(ReduceKind kind, DType in, DType storage, const BufferPtr& src,
-                                 const ReduceGeometry& geometry, const BufferPtr& dst, double scale,
-                                 const BufferPtr& extreme) {
+absl::StatusOr<HostWork> ReduceWork(ReduceKind kind, DType in, DType storage,
+                                    const BufferPtr& src, const ReduceGeometry& geometry,
+                                    const BufferPtr& dst, double scale, const BufferPtr& extreme) {
   auto s = AsHost(src), d = AsHost(dst), e = AsHost(extreme);
   std::vector<HostBuffer*> reads = {s.get()};
   if (e) reads.push_back(e.get());
@@ -185,11 +224,11 @@ absl::Status HostBackend::Reduce(ReduceKind kind, DType in, DType storage, const
     return absl::InternalError(
         absl::StrCat("reduce: no loop for ", DTypeName(in), " stored as ", DTypeName(storage)));
   }
-  return Launch("Reduce", d->device(), reads, {d.get()}, std::move(work)).status();
+  return HostWork{d->device(), std::move(reads), {d.get()}, std::move(work)};
 }
 
-absl::Status HostBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b,
-                               const BufferPtr& c, const GemmShape& shape, bool /*allow_tf32*/) {
+absl::StatusOr<HostWork> GemmWork(DType dtype, const BufferPtr& a, const BufferPtr& b,
+                                  const BufferPtr& c, const GemmShape& shape) {
   if (dtype != DType::kFloat32 && dtype != DType::kFloat64 && !IsHalf(dtype) && !IsComplex(dtype)) {
     return absl::InternalError(absl::StrCat("gemm: no loop for ", DTypeName(dtype)));
   }
@@ -241,7 +280,8 @@ absl::Status HostBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr&
       });
     }
   };
-  return Launch("Gemm", hc->device(), {ha.get(), hb.get()}, {hc.get()}, std::move(work)).status();
+  return HostWork{hc->device(), {ha.get(), hb.get()}, {hc.get()}, std::move(work)};
 }
 
+}  // namespace host
 }  // namespace distarray

@@ -5,15 +5,15 @@
 // holder of the larger block, the smaller moving to it (cupyx raises where blocks share no
 // device). Products along k on one device merge into one GEMM, and a product over a batch box is
 // one strided batched GEMM. Pure.
-#ifndef DISTARRAY_SERVER_ENGINE_MATMUL_PLANNER_H_
-#define DISTARRAY_SERVER_ENGINE_MATMUL_PLANNER_H_
+#ifndef DISTARRAY_SERVER_OPS_MATMUL_PLANNER_H_
+#define DISTARRAY_SERVER_OPS_MATMUL_PLANNER_H_
 
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/backend/backend.h"
-#include "server/engine/chunk_index.h"
-#include "server/engine/operand.h"
+#include "server/backend/device_ops.h"
+#include "server/ops/chunk_index.h"
+#include "server/ops/operand.h"
 
 namespace distarray {
 
@@ -52,4 +52,4 @@ absl::StatusOr<MatmulPlan> PlanMatmul(const ArrayMeta& a, const ArrayMeta& b,
 
 }  // namespace distarray
 
-#endif  // DISTARRAY_SERVER_ENGINE_MATMUL_PLANNER_H_
+#endif  // DISTARRAY_SERVER_OPS_MATMUL_PLANNER_H_

@@ -3,15 +3,15 @@
 // filled where the op is not blind to zeros), and per chunk where its partial result lands and
 // how the kernel walks it. The partials form an op-mode array (cupyx's design); argmax/argmin
 // take two passes (the combined extreme, then the first index holding it). Pure.
-#ifndef DISTARRAY_SERVER_ENGINE_REDUCE_PLANNER_H_
-#define DISTARRAY_SERVER_ENGINE_REDUCE_PLANNER_H_
+#ifndef DISTARRAY_SERVER_OPS_REDUCE_PLANNER_H_
+#define DISTARRAY_SERVER_OPS_REDUCE_PLANNER_H_
 
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "distarray/v1/distarray.pb.h"
-#include "server/engine/chunk_index.h"
-#include "server/engine/operand.h"
+#include "server/ops/chunk_index.h"
+#include "server/ops/operand.h"
 #include "server/kernels/reduce_ops.h"
 
 namespace distarray {
@@ -54,4 +54,4 @@ absl::StatusOr<ReducePlan> PlanReduce(const ReduceInput& input, const StopCheck&
 
 }  // namespace distarray
 
-#endif  // DISTARRAY_SERVER_ENGINE_REDUCE_PLANNER_H_
+#endif  // DISTARRAY_SERVER_OPS_REDUCE_PLANNER_H_

@@ -1,0 +1,175 @@
+// What can be enqueued on a set of devices: the one interface every op is written against.
+// Two kinds of sink implement it:
+//   - the eager Backend (backend.h), which runs the work on each device's stream after the
+//     hazards of the buffers it touches;
+//   - a GraphRecording (graph_recorder.h), which records the work into a replayable graph, in
+//     program order per device, with no per-buffer events.
+// An op never knows which one it feeds (the ops library passes the sink in OpContext). What a
+// graph cannot hold is not here at all: host transfers, Synchronize and device status live on
+// Backend alone, so an op that needs them cannot be handed a recording.
+//
+// Every call enqueues device work and returns at once (asynchronous).
+#ifndef DISTARRAY_SERVER_BACKEND_DEVICE_OPS_H_
+#define DISTARRAY_SERVER_BACKEND_DEVICE_OPS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "common/box.h"
+#include "common/checked.h"
+#include "common/dtype.h"
+#include "common/scalar.h"
+#include "server/kernels/ops.h"
+#include "server/kernels/reduce_ops.h"
+#include "server/kernels/ufuncs.h"
+
+namespace distarray {
+
+// Device memory owned by a backend. Released (stream-ordered, after the work using it) when the
+// last reference drops.
+class DeviceBuffer {
+ public:
+  virtual ~DeviceBuffer() = default;
+  virtual int device() const = 0;
+  virtual int64_t bytes() const = 0;
+
+  // Marks the buffer as held by more than one array (a reshard's result sharing its source's
+  // buffer). Never cleared: a write into an existing array copies such a buffer first.
+  void MarkShared() { shared_.store(true, std::memory_order_relaxed); }
+  bool shared() const { return shared_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> shared_{false};
+};
+using BufferPtr = std::shared_ptr<DeviceBuffer>;
+
+// A box (local coordinates) of the dense C-order array of `shape` stored in `buffer`.
+struct BufferBox {
+  BufferPtr buffer;
+  Shape shape;
+  Box box;
+};
+
+// Copy src's box into dst's box (same element count per axis), combining with what dst holds.
+struct BoxCopy {
+  BufferBox src;
+  BufferBox dst;
+  Combine combine = Combine::kAssign;
+};
+
+// An operand of an elementwise kernel, in the op's compute dtype (`where`'s condition: bool).
+// For output element i (C order over the output's dense shape) it reads buffer element
+// BoxOffset(view, i), or element i when `contiguous`; a scalar when `buffer` is null. Broadcast
+// axes have stride 0 in `view`.
+struct ElementwiseArg {
+  BufferPtr buffer;
+  StridedBox view;
+  bool contiguous = true;
+  Scalar scalar;
+};
+
+// A batch of GEMMs over dense row-major matrices (DeviceOps::Gemm).
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t batch = 1;
+  // Elements from one matrix of the batch to the next; 0 where one matrix serves every entry.
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+};
+
+// Whether `shape`'s matrices lie within buffers of `a_elements`, `b_elements` and `c_elements`
+// (a backend's last check before it hands pointers to a BLAS).
+inline bool GemmFits(const GemmShape& shape, int64_t a_elements, int64_t b_elements,
+                     int64_t c_elements) {
+  if (shape.m < 0 || shape.n < 0 || shape.k < 0 || shape.batch < 1 || shape.stride_a < 0 ||
+      shape.stride_b < 0 || shape.stride_c < 0) {
+    return false;
+  }
+  auto fits = [&](int64_t stride, int64_t rows, int64_t cols, int64_t elements) {
+    const std::optional<int64_t> last = MulOrNull(stride, shape.batch - 1);
+    const std::optional<int64_t> size = MulOrNull(rows, cols);
+    const std::optional<int64_t> end = last && size ? AddOrNull(*last, *size) : std::nullopt;
+    return end && *end <= elements;
+  };
+  return fits(shape.stride_a, shape.m, shape.k, a_elements) &&
+         fits(shape.stride_b, shape.k, shape.n, b_elements) &&
+         fits(shape.stride_c, shape.m, shape.n, c_elements) &&
+         (shape.batch == 1 || shape.stride_c >= shape.m * shape.n);
+}
+
+class DeviceOps {
+ public:
+  virtual ~DeviceOps() = default;
+
+  // Reserves `bytes` on `device`. RESOURCE_EXHAUSTED (nothing launched) when the device's limit
+  // would be passed. Does not synchronize. On a recording, the memory is the recorded graph's
+  // for its whole life (a fixed slot, at the same address on every replay).
+  virtual absl::StatusOr<BufferPtr> Allocate(int device, int64_t bytes) = 0;
+
+  virtual absl::Status FillConstant(DType dtype, const BufferBox& dst, const Scalar& value) = 0;
+  // Fills a chunk's dense buffer with generated values; `chunk_box` places it in the array of
+  // `global_shape`, since generated values depend on global linear indices.
+  virtual absl::Status FillGenerated(DType dtype, const BufferPtr& dst, const Shape& global_shape,
+                                     const Box& chunk_box, const Generator& generator) = 0;
+  // One batch of box copies, same-device or across devices. The same-device copies apply first,
+  // then the cross-device ones, each group in the order given (so an assign into a buffer
+  // followed by combines from other devices composes as written). The CUDA backend runs the
+  // cross-device copies of a batch in one NCCL group. A recording takes copies across devices
+  // only where its recorder says it can (RecordingNeeds, graph_recorder.h).
+  virtual absl::Status Copy(DType dtype, absl::Span<const BoxCopy> copies) = 0;
+  // out[i] = op(args...) for i < n, computing in `compute`; `out` holds the op's result dtype
+  // for `compute` (ufunc::ResultOf). The engine validated that the op takes `compute`.
+  // `storage` is the dtype the array operands (where's condition aside) are stored in, and a
+  // result of the compute dtype is written in: `compute` itself, or float16/bfloat16 computed in
+  // float32, each element converted on load and rounded once on store (no cast passes).
+  virtual absl::Status Elementwise(ElementwiseOpId op, DType compute, DType storage,
+                                   const BufferPtr& out, int64_t n,
+                                   absl::Span<const ElementwiseArg> args) = 0;
+  absl::Status Elementwise(ElementwiseOpId op, DType compute, const BufferPtr& out, int64_t n,
+                           absl::Span<const ElementwiseArg> args) {
+    return Elementwise(op, compute, compute, out, n, args);
+  }
+  // dst[i] = ufunc::Cast<to>(src[i]) for i < n (astype).
+  virtual absl::Status Cast(DType from, DType to, const BufferPtr& src, const BufferPtr& dst,
+                            int64_t n) = 0;
+  // One chunk's reduction: dst (dense, geometry.outputs() elements of Reducer<kind, T>::Out)
+  // from src (dtype `in`). kMean multiplies by `scale`; kArgMatch compares with `extreme`
+  // (geometry.outputs() elements of `in`). `storage` is the dtype src, extreme and an output of
+  // dtype `in` are stored in: `in`, or float16/bfloat16 reduced in float32 (in = float32), each
+  // element converted on load and the output rounded once (no cast passes).
+  virtual absl::Status Reduce(ReduceKind kind, DType in, DType storage, const BufferPtr& src,
+                              const ReduceGeometry& geometry, const BufferPtr& dst, double scale,
+                              const BufferPtr& extreme) = 0;
+  absl::Status Reduce(ReduceKind kind, DType in, const BufferPtr& src,
+                      const ReduceGeometry& geometry, const BufferPtr& dst, double scale,
+                      const BufferPtr& extreme) {
+    return Reduce(kind, in, in, src, geometry, dst, scale, extreme);
+  }
+  // c[i] = a[i] @ b[i] for i < shape.batch, over dense row-major matrices a[i] (m x k) at element
+  // i * stride_a of `a`, b[i] (k x n) at i * stride_b and c[i] (m x n) at i * stride_c, of
+  // float16, bfloat16 (float32 arithmetic), float32 or float64. A stride of 0 reuses one matrix
+  // for every i. TF32 tensor cores only with `allow_tf32`.
+  virtual absl::Status Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b, const BufferPtr& c,
+                            const GemmShape& shape, bool allow_tf32) = 0;
+  // One product: c = a @ b.
+  absl::Status Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b, const BufferPtr& c,
+                    int64_t m, int64_t n, int64_t k, bool allow_tf32) {
+    return Gemm(
+        dtype, a, b, c,
+        GemmShape{.m = m, .n = n, .k = k, .stride_a = m * k, .stride_b = k * n, .stride_c = m * n},
+        allow_tf32);
+  }
+
+
+  // Counts `bytes` a relayout copied into `device` (reshards, mode changes and the reshards of
+  // compute operands), for the daemon's metrics. A recording counts them once, when recorded.
+  virtual void CountReshardBytes(int device, int64_t bytes) = 0;
+};
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_SERVER_BACKEND_DEVICE_OPS_H_

@@ -1,0 +1,206 @@
+// What each op enqueues (cuda_work.h): fills, same-device copies, elementwise kernels, casts,
+// reductions and cuBLAS GEMMs.
+#include "server/cuda/cuda_work.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/cuda/compute_kernels.h"
+#include "server/cuda/cuda_status.h"
+#include "server/cuda/kernels.h"
+
+namespace distarray {
+namespace {
+
+absl::Status CublasStatus(const cuda::CublasApi& api, cublasStatus_t status,
+                          absl::string_view what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
+  if (status == CUBLAS_STATUS_ALLOC_FAILED) {
+    return absl::ResourceExhaustedError(absl::StrCat(what, ": ", api.status_name(status)));
+  }
+  return absl::InternalError(absl::StrCat(what, ": ", api.status_name(status)));
+}
+
+}  // namespace
+
+namespace cuda {
+
+CudaWork FillConstantWork(DType dtype, const BufferBox& dst, const Scalar& value) {
+  CudaBuffer* buffer = AsCuda(dst.buffer);
+  const StridedBox box = MakeStridedBox(dst.shape, dst.box);
+  return CudaWork{buffer->device(), {}, {buffer}, [=](cudaStream_t s) {
+                    return cuda::CudaStatus(
+                        cuda::LaunchFillBox(dtype, buffer->data(), box, value, s), "fill kernel");
+                  }};
+}
+
+CudaWork FillGeneratedWork(DType dtype, const BufferPtr& dst, const Shape& global_shape,
+                           const Box& chunk_box, const Generator& generator) {
+  CudaBuffer* buffer = AsCuda(dst);
+  const StridedBox global = MakeStridedBox(global_shape, chunk_box);
+  return CudaWork{buffer->device(), {}, {buffer}, [=](cudaStream_t s) {
+                    return cuda::CudaStatus(
+                        cuda::LaunchFillGenerated(dtype, buffer->data(), global, generator, s),
+                        "generator kernel");
+                  }};
+}
+
+CudaWork SameDeviceCopyWork(DType dtype, const BoxCopy& copy) {
+  CudaBuffer* src = AsCuda(copy.src.buffer);
+  CudaBuffer* dst = AsCuda(copy.dst.buffer);
+  const int64_t element = DTypeSize(dtype);
+  const auto src_offset = ContiguousOffset(copy.src.shape, copy.src.box);
+  const auto dst_offset = ContiguousOffset(copy.dst.shape, copy.dst.box);
+  const StridedBox src_box = MakeStridedBox(copy.src.shape, copy.src.box);
+  const StridedBox dst_box = MakeStridedBox(copy.dst.shape, copy.dst.box);
+  const int64_t bytes = NumElements(copy.src.box) * element;
+  const Combine combine = copy.combine;
+  return CudaWork{dst->device(), {src}, {dst}, [=](cudaStream_t s) {
+                    if (src_offset && dst_offset && combine == Combine::kAssign) {
+                      return cuda::CudaStatus(
+                          cudaMemcpyAsync(dst->data() + *dst_offset * element,
+                                          src->data() + *src_offset * element, bytes,
+                                          cudaMemcpyDeviceToDevice, s),
+                          "device copy");
+                    }
+                    return cuda::CudaStatus(cuda::LaunchCopyBox(dtype, src->data(), src_box,
+                                                                dst->data(), dst_box, combine, s),
+                                            "copy kernel");
+                  }};
+}
+
+CudaWork ElementwiseWork(const CudaDevices& devices, ElementwiseOpId op, DType compute,
+                         DType storage, const BufferPtr& out, int64_t n,
+                         absl::Span<const ElementwiseArg> args) {
+  CudaBuffer* out_buffer = AsCuda(out);
+  std::vector<CudaBuffer*> reads;
+  std::vector<cuda::DeviceArg> device_args;
+  for (const ElementwiseArg& arg : args) {
+    cuda::DeviceArg d;
+    if (arg.buffer) {
+      reads.push_back(AsCuda(arg.buffer));
+      d.data = AsCuda(arg.buffer)->data();
+      d.view = arg.view;
+      d.contiguous = arg.contiguous;
+    } else {
+      d.scalar = arg.scalar;
+    }
+    device_args.push_back(d);
+  }
+  const int sm_count = devices[out_buffer->device()].sm_count;
+  return CudaWork{out_buffer->device(), std::move(reads), {out_buffer},
+                  [=, device_args = std::move(device_args)](cudaStream_t s) {
+                    return cuda::CudaStatus(
+                        cuda::LaunchElementwise(op, compute, storage, out_buffer->data(), n,
+                                                device_args.data(),
+                                                static_cast<int>(device_args.size()), sm_count, s),
+                        "elementwise kernel");
+                  }};
+}
+
+CudaWork CastWork(const CudaDevices& devices, DType from, DType to, const BufferPtr& src,
+                  const BufferPtr& dst, int64_t n) {
+  CudaBuffer* s = AsCuda(src);
+  CudaBuffer* d = AsCuda(dst);
+  const int sm_count = devices[d->device()].sm_count;
+  return CudaWork{d->device(), {s}, {d}, [=](cudaStream_t stream) {
+                    return cuda::CudaStatus(
+                        cuda::LaunchCast(from, to, s->data(), d->data(), n, sm_count, stream),
+                        "astype kernel");
+                  }};
+}
+
+CudaWork ReduceWork(const CudaDevices& devices, ReduceKind kind, DType in, DType storage,
+                    const BufferPtr& src, const ReduceGeometry& geometry, const BufferPtr& dst,
+                    double scale, const BufferPtr& extreme) {
+  CudaBuffer* s = AsCuda(src);
+  CudaBuffer* d = AsCuda(dst);
+  std::vector<CudaBuffer*> reads = {s};
+  if (extreme) reads.push_back(AsCuda(extreme));
+  const CudaDevice* state = &devices[d->device()];
+  char* extreme_data = extreme ? AsCuda(extreme)->data() : nullptr;
+  return CudaWork{d->device(), std::move(reads), {d}, [=](cudaStream_t stream) {
+                    return cuda::CudaStatus(
+                        cuda::LaunchReduce(kind, in, storage, s->data(), geometry, d->data(), scale,
+                                           extreme_data, state->reduce_scratch->data(),
+                                           static_cast<int64_t>(state->reduce_scratch->bytes()),
+                                           state->sm_count, stream),
+                        "reduction kernel");
+                  }};
+}
+
+absl::StatusOr<CudaWork> GemmWork(const CudaDevices& devices, DType dtype, const BufferPtr& a,
+                                  const BufferPtr& b, const BufferPtr& c, const GemmShape& shape,
+                                  bool allow_tf32) {
+  if (dtype != DType::kFloat32 && dtype != DType::kFloat64 && !IsHalf(dtype) && !IsComplex(dtype)) {
+    return absl::InternalError(absl::StrCat("gemm: no cuBLAS path for ", DTypeName(dtype)));
+  }
+  CudaBuffer* ca = AsCuda(a);
+  CudaBuffer* cb = AsCuda(b);
+  CudaBuffer* cc = AsCuda(c);
+  const int64_t size = DTypeSize(dtype);
+  if (!GemmFits(shape, ca->bytes() / size, cb->bytes() / size, cc->bytes() / size)) {
+    return absl::InternalError("gemm: the batch does not fit its buffers");
+  }
+  const int64_t m = shape.m, n = shape.n, k = shape.k, batch = shape.batch;
+  const int64_t stride_a = shape.stride_a, stride_b = shape.stride_b, stride_c = shape.stride_c;
+  const int device = cc->device();
+  cublasHandle_t handle = devices[device].cublas->get();
+  const cuda::CublasApi* api_ptr = &devices[device].cublas->api();
+  const cuda::DeviceBlock* workspace = &*devices[device].cublas_workspace;
+  return CudaWork{
+      device, {ca, cb}, {cc}, [=](cudaStream_t stream) -> absl::Status {
+               const cuda::CublasApi& api = *api_ptr;
+               if (m == 0 || n == 0) return absl::OkStatus();
+               RETURN_IF_ERROR(
+                   CublasStatus(api, api.set_stream(handle, stream), "cublasSetStream"));
+               // cublasSetStream resets the handle to cuBLAS's default workspace pool; bind
+               // the fixed one again, so no GEMM allocates (which a captured GEMM may not).
+               RETURN_IF_ERROR(
+                   CublasStatus(api, api.set_workspace(handle, workspace->data(), workspace->bytes()),
+                                "cublasSetWorkspace"));
+               // Row-major C = A B is column-major C^T = B^T A^T: pass b first, n and m swapped.
+               // 16-bit floats multiply and accumulate in float32, complex64 in float32 parts and
+               // complex128 in double parts. alpha and beta are complex, real part first: a
+               // real GEMM reads just the real part, a complex one both.
+               const bool f32 = dtype != DType::kFloat64 && dtype != DType::kComplex128;
+               const Complex64 alpha32(1.0f, 0.0f), beta32(0.0f, 0.0f);
+               const Complex128 alpha64(1.0, 0.0), beta64(0.0, 0.0);
+               const cudaDataType_t type = dtype == DType::kFloat16      ? CUDA_R_16F
+                                           : dtype == DType::kBFloat16   ? CUDA_R_16BF
+                                           : dtype == DType::kComplex64  ? CUDA_C_32F
+                                           : dtype == DType::kComplex128 ? CUDA_C_64F
+                                           : f32                         ? CUDA_R_32F
+                                                                         : CUDA_R_64F;
+               const cublasComputeType_t compute = !f32 ? CUBLAS_COMPUTE_64F
+                                                   : allow_tf32 && !IsHalf(dtype)
+                                                       ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                       : CUBLAS_COMPUTE_32F;
+               if (k == 0) {
+                 // No products: C is zero (cuBLAS with k = 0 leaves C as beta * C).
+                 return cuda::CudaStatus(cudaMemsetAsync(cc->data(), 0, cc->bytes(), stream),
+                                         "gemm k=0 zero fill");
+               }
+               const void* alpha = f32 ? static_cast<const void*>(&alpha32) : &alpha64;
+               const void* beta = f32 ? static_cast<const void*>(&beta32) : &beta64;
+               if (batch == 1) {
+                 return CublasStatus(api,
+                                     api.gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha,
+                                                 cb->data(), type, n, ca->data(), type, k, beta,
+                                                 cc->data(), type, n, compute, CUBLAS_GEMM_DEFAULT),
+                                     "cublasGemmEx");
+               }
+               // A stride of 0 makes cuBLAS reuse one matrix for every entry (broadcasting).
+               return CublasStatus(
+                   api,
+                   api.gemm_strided_batched_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha,
+                                               cb->data(), type, n, stride_b, ca->data(), type, k,
+                                               stride_a, beta, cc->data(), type, n, stride_c, batch,
+                                               compute, CUBLAS_GEMM_DEFAULT),
+                   "cublasGemmStridedBatchedEx");
+             }};
+}
+
+}  // namespace cuda
+}  // namespace distarray

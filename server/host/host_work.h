@@ -1,0 +1,47 @@
+// One function per op of DeviceOps on the host backend: the closure a simulated device's thread
+// runs, and the buffers it touches. The eager backend queues it after the hazards of its buffers
+// (HostBackend::Submit); a recording appends it to the graph it builds (HostGraphRecording).
+#ifndef DISTARRAY_SERVER_HOST_HOST_WORK_H_
+#define DISTARRAY_SERVER_HOST_HOST_WORK_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "server/backend/device_ops.h"
+#include "server/host/host_buffer.h"
+
+namespace distarray {
+
+struct HostWork {
+  int device = 0;                   // whose thread runs it
+  std::vector<HostBuffer*> reads;   // buffers it reads
+  std::vector<HostBuffer*> writes;  // and writes
+  // Holds what it touches (shared pointers), so it may run after the caller let go of them.
+  std::function<void()> run;
+};
+
+namespace host {
+
+HostWork FillConstantWork(DType dtype, const BufferBox& dst, const Scalar& value);
+HostWork FillGeneratedWork(DType dtype, const BufferPtr& dst, const Shape& global_shape,
+                           const Box& chunk_box, const Generator& generator);
+// Runs on the destination's device, as a peer copy would.
+HostWork CopyWork(DType dtype, const BoxCopy& copy);
+// INTERNAL (nothing queued) for an op or dtype pair the planners should not have passed.
+absl::StatusOr<HostWork> ElementwiseWork(ElementwiseOpId op, DType compute, DType storage,
+                                         const BufferPtr& out, int64_t n,
+                                         absl::Span<const ElementwiseArg> args);
+HostWork CastWork(DType from, DType to, const BufferPtr& src, const BufferPtr& dst, int64_t n);
+absl::StatusOr<HostWork> ReduceWork(ReduceKind kind, DType in, DType storage,
+                                    const BufferPtr& src, const ReduceGeometry& geometry,
+                                    const BufferPtr& dst, double scale, const BufferPtr& extreme);
+absl::StatusOr<HostWork> GemmWork(DType dtype, const BufferPtr& a, const BufferPtr& b,
+                                  const BufferPtr& c, const GemmShape& shape);
+
+}  // namespace host
+}  // namespace distarray
+
+#endif  // DISTARRAY_SERVER_HOST_HOST_WORK_H_
