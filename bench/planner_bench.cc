@@ -17,7 +17,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "server/engine/reshard_planner.h"
+#include "server/ops/reshard_planner.h"
 
 ABSL_FLAG(std::string, chunks, "100000,1000000", "comma-separated chunk counts to plan");
 

@@ -1,9 +1,9 @@
 // The compute planners as pure functions: layouts, modes and moves they choose.
 #include <gtest/gtest.h>
 
-#include "server/engine/elementwise_planner.h"
-#include "server/engine/matmul_planner.h"
-#include "server/engine/reduce_planner.h"
+#include "server/ops/elementwise_planner.h"
+#include "server/ops/matmul_planner.h"
+#include "server/ops/reduce_planner.h"
 
 namespace distarray {
 namespace {

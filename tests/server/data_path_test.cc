@@ -12,7 +12,7 @@
 
 #include "common/index_map.h"
 #include "server/engine/engine.h"
-#include "server/engine/slab_plan.h"
+#include "server/ops/slab_plan.h"
 #include "server/engine/upload_session.h"
 #include "server/host/host_backend.h"
 

@@ -1,4 +1,4 @@
-#include "server/engine/reshard_planner.h"
+#include "server/ops/reshard_planner.h"
 
 #include <gtest/gtest.h>
 
