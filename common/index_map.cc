@@ -2,7 +2,6 @@
 
 #include <limits>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "common/checked.h"
@@ -11,21 +10,18 @@
 namespace distarray {
 namespace {
 
-absl::Status OutOfBounds(absl::string_view field, absl::string_view what, int64_t value,
-                         int64_t dim) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, ": ", what, " ", value, " is out of bounds for an axis of size ", dim));
+absl::Status OutOfBounds(absl::StatusCode code, absl::string_view field, absl::string_view what,
+                         int64_t value, int64_t dim) {
+  return absl::Status(code, absl::StrCat(field, ": ", what, " ", value,
+                                         " is out of bounds for an axis of size ", dim));
 }
 
-}  // namespace
-
-absl::StatusOr<Range> NormalizeSlice(const v1::Slice& slice, int64_t dim, absl::string_view field) {
-  ASSIGN_OR_RETURN(DirectedRange r, NormalizeDirectedSlice(slice, dim, field));
-  return r.range;
-}
-
-absl::StatusOr<DirectedRange> NormalizeDirectedSlice(const v1::Slice& slice, int64_t dim,
-                                                     absl::string_view field) {
+// NormalizeDirectedSlice with the code of a bound outside the axis chosen by the caller: an index
+// map's chunk outside its array is a malformed map (INVALID_ARGUMENT), a region outside it is
+// OUT_OF_RANGE. Every other error is INVALID_ARGUMENT either way.
+absl::StatusOr<DirectedRange> NormalizeDirectedSliceWithCode(const v1::Slice& slice, int64_t dim,
+                                                             absl::string_view field,
+                                                             absl::StatusCode out_of_bounds) {
   // Every subtraction below is of two values in [-1, dim], and a step's magnitude is only used
   // in a division, so nothing here can wrap whatever int64 the client sent (a step of
   // -(2^63-1) or INT64_MIN included).
@@ -37,8 +33,10 @@ absl::StatusOr<DirectedRange> NormalizeDirectedSlice(const v1::Slice& slice, int
     int64_t stop = slice.has_stop() ? slice.stop() : dim;
     if (start < 0) start += dim;  // a negative plus a positive never wraps
     if (stop < 0) stop += dim;
-    if (start < 0 || start > dim) return OutOfBounds(field, "start", slice.start(), dim);
-    if (stop < 0 || stop > dim) return OutOfBounds(field, "stop", slice.stop(), dim);
+    if (start < 0 || start > dim) {
+      return OutOfBounds(out_of_bounds, field, "start", slice.start(), dim);
+    }
+    if (stop < 0 || stop > dim) return OutOfBounds(out_of_bounds, field, "stop", slice.stop(), dim);
     if (stop <= start) {
       return absl::InvalidArgumentError(
           absl::StrCat(field, ": slice ", start, ":", stop, ":", step, " selects no elements"));
@@ -49,11 +47,15 @@ absl::StatusOr<DirectedRange> NormalizeDirectedSlice(const v1::Slice& slice, int
   // Negative step: walk down from start to just above stop, then describe the same set upwards.
   int64_t start = slice.has_start() ? slice.start() : dim - 1;
   if (start < 0) start += dim;
-  if (start < 0 || start >= dim) return OutOfBounds(field, "start", slice.start(), dim);
+  if (start < 0 || start >= dim) {
+    return OutOfBounds(out_of_bounds, field, "start", slice.start(), dim);
+  }
   int64_t stop = -1;  // unset stop: down to index 0 inclusive
   if (slice.has_stop()) {
     stop = slice.stop() < 0 ? slice.stop() + dim : slice.stop();
-    if (stop < -1 || stop >= dim) return OutOfBounds(field, "stop", slice.stop(), dim);
+    if (stop < -1 || stop >= dim) {
+      return OutOfBounds(out_of_bounds, field, "stop", slice.stop(), dim);
+    }
   }
   if (start <= stop) {
     return absl::InvalidArgumentError(
@@ -64,6 +66,18 @@ absl::StatusOr<DirectedRange> NormalizeDirectedSlice(const v1::Slice& slice, int
   const int64_t count = step == INT64_MIN ? 1 : span / -step + 1;
   if (count == 1) return DirectedRange{Range{start, 1, 1}, /*descending=*/true};
   return DirectedRange{Range{start + (count - 1) * step, -step, count}, /*descending=*/true};
+}
+
+}  // namespace
+
+absl::StatusOr<Range> NormalizeSlice(const v1::Slice& slice, int64_t dim, absl::string_view field) {
+  ASSIGN_OR_RETURN(DirectedRange r, NormalizeDirectedSlice(slice, dim, field));
+  return r.range;
+}
+
+absl::StatusOr<DirectedRange> NormalizeDirectedSlice(const v1::Slice& slice, int64_t dim,
+                                                     absl::string_view field) {
+  return NormalizeDirectedSliceWithCode(slice, dim, field, absl::StatusCode::kInvalidArgument);
 }
 
 absl::Status ValidateShape(const Shape& shape, DType dtype, absl::string_view field) {
@@ -132,17 +146,13 @@ absl::StatusOr<RegionSelection> NormalizeRegionSelection(const v1::Region& regio
                                                    " slices for an array of rank ", shape.size()));
   }
   for (int d = 0; d < region.slices_size(); ++d) {
-    auto r =
-        NormalizeDirectedSlice(region.slices(d), shape[d], absl::StrCat(field, ".slices[", d, "]"));
     // A region outside the array is OUT_OF_RANGE, not a malformed request.
-    if (!r.ok()) {
-      if (absl::StrContains(r.status().message(), "out of bounds")) {
-        return absl::OutOfRangeError(r.status().message());
-      }
-      return r.status();
-    }
-    selection.box.push_back(r->range);
-    selection.descending.push_back(r->descending && r->range.count > 1);
+    ASSIGN_OR_RETURN(DirectedRange r,
+                     NormalizeDirectedSliceWithCode(region.slices(d), shape[d],
+                                                    absl::StrCat(field, ".slices[", d, "]"),
+                                                    absl::StatusCode::kOutOfRange));
+    selection.box.push_back(r.range);
+    selection.descending.push_back(r.descending && r.range.count > 1);
   }
   return selection;
 }

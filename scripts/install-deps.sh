@@ -6,7 +6,8 @@
 # (scripts/sanitized-tree.sh). The tests' float16 references need _Float16, which clang has on
 # x86-64 from version 15 (Debian 12's clang-14 lacks it); 16 is the newest Debian 12 ships. python3-venv and
 # python3-pip make the venv in which scripts/test-python.sh installs the Python SDK from PyPI's
-# grpcio, protobuf and numpy.
+# grpcio, protobuf and numpy. clang-format checks the sources' formatting (scripts/check-format.sh;
+# the tree is formatted with Debian 12's version).
 # The CUDA toolkit is not a Debian package; the build finds it at /usr/local/cuda when present
 # and builds the host backend alone when it is not (see README.md, "CUDA").
 set -euo pipefail

@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# Builds, then runs every test: unit tests and the integration tests that start the real daemon
-# on loopback once per backend (CUDA cases skip with a message where no GPU is usable, unless
-# DISTARRAY_REQUIRE_BACKENDS names them; see docs/testing.md). Then the same tests again under
-# ASan+UBSan (scripts/sanitize.sh) and the request fuzzer for FUZZ_SECONDS (scripts/fuzz.sh).
-# The Python SDK's pytest suite runs against the freshly built daemon (scripts/test-python.sh).
-# Then the installed C++ SDK is built against from outside the tree (scripts/check-install.sh).
-# scripts/check-metrics.sh checks /metrics and deploy/monitoring/ with promtool.
+# Checks the sources' formatting first (scripts/check-format.sh: seconds, so a formatting slip fails
+# before the build). Builds, then runs every test: unit tests and the integration tests that start
+# the real daemon on loopback once per backend (CUDA cases skip with a message where no GPU is
+# usable, unless DISTARRAY_REQUIRE_BACKENDS names them; see docs/testing.md). Then the same tests
+# again under ASan+UBSan (scripts/sanitize.sh) and the request fuzzer for FUZZ_SECONDS
+# (scripts/fuzz.sh). The Python SDK's pytest suite runs against the freshly built daemon
+# (scripts/test-python.sh). Then the installed C++ SDK is built against from outside the tree
+# (scripts/check-install.sh). scripts/check-metrics.sh checks /metrics and deploy/monitoring/ with
+# promtool.
 # SANITIZE=0, FUZZ=0, PYTHON=0, INSTALL=0 or METRICS=0 leaves a stage out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage() { echo "test: == $1 ($(date -u +%H:%M:%S))"; }
+stage format
+# clang-format comes with the packages scripts/build.sh installs; a fresh machine needs them now.
+command -v clang-format >/dev/null || bash scripts/install-deps.sh
+bash scripts/check-format.sh
 stage build
 bash scripts/build.sh
 build=${BUILD_DIR:-build}

@@ -151,6 +151,63 @@ TEST(NormalizeRegionTest, OutOfBoundsIsOutOfRange) {
   EXPECT_EQ(NormalizeRegion(v1::Region(), {3, 4}).value(), FullBox({3, 4}));
 }
 
+// The code follows the kind of error, not its wording: a chunk outside its array is a malformed
+// index map (INVALID_ARGUMENT), a region outside the array is OUT_OF_RANGE with the same
+// message, and a region malformed in any other way stays INVALID_ARGUMENT.
+TEST(NormalizeIndexMapTest, OutOfBoundsChunkIsInvalidArgument) {
+  v1::IndexMap map;
+  *map.add_chunks()->add_slices() = S(-11, {});
+  auto r = NormalizeIndexMap(map, {10}, 1);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(),
+            "index_map.chunks[0].slices[0]: start -11 is out of bounds for an axis of size 10");
+  v1::IndexMap backwards;
+  *backwards.add_chunks()->add_slices() = S(10, {}, -1);
+  EXPECT_EQ(NormalizeIndexMap(backwards, {10}, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  v1::IndexMap empty_slice;
+  *empty_slice.add_chunks()->add_slices() = S(5, 3);
+  EXPECT_EQ(NormalizeIndexMap(empty_slice, {10}, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(NormalizeRegionTest, OnlyBoundsOutsideTheArrayAreOutOfRange) {
+  struct Case {
+    v1::Slice slice;
+    absl::StatusCode code;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {S(0, 11), absl::StatusCode::kOutOfRange,
+       "r.slices[1]: stop 11 is out of bounds for an axis of size 10"},
+      {S(-11, {}), absl::StatusCode::kOutOfRange,
+       "r.slices[1]: start -11 is out of bounds for an axis of size 10"},
+      {S(10, {}, -1), absl::StatusCode::kOutOfRange,
+       "r.slices[1]: start 10 is out of bounds for an axis of size 10"},
+      {S(3, -12, -1), absl::StatusCode::kOutOfRange,
+       "r.slices[1]: stop -12 is out of bounds for an axis of size 10"},
+      {S(0, 5, 0), absl::StatusCode::kInvalidArgument, "r.slices[1]: step must not be zero"},
+      {S(5, 3), absl::StatusCode::kInvalidArgument, "r.slices[1]: slice 5:3:1 selects no elements"},
+      {S(3, 5, -1), absl::StatusCode::kInvalidArgument,
+       "r.slices[1]: slice 3:5:-1 selects no elements"},
+  };
+  for (const Case& c : cases) {
+    v1::Region region;
+    *region.add_slices() = S({}, {});
+    *region.add_slices() = c.slice;
+    auto r = NormalizeRegionSelection(region, {4, 10}, "r");
+    ASSERT_FALSE(r.ok()) << c.message;
+    EXPECT_EQ(r.status().code(), c.code) << c.message;
+    EXPECT_EQ(r.status().message(), c.message);
+    EXPECT_EQ(NormalizeRegion(region, {4, 10}, "r").status(), r.status());
+  }
+  v1::Region wrong_rank;
+  *wrong_rank.add_slices() = S(0, 1);
+  auto r = NormalizeRegion(wrong_rank, {4, 10}, "r");
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(), "r.slices: has 1 slices for an array of rank 2");
+}
+
 TEST(ValidateShapeTest, RejectsZeroNegativeHugeAndDeep) {
   EXPECT_TRUE(ValidateShape({3, 4}, DType::kFloat32, "shape").ok());
   EXPECT_TRUE(ValidateShape({}, DType::kFloat32, "shape").ok());  // a 0-d array
