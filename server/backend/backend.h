@@ -62,7 +62,6 @@ class GraphRecorder;  // graph_recorder.h
 
 class Backend : public DeviceOps {
  public:
-
   virtual absl::string_view name() const = 0;
   virtual int device_count() const = 0;
   virtual DeviceMemory memory(int device) const = 0;

@@ -164,7 +164,6 @@ class DeviceOps {
         allow_tf32);
   }
 
-
   // Counts `bytes` a relayout copied into `device` (reshards, mode changes and the reshards of
   // compute operands), for the daemon's metrics. A recording counts them once, when recorded.
   virtual void CountReshardBytes(int device, int64_t bytes) = 0;

@@ -122,8 +122,8 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
     auto workspace = cuda::DeviceBlock::Allocate(d, CudaDevice::kCublasWorkspaceBytes);
     if (!workspace.ok()) return workspace.status();
     state.cublas_workspace.emplace(*std::move(workspace));
-    auto cublas =
-        cuda::CublasHandle::Create(d, state.cublas_workspace->data(), CudaDevice::kCublasWorkspaceBytes);
+    auto cublas = cuda::CublasHandle::Create(d, state.cublas_workspace->data(),
+                                             CudaDevice::kCublasWorkspaceBytes);
     if (!cublas.ok()) return cublas.status();
     state.cublas.emplace(*std::move(cublas));
   }
@@ -431,8 +431,8 @@ absl::Status CudaBackend::WriteFromHost(const BufferPtr& dst, int64_t offset, co
     bool enqueued = false;
     auto copied = Submit(CudaWork{buffer->device(), {}, {buffer}, [&](cudaStream_t s) {
                                     absl::Status status = cuda::CudaStatus(
-                                        cudaMemcpyAsync(buffer->data() + offset + done,
-                                                        block->data, n, cudaMemcpyHostToDevice, s),
+                                        cudaMemcpyAsync(buffer->data() + offset + done, block->data,
+                                                        n, cudaMemcpyHostToDevice, s),
                                         "host-to-device copy");
                                     enqueued = status.ok();
                                     return status;

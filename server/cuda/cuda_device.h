@@ -43,9 +43,7 @@ struct CudaDevices {
   CudaDevice& operator[](int device) { return devices[device]; }
   const CudaDevice& operator[](int device) const { return devices[device]; }
   cudaStream_t stream(int device) const { return devices[device].stream->get(); }
-  cudaStream_t transfer_stream(int device) const {
-    return devices[device].transfer_stream->get();
-  }
+  cudaStream_t transfer_stream(int device) const { return devices[device].transfer_stream->get(); }
 
   std::vector<CudaDevice> devices;
   // Held while enqueueing, eager or recorded: it guards every buffer's hazards, so their order is

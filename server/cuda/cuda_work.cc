@@ -58,11 +58,10 @@ CudaWork SameDeviceCopyWork(DType dtype, const BoxCopy& copy) {
   const Combine combine = copy.combine;
   return CudaWork{dst->device(), {src}, {dst}, [=](cudaStream_t s) {
                     if (src_offset && dst_offset && combine == Combine::kAssign) {
-                      return cuda::CudaStatus(
-                          cudaMemcpyAsync(dst->data() + *dst_offset * element,
-                                          src->data() + *src_offset * element, bytes,
-                                          cudaMemcpyDeviceToDevice, s),
-                          "device copy");
+                      return cuda::CudaStatus(cudaMemcpyAsync(dst->data() + *dst_offset * element,
+                                                              src->data() + *src_offset * element,
+                                                              bytes, cudaMemcpyDeviceToDevice, s),
+                                              "device copy");
                     }
                     return cuda::CudaStatus(cuda::LaunchCopyBox(dtype, src->data(), src_box,
                                                                 dst->data(), dst_box, combine, s),
@@ -89,14 +88,16 @@ CudaWork ElementwiseWork(const CudaDevices& devices, ElementwiseOpId op, DType c
     device_args.push_back(d);
   }
   const int sm_count = devices[out_buffer->device()].sm_count;
-  return CudaWork{out_buffer->device(), std::move(reads), {out_buffer},
-                  [=, device_args = std::move(device_args)](cudaStream_t s) {
-                    return cuda::CudaStatus(
-                        cuda::LaunchElementwise(op, compute, storage, out_buffer->data(), n,
-                                                device_args.data(),
-                                                static_cast<int>(device_args.size()), sm_count, s),
-                        "elementwise kernel");
-                  }};
+  return CudaWork{
+      out_buffer->device(),
+      std::move(reads),
+      {out_buffer},
+      [=, device_args = std::move(device_args)](cudaStream_t s) {
+        return cuda::CudaStatus(
+            cuda::LaunchElementwise(op, compute, storage, out_buffer->data(), n, device_args.data(),
+                                    static_cast<int>(device_args.size()), sm_count, s),
+            "elementwise kernel");
+      }};
 }
 
 CudaWork CastWork(const CudaDevices& devices, DType from, DType to, const BufferPtr& src,
@@ -151,55 +152,53 @@ absl::StatusOr<CudaWork> GemmWork(const CudaDevices& devices, DType dtype, const
   const cuda::DeviceBlock* workspace = &*devices[device].cublas_workspace;
   return CudaWork{
       device, {ca, cb}, {cc}, [=](cudaStream_t stream) -> absl::Status {
-               const cuda::CublasApi& api = *api_ptr;
-               if (m == 0 || n == 0) return absl::OkStatus();
-               RETURN_IF_ERROR(
-                   CublasStatus(api, api.set_stream(handle, stream), "cublasSetStream"));
-               // cublasSetStream resets the handle to cuBLAS's default workspace pool; bind
-               // the fixed one again, so no GEMM allocates (which a captured GEMM may not).
-               RETURN_IF_ERROR(
-                   CublasStatus(api, api.set_workspace(handle, workspace->data(), workspace->bytes()),
-                                "cublasSetWorkspace"));
-               // Row-major C = A B is column-major C^T = B^T A^T: pass b first, n and m swapped.
-               // 16-bit floats multiply and accumulate in float32, complex64 in float32 parts and
-               // complex128 in double parts. alpha and beta are complex, real part first: a
-               // real GEMM reads just the real part, a complex one both.
-               const bool f32 = dtype != DType::kFloat64 && dtype != DType::kComplex128;
-               const Complex64 alpha32(1.0f, 0.0f), beta32(0.0f, 0.0f);
-               const Complex128 alpha64(1.0, 0.0), beta64(0.0, 0.0);
-               const cudaDataType_t type = dtype == DType::kFloat16      ? CUDA_R_16F
-                                           : dtype == DType::kBFloat16   ? CUDA_R_16BF
-                                           : dtype == DType::kComplex64  ? CUDA_C_32F
-                                           : dtype == DType::kComplex128 ? CUDA_C_64F
-                                           : f32                         ? CUDA_R_32F
-                                                                         : CUDA_R_64F;
-               const cublasComputeType_t compute = !f32 ? CUBLAS_COMPUTE_64F
-                                                   : allow_tf32 && !IsHalf(dtype)
-                                                       ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                       : CUBLAS_COMPUTE_32F;
-               if (k == 0) {
-                 // No products: C is zero (cuBLAS with k = 0 leaves C as beta * C).
-                 return cuda::CudaStatus(cudaMemsetAsync(cc->data(), 0, cc->bytes(), stream),
-                                         "gemm k=0 zero fill");
-               }
-               const void* alpha = f32 ? static_cast<const void*>(&alpha32) : &alpha64;
-               const void* beta = f32 ? static_cast<const void*>(&beta32) : &beta64;
-               if (batch == 1) {
-                 return CublasStatus(api,
-                                     api.gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha,
-                                                 cb->data(), type, n, ca->data(), type, k, beta,
-                                                 cc->data(), type, n, compute, CUBLAS_GEMM_DEFAULT),
-                                     "cublasGemmEx");
-               }
-               // A stride of 0 makes cuBLAS reuse one matrix for every entry (broadcasting).
-               return CublasStatus(
-                   api,
-                   api.gemm_strided_batched_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha,
-                                               cb->data(), type, n, stride_b, ca->data(), type, k,
-                                               stride_a, beta, cc->data(), type, n, stride_c, batch,
-                                               compute, CUBLAS_GEMM_DEFAULT),
-                   "cublasGemmStridedBatchedEx");
-             }};
+        const cuda::CublasApi& api = *api_ptr;
+        if (m == 0 || n == 0) return absl::OkStatus();
+        RETURN_IF_ERROR(CublasStatus(api, api.set_stream(handle, stream), "cublasSetStream"));
+        // cublasSetStream resets the handle to cuBLAS's default workspace pool; bind
+        // the fixed one again, so no GEMM allocates (which a captured GEMM may not).
+        RETURN_IF_ERROR(
+            CublasStatus(api, api.set_workspace(handle, workspace->data(), workspace->bytes()),
+                         "cublasSetWorkspace"));
+        // Row-major C = A B is column-major C^T = B^T A^T: pass b first, n and m swapped.
+        // 16-bit floats multiply and accumulate in float32, complex64 in float32 parts and
+        // complex128 in double parts. alpha and beta are complex, real part first: a
+        // real GEMM reads just the real part, a complex one both.
+        const bool f32 = dtype != DType::kFloat64 && dtype != DType::kComplex128;
+        const Complex64 alpha32(1.0f, 0.0f), beta32(0.0f, 0.0f);
+        const Complex128 alpha64(1.0, 0.0), beta64(0.0, 0.0);
+        const cudaDataType_t type = dtype == DType::kFloat16      ? CUDA_R_16F
+                                    : dtype == DType::kBFloat16   ? CUDA_R_16BF
+                                    : dtype == DType::kComplex64  ? CUDA_C_32F
+                                    : dtype == DType::kComplex128 ? CUDA_C_64F
+                                    : f32                         ? CUDA_R_32F
+                                                                  : CUDA_R_64F;
+        const cublasComputeType_t compute = !f32 ? CUBLAS_COMPUTE_64F
+                                            : allow_tf32 && !IsHalf(dtype)
+                                                ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                : CUBLAS_COMPUTE_32F;
+        if (k == 0) {
+          // No products: C is zero (cuBLAS with k = 0 leaves C as beta * C).
+          return cuda::CudaStatus(cudaMemsetAsync(cc->data(), 0, cc->bytes(), stream),
+                                  "gemm k=0 zero fill");
+        }
+        const void* alpha = f32 ? static_cast<const void*>(&alpha32) : &alpha64;
+        const void* beta = f32 ? static_cast<const void*>(&beta32) : &beta64;
+        if (batch == 1) {
+          return CublasStatus(api,
+                              api.gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha,
+                                          cb->data(), type, n, ca->data(), type, k, beta,
+                                          cc->data(), type, n, compute, CUBLAS_GEMM_DEFAULT),
+                              "cublasGemmEx");
+        }
+        // A stride of 0 makes cuBLAS reuse one matrix for every entry (broadcasting).
+        return CublasStatus(api,
+                            api.gemm_strided_batched_ex(
+                                handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha, cb->data(), type,
+                                n, stride_b, ca->data(), type, k, stride_a, beta, cc->data(), type,
+                                n, stride_c, batch, compute, CUBLAS_GEMM_DEFAULT),
+                            "cublasGemmStridedBatchedEx");
+      }};
 }
 
 }  // namespace cuda

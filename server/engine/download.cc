@@ -8,11 +8,11 @@
 #include "absl/strings/string_view.h"
 #include "common/sizes.h"
 #include "common/status_macros.h"
-#include "server/ops/chunk_index.h"
 #include "server/engine/engine.h"
+#include "server/kernels/host_kernels.h"
+#include "server/ops/chunk_index.h"
 #include "server/ops/reshard_planner.h"
 #include "server/ops/slab_plan.h"
-#include "server/kernels/host_kernels.h"
 
 namespace distarray {
 namespace {

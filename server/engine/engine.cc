@@ -15,9 +15,9 @@
 #include "common/scalar_check.h"
 #include "common/status_macros.h"
 #include "server/backend/memory_ledger.h"
+#include "server/engine/upload_session.h"
 #include "server/ops/layout.h"
 #include "server/ops/op_table.h"
-#include "server/engine/upload_session.h"
 
 #ifndef DISTARRAY_VERSION
 #define DISTARRAY_VERSION "dev"

@@ -19,13 +19,13 @@
 #include "absl/synchronization/mutex.h"
 #include "distarray/v1/distarray.pb.h"
 #include "server/backend/backend.h"
-#include "server/ops/array.h"
 #include "server/engine/registry.h"
 #include "server/engine/sessions.h"
 #include "server/graph/program_check.h"
 #include "server/graph/program_limits.h"
 #include "server/graph/program_runner.h"
 #include "server/graph/program_store.h"
+#include "server/ops/array.h"
 #include "server/security/tenant.h"
 
 namespace distarray {

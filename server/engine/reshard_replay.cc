@@ -12,9 +12,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "server/ops/chunk_index.h"
 #include "server/engine/engine.h"
 #include "server/graph/program_digest.h"
+#include "server/ops/chunk_index.h"
 
 namespace distarray {
 namespace {

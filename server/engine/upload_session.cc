@@ -8,9 +8,9 @@
 #include "common/sizes.h"
 #include "common/status_macros.h"
 #include "server/engine/engine.h"
+#include "server/kernels/host_kernels.h"
 #include "server/ops/layout.h"
 #include "server/ops/reshard_planner.h"
-#include "server/kernels/host_kernels.h"
 
 namespace distarray {
 namespace {

@@ -9,8 +9,8 @@
 #include "common/names.h"
 #include "common/proto_convert.h"
 #include "common/status_macros.h"
-#include "server/ops/layout.h"
 #include "server/graph/loop_fusion.h"
+#include "server/ops/layout.h"
 #include "spdlog/spdlog.h"
 
 namespace distarray {
@@ -310,16 +310,14 @@ absl::StatusOr<ConditionFlags> Interpreter::FlagsOf(const ArrayPtr& condition) {
 absl::StatusOr<bool> Interpreter::ReadFlag(const ArrayPtr& condition) {
   ASSIGN_OR_RETURN(const BufferPtr buffer, FlagBuffer(condition));
   bool value = false;
-  ASSIGN_OR_RETURN(std::unique_ptr<PendingRead> read,
-                   backend_->ReadToHost(buffer, 0, 1, &value));
+  ASSIGN_OR_RETURN(std::unique_ptr<PendingRead> read, backend_->ReadToHost(buffer, 0, 1, &value));
   RETURN_IF_ERROR(read->Wait());
   return value;
 }
 
 absl::StatusOr<ArrayPtr> Interpreter::NewSlot(const ArrayPtr& value) {
   Array slot = *value;
-  ASSIGN_OR_RETURN(slot.chunks,
-                   AllocateChunks(*context_.ops, value->dtype, value->index_map()));
+  ASSIGN_OR_RETURN(slot.chunks, AllocateChunks(*context_.ops, value->dtype, value->index_map()));
   auto shared = std::make_shared<const Array>(std::move(slot));
   RETURN_IF_ERROR(CopyInto(value, shared));
   return shared;

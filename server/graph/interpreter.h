@@ -22,8 +22,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "distarray/v1/distarray.pb.h"
-#include "server/backend/graph_recorder.h"
 #include "server/backend/backend.h"
+#include "server/backend/graph_recorder.h"
 #include "server/ops/op_executors.h"
 
 namespace distarray {

@@ -9,10 +9,10 @@
 #include "common/proto_convert.h"
 #include "common/status_macros.h"
 #include "server/backend/memory_ledger.h"
-#include "server/ops/layout.h"
 #include "server/graph/interpreter.h"
 #include "server/graph/program_digest.h"
 #include "server/graph/recording_probe.h"
+#include "server/ops/layout.h"
 
 namespace distarray {
 namespace {
@@ -196,8 +196,7 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Run(const v1::Program& program,
     if (absl::IsInternal(recorded.status())) {
       // The devices failed the recording (an NCCL clique revoked under it, a capture the driver
       // invalidated): this run goes eagerly, the next one records again.
-      spdlog::warn("RunGraph: recording failed, running eagerly: {}",
-                   recorded.status().ToString());
+      spdlog::warn("RunGraph: recording failed, running eagerly: {}", recorded.status().ToString());
       return RunEager(program, arguments, context);
     }
     RETURN_IF_ERROR(recorded.status());

@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <functional>
 #include <list>
-#include <optional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,9 +23,9 @@
 #include "absl/synchronization/mutex.h"
 #include "distarray/v1/distarray.pb.h"
 #include "server/backend/graph_recorder.h"
+#include "server/graph/program_limits.h"
 #include "server/ops/op_executors.h"
 #include "server/ops/tenant_memory.h"
-#include "server/graph/program_limits.h"
 
 namespace distarray {
 
@@ -72,10 +72,9 @@ class ProgramRunner {
   // Why `program` cannot be recorded over `devices` with these arguments, or nullopt when it can:
   // found by walking it through a RecordingProbe (recording_probe.h) and asking the recorder,
   // before anything is recorded.
-  absl::StatusOr<std::optional<std::string>> WhyNotRecordable(const v1::Program& program,
-                                                             const std::vector<ArrayPtr>& arguments,
-                                                             const std::vector<int>& devices,
-                                                             const OpContext& context);
+  absl::StatusOr<std::optional<std::string>> WhyNotRecordable(
+      const v1::Program& program, const std::vector<ArrayPtr>& arguments,
+      const std::vector<int>& devices, const OpContext& context);
   absl::StatusOr<std::shared_ptr<CachedGraph>> Record(const v1::Program& program,
                                                       const std::vector<ArrayPtr>& arguments,
                                                       const std::vector<int>& devices,

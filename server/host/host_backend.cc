@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/host/host_buffer.h"
-#include "server/host/host_work.h"
 #include "server/host/host_graph_recorder.h"
+#include "server/host/host_work.h"
 
 namespace distarray {
 

@@ -104,9 +104,9 @@ class HostRecordedGraph final : public RecordedGraph {
     // A fresh replay object: a new replay starts with the cancel word clear and zero counts.
     auto replay = std::make_shared<HostGraphReplay>();
     auto run = [program = program_, replay] { RunBlock(program->root, *replay); };
-    ASSIGN_OR_RETURN(replay->done, backend_->Submit(HostWork{device_, std::move(read_buffers),
-                                                             std::move(write_buffers),
-                                                             std::move(run)}));
+    ASSIGN_OR_RETURN(replay->done,
+                     backend_->Submit(HostWork{device_, std::move(read_buffers),
+                                               std::move(write_buffers), std::move(run)}));
     last_replay_ = std::move(replay);
     return absl::OkStatus();
   }
@@ -301,15 +301,16 @@ absl::Status HostGraphRecording::FillConstant(DType dtype, const BufferBox& dst,
 absl::Status HostGraphRecording::FillGenerated(DType dtype, const BufferPtr& dst,
                                                const Shape& global_shape, const Box& chunk_box,
                                                const Generator& generator) {
-  return Record("FillGenerated", host::FillGeneratedWork(dtype, dst, global_shape, chunk_box, generator));
+  return Record("FillGenerated",
+                host::FillGeneratedWork(dtype, dst, global_shape, chunk_box, generator));
 }
 
 absl::Status HostGraphRecording::Copy(DType dtype, absl::Span<const BoxCopy> copies) {
   // The whole batch is admitted before any of it is recorded: a refused batch leaves nothing
   // half-recorded.
   for (const BoxCopy& copy : copies) {
-    RETURN_IF_ERROR(Admit("Copy", device_,
-                          {AsHost(copy.src.buffer).get(), AsHost(copy.dst.buffer).get()}));
+    RETURN_IF_ERROR(
+        Admit("Copy", device_, {AsHost(copy.src.buffer).get(), AsHost(copy.dst.buffer).get()}));
   }
   for (const BoxCopy& copy : copies) RETURN_IF_ERROR(Record("Copy", host::CopyWork(dtype, copy)));
   return absl::OkStatus();

@@ -11,9 +11,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/host/host_buffer.h"
-#include "server/kernels/host_kernels.h"
 #include "server/host/openblas_api.h"
 #include "server/kernels/elementwise_loop.h"
+#include "server/kernels/host_kernels.h"
 #include "server/kernels/reduce_ops.h"
 
 namespace distarray {
@@ -196,9 +196,9 @@ HostWork CastWork(DType from, DType to, const BufferPtr& src, const BufferPtr& d
   return HostWork{d->device(), {s.get()}, {d.get()}, std::move(work)};
 }
 
-absl::StatusOr<HostWork> ReduceWork(ReduceKind kind, DType in, DType storage,
-                                    const BufferPtr& src, const ReduceGeometry& geometry,
-                                    const BufferPtr& dst, double scale, const BufferPtr& extreme) {
+absl::StatusOr<HostWork> ReduceWork(ReduceKind kind, DType in, DType storage, const BufferPtr& src,
+                                    const ReduceGeometry& geometry, const BufferPtr& dst,
+                                    double scale, const BufferPtr& extreme) {
   auto s = AsHost(src), d = AsHost(dst), e = AsHost(extreme);
   std::vector<HostBuffer*> reads = {s.get()};
   if (e) reads.push_back(e.get());

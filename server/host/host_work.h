@@ -35,9 +35,9 @@ absl::StatusOr<HostWork> ElementwiseWork(ElementwiseOpId op, DType compute, DTyp
                                          const BufferPtr& out, int64_t n,
                                          absl::Span<const ElementwiseArg> args);
 HostWork CastWork(DType from, DType to, const BufferPtr& src, const BufferPtr& dst, int64_t n);
-absl::StatusOr<HostWork> ReduceWork(ReduceKind kind, DType in, DType storage,
-                                    const BufferPtr& src, const ReduceGeometry& geometry,
-                                    const BufferPtr& dst, double scale, const BufferPtr& extreme);
+absl::StatusOr<HostWork> ReduceWork(ReduceKind kind, DType in, DType storage, const BufferPtr& src,
+                                    const ReduceGeometry& geometry, const BufferPtr& dst,
+                                    double scale, const BufferPtr& extreme);
 absl::StatusOr<HostWork> GemmWork(DType dtype, const BufferPtr& a, const BufferPtr& b,
                                   const BufferPtr& c, const GemmShape& shape);
 

@@ -38,8 +38,7 @@ std::vector<BoxCopy> ToBoxCopies(const std::vector<PlannedCopy>& planned,
 absl::Status CopyAndCount(DeviceOps& ops, DType dtype, const std::vector<BoxCopy>& copies) {
   RETURN_IF_ERROR(ops.Copy(dtype, copies));
   for (const BoxCopy& copy : copies) {
-    ops.CountReshardBytes(copy.dst.buffer->device(),
-                              NumElements(copy.dst.box) * DTypeSize(dtype));
+    ops.CountReshardBytes(copy.dst.buffer->device(), NumElements(copy.dst.box) * DTypeSize(dtype));
   }
   return absl::OkStatus();
 }
@@ -259,8 +258,8 @@ absl::Status CheckUncoveredValuesKept(const Shape& shape, DType dtype, const Ind
       "), or keep the mode"));
 }
 
-absl::StatusOr<std::vector<Chunk>> Relayout(DeviceOps& ops, const Array& array,
-                                            const IndexMap& map, Mode mode, const StopCheck& stop,
+absl::StatusOr<std::vector<Chunk>> Relayout(DeviceOps& ops, const Array& array, const IndexMap& map,
+                                            Mode mode, const StopCheck& stop,
                                             SourceBuffers sources) {
   const bool share = sources == SourceBuffers::kShareLeadingParts;
   const bool same_map = array.index_map() == map;

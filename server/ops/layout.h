@@ -18,8 +18,7 @@ namespace distarray {
 // One uninitialized buffer per chunk of `map`. RESOURCE_EXHAUSTED, with nothing launched and
 // nothing kept, when a device's limit would be passed even after the backend's memory reclaimer
 // ran (SetMemoryReclaimer: the engine's cached graphs given up).
-absl::StatusOr<std::vector<Chunk>> AllocateChunks(DeviceOps& ops, DType dtype,
-                                                  const IndexMap& map);
+absl::StatusOr<std::vector<Chunk>> AllocateChunks(DeviceOps& ops, DType dtype, const IndexMap& map);
 
 // What AllocateChunks on `ops` (the engine's backend) calls when a device refuses an allocation
 // for memory: frees what can be given up and returns whether anything was, so the allocation is
@@ -44,9 +43,8 @@ enum class SourceBuffers { kCopy, kShareLeadingParts };
 // goes through REPLICA first (docs/design.md explains why). Asynchronous: returns once the work is
 // enqueued; consumers of each new chunk wait on that chunk alone. Planning stops with `stop`'s
 // status once the call it serves is abandoned (planning a large map can take a second of CPU).
-absl::StatusOr<std::vector<Chunk>> Relayout(DeviceOps& ops, const Array& array,
-                                            const IndexMap& map, Mode mode,
-                                            const StopCheck& stop = {},
+absl::StatusOr<std::vector<Chunk>> Relayout(DeviceOps& ops, const Array& array, const IndexMap& map,
+                                            Mode mode, const StopCheck& stop = {},
                                             SourceBuffers sources = SourceBuffers::kCopy);
 
 // What an element no chunk covers reads as in `mode`: "0", "1", "-inf", "127", "(inf, inf)".

@@ -169,11 +169,10 @@ absl::StatusOr<OpResult> ExecuteElementwise(const OpContext& context,
       ASSIGN_OR_RETURN(inputs[i], ReadOnlyChunksIn(ops, array, op.aligned_map, context.alive));
     }
     if (op.cast) {
-      ASSIGN_OR_RETURN(std::vector<Chunk> cast,
-                       AllocateChunks(ops, op.read_dtype, op.aligned_map));
+      ASSIGN_OR_RETURN(std::vector<Chunk> cast, AllocateChunks(ops, op.read_dtype, op.aligned_map));
       for (size_t c = 0; c < cast.size(); ++c) {
-        RETURN_IF_ERROR(ops.Cast(array.dtype, op.read_dtype, inputs[i][c].buffer,
-                                     cast[c].buffer, NumElements(cast[c].spec.box)));
+        RETURN_IF_ERROR(ops.Cast(array.dtype, op.read_dtype, inputs[i][c].buffer, cast[c].buffer,
+                                 NumElements(cast[c].spec.box)));
       }
       inputs[i] = std::move(cast);
     }
@@ -182,8 +181,8 @@ absl::StatusOr<OpResult> ExecuteElementwise(const OpContext& context,
     RETURN_IF_ERROR(context.CheckAlive());
     const int64_t n = NumElements(out.chunks[c].spec.box);
     if (!plan.op) {  // astype: one operand, never broadcast
-      RETURN_IF_ERROR(ops.Cast(plan.compute, plan.result_dtype, inputs[0][c].buffer,
-                                   out.chunks[c].buffer, n));
+      RETURN_IF_ERROR(
+          ops.Cast(plan.compute, plan.result_dtype, inputs[0][c].buffer, out.chunks[c].buffer, n));
       continue;
     }
     std::vector<ElementwiseArg> args;
@@ -272,7 +271,7 @@ absl::StatusOr<OpResult> ExecuteReduce(const OpContext& context, const PlannedRe
     ASSIGN_OR_RETURN(partial.chunks, AllocateChunks(ops, plan.in_dtype, plan.result_map));
     for (size_t c = 0; c < source.size(); ++c) {
       RETURN_IF_ERROR(ops.Reduce(plan.kind, plan.kernel_dtype, plan.in_dtype, source[c].buffer,
-                                     plan.geometry[c], partial.chunks[c].buffer, 1, nullptr));
+                                 plan.geometry[c], partial.chunks[c].buffer, 1, nullptr));
     }
     if (partial.mode == Mode::kReplica) {
       extremes = std::move(partial.chunks);
@@ -285,11 +284,11 @@ absl::StatusOr<OpResult> ExecuteReduce(const OpContext& context, const PlannedRe
     RETURN_IF_ERROR(context.CheckAlive());
     if (plan.arg) {
       RETURN_IF_ERROR(ops.Reduce(ReduceKind::kArgMatch, plan.kernel_dtype, plan.in_dtype,
-                                     source[c].buffer, plan.geometry[c], out.chunks[c].buffer, 1,
-                                     extremes[c].buffer));
+                                 source[c].buffer, plan.geometry[c], out.chunks[c].buffer, 1,
+                                 extremes[c].buffer));
     } else {
       RETURN_IF_ERROR(ops.Reduce(plan.kind, plan.kernel_dtype, plan.in_dtype, source[c].buffer,
-                                     plan.geometry[c], out.chunks[c].buffer, plan.scale, nullptr));
+                                 plan.geometry[c], out.chunks[c].buffer, plan.scale, nullptr));
     }
   }
   if (planned.combine && out.mode != Mode::kReplica) {
@@ -382,7 +381,7 @@ absl::StatusOr<OpResult> ExecuteMatmul(const OpContext& context, const PlannedMa
   for (size_t p = 0; p < plan.gemms.size(); ++p) {
     RETURN_IF_ERROR(context.CheckAlive());
     RETURN_IF_ERROR(ops.Gemm(plan.dtype, a_blocks[p].buffer, b_blocks[p].buffer,
-                                 out.chunks[p].buffer, plan.gemms[p], planned.allow_tf32));
+                             out.chunks[p].buffer, plan.gemms[p], planned.allow_tf32));
   }
   if (planned.result_map) {
     Array product;
@@ -390,8 +389,8 @@ absl::StatusOr<OpResult> ExecuteMatmul(const OpContext& context, const PlannedMa
     product.dtype = out.dtype;
     product.mode = out.mode;
     product.chunks = std::move(out.chunks);
-    ASSIGN_OR_RETURN(
-        out.chunks, Relayout(ops, product, *planned.result_map, Mode::kReplica, context.alive));
+    ASSIGN_OR_RETURN(out.chunks,
+                     Relayout(ops, product, *planned.result_map, Mode::kReplica, context.alive));
     out.mode = Mode::kReplica;
   }
   return out;

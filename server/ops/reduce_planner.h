@@ -10,9 +10,9 @@
 
 #include "absl/status/statusor.h"
 #include "distarray/v1/distarray.pb.h"
+#include "server/kernels/reduce_ops.h"
 #include "server/ops/chunk_index.h"
 #include "server/ops/operand.h"
-#include "server/kernels/reduce_ops.h"
 
 namespace distarray {
 

@@ -8,8 +8,8 @@
 
 #include "absl/status/statusor.h"
 #include "common/index_map.h"
-#include "server/ops/chunk_index.h"
 #include "server/kernels/ops.h"
+#include "server/ops/chunk_index.h"
 
 namespace distarray {
 

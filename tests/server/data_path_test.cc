@@ -12,9 +12,9 @@
 
 #include "common/index_map.h"
 #include "server/engine/engine.h"
-#include "server/ops/slab_plan.h"
 #include "server/engine/upload_session.h"
 #include "server/host/host_backend.h"
+#include "server/ops/slab_plan.h"
 
 namespace distarray {
 namespace {

@@ -43,7 +43,6 @@ cuda::Agreement CudaGraphRecording::barrier_agreement(size_t i) const {
   return agreement;
 }
 
-
 absl::Status CudaGraphRecording::RecordBarrier() {
   for (size_t i = 0; i < captures_.size(); ++i) {
     ScopedDevice scope(captures_[i].device);
@@ -86,8 +85,8 @@ absl::Status CudaGraphRecording::RecordPeerCopies(DType dtype,
   RETURN_IF_ERROR(CheckRecording("Copy"));
   if (!peer_access_) {
     return NotHeld("Copy",
-                  "copies between devices read peer memory, and some of the recording's devices "
-                  "have no peer access to each other (they agree through NCCL)");
+                   "copies between devices read peer memory, and some of the recording's devices "
+                   "have no peer access to each other (they agree through NCCL)");
   }
   for (const BoxCopy* copy : copies) {
     if (!records(copy->src.buffer->device()) || !records(copy->dst.buffer->device())) {
@@ -126,7 +125,7 @@ absl::Status CudaGraphRecording::AdmitFlags(absl::string_view call, const Condit
     }
     if (++per_device[index] > cuda::kMaxLocalFlags) {
       return NotHeld(call, absl::StrCat("its condition has more than ", cuda::kMaxLocalFlags,
-                                       " chunks on device ", flag->device()));
+                                        " chunks on device ", flag->device()));
     }
   }
   for (const BufferPtr& flag : flags.buffers) Keep(flag);

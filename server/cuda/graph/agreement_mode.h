@@ -2,8 +2,6 @@
 #ifndef DISTARRAY_SERVER_CUDA_GRAPH_AGREEMENT_MODE_H_
 #define DISTARRAY_SERVER_CUDA_GRAPH_AGREEMENT_MODE_H_
 
-
-
 namespace distarray {
 
 // How the devices of a recording over several agree on its conditions.

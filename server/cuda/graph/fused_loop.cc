@@ -10,10 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/cuda/cuda_buffer.h"
-#include "server/cuda/graph/recording.h"
 #include "server/cuda/cuda_status.h"
 #include "server/cuda/fusion/fused_loop_device.cuh"
 #include "server/cuda/fusion/fused_loop_source.h"
+#include "server/cuda/graph/recording.h"
 #include "spdlog/spdlog.h"
 
 namespace distarray {

@@ -15,8 +15,8 @@
 #include "common/box.h"
 #include "common/status_macros.h"
 #include "server/cuda/cuda_status.h"
-#include "server/cuda/kernels.h"
 #include "server/cuda/graph/recording.h"
+#include "server/cuda/kernels.h"
 
 namespace distarray {
 
@@ -62,8 +62,7 @@ bool CudaGraphRecorder::CanRecord(absl::Span<const int> devices) const {
       if (devices[j] == devices[i]) return false;
     }
   }
-  return devices.size() == 1 || options_.agreement != GraphAgreement::kPeer ||
-         PeerAccess(devices);
+  return devices.size() == 1 || options_.agreement != GraphAgreement::kPeer || PeerAccess(devices);
 }
 
 std::optional<std::string> CudaGraphRecorder::Unsupported(const RecordingNeeds& needs) const {

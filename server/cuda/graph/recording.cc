@@ -141,7 +141,6 @@ const unsigned int* CudaGraphRecording::cancel_word(size_t i) const {
       offsetof(CudaGraphControl, cancel_word));
 }
 
-
 absl::Status CudaGraphRecording::NotHeld(absl::string_view call, absl::string_view why) const {
   return absl::InternalError(absl::StrCat(call, " in a recording on device(s) ", DeviceList(), ": ",
                                           why, " (the recorder should have said so before)"));
@@ -237,7 +236,8 @@ absl::Status CudaGraphRecording::FillConstant(DType dtype, const BufferBox& dst,
 absl::Status CudaGraphRecording::FillGenerated(DType dtype, const BufferPtr& dst,
                                                const Shape& global_shape, const Box& chunk_box,
                                                const Generator& generator) {
-  return Submit("FillGenerated", cuda::FillGeneratedWork(dtype, dst, global_shape, chunk_box, generator));
+  return Submit("FillGenerated",
+                cuda::FillGeneratedWork(dtype, dst, global_shape, chunk_box, generator));
 }
 
 absl::Status CudaGraphRecording::Copy(DType dtype, absl::Span<const BoxCopy> copies) {
@@ -278,14 +278,14 @@ absl::Status CudaGraphRecording::Reduce(ReduceKind kind, DType in, DType storage
                                         const BufferPtr& src, const ReduceGeometry& geometry,
                                         const BufferPtr& dst, double scale,
                                         const BufferPtr& extreme) {
-  return Submit("Reduce", cuda::ReduceWork(*context_.gpus, kind, in, storage, src, geometry, dst, scale,
-                                     extreme));
+  return Submit("Reduce", cuda::ReduceWork(*context_.gpus, kind, in, storage, src, geometry, dst,
+                                           scale, extreme));
 }
 
 absl::Status CudaGraphRecording::Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b,
-                                      const BufferPtr& c, const GemmShape& shape,
-                                      bool allow_tf32) {
-  ASSIGN_OR_RETURN(CudaWork work, cuda::GemmWork(*context_.gpus, dtype, a, b, c, shape, allow_tf32));
+                                      const BufferPtr& c, const GemmShape& shape, bool allow_tf32) {
+  ASSIGN_OR_RETURN(CudaWork work,
+                   cuda::GemmWork(*context_.gpus, dtype, a, b, c, shape, allow_tf32));
   return Submit("Gemm", std::move(work));
 }
 
