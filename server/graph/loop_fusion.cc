@@ -96,24 +96,24 @@ class FusionPlanner {
   std::optional<std::vector<FusedLoop>> Plan(const v1::WhileLoop& loop,
                                              const BufferPtr& entry_flag) {
     const auto& body = loop.body();
-    if (body.empty()) return Refuse("the body is empty");
+    if (body.empty()) return CannotFuse("the body is empty");
     for (int i = 0; i + 1 < body.size(); ++i) {
       if (!AddStatement(body[i])) return std::nullopt;
     }
-    if (loop_.ops.empty()) return Refuse("the body has no elementwise op to fuse");
+    if (loop_.ops.empty()) return CannotFuse("the body has no elementwise op to fuse");
     const v1::Statement& last = body[body.size() - 1];
     if (!last.has_reduce() || last.target() != loop.condition()) {
-      return Refuse("the body does not end by assigning the condition with all() or any()");
+      return CannotFuse("the body does not end by assigning the condition with all() or any()");
     }
     const v1::ReduceOpSpec& reduce = last.reduce();
     if ((reduce.op() != v1::REDUCE_OP_ALL && reduce.op() != v1::REDUCE_OP_ANY) ||
         !reduce.axes().empty() || reduce.keepdims() ||
         reduce.operand().kind_case() != v1::Operand::kVariable) {
-      return Refuse("the condition is not all() or any() of a variable over every axis");
+      return CannotFuse("the condition is not all() or any() of a variable over every axis");
     }
     std::optional<FusedLoop::Value> predicate = ValueOf(reduce.operand().variable());
     if (!predicate || loop_.DTypeOf(*predicate) != DType::kBool) {
-      return Refuse("the condition reduces something other than a bool array of the chain");
+      return CannotFuse("the condition reduces something other than a bool array of the chain");
     }
     loop_.all = reduce.op() == v1::REDUCE_OP_ALL;
     loop_.predicate = *predicate;
@@ -125,7 +125,7 @@ class FusionPlanner {
       auto slot = env_.find(name);
       if (slot == env_.end()) continue;  // local to the body
       if (!IsLoopLayout(*slot->second)) {
-        return Refuse("a loop-carried variable's slot is not in the loop's layout");
+        return CannotFuse("a loop-carried variable's slot is not in the loop's layout");
       }
       stores.emplace_back(name, FusedLoop::Store{value.value, nullptr});
     }
@@ -139,19 +139,19 @@ class FusionPlanner {
     // The condition's slot: on one device, one chunk; over several, one partial per device, of
     // the mode all()/any() leaves (each device writes its own).
     auto condition = env_.find(loop.condition());
-    if (condition == env_.end()) return Refuse("the condition variable is not bound");
+    if (condition == env_.end()) return CannotFuse("the condition variable is not bound");
     const Array& flag = *condition->second;
     if (devices_.size() == 1) {
       if (flag.mode != Mode::kReplica || flag.chunks.size() != 1) {
-        return Refuse("the condition variable is not one REPLICA chunk");
+        return CannotFuse("the condition variable is not one REPLICA chunk");
       }
     } else if (flag.mode != (loop_.all ? Mode::kMin : Mode::kMax) ||
                !IsOnePerDevice(flag.index_map(), devices_)) {
-      return Refuse("the condition variable is not one partial per device");
+      return CannotFuse("the condition variable is not one partial per device");
     }
     loop_.max_iterations = loop.max_iterations();
     if (static_cast<int>(loop_.inputs.size() + loop_.stores.size()) > FusedLoop::kMaxBuffers) {
-      return Refuse(
+      return CannotFuse(
           absl::StrCat("it reads and writes more than ", FusedLoop::kMaxBuffers, " arrays"));
     }
     // The same chain once per device, over that device's chunk of every array.
@@ -190,9 +190,9 @@ class FusionPlanner {
     shape_ = shape;
     map_ = map;
     if (!IsOneChunkPerDevice(map, shape, devices_)) {
-      return RefuseStatement(devices_.size() == 1
-                                 ? "the loop's arrays are not one chunk holding all of them"
-                                 : "the loop's arrays are not split into one chunk per device");
+      return CannotFuseStatement(devices_.size() == 1
+                                     ? "the loop's arrays are not one chunk holding all of them"
+                                     : "the loop's arrays are not split into one chunk per device");
     }
     return true;
   }
@@ -200,11 +200,11 @@ class FusionPlanner {
     return array.mode == Mode::kReplica && array.shape == *shape_ && array.index_map() == *map_;
   }
 
-  std::nullopt_t Refuse(std::string why) {
+  std::nullopt_t CannotFuse(std::string why) {
     why_not_ = std::move(why);
     return std::nullopt;
   }
-  bool RefuseStatement(std::string why) {
+  bool CannotFuseStatement(std::string why) {
     why_not_ = std::move(why);
     return false;
   }
@@ -217,11 +217,11 @@ class FusionPlanner {
       return FusedLoop::Value{true, it->second};
     auto it = env_.find(name);
     if (it == env_.end())
-      return Refuse(absl::StrCat("variable ", QuoteClientString(name), " is not bound"));
+      return CannotFuse(absl::StrCat("variable ", QuoteClientString(name), " is not bound"));
     if (!SetLayout(it->second->shape, it->second->index_map())) return std::nullopt;
     if (!IsLoopLayout(*it->second)) {
-      return Refuse(absl::StrCat("variable ", QuoteClientString(name),
-                                 " is not REPLICA in the loop's shape and index map"));
+      return CannotFuse(absl::StrCat("variable ", QuoteClientString(name),
+                                     " is not REPLICA in the loop's shape and index map"));
     }
     const int index = static_cast<int>(loop_.inputs.size());
     loop_.inputs.push_back({nullptr, it->second->dtype});
@@ -236,35 +236,38 @@ class FusionPlanner {
       std::optional<FusedLoop::Value> value = ValueOf(s.copy());
       if (!value) return false;
       absl::StatusOr<ArrayPtr> array = context_.resolve(OperandOf(s.copy()), "");
-      if (!array.ok()) return RefuseStatement(std::string(array.status().message()));
+      if (!array.ok()) return CannotFuseStatement(std::string(array.status().message()));
       computed_[s.target()] = {*value, *array};
       return true;
     }
     if (!s.has_elementwise() || s.target().empty()) {
-      return RefuseStatement("the body holds a statement other than elementwise ops");
+      return CannotFuseStatement("the body holds a statement other than elementwise ops");
     }
     if (static_cast<int>(loop_.ops.size()) == kMaxFusedLoopOps) {
-      return RefuseStatement(absl::StrCat("the chain is longer than ", kMaxFusedLoopOps, " ops"));
+      return CannotFuseStatement(
+          absl::StrCat("the chain is longer than ", kMaxFusedLoopOps, " ops"));
     }
     absl::StatusOr<PlannedElementwise> planned = PlanElementwiseOp(context_, s.elementwise(), "");
-    if (!planned.ok()) return RefuseStatement(std::string(planned.status().message()));
+    if (!planned.ok()) return CannotFuseStatement(std::string(planned.status().message()));
     const ElementwisePlan& plan = planned->plan;
     // A 16-bit float result is a float rounded once in the generated kernel; an astype to one
     // from a dtype that float does not hold exactly would round twice (through float), so it
     // stays a one-op kernel, which rounds from the source value.
     if (!plan.op && IsHalf(plan.result_dtype) && !FloatHoldsExactly(plan.compute)) {
-      return RefuseStatement(absl::StrCat("it casts ", DTypeName(plan.compute), " to ",
-                                          DTypeName(plan.result_dtype), ", which is not fused"));
+      return CannotFuseStatement(absl::StrCat("it casts ", DTypeName(plan.compute), " to ",
+                                              DTypeName(plan.result_dtype),
+                                              ", which is not fused"));
     }
     // The generated kernel's registers hold real numbers only; complex loops run op by op.
     bool complex = IsComplex(plan.compute) || IsComplex(plan.result_dtype);
     for (const ArrayPtr& array : planned->arrays) {
       complex = complex || (array != nullptr && IsComplex(array->dtype));
     }
-    if (complex) return RefuseStatement("it reads or writes complex values, which are not fused");
+    if (complex)
+      return CannotFuseStatement("it reads or writes complex values, which are not fused");
     if (!SetLayout(plan.result_shape, plan.result_map)) return false;
     if (plan.result_shape != *shape_ || plan.result_map != *map_) {
-      return RefuseStatement("an op's result is not in the loop's shape and index map");
+      return CannotFuseStatement("an op's result is not in the loop's shape and index map");
     }
     FusedLoop::Op op{plan.op, plan.compute, plan.result_dtype, {}};
     for (size_t i = 0; i < plan.operands.size(); ++i) {
@@ -278,7 +281,7 @@ class FusionPlanner {
         std::optional<FusedLoop::Value> value = ValueOf(name);
         if (!value) return false;
         if (planned->arrays[i]->shape != *shape_) {
-          return RefuseStatement(
+          return CannotFuseStatement(
               absl::StrCat("operand ", QuoteClientString(name), " is broadcast"));
         }
         arg.value = value;
