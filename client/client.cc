@@ -13,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "client/channel.h"
 #include "client/raw_download.h"
@@ -72,12 +73,15 @@ absl::Status FromGrpc(const grpc::Status& status) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
+// Adds a client's call metadata (its session and token) to a context: Client::Attacher().
+using AttachFn = absl::FunctionRef<void(grpc::ClientContext&)>;
+
 // Sends a header and `bytes` of data in messages of `message_bytes` on one stream.
-absl::StatusOr<v1::ArrayInfo> StreamUpload(v1::ArrayService::Stub& stub, const Client& client,
+absl::StatusOr<v1::ArrayInfo> StreamUpload(v1::ArrayService::Stub& stub, AttachFn attach,
                                            const v1::UploadHeader& header, const void* data,
                                            int64_t bytes, int64_t message_bytes) {
   grpc::ClientContext context;
-  client.AttachSession(context);
+  attach(context);
   v1::UploadArrayResponse response;
   auto writer = stub.UploadArray(&context, &response);
   v1::UploadArrayRequest message;
@@ -102,11 +106,11 @@ absl::StatusOr<v1::ArrayInfo> StreamUpload(v1::ArrayService::Stub& stub, const C
 // Streams a download, handing its bytes to `sink` piece by piece, straight from gRPC's receive
 // buffers (client/raw_download.h).
 template <typename Sink>
-absl::Status StreamDownload(const internal::RawDownloadStub& stub, const Client& client,
+absl::Status StreamDownload(const internal::RawDownloadStub& stub, AttachFn attach,
                             const std::string& handle, const v1::Region& region,
                             int64_t message_bytes, Sink&& sink) {
   grpc::ClientContext context;
-  client.AttachSession(context);
+  attach(context);
   v1::DownloadArrayRequest request;
   request.set_handle(handle);
   *request.mutable_region() = region;
@@ -124,12 +128,12 @@ absl::Status StreamDownload(const internal::RawDownloadStub& stub, const Client&
 
 // Streams a download into `dst`, which holds exactly `capacity` bytes; FAILED_PRECONDITION when
 // the server sends more or fewer.
-absl::Status StreamDownloadInto(const internal::RawDownloadStub& stub, const Client& client,
+absl::Status StreamDownloadInto(const internal::RawDownloadStub& stub, AttachFn attach,
                                 const std::string& handle, const v1::Region& region,
                                 int64_t message_bytes, char* dst, int64_t capacity) {
   int64_t got = 0;
   absl::Status s =
-      StreamDownload(stub, client, handle, region, message_bytes, [&](absl::string_view piece) {
+      StreamDownload(stub, attach, handle, region, message_bytes, [&](absl::string_view piece) {
         if (got + static_cast<int64_t>(piece.size()) > capacity) {
           return absl::FailedPreconditionError(absl::StrCat(
               "download of ", handle, " carried more than the ", capacity, " bytes expected"));
@@ -245,6 +249,10 @@ void Client::AttachSession(grpc::ClientContext& context) const {
   AddCallMetadata(context, session_->id, session_->authorization);
 }
 
+std::function<void(grpc::ClientContext&)> Client::Attacher() const {
+  return [this](grpc::ClientContext& context) { AttachSession(context); };
+}
+
 absl::StatusOr<v1::GetServerInfoResponse> Client::ServerInfo() const {
   grpc::ClientContext context;
   AttachSession(context);
@@ -316,7 +324,7 @@ absl::StatusOr<v1::ArrayInfo> Client::UploadBytes(const v1::UploadHeader& header
     refused = IsRefusal(info.status(), got_segment);
   }
   absl::StatusOr<v1::ArrayInfo> streamed =
-      StreamUpload(*stub_, *this, header, data, bytes, options_.upload_message_bytes);
+      StreamUpload(*stub_, Attacher(), header, data, bytes, options_.upload_message_bytes);
   RememberRefusal(refused, streamed.status());
   return streamed;
 }
@@ -461,7 +469,7 @@ absl::Status Client::WriteAll(const v1::ArrayInfo& info, const void* data, int64
                   v1::UploadHeader header;
                   header.set_handle(info.handle());
                   *header.mutable_region() = RowRange(info, begin, end);
-                  return StreamUpload(*connection.stub, *this, header, base + offset, length,
+                  return StreamUpload(*connection.stub, Attacher(), header, base + offset, length,
                                       options_.upload_message_bytes)
                       .status();
                 });
@@ -516,7 +524,7 @@ absl::Status Client::DownloadAll(const v1::ArrayInfo& info, void* dst, int64_t b
       SplitRows(info, bytes,
                 [&](const Connection& connection, int64_t begin, int64_t end, int64_t offset,
                     int64_t length) {
-                  return StreamDownloadInto(*connection.download, *this, info.handle(),
+                  return StreamDownloadInto(*connection.download, Attacher(), info.handle(),
                                             RowRange(info, begin, end),
                                             options_.download_message_bytes, base + offset, length);
                 });
@@ -534,7 +542,7 @@ absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& 
     refused = IsRefusal(s, got_segment);
   }
   absl::Status s =
-      StreamDownloadInto(*download_, *this, handle, region, options_.download_message_bytes,
+      StreamDownloadInto(*download_, Attacher(), handle, region, options_.download_message_bytes,
                          static_cast<char*>(dst), bytes);
   RememberRefusal(refused, s);
   return s;
@@ -543,7 +551,7 @@ absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& 
 absl::Status Client::DownloadBytes(const std::string& handle, const v1::Region& region,
                                    std::string* out) const {
   out->clear();
-  return StreamDownload(*download_, *this, handle, region, options_.download_message_bytes,
+  return StreamDownload(*download_, Attacher(), handle, region, options_.download_message_bytes,
                         [&](absl::string_view piece) {
                           out->append(piece.data(), piece.size());
                           return absl::OkStatus();
@@ -772,30 +780,27 @@ absl::StatusOr<Array> operator/(const Array& a, const Array& b) {
   return a.Elementwise(v1::ELEMENTWISE_OP_DIVIDE, b.AsOperand());
 }
 
-namespace {
 template <typename Request, typename Response, typename Call>
-absl::StatusOr<Array> ComputeCall(const Client& client, const Request& request, Call call,
-                                  bool owned) {
+absl::StatusOr<Array> Client::Compute(const Request& request, Call call, bool owned) const {
   grpc::ClientContext context;
-  client.AttachSession(context);
+  AttachSession(context);
   Response response;
-  absl::Status s = FromGrpc((client.stub().*call)(&context, request, &response));
+  absl::Status s = FromGrpc(((*stub_).*call)(&context, request, &response));
   if (!s.ok()) return s;
-  return Array(client, response.array(), owned);
+  return Array(*this, response.array(), owned);
 }
-}  // namespace
 
 absl::StatusOr<Array> Client::Elementwise(const v1::ElementwiseRequest& request) const {
-  return ComputeCall<v1::ElementwiseRequest, v1::ElementwiseResponse>(
-      *this, request, &v1::ArrayService::Stub::Elementwise, request.spec().out().empty());
+  return Compute<v1::ElementwiseRequest, v1::ElementwiseResponse>(
+      request, &v1::ArrayService::Stub::Elementwise, request.spec().out().empty());
 }
 absl::StatusOr<Array> Client::Reduce(const v1::ReduceRequest& request) const {
-  return ComputeCall<v1::ReduceRequest, v1::ReduceResponse>(*this, request,
-                                                            &v1::ArrayService::Stub::Reduce, true);
+  return Compute<v1::ReduceRequest, v1::ReduceResponse>(request, &v1::ArrayService::Stub::Reduce,
+                                                        true);
 }
 absl::StatusOr<Array> Client::Matmul(const v1::MatmulRequest& request) const {
-  return ComputeCall<v1::MatmulRequest, v1::MatmulResponse>(*this, request,
-                                                            &v1::ArrayService::Stub::Matmul, true);
+  return Compute<v1::MatmulRequest, v1::MatmulResponse>(request, &v1::ArrayService::Stub::Matmul,
+                                                        true);
 }
 
 absl::StatusOr<GraphRun> Client::RunGraph(const v1::RunGraphRequest& request,

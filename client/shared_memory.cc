@@ -8,12 +8,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "common/host_id.h"
 
 namespace distarray::internal {
 namespace {
@@ -27,23 +25,6 @@ absl::Status SegmentError(const std::string& name, const char* step, int error) 
 absl::Status FromGrpc(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-}
-
-std::string ComputeHostId() {
-  std::ifstream boot_id_file("/proc/sys/kernel/random/boot_id");
-  std::string boot_id;
-  if (!std::getline(boot_id_file, boot_id)) return "";
-  boot_id = std::string(absl::StripAsciiWhitespace(boot_id));
-  struct stat st;
-  if (boot_id.empty() || stat("/dev/shm", &st) != 0) return "";
-  const std::string key = absl::StrCat(boot_id, ":", static_cast<uint64_t>(st.st_dev), ":",
-                                       static_cast<uint64_t>(st.st_ino));
-  uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a, 64 bits
-  for (unsigned char c : key) {
-    hash ^= c;
-    hash *= 0x100000001b3ULL;
-  }
-  return absl::StrFormat("%016x", hash);
 }
 
 }  // namespace
@@ -168,7 +149,7 @@ void SegmentCache::Give(SharedMemorySegment segment) {
 }
 
 const std::string& LocalHostId() {
-  static const std::string* const id = new std::string(ComputeHostId());
+  static const std::string* const id = new std::string(ThisHostId());
   return *id;
 }
 

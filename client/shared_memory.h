@@ -101,8 +101,8 @@ class SegmentCache {
   std::optional<SharedMemorySegment> kept_;  // guarded by mu_
 };
 
-// This process's host id, computed by the daemon's rule (docs/api.md); empty when /dev/shm or
-// the boot id cannot be read. Computed once.
+// This process's host id: ThisHostId() (common/host_id.h, the daemon's rule); empty when /dev/shm
+// or the boot id cannot be read. Computed once.
 const std::string& LocalHostId();
 
 }  // namespace distarray::internal

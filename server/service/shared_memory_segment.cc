@@ -8,7 +8,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <utility>
 
@@ -153,23 +152,6 @@ absl::Status DaemonSegment::CheckIntact(absl::string_view field) const {
                    " bytes, fewer than the ", size_,
                    " it was made with: a process of the daemon's user truncated it; release it and "
                    "make another"));
-}
-
-std::string SharedMemoryHostId() {
-  std::ifstream boot_id_file("/proc/sys/kernel/random/boot_id");
-  std::string boot_id;
-  if (!std::getline(boot_id_file, boot_id)) return "";
-  boot_id = std::string(absl::StripAsciiWhitespace(boot_id));
-  struct stat st;
-  if (boot_id.empty() || stat("/dev/shm", &st) != 0) return "";
-  const std::string key = absl::StrCat(boot_id, ":", static_cast<uint64_t>(st.st_dev), ":",
-                                       static_cast<uint64_t>(st.st_ino));
-  uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a, 64 bits
-  for (unsigned char c : key) {
-    hash ^= c;
-    hash *= 0x100000001b3ULL;
-  }
-  return absl::StrFormat("%016x", hash);
 }
 
 }  // namespace distarray

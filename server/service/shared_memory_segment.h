@@ -74,12 +74,6 @@ class DaemonSegment {
   std::atomic<bool> unlinked_{false};
 };
 
-// The host id GetServerInfo reports: equal for two processes exactly when they see the same
-// /dev/shm. 16 lowercase hex digits of the 64-bit FNV-1a hash of "<boot_id>:<st_dev>:<st_ino>"
-// (the kernel's /proc/sys/kernel/random/boot_id without its newline; the device and inode of
-// /dev/shm from stat, in decimal). Empty when either cannot be read: no shared memory then.
-std::string SharedMemoryHostId();
-
 }  // namespace distarray
 
 #endif  // DISTARRAY_SERVER_SERVICE_SHARED_MEMORY_SEGMENT_H_

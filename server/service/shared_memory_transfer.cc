@@ -9,6 +9,7 @@
 #include "common/box.h"
 #include "common/checked.h"
 #include "common/dtype.h"
+#include "common/host_id.h"
 #include "common/index_map.h"
 #include "common/proto_convert.h"
 #include "common/status_macros.h"
@@ -56,7 +57,7 @@ SharedMemoryOptions MakeSharedMemoryOptions(bool enabled, SharedMemoryLimits lim
   options.enabled = enabled;
   options.off_reason = std::move(off_reason);
   options.limits = limits;
-  if (enabled) options.host_id = SharedMemoryHostId();
+  if (enabled) options.host_id = ThisHostId();
   return options;
 }
 

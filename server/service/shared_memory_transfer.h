@@ -20,8 +20,8 @@ struct SharedMemoryOptions {
   bool enabled = true;
   // Why shared memory is off, for the refusal's message (the flag's setting).
   std::string off_reason = "--shared_memory=off";
-  // SharedMemoryHostId() when enabled and /dev/shm is readable; empty otherwise (the RPCs then
-  // answer FAILED_PRECONDITION and clients stream).
+  // ThisHostId() (common/host_id.h) when enabled and /dev/shm is readable; empty otherwise (the
+  // RPCs then answer FAILED_PRECONDITION and clients stream).
   std::string host_id;
   SharedMemoryLimits limits;
 };

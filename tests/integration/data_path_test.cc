@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "tests/support/backend_fixture.h"
+#include "tests/support/raw_stub.h"
 #include "tests/support/reference.h"
 #include "tests/support/server_state.h"
 
@@ -85,9 +86,10 @@ TEST_P(DataPathTest, ExtremeRegionBoundsAreRefusedWithExactCodes) {
       {SliceSpec{0, 64, 0}, grpc::StatusCode::INVALID_ARGUMENT},
       {SliceSpec{5, 5, kMax}, grpc::StatusCode::INVALID_ARGUMENT},  // selects nothing
   };
+  const RawStub raw(address());
   for (const Case& c : cases) {
     SCOPED_TRACE(MakeRegion({c.slice}).ShortDebugString());
-    const grpc::Status status = RawDownload(client().stub(), array.handle(), MakeRegion({c.slice}));
+    const grpc::Status status = RawDownload(raw.stub(), array.handle(), MakeRegion({c.slice}));
     EXPECT_EQ(status.error_code(), c.code) << status.error_message();
     EXPECT_NE(status.error_message().find("region.slices[0]"), std::string::npos)
         << status.error_message();
@@ -223,14 +225,15 @@ TEST_P(DataPathTest, CancelledDownloadsLeaveNothingBehind) {
                       {MakeIndexMap({MakeChunk(dev(0), {SliceSpec{0, std::nullopt, 2}}),
                                      MakeChunk(dev(1), {SliceSpec{1, std::nullopt, 2}})})},
                       fill));
+  const RawStub raw(address());
   for (int i = 0; i < 5; ++i) {
-    const grpc::Status status = CancelAfterFirstMessage(client().stub(), big.handle());
+    const grpc::Status status = CancelAfterFirstMessage(raw.stub(), big.handle());
     EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED) << status.error_message();
     ExpectBystanderIntact();
   }
   // Still readable after the cancellations.
   std::string bytes;
-  ASSERT_TRUE(RawDownload(client().stub(), big.handle(),
+  ASSERT_TRUE(RawDownload(raw.stub(), big.handle(),
                           MakeRegion({SliceSpec{(16 << 20) - 3, std::nullopt, std::nullopt}}),
                           &bytes)
                   .ok());
@@ -265,6 +268,7 @@ TEST_P(StagingFailureTest, RefusedStagingIsResourceExhaustedAndNothingLeaks) {
   ASSERT_NO_FATAL_FAILURE(StartOwnDaemon(GetParam(), options, daemon));
   if (IsSkipped()) return;
   ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon->address()));
+  const RawStub raw(daemon->address());
   ASSERT_OK(client.Synchronize());
   const int64_t baseline = UsedBytes(client);
 
@@ -284,16 +288,16 @@ TEST_P(StagingFailureTest, RefusedStagingIsResourceExhaustedAndNothingLeaks) {
   ASSERT_GE(held, baseline + 8 * cols * 4 + (20 << 20));
   const v1::Region region = MakeRegion({SliceSpec{}, SliceSpec{0, cols - 1}});
   for (int i = 0; i < 3; ++i) {
-    const grpc::Status status = RawDownload(client.stub(), big.handle(), region);
+    const grpc::Status status = RawDownload(raw.stub(), big.handle(), region);
     EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
   }
   ASSERT_OK(client.Synchronize());
   EXPECT_EQ(UsedBytes(client), held);
   // A small region still downloads.
   std::string bytes;
-  ASSERT_TRUE(RawDownload(client.stub(), big.handle(),
-                          MakeRegion({SliceSpec{1, 2}, SliceSpec{5, 9}}), &bytes)
-                  .ok());
+  ASSERT_TRUE(
+      RawDownload(raw.stub(), big.handle(), MakeRegion({SliceSpec{1, 2}, SliceSpec{5, 9}}), &bytes)
+          .ok());
   EXPECT_EQ(bytes, std::string(16, '\0'));
   ASSERT_OK(big.Delete());
   ASSERT_OK(filler.Delete());

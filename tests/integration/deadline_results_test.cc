@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "tests/support/backend_fixture.h"
 #include "tests/support/daemon.h"
+#include "tests/support/raw_stub.h"
 
 namespace distarray::testing {
 namespace {
@@ -53,20 +54,21 @@ TEST(DeadlineResults, CreatesThatAnswerDeadlineExceededLeaveNoArray) {
   options.host_devices = 4;
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> daemon, Daemon::Start(options));
   ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon->address()));
+  const RawStub raw(daemon->address(), client);
   const auto create = [&](const std::string& name, std::chrono::microseconds timeout) {
     grpc::ClientContext context;
-    client.AttachSession(context);
+    raw.AttachSession(context);
     if (timeout.count() > 0) context.set_deadline(std::chrono::system_clock::now() + timeout);
     v1::CreateArrayResponse response;
-    return client.stub().CreateArray(&context, ManyChunks(name), &response);
+    return raw.stub().CreateArray(&context, ManyChunks(name), &response);
   };
   const auto remove = [&](const std::string& name) {
     grpc::ClientContext context;
-    client.AttachSession(context);
+    raw.AttachSession(context);
     v1::DeleteArrayRequest request;
     request.set_handle(name);
     v1::DeleteArrayResponse response;
-    return client.stub().DeleteArray(&context, request, &response);
+    return raw.stub().DeleteArray(&context, request, &response);
   };
   // How long one such create takes here, deadline aside: the fastest of three.
   auto took = std::chrono::microseconds::max();

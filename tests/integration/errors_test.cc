@@ -6,6 +6,7 @@
 #include <random>
 
 #include "tests/support/backend_fixture.h"
+#include "tests/support/raw_stub.h"
 #include "tests/support/reference.h"
 #include "tests/support/server_state.h"
 
@@ -924,9 +925,10 @@ std::vector<BadCase> Cases() {
 }
 
 TEST_P(ErrorsTest, BadRequestsGetTheirExactStatus) {
+  const RawStub raw(address());
   for (const BadCase& bad : Cases()) {
     SCOPED_TRACE(bad.name);
-    const grpc::Status status = bad.call(client().stub(), bystander().handle());
+    const grpc::Status status = bad.call(raw.stub(), bystander().handle());
     EXPECT_EQ(status.error_code(), bad.code) << status.error_message();
     EXPECT_NE(status.error_message().find(bad.message_contains), std::string::npos)
         << "message: " << status.error_message();

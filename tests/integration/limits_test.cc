@@ -14,6 +14,7 @@
 #include "client/include/distarray/graph.h"
 #include "tests/support/backend_fixture.h"
 #include "tests/support/compute_reference.h"
+#include "tests/support/raw_stub.h"
 #include "tests/support/server_state.h"
 
 namespace distarray::testing {
@@ -47,6 +48,7 @@ class LimitsTest : public ::testing::TestWithParam<std::string> {
     auto client = Client::Connect(daemon_->address());
     ASSERT_TRUE(client.ok()) << client.status();
     client_.emplace(*std::move(client));
+    raw_.emplace(daemon_->address(), *client_);
     auto info = client_->ServerInfo();
     ASSERT_TRUE(info.ok()) << info.status();
     devices_ = info->devices_size();
@@ -60,11 +62,12 @@ class LimitsTest : public ::testing::TestWithParam<std::string> {
     v1::ListArraysRequest request;
     request.set_page_size(page_size);
     request.set_page_token(token);
-    return client_->stub().ListArrays(&context, request, out);
+    return raw_->stub().ListArrays(&context, request, out);
   }
 
   std::unique_ptr<Daemon> daemon_;
   std::optional<Client> client_;
+  std::optional<RawStub> raw_;  // client_'s session, for raw calls
   int devices_ = 1;
 };
 
@@ -202,14 +205,14 @@ TEST_P(LimitsTest, LongNamesAreShortInvalidArguments) {
   ASSERT_OK_AND_ASSIGN(Array x, client_->Create({4}, v1::DTYPE_FLOAT32, {OnDevice(1, 0)}));
   {
     grpc::ClientContext context;
-    client_->AttachSession(context);
+    raw_->AttachSession(context);
     v1::ElementwiseRequest request;
     request.mutable_spec()->set_op(v1::ELEMENTWISE_OP_ADD);
     *request.mutable_spec()->add_operands() = x.AsOperand();
     *request.mutable_spec()->add_operands() = x.AsOperand();
     request.set_result_name(huge);
     v1::ElementwiseResponse response;
-    grpc::Status s = client_->stub().Elementwise(&context, request, &response);
+    grpc::Status s = raw_->stub().Elementwise(&context, request, &response);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_NE(s.error_message().find("result_name"), std::string::npos);
     EXPECT_LT(s.error_message().size(), 1024u);
@@ -232,9 +235,9 @@ TEST_P(LimitsTest, IdleUploadIsCancelledAndItsMemoryReturns) {
   ASSERT_OK(client_->Synchronize());
   const int64_t baseline = UsedBytes(*client_);
   grpc::ClientContext context;
-  client_->AttachSession(context);
+  raw_->AttachSession(context);
   v1::UploadArrayResponse response;
-  auto writer = client_->stub().UploadArray(&context, &response);
+  auto writer = raw_->stub().UploadArray(&context, &response);
   v1::UploadArrayRequest header;
   v1::ArraySpec* spec = header.mutable_header()->mutable_new_array();
   spec->mutable_shape()->add_dims(4 << 20);
@@ -272,10 +275,10 @@ TEST_P(LimitsTest, TrickledUploadIsCancelled) {
   ASSERT_OK(client_->Synchronize());
   const int64_t baseline = UsedBytes(*client_);
   grpc::ClientContext context;
-  client_->AttachSession(context);
+  raw_->AttachSession(context);
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   v1::UploadArrayResponse response;
-  auto writer = client_->stub().UploadArray(&context, &response);
+  auto writer = raw_->stub().UploadArray(&context, &response);
   v1::UploadArrayRequest header;
   v1::ArraySpec* spec = header.mutable_header()->mutable_new_array();
   spec->mutable_shape()->add_dims(4096);
@@ -368,10 +371,10 @@ TEST_P(LimitsTest, ExpiredDeadlineRegistersNoArray) {
   *request.mutable_spec()->mutable_index_map() = OneElementChunks(256, 256, devices_);
   for (int attempt = 0; attempt < 3; ++attempt) {
     grpc::ClientContext context;
-    client_->AttachSession(context);
+    raw_->AttachSession(context);
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(30));
     v1::CreateArrayResponse response;
-    grpc::Status s = client_->stub().CreateArray(&context, request, &response);
+    grpc::Status s = raw_->stub().CreateArray(&context, request, &response);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
   }
   // The handlers ran on past the deadline and discarded their results.
@@ -408,6 +411,7 @@ TEST_P(LimitsTest, SigtermEndsTheDaemonWithinTheDrainTimeDuringCpuWork) {
   options.extra_flags = {"--drain_seconds=0", "--log_level=info"};
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> daemon, Daemon::Start(options));
   ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon->address()));
+  const RawStub raw(daemon->address(), client);
   v1::CreateArrayRequest request;
   request.mutable_spec()->mutable_shape()->add_dims(256);
   request.mutable_spec()->mutable_shape()->add_dims(256);
@@ -416,7 +420,7 @@ TEST_P(LimitsTest, SigtermEndsTheDaemonWithinTheDrainTimeDuringCpuWork) {
   std::thread busy([&] {
     grpc::ClientContext context;
     v1::CreateArrayResponse response;
-    client.stub().CreateArray(&context, request, &response).ok();  // any outcome
+    raw.stub().CreateArray(&context, request, &response).ok();  // any outcome
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const auto start = std::chrono::steady_clock::now();
@@ -480,6 +484,7 @@ TEST_P(LimitsTest, ConcurrentCallsAreBounded) {
   options.extra_flags = {absl::StrCat("--max_concurrent_calls=", kMaxCalls)};
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> daemon, Daemon::Start(options));
   ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon->address()));
+  const RawStub raw(daemon->address(), client);
   const std::vector<float> values(8 << 20, 1.5f);  // 32 MiB: far more than the stream window
   ASSERT_OK_AND_ASSIGN(Array a, client.Upload<float>(values, {8 << 20}, {OnDevice(1, 0)}));
   struct Stalled {
@@ -492,7 +497,7 @@ TEST_P(LimitsTest, ConcurrentCallsAreBounded) {
     auto s = std::make_unique<Stalled>();
     v1::DownloadArrayRequest request;
     request.set_handle(a.handle());
-    s->reader = client.stub().DownloadArray(&s->context, request);
+    s->reader = raw.stub().DownloadArray(&s->context, request);
     v1::DownloadArrayResponse first;
     // Started (the first message came), or refused; either way the client then stops reading.
     if (s->reader->Read(&first)) {
@@ -508,7 +513,7 @@ TEST_P(LimitsTest, ConcurrentCallsAreBounded) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     v1::GetServerInfoResponse response;
-    return client.stub().GetServerInfo(&context, v1::GetServerInfoRequest(), &response);
+    return raw.stub().GetServerInfo(&context, v1::GetServerInfoRequest(), &response);
   };
   // gRPC's polling thread shares the quota, so one call fewer may run while it polls.
   EXPECT_GE(started, kMaxCalls - 1);

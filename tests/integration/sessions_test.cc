@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/support/backend_fixture.h"
+#include "tests/support/raw_stub.h"
 #include "tests/support/server_state.h"
 
 namespace distarray::testing {
@@ -155,10 +156,11 @@ TEST_P(SessionsTest, LiveClientsArraysSurvivePastTheLease) {
 
   ASSERT_OK_AND_ASSIGN(auto info, client.ServerInfo());
   EXPECT_GE(info.live_sessions(), 1);
+  const RawStub raw(daemon_->address(), client);
   grpc::ClientContext context;
-  client.AttachSession(context);
+  raw.AttachSession(context);
   v1::KeepAliveResponse keepalive;
-  ASSERT_TRUE(client.stub().KeepAlive(&context, {}, &keepalive).ok());
+  ASSERT_TRUE(raw.stub().KeepAlive(&context, {}, &keepalive).ok());
   EXPECT_EQ(keepalive.lease_seconds(), kLeaseSeconds);
   EXPECT_EQ(keepalive.session_arrays(), 1);
 }
@@ -172,7 +174,7 @@ TEST_P(SessionsTest, ArraysOfCallsWithoutASessionPersist) {
   *request.mutable_spec()->mutable_index_map() = OnDevice(1, 0);
   grpc::ClientContext context;
   v1::CreateArrayResponse response;
-  ASSERT_TRUE(client.stub().CreateArray(&context, request, &response).ok());
+  ASSERT_TRUE(RawStub(daemon_->address()).stub().CreateArray(&context, request, &response).ok());
   // A session that creates an array and then stops renewing.
   ConnectOptions quiet;
   quiet.keepalive = false;
@@ -234,10 +236,11 @@ TEST_P(SessionsTest, EndSessionDeletesTheSessionsUnnamedArraysOnly) {
   ASSERT_OK_AND_ASSIGN(Client other, Client::Connect(daemon_->address(), 5000, other_options));
   ASSERT_OK_AND_ASSIGN(Array others, other.Create({16}, v1::DTYPE_FLOAT32, {OnDevice(1, 0)}));
   const std::string unnamed_handle = unnamed.Release();
+  const RawStub raw(daemon_->address(), client);
   grpc::ClientContext context;
-  client.AttachSession(context);
+  raw.AttachSession(context);
   v1::EndSessionResponse ended;
-  ASSERT_TRUE(client.stub().EndSession(&context, {}, &ended).ok());
+  ASSERT_TRUE(raw.stub().EndSession(&context, {}, &ended).ok());
   EXPECT_EQ(ended.deleted_arrays(), 1);
   const std::set<std::string> left = Handles(other);
   EXPECT_FALSE(left.contains(unnamed_handle));

@@ -22,13 +22,14 @@
 #include "absl/time/clock.h"
 #include "client/shared_memory.h"
 #include "tests/support/backend_fixture.h"
+#include "tests/support/raw_stub.h"
 #include "tests/support/reference.h"
 
 namespace distarray::testing {
 namespace {
 
 // CreateSharedMemory as `client`'s session; the name, or the status.
-absl::StatusOr<std::string> CreateSegment(const Client& client, int64_t bytes) {
+absl::StatusOr<std::string> CreateSegment(const RawStub& client, int64_t bytes) {
   grpc::ClientContext context;
   client.AttachSession(context);
   v1::CreateSharedMemoryRequest request;
@@ -42,7 +43,7 @@ absl::StatusOr<std::string> CreateSegment(const Client& client, int64_t bytes) {
   return response.name();
 }
 
-grpc::Status ReleaseSegment(const Client& client, const std::string& name) {
+grpc::Status ReleaseSegment(const RawStub& client, const std::string& name) {
   grpc::ClientContext context;
   client.AttachSession(context);
   v1::ReleaseSharedMemoryRequest request;
@@ -60,7 +61,7 @@ bool InDevShm(const std::string& name) {
 // the test reads and writes its bytes through the descriptor. Released when destroyed.
 class TestSegment {
  public:
-  TestSegment(const Client& client, int64_t bytes) : client_(client) {
+  TestSegment(const RawStub& client, int64_t bytes) : client_(client) {
     absl::StatusOr<std::string> name = CreateSegment(client, bytes);
     EXPECT_TRUE(name.ok()) << name.status();
     if (!name.ok()) return;
@@ -92,7 +93,7 @@ class TestSegment {
   }
 
  private:
-  const Client& client_;
+  const RawStub client_;
   std::string name_;
   int fd_ = -1;
 };
@@ -146,23 +147,23 @@ class SharedMemoryTest : public BackendTest {
     auto never = Client::Connect(address(), 5000, WithSharedMemory(SharedMemoryUse::kNever));
     ASSERT_TRUE(never.ok()) << never.status();
     never_.emplace(*std::move(never));
+    raw_.emplace(address(), client());
+    always_raw_.emplace(address(), *always_);
   }
 
   grpc::Status Upload(const v1::UploadFromSharedMemoryRequest& request,
                       v1::UploadFromSharedMemoryResponse* response = nullptr) const {
     grpc::ClientContext context;
-    client().AttachSession(context);
+    raw().AttachSession(context);
     v1::UploadFromSharedMemoryResponse ignored;
-    return client().stub().UploadFromSharedMemory(&context, request,
-                                                  response ? response : &ignored);
+    return raw().stub().UploadFromSharedMemory(&context, request, response ? response : &ignored);
   }
   grpc::Status Download(const v1::DownloadToSharedMemoryRequest& request,
                         v1::DownloadToSharedMemoryResponse* response = nullptr) const {
     grpc::ClientContext context;
-    client().AttachSession(context);
+    raw().AttachSession(context);
     v1::DownloadToSharedMemoryResponse ignored;
-    return client().stub().DownloadToSharedMemory(&context, request,
-                                                  response ? response : &ignored);
+    return raw().stub().DownloadToSharedMemory(&context, request, response ? response : &ignored);
   }
   // A header creating a float32 vector of `n` elements on device 0.
   static v1::UploadHeader NewVector(int64_t n, v1::DType dtype = v1::DTYPE_FLOAT32) {
@@ -181,10 +182,15 @@ class SharedMemoryTest : public BackendTest {
 
   const Client& always() const { return *always_; }
   const Client& never() const { return *never_; }
+  // client()'s and always()'s sessions, for raw calls.
+  const RawStub& raw() const { return *raw_; }
+  const RawStub& always_raw() const { return *always_raw_; }
 
  private:
   std::optional<Client> always_;
   std::optional<Client> never_;
+  std::optional<RawStub> raw_;
+  std::optional<RawStub> always_raw_;
 };
 
 TEST_P(SharedMemoryTest, ReportsTheHostIdTheSdkComputes) {
@@ -290,7 +296,7 @@ TEST_P(SharedMemoryTest, RegionsWithNegativeStepsMatchStreaming) {
 
 TEST_P(SharedMemoryTest, RangesAtAnOffsetInsideALargerSegment) {
   const int64_t n = 1000, offset = 4096 + 12;  // not page aligned
-  TestSegment segment(client(), offset + n * 4 + 100);
+  TestSegment segment(raw(), offset + n * 4 + 100);
   std::vector<float> values(n);
   for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(i) * 0.5f;
   segment.Write(values.data(), n * 4, offset);
@@ -304,7 +310,7 @@ TEST_P(SharedMemoryTest, RangesAtAnOffsetInsideALargerSegment) {
   EXPECT_EQ(back, values);
 
   // Download into the middle of a segment: the bytes around the range stay as they were.
-  TestSegment out(client(), 3 * 4096);
+  TestSegment out(raw(), 3 * 4096);
   const std::string before(3 * 4096, '\x5a');
   out.Write(before.data(), before.size());
   v1::DownloadToSharedMemoryRequest download;
@@ -331,7 +337,7 @@ void ExpectRefused(const grpc::Status& status, grpc::StatusCode code, const std:
 
 TEST_P(SharedMemoryTest, BadUploadsAreRefusedAndLeaveNothing) {
   const int64_t arrays_before = ArrayCount();
-  TestSegment segment(client(), 4096);
+  TestSegment segment(raw(), 4096);
   const auto upload = [&](v1::SharedMemoryRange range, v1::UploadHeader header = NewVector(16)) {
     v1::UploadFromSharedMemoryRequest request;
     *request.mutable_header() = std::move(header);
@@ -426,7 +432,7 @@ TEST_P(SharedMemoryTest, NamesTheDaemonDidNotMakeAreNotFoundAndUntouched) {
       EXPECT_EQ(read.error_code(), grpc::StatusCode::NOT_FOUND) << read.error_message();
       EXPECT_EQ(read.error_message(), absl::StrCat("source.name: ", kNotFoundMessage));
     }
-    EXPECT_EQ(ReleaseSegment(client(), name).error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_EQ(ReleaseSegment(raw(), name).error_code(), grpc::StatusCode::NOT_FOUND);
   }
   EXPECT_EQ(semaphore.Read(), semaphore_bytes);
   EXPECT_EQ(segment.Read(), segment_bytes);
@@ -441,7 +447,7 @@ TEST_P(SharedMemoryTest, NamesTheDaemonDidNotMakeAreNotFoundAndUntouched) {
 // released segment is gone: its name, and the daemon's answer for it.
 TEST_P(SharedMemoryTest, ASegmentIsItsSessionsAlone) {
   const std::vector<float> values(16, 2.5f);
-  TestSegment segment(client(), 64);
+  TestSegment segment(raw(), 64);
   segment.Write(values.data(), 64);
   ASSERT_TRUE(InDevShm(segment.name()));
   struct stat st;
@@ -452,12 +458,13 @@ TEST_P(SharedMemoryTest, ASegmentIsItsSessionsAlone) {
   *request.mutable_header() = NewVector(16);
   *request.mutable_source() = segment.Range(64, 0, 64);
   grpc::ClientContext context;
-  always().AttachSession(context);  // another session of the same tenant
+  always_raw().AttachSession(context);  // another session of the same tenant
   v1::UploadFromSharedMemoryResponse response;
-  const grpc::Status other = always().stub().UploadFromSharedMemory(&context, request, &response);
+  const grpc::Status other =
+      always_raw().stub().UploadFromSharedMemory(&context, request, &response);
   EXPECT_EQ(other.error_code(), grpc::StatusCode::NOT_FOUND) << other.error_message();
   EXPECT_EQ(other.error_message(), absl::StrCat("source.name: ", kNotFoundMessage));
-  EXPECT_EQ(ReleaseSegment(always(), segment.name()).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(ReleaseSegment(always_raw(), segment.name()).error_code(), grpc::StatusCode::NOT_FOUND);
   // Its own session reads it.
   v1::UploadFromSharedMemoryResponse uploaded;
   ASSERT_TRUE(Upload(request, &uploaded).ok());
@@ -465,7 +472,7 @@ TEST_P(SharedMemoryTest, ASegmentIsItsSessionsAlone) {
   ASSERT_OK_AND_ASSIGN(std::vector<float> back, array.Download<float>());
   EXPECT_EQ(back, values);
   // Released: the name leaves /dev/shm, and the daemon no longer knows it.
-  ASSERT_TRUE(ReleaseSegment(client(), segment.name()).ok());
+  ASSERT_TRUE(ReleaseSegment(raw(), segment.name()).ok());
   EXPECT_FALSE(InDevShm(segment.name()));
   const grpc::Status released = Upload(request);
   EXPECT_EQ(released.error_code(), grpc::StatusCode::NOT_FOUND) << released.error_message();
@@ -475,7 +482,7 @@ TEST_P(SharedMemoryTest, ASegmentIsItsSessionsAlone) {
 TEST_P(SharedMemoryTest, BadDownloadsAreRefused) {
   std::vector<float> values(16, 1.5f);
   ASSERT_OK_AND_ASSIGN(Array array, never().Upload<float>(values, {16}, {OnDevice(1, 0)}));
-  TestSegment segment(client(), 4096);
+  TestSegment segment(raw(), 4096);
   const auto download = [&](v1::SharedMemoryRange range, const std::string& handle) {
     v1::DownloadToSharedMemoryRequest request;
     request.set_handle(handle);
@@ -732,8 +739,9 @@ TEST_F(SharedMemoryChoiceTest, AForkedChildNeitherUsesNorReleasesItsParentsSegme
   ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon_->address()));
   auto stub = std::shared_ptr<v1::ArrayService::Stub>(v1::ArrayService::NewStub(
       grpc::CreateChannel(daemon_->address(), grpc::InsecureChannelCredentials())));
-  const internal::SegmentCalls real = internal::MakeSegmentCalls(
-      stub, [client](grpc::ClientContext& c) { client.AttachSession(c); });
+  const internal::SegmentCalls real =
+      internal::MakeSegmentCalls(stub, [raw = RawStub(daemon_->address(), client)](
+                                           grpc::ClientContext& c) { raw.AttachSession(c); });
   const pid_t parent = getpid();
   internal::SegmentCalls calls;
   calls.create = [real, parent](int64_t bytes) -> absl::StatusOr<std::string> {
@@ -779,14 +787,15 @@ TEST_F(SharedMemoryChoiceTest, SegmentsEndWithTheirSession) {
   ConnectOptions no_keepalive;
   no_keepalive.keepalive = false;
   ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon_->address(), 5000, no_keepalive));
-  ASSERT_OK_AND_ASSIGN(std::string name, CreateSegment(client, 4096));
+  const RawStub raw(daemon_->address(), client);
+  ASSERT_OK_AND_ASSIGN(std::string name, CreateSegment(raw, 4096));
   EXPECT_TRUE(InDevShm(name));
   for (int attempt = 0; attempt < 100 && InDevShm(name); ++attempt) {
     absl::SleepFor(absl::Milliseconds(100));
   }
   EXPECT_FALSE(InDevShm(name)) << "the segment outlived its session";
   // The session's id made anew has no segment of that name.
-  EXPECT_EQ(ReleaseSegment(client, name).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(ReleaseSegment(raw, name).error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
 // The daemon exits without running destructors: the drain removes the segments first.
@@ -795,7 +804,7 @@ TEST_F(SharedMemoryChoiceTest, SegmentsGoWhenTheDaemonStops) {
   std::string name;
   {
     ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon_->address()));
-    ASSERT_OK_AND_ASSIGN(name, CreateSegment(client, 4096));
+    ASSERT_OK_AND_ASSIGN(name, CreateSegment(RawStub(daemon_->address(), client), 4096));
     EXPECT_TRUE(InDevShm(name));
   }
   const int status = daemon_->Terminate(/*timeout_ms=*/30000);
@@ -808,11 +817,12 @@ TEST_F(SharedMemoryChoiceTest, SegmentsGoWhenTheDaemonStops) {
 TEST_F(SharedMemoryTenantTest, OffWithTenantsUnlessTheFlagSaysOn) {
   ASSERT_NO_FATAL_FAILURE(StartWithTenants({}));
   ASSERT_OK_AND_ASSIGN(Client alice, Connect(kAlice, SharedMemoryUse::kAuto));
+  const RawStub alice_raw(daemon_->address(), alice, kAlice);
   ASSERT_OK_AND_ASSIGN(v1::GetServerInfoResponse info, alice.ServerInfo());
   EXPECT_TRUE(info.host_id().empty());
   EXPECT_EQ(info.limits().max_shared_memory_segments(), 0);
   EXPECT_FALSE(alice.shared_memory_available());
-  const absl::StatusOr<std::string> refused = CreateSegment(alice, 4096);
+  const absl::StatusOr<std::string> refused = CreateSegment(alice_raw, 4096);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
   EXPECT_NE(refused.status().message().find("--shared_memory=on"), std::string::npos)
       << refused.status();
@@ -833,15 +843,17 @@ TEST_F(SharedMemoryTenantTest, AnotherTenantsSegmentIsNotFoundAndUntouched) {
   ASSERT_NO_FATAL_FAILURE(StartWithTenants({"--shared_memory=on"}));
   ASSERT_OK_AND_ASSIGN(Client alice, Connect(kAlice));
   ASSERT_OK_AND_ASSIGN(Client bob, Connect(kBob));
+  const RawStub alice_raw(daemon_->address(), alice, kAlice);
+  const RawStub bob_raw(daemon_->address(), bob, kBob);
   ASSERT_TRUE(alice.shared_memory_available());
   const int64_t n = 1000, bytes = n * 4;
   std::vector<float> values(n);
   for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(i) + 0.25f;
-  TestSegment segment(alice, bytes);
+  TestSegment segment(alice_raw, bytes);
   segment.Write(values.data(), bytes);
   const std::string before = segment.Read(bytes);
 
-  const auto upload_from = [](const Client& c, v1::SharedMemoryRange range) {
+  const auto upload_from = [](const RawStub& c, v1::SharedMemoryRange range) {
     v1::UploadFromSharedMemoryRequest request;
     v1::ArraySpec* spec = request.mutable_header()->mutable_new_array();
     spec->mutable_shape()->add_dims(range.bytes() / 4);
@@ -855,7 +867,7 @@ TEST_F(SharedMemoryTenantTest, AnotherTenantsSegmentIsNotFoundAndUntouched) {
   };
   ASSERT_OK_AND_ASSIGN(Array bobs,
                        bob.Upload<float>(std::vector<float>(n, -7.0f), {n}, {OnDevice(1, 0)}));
-  const auto download_to = [](const Client& c, const std::string& handle,
+  const auto download_to = [](const RawStub& c, const std::string& handle,
                               v1::SharedMemoryRange range) {
     v1::DownloadToSharedMemoryRequest request;
     request.set_handle(handle);
@@ -870,21 +882,21 @@ TEST_F(SharedMemoryTenantTest, AnotherTenantsSegmentIsNotFoundAndUntouched) {
   for (const v1::SharedMemoryRange& range :
        {segment.Range(bytes, 0, bytes), segment.Range(1 << 20, 0, bytes), missing}) {
     SCOPED_TRACE(range.ShortDebugString());
-    const grpc::Status read = upload_from(bob, range);
+    const grpc::Status read = upload_from(bob_raw, range);
     EXPECT_EQ(read.error_code(), grpc::StatusCode::NOT_FOUND) << read.error_message();
     EXPECT_EQ(read.error_message(), absl::StrCat("source.name: ", kNotFoundMessage));
-    const grpc::Status written = download_to(bob, bobs.handle(), range);
+    const grpc::Status written = download_to(bob_raw, bobs.handle(), range);
     EXPECT_EQ(written.error_code(), grpc::StatusCode::NOT_FOUND) << written.error_message();
     EXPECT_EQ(written.error_message(), absl::StrCat("destination.name: ", kNotFoundMessage));
     EXPECT_EQ(written.error_message().find(std::to_string(bytes)), std::string::npos);
   }
-  const grpc::Status released = ReleaseSegment(bob, segment.name());
+  const grpc::Status released = ReleaseSegment(bob_raw, segment.name());
   EXPECT_EQ(released.error_code(), grpc::StatusCode::NOT_FOUND) << released.error_message();
   EXPECT_TRUE(InDevShm(segment.name()));
   EXPECT_EQ(segment.Read(bytes), before) << "bob's calls changed alice's segment";
 
   // Alice's own session reads it, and her arrays are not bob's to write or read either.
-  ASSERT_TRUE(upload_from(alice, segment.Range(bytes, 0, bytes)).ok());
+  ASSERT_TRUE(upload_from(alice_raw, segment.Range(bytes, 0, bytes)).ok());
   ASSERT_OK_AND_ASSIGN(Array array, alice.Upload<float>(values, {n}, {OnDevice(1, 0)}));
   std::vector<float> out(n);
   EXPECT_EQ(bob.DownloadThroughSharedMemory(array.handle(), {}, out.data(), bytes).code(),
@@ -907,30 +919,32 @@ TEST_F(SharedMemoryTenantTest, PerTenantBounds) {
       {"--shared_memory=on", "--shared_memory_max_segments=2", "--shared_memory_max_bytes=1MiB"}));
   ASSERT_OK_AND_ASSIGN(Client alice, Connect(kAlice, SharedMemoryUse::kAuto));
   ASSERT_OK_AND_ASSIGN(Client bob, Connect(kBob, SharedMemoryUse::kAuto));
+  const RawStub alice_raw(daemon_->address(), alice, kAlice);
+  const RawStub bob_raw(daemon_->address(), bob, kBob);
   ASSERT_OK_AND_ASSIGN(v1::GetServerInfoResponse info, alice.ServerInfo());
   EXPECT_EQ(info.limits().max_shared_memory_segments(), 2);
   EXPECT_EQ(info.limits().max_shared_memory_bytes(), 1 << 20);
-  const absl::Status too_large = CreateSegment(alice, (1 << 20) + 1).status();
+  const absl::Status too_large = CreateSegment(alice_raw, (1 << 20) + 1).status();
   EXPECT_EQ(too_large.code(), absl::StatusCode::kResourceExhausted) << too_large;
   EXPECT_NE(too_large.message().find("--shared_memory_max_bytes"), std::string::npos);
-  ASSERT_OK_AND_ASSIGN(std::string first, CreateSegment(alice, 600 << 10));
-  const absl::Status over_bytes = CreateSegment(alice, 500 << 10).status();
+  ASSERT_OK_AND_ASSIGN(std::string first, CreateSegment(alice_raw, 600 << 10));
+  const absl::Status over_bytes = CreateSegment(alice_raw, 500 << 10).status();
   EXPECT_EQ(over_bytes.code(), absl::StatusCode::kResourceExhausted) << over_bytes;
-  ASSERT_OK_AND_ASSIGN(std::string second, CreateSegment(alice, 4096));
-  const absl::Status over_count = CreateSegment(alice, 16).status();
+  ASSERT_OK_AND_ASSIGN(std::string second, CreateSegment(alice_raw, 4096));
+  const absl::Status over_count = CreateSegment(alice_raw, 16).status();
   EXPECT_EQ(over_count.code(), absl::StatusCode::kResourceExhausted) << over_count;
   EXPECT_NE(over_count.message().find("--shared_memory_max_segments"), std::string::npos);
   // Bob's bounds are his own.
-  ASSERT_OK_AND_ASSIGN(std::string bobs, CreateSegment(bob, 1 << 20));
-  ASSERT_TRUE(ReleaseSegment(bob, bobs).ok());
+  ASSERT_OK_AND_ASSIGN(std::string bobs, CreateSegment(bob_raw, 1 << 20));
+  ASSERT_TRUE(ReleaseSegment(bob_raw, bobs).ok());
   // Alice's SDK, with no room left, streams, and keeps trying shared memory afterwards.
   const std::vector<int32_t> values(1 << 18, 9);  // 1 MiB
   ASSERT_OK_AND_ASSIGN(Array array, alice.Upload<int32_t>(values, {1 << 18}, {OnDevice(1, 0)}));
   EXPECT_EQ(PathLogged("upload", array.handle()), "stream");
   EXPECT_TRUE(alice.shared_memory_available());
   // Released, the room comes back and the SDK's transfer goes through shared memory.
-  ASSERT_TRUE(ReleaseSegment(alice, first).ok());
-  ASSERT_TRUE(ReleaseSegment(alice, second).ok());
+  ASSERT_TRUE(ReleaseSegment(alice_raw, first).ok());
+  ASSERT_TRUE(ReleaseSegment(alice_raw, second).ok());
   ASSERT_OK_AND_ASSIGN(Array again, alice.Upload<int32_t>(values, {1 << 18}, {OnDevice(1, 0)}));
   EXPECT_EQ(PathLogged("upload", again.handle()), "shared-memory") << daemon_->log();
   ASSERT_OK_AND_ASSIGN(std::vector<int32_t> back, again.Download<int32_t>());

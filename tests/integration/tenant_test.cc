@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "tests/support/backend_fixture.h"
 #include "tests/support/daemon.h"
+#include "tests/support/raw_stub.h"
 
 namespace distarray::testing {
 namespace {
@@ -46,6 +47,8 @@ class TenantTest : public ::testing::Test {
     ASSERT_OK_AND_ASSIGN(daemon_, Daemon::Start(options));
     ASSERT_OK_AND_ASSIGN(alice_, Connect(kAliceToken));
     ASSERT_OK_AND_ASSIGN(bob_, Connect(kBobToken));
+    alice_raw_ = std::make_unique<RawStub>(daemon_->address(), *alice_, kAliceToken);
+    bob_raw_ = std::make_unique<RawStub>(daemon_->address(), *bob_, kBobToken);
   }
   void TearDown() override {
     alice_.reset();
@@ -74,6 +77,9 @@ class TenantTest : public ::testing::Test {
   std::unique_ptr<Daemon> daemon_;
   std::unique_ptr<Client> alice_;
   std::unique_ptr<Client> bob_;
+  // Their sessions and tokens on stubs of their own, for raw calls.
+  std::unique_ptr<RawStub> alice_raw_;
+  std::unique_ptr<RawStub> bob_raw_;
 };
 
 v1::Fill FullOf(double value) {
@@ -108,9 +114,9 @@ TEST_F(TenantTest, AnotherTenantsArraysAnswerExactlyAsMissingOnes) {
     v1::ReshardRequest reshard;
     reshard.set_handle(target);
     grpc::ClientContext context;
-    bob_->AttachSession(context);
+    bob_raw_->AttachSession(context);
     v1::ReshardResponse response;
-    const grpc::Status s = bob_->stub().Reshard(&context, reshard, &response);
+    const grpc::Status s = bob_raw_->stub().Reshard(&context, reshard, &response);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
     EXPECT_EQ(s.error_message(), Missing("handle", target));
     v1::ElementwiseRequest add;
@@ -121,9 +127,9 @@ TEST_F(TenantTest, AnotherTenantsArraysAnswerExactlyAsMissingOnes) {
     v1::DeleteArrayRequest del;
     del.set_handle(target);
     grpc::ClientContext delete_context;
-    bob_->AttachSession(delete_context);
+    bob_raw_->AttachSession(delete_context);
     v1::DeleteArrayResponse deleted;
-    EXPECT_EQ(bob_->stub().DeleteArray(&delete_context, del, &deleted).error_code(),
+    EXPECT_EQ(bob_raw_->stub().DeleteArray(&delete_context, del, &deleted).error_code(),
               grpc::StatusCode::NOT_FOUND);
   }
   // Alice's arrays are intact after all that.
@@ -194,23 +200,24 @@ TEST_F(TenantTest, SessionsOfTheSameIdInTwoTenantsAreTwoSessions) {
   ASSERT_OK_AND_ASSIGN(Array b2, bob->Create({4}, v1::DTYPE_FLOAT32, {OnDevice(1, 1)}));
   const std::string a_handle = a.Release(), b_handle = b1.Release();
   b2.Release();
-  auto keep_alive = [](Client& client) -> absl::StatusOr<int64_t> {
+  auto keep_alive = [this](Client& client, const std::string& token) -> absl::StatusOr<int64_t> {
+    const RawStub raw(daemon_->address(), client, token);
     grpc::ClientContext context;
-    client.AttachSession(context);
+    raw.AttachSession(context);
     v1::KeepAliveResponse response;
-    const grpc::Status s = client.stub().KeepAlive(&context, {}, &response);
+    const grpc::Status s = raw.stub().KeepAlive(&context, {}, &response);
     if (!s.ok())
       return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
     return response.session_arrays();
   };
-  ASSERT_OK_AND_ASSIGN(int64_t alice_count, keep_alive(*alice));
-  ASSERT_OK_AND_ASSIGN(int64_t bob_count, keep_alive(*bob));
+  ASSERT_OK_AND_ASSIGN(int64_t alice_count, keep_alive(*alice, kAliceToken));
+  ASSERT_OK_AND_ASSIGN(int64_t bob_count, keep_alive(*bob, kBobToken));
   EXPECT_EQ(alice_count, 1);
   EXPECT_EQ(bob_count, 2);
   // Bob's calls keep only bob's session alive: alice's expires and takes her array.
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2 * kLeaseSeconds + 1);
   while (std::chrono::steady_clock::now() < until) {
-    ASSERT_OK(keep_alive(*bob).status());
+    ASSERT_OK(keep_alive(*bob, kBobToken).status());
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   ExpectNotFound(alice->Open(a_handle).status(), Missing("handle", a_handle));
@@ -320,11 +327,11 @@ TEST_F(TenantLimitsTest, OneTenantHoldingItsCallsLeavesAnotherServed) {
   int started = 0;
   for (int i = 0; i < kMaxCalls + 2; ++i) {
     auto s = std::make_unique<Stalled>();
-    alice_->AttachSession(s->context);
+    alice_raw_->AttachSession(s->context);
     s->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
     v1::DownloadArrayRequest request;
     request.set_handle(a.handle());
-    s->reader = alice_->stub().DownloadArray(&s->context, request);
+    s->reader = alice_raw_->stub().DownloadArray(&s->context, request);
     v1::DownloadArrayResponse first;
     // Started (the first message came), or refused; either way the client then stops reading.
     if (s->reader->Read(&first)) {
@@ -345,9 +352,9 @@ TEST_F(TenantLimitsTest, OneTenantHoldingItsCallsLeavesAnotherServed) {
   EXPECT_EQ(alice_refused.code(), absl::StatusCode::kResourceExhausted) << alice_refused;
   {
     grpc::ClientContext context;
-    alice_->AttachSession(context);
+    alice_raw_->AttachSession(context);
     v1::KeepAliveResponse response;
-    const grpc::Status kept = alice_->stub().KeepAlive(&context, {}, &response);
+    const grpc::Status kept = alice_raw_->stub().KeepAlive(&context, {}, &response);
     EXPECT_TRUE(kept.ok()) << kept.error_message();
   }
   // Bob is served throughout: small calls, an upload and a download.
@@ -401,13 +408,14 @@ TEST(TenantDefault, WithoutAuthenticationTheDaemonsBoundsApply) {
   {
     ASSERT_OK_AND_ASSIGN(Client first, Client::Connect(daemon->address()));
     ASSERT_OK_AND_ASSIGN(Client second, Client::Connect(daemon->address()));  // a second session
+    const RawStub first_raw(daemon->address(), first);
     const std::vector<float> values(8 << 20, 1.5f);  // 32 MiB: far more than the stream window
     ASSERT_OK_AND_ASSIGN(Array a, first.Upload<float>(values, {8 << 20}, {OnDevice(1, 0)}));
     grpc::ClientContext context;
-    first.AttachSession(context);
+    first_raw.AttachSession(context);
     v1::DownloadArrayRequest request;
     request.set_handle(a.handle());
-    auto stalled = first.stub().DownloadArray(&context, request);
+    auto stalled = first_raw.stub().DownloadArray(&context, request);
     v1::DownloadArrayResponse piece;
     ASSERT_TRUE(stalled->Read(&piece));  // started; the client stops reading
     ASSERT_OK(second.ServerInfo().status());

@@ -132,12 +132,5 @@ TEST(DaemonSegment, NegativeSizesAreRefused) {
   EXPECT_EQ(DaemonSegment::Create(-1).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(SharedMemoryHostId, SixteenHexDigitsAndStable) {
-  const std::string id = SharedMemoryHostId();
-  ASSERT_EQ(id.size(), 16u);
-  EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << id;
-  EXPECT_EQ(SharedMemoryHostId(), id);
-}
-
 }  // namespace
 }  // namespace distarray

@@ -5,6 +5,7 @@
 #define DISTARRAY_CLIENT_CLIENT_H_
 
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -137,10 +138,7 @@ class Client {
   absl::StatusOr<std::string> RegisterProgram(const v1::Program& program) const;
   absl::Status DeleteProgram(const std::string& program_id) const;
 
-  v1::ArrayService::Stub& stub() const { return *stub_; }
   const std::string& session_id() const;
-  // Adds this client's session and token to a context for a call made through stub() directly.
-  void AttachSession(grpc::ClientContext& context) const;
 
   // Untyped transfers the typed wrappers use.
   absl::StatusOr<v1::ArrayInfo> UploadBytes(const v1::UploadHeader& header, const void* data,
@@ -179,6 +177,13 @@ class Client {
         options_(std::move(options)),
         session_(std::move(session)) {}
   friend class Array;
+  // Adds this client's session and token to a context, for each call the client makes.
+  void AttachSession(grpc::ClientContext& context) const;
+  // AttachSession as a callable, for the call helpers of client.cc.
+  std::function<void(grpc::ClientContext&)> Attacher() const;
+  // One unary compute call (Elementwise, Reduce, Matmul); the result is the response's array.
+  template <typename Request, typename Response, typename Call>
+  absl::StatusOr<Array> Compute(const Request& request, Call call, bool owned) const;
   // Runs `part(connection, rows_begin, rows_end, offset, length)` over axis-0 ranges in
   // parallel, one connection each.
   template <typename Part>

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import logging
 import weakref
-from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _transfer
+from . import _functions, _transfer
 from ._errors import translate_errors
 from ._index_map import IndexMap, IndexMapLike, from_proto_index_map, to_proto_index_map
 from ._ops import NDARRAY_OPERAND, REDUCTIONS, UFUNCS, ArrayOps, Axis, normalize_axes
+from ._rpc import Rpc
 from ._types import (
     ModeLike,
     from_proto_dtype,
@@ -23,24 +24,19 @@ from ._types import (
 )
 from .v1 import distarray_pb2 as pb
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ._client import Client
-
 _log = logging.getLogger("distarray")
 
 Region = Union[slice, Tuple[slice, ...]]
 
 
-def _release(client_ref: "weakref.ref[Client]", handle: str) -> None:
+def _release(rpc_ref: "weakref.ref[Rpc]", handle: str) -> None:
     """Deletes an owned array whose Python object died. Best effort: a failure (the daemon gone,
     the client closed) is logged at debug; the session lease cleans up after it anyway."""
-    client = client_ref()
-    if client is None or client.closed:
+    rpc = rpc_ref()
+    if rpc is None or rpc.closed:
         return
     try:
-        client._stub.DeleteArray(
-            pb.DeleteArrayRequest(handle=handle), metadata=client._metadata(), timeout=10
-        )
+        rpc.call("DeleteArray", pb.DeleteArrayRequest(handle=handle), timeout=10)
     except Exception as e:  # noqa: BLE001: a finalizer must not raise
         _log.debug("distarray: releasing %s failed: %s", handle, e)
 
@@ -71,19 +67,21 @@ class DistributedArray(ArrayOps):
     out; a ``session=False`` client's arrays have no session and stay).
     """
 
-    def __init__(self, client: "Client", info: "pb.ArrayInfo", *, owned: bool):
+    def __init__(self, client, info: "pb.ArrayInfo", *, owned: bool):
         self._client = client
+        self._rpc = rpc = Rpc.of(client)
         self._info = info
         self._finalizer: Optional[weakref.finalize] = None
         if owned and not info.name:
-            self._finalizer = weakref.finalize(self, _release, weakref.ref(client), info.handle)
+            self._finalizer = weakref.finalize(self, _release, weakref.ref(rpc), info.handle)
             self._finalizer.atexit = False  # the session lease covers a process that exits
-            client._track(self)
+            rpc.track(self)
 
     # ---- description ------------------------------------------------------------------------
 
     @property
-    def client(self) -> "Client":
+    def client(self):
+        """The Client this array belongs to (its connection and session)."""
         return self._client
 
     @property
@@ -170,12 +168,12 @@ class DistributedArray(ArrayOps):
         """
         if region is None:
             return _transfer.download(
-                self._client, self._info, out=out, progress=progress, timeout=timeout
+                self._rpc, self._info, out=out, progress=progress, timeout=timeout
             )
         if out is not None:
             raise ValueError("out= takes whole-array downloads only")
         return _transfer.download_region(
-            self._client, self._info, _region_proto(region, self.ndim), timeout=timeout
+            self._rpc, self._info, _region_proto(region, self.ndim), timeout=timeout
         )
 
     def get(self, **kwargs: Any) -> np.ndarray:
@@ -196,10 +194,10 @@ class DistributedArray(ArrayOps):
         if region is None:
             if arr.shape != self.shape:
                 arr = np.broadcast_to(arr, self.shape)
-            _transfer.write(self._client, self._info, arr, progress=progress, timeout=timeout)
+            _transfer.write(self._rpc, self._info, arr, progress=progress, timeout=timeout)
         else:
             _transfer.write(
-                self._client, self._info, arr, _region_proto(region, self.ndim),
+                self._rpc, self._info, arr, _region_proto(region, self.ndim),
                 progress=progress, timeout=timeout,
             )
 
@@ -238,14 +236,14 @@ class DistributedArray(ArrayOps):
             request.index_map.CopyFrom(to_proto_index_map(index_map, self.ndim))
         if mode is not None:
             request.mode = to_proto_mode(mode)
-        response = self._client._stub.Reshard(request, metadata=self._client._metadata())
+        response = self._rpc.call("Reshard", request)
         return self._result(response.array, in_place)
 
     @translate_errors
     def change_mode(self, mode: ModeLike, *, in_place: bool = False) -> "DistributedArray":
         """The same logical values in another mode ('replica' combines the copies)."""
         request = pb.ChangeModeRequest(handle=self.handle, mode=to_proto_mode(mode), in_place=in_place)
-        response = self._client._stub.ChangeMode(request, metadata=self._client._metadata())
+        response = self._rpc.call("ChangeMode", request)
         return self._result(response.array, in_place)
 
     def _result(self, info: "pb.ArrayInfo", in_place: bool) -> "DistributedArray":
@@ -257,9 +255,7 @@ class DistributedArray(ArrayOps):
     @translate_errors
     def refresh(self) -> "DistributedArray":
         """Re-reads the daemon's description of this array."""
-        response = self._client._stub.DescribeArray(
-            pb.DescribeArrayRequest(handle=self.handle), metadata=self._client._metadata()
-        )
+        response = self._rpc.call("DescribeArray", pb.DescribeArrayRequest(handle=self.handle))
         self._info = response.array
         return self
 
@@ -319,7 +315,7 @@ class DistributedArray(ArrayOps):
         index_map: Optional[IndexMapLike] = None, result_name: Optional[str] = None,
     ) -> "DistributedArray":
         op = pb.ELEMENTWISE_OP_ASTYPE if name == "astype" else UFUNCS[name][0]
-        self._client._require(f"elementwise.{name}")
+        self._rpc.require(f"elementwise.{name}")
         spec = pb.ElementwiseOpSpec(op=op, operands=[self._operand(o) for o in operands])
         if dtype is not None:
             spec.dtype = to_proto_dtype(dtype)
@@ -331,7 +327,7 @@ class DistributedArray(ArrayOps):
             ndim = max((o.ndim for o in operands if isinstance(o, DistributedArray)), default=0)
             spec.result_index_map.CopyFrom(to_proto_index_map(index_map, ndim))
         request = pb.ElementwiseRequest(spec=spec, result_name=result_name or "")
-        response = self._client._stub.Elementwise(request, metadata=self._client._metadata())
+        response = self._rpc.call("Elementwise", request)
         if out is not None:
             out._info = response.array
             return out
@@ -342,13 +338,13 @@ class DistributedArray(ArrayOps):
         self, name: str, axis: Axis, keepdims: bool, *, combine: bool = False,
         result_name: Optional[str] = None,
     ) -> "DistributedArray":
-        self._client._require(f"reduce.{name}")
+        self._rpc.require(f"reduce.{name}")
         spec = pb.ReduceOpSpec(
             op=REDUCTIONS[name], operand=pb.Operand(handle=self.handle),
             axes=normalize_axes(axis), keepdims=keepdims, combine=combine,
         )
         request = pb.ReduceRequest(spec=spec, result_name=result_name or "")
-        response = self._client._stub.Reduce(request, metadata=self._client._metadata())
+        response = self._rpc.call("Reduce", request)
         return DistributedArray(self._client, response.array, owned=True)
 
     @translate_errors
@@ -356,12 +352,12 @@ class DistributedArray(ArrayOps):
         self, a: "DistributedArray", b: "DistributedArray", *, allow_tf32: bool = False,
         index_map: Optional[IndexMapLike] = None, result_name: Optional[str] = None,
     ) -> "DistributedArray":
-        self._client._require("matmul")
+        self._rpc.require("matmul")
         spec = pb.MatmulOpSpec(a=self._operand(a), b=self._operand(b), allow_tf32=allow_tf32)
         if index_map is not None:
             spec.result_index_map.CopyFrom(to_proto_index_map(index_map, 2))
         request = pb.MatmulRequest(spec=spec, result_name=result_name or "")
-        response = self._client._stub.Matmul(request, metadata=self._client._metadata())
+        response = self._rpc.call("Matmul", request)
         return DistributedArray(self._client, response.array, owned=True)
 
     def _inplace(self, name: str, other: Any) -> "DistributedArray":
@@ -385,8 +381,6 @@ class DistributedArray(ArrayOps):
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """``numpy.sqrt(x)`` and friends run on the daemon; what it does not serve raises
         TypeError (NumPy's answer to NotImplemented) rather than downloading."""
-        from . import _functions
-
         name = ufunc.__name__
         if method == "__call__" and name == "matmul" and len(inputs) == 2 and not kwargs:
             return _functions.matmul(*inputs)

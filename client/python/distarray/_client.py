@@ -15,19 +15,18 @@ import numpy as np
 
 from . import _transfer
 from ._array import DistributedArray
-from ._channel import CHANNEL_OPTIONS, wait_for_channel
-from ._errors import UnavailableError, UnimplementedError, from_rpc_error, translate_errors
+from ._channel import wait_for_channel
+from ._errors import from_rpc_error, translate_errors
+from ._graph import GraphRun, program_proto
 from ._index_map import IndexMapLike, on_device, to_proto_index_map
-from ._shared_memory import SegmentCache, SegmentCalls, SharedMemoryPolicy, check_mode
-from ._wire import Connection
+from ._rpc import Rpc
+from ._shared_memory import SharedMemoryPolicy, check_mode
 from ._types import DTypeLike, ModeLike, to_proto_dtype, to_proto_mode, to_proto_scalar
 from .v1 import distarray_pb2 as pb
-from .v1 import distarray_pb2_grpc as pb_grpc
 
 _log = logging.getLogger("distarray")
 
 SESSION_KEY = "distarray-session"
-_MAX_MESSAGE_BYTES = 64 << 20
 
 PemLike = Union[bytes, str, os.PathLike, None]
 
@@ -81,21 +80,21 @@ def _read_pem(value: PemLike) -> Optional[bytes]:
         return f.read()
 
 
-def _keepalive_loop(stub, metadata, period: float, stop: threading.Event) -> None:
+def _keepalive_loop(rpc: Rpc, period: float, stop: threading.Event) -> None:
     while not stop.wait(period):
         try:
-            stub.KeepAlive(pb.KeepAliveRequest(), metadata=metadata, timeout=period)
+            rpc.call("KeepAlive", pb.KeepAliveRequest(), period)
         except Exception as e:  # noqa: BLE001: the next round retries
             _log.debug("distarray: keepalive failed: %s", e)
 
 
-def _shutdown(stop: threading.Event, thread: Optional[threading.Thread], channels: list,
-              segments: SegmentCache) -> None:
+def _shutdown(stop: threading.Event, thread: Optional[threading.Thread], rpc: Rpc) -> None:
     stop.set()
     if thread is not None and thread is not threading.current_thread():
         thread.join(timeout=5)
-    segments.close()  # released through the channel, before it closes
-    for channel in channels:
+    rpc.closed = True  # the finalizers of arrays still alive then call nothing
+    rpc.segments.close()  # released through the channel, before it closes
+    for channel in rpc.channels:
         channel.close()
 
 
@@ -114,18 +113,6 @@ class Client:
         check_mode(options.shared_memory)  # a bad option fails before anything connects
         self.address = address
         self.options = options
-        self._connect_timeout = timeout
-        self._credentials = credentials
-        self._channel_options = [
-            ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
-            ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
-        ] + CHANNEL_OPTIONS
-        self._channel = self._new_channel(self._channel_options)
-        self._stub = pb_grpc.ArrayServiceStub(self._channel)
-        self._conn = Connection(self._channel, self._stub)
-        self._bulk: List[Connection] = []
-        self._bulk_lock = threading.Lock()
-        self._channels = [self._channel]
         metadata: List[Tuple[str, str]] = []
         self.session_id: Optional[str] = None
         if options.session:
@@ -133,20 +120,15 @@ class Client:
             metadata.append((SESSION_KEY, self.session_id))
         if token:
             metadata.append(("authorization", f"Bearer {token}"))
-        self._metadata_tuple = tuple(metadata)
-        self._owned: "weakref.WeakValueDictionary[str, DistributedArray]" = weakref.WeakValueDictionary()
-        self._features: Optional[frozenset] = None
-        self._segments = SegmentCache(options.shared_memory_cache_bytes,
-                                      SegmentCalls(self._stub, self._metadata_tuple))
-        self.closed = False
+        self._rpc = Rpc(self, address, credentials, metadata, options, timeout)
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._finalizer = weakref.finalize(
-            self, _shutdown, self._stop, None, self._channels, self._segments
+            self, _shutdown, self._stop, None, self._rpc
         )
 
         try:
-            wait_for_channel(self._channel, address, timeout)
+            wait_for_channel(self._rpc.channel, address, timeout)
             info = self.server_info()
         except BaseException:
             self._finalizer()
@@ -156,51 +138,24 @@ class Client:
             options.shared_memory, options.shared_memory_min_bytes, info.host_id, address,
             has_session=options.session,
         )
+        self._rpc.shared_memory = self._shared_memory
         if options.session and options.keepalive and info.session_lease_seconds > 0:
             # A third of the lease: two renewals may be lost before the session expires.
             period = max(0.1, info.session_lease_seconds / 3)
             self._thread = threading.Thread(
-                target=_keepalive_loop, args=(self._stub, self._metadata_tuple, period, self._stop),
+                target=_keepalive_loop, args=(self._rpc, period, self._stop),
                 name="distarray-keepalive", daemon=True,
             )
             self._thread.start()
             self._finalizer.detach()
             self._finalizer = weakref.finalize(
-                self, _shutdown, self._stop, self._thread, self._channels, self._segments
+                self, _shutdown, self._stop, self._thread, self._rpc
             )
 
-    def _new_channel(self, options) -> grpc.Channel:
-        if self._credentials is not None:
-            return grpc.secure_channel(self.address, self._credentials, options=options)
-        return grpc.insecure_channel(self.address, options=options)
-
-    def _bulk_connections(self, n: int) -> List[Connection]:
-        """n connections of their own (opened on first use) for the parallel streams of a
-        transfer. Each is connected before it is used (within the connect timeout): a first call
-        on a channel still connecting fails at once if that attempt fails, where waiting rides
-        it out."""
-        with self._bulk_lock:
-            while len(self._bulk) < n:
-                channel = self._new_channel(
-                    self._channel_options + [("grpc.use_local_subchannel_pool", 1)]
-                )
-                self._channels.append(channel)
-                try:
-                    wait_for_channel(channel, self.address, self._connect_timeout)
-                except UnavailableError as e:
-                    raise UnavailableError(
-                        grpc.StatusCode.UNAVAILABLE,
-                        f"distarrayd at {self.address} answered, but parallel stream connection "
-                        f"{len(self._bulk)} did not: {e.message}",
-                    ) from None
-                self._bulk.append(Connection(channel, pb_grpc.ArrayServiceStub(channel)))
-            return self._bulk[:n]
-
-    def _metadata(self) -> Tuple[Tuple[str, str], ...]:
-        return self._metadata_tuple
-
-    def _track(self, array: DistributedArray) -> None:
-        self._owned[array.handle] = array
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` has run."""
+        return self._rpc.closed
 
     # ---- lifetime ---------------------------------------------------------------------------
 
@@ -211,14 +166,14 @@ class Client:
         Named arrays stay, and so do a ``session=False`` client's released ones."""
         if self.closed:
             return
-        for array in list(self._owned.values()):
+        for array in self._rpc.owned():
             if array.owned:
                 try:
                     array.delete()
                 except Exception as e:  # noqa: BLE001: best effort, as at process exit
                     _log.debug("distarray: deleting %s at close failed: %s", array.handle, e)
         self._end_session()
-        self.closed = True
+        self._rpc.closed = True
         self._finalizer()
 
     def _end_session(self) -> None:
@@ -229,7 +184,7 @@ class Client:
             return
         try:
             # A short deadline: a daemon already gone would hold close() in retries.
-            self._stub.EndSession(pb.EndSessionRequest(), metadata=self._metadata(), timeout=1)
+            self._rpc.call("EndSession", pb.EndSessionRequest(), timeout=1)
         except grpc.RpcError as e:
             _log.debug(
                 "distarray: ending session %s failed: %s", self.session_id, from_rpc_error(e)
@@ -247,21 +202,16 @@ class Client:
 
     # ---- server -----------------------------------------------------------------------------
 
-    @translate_errors
     def server_info(self, timeout: Optional[float] = 30) -> "pb.GetServerInfoResponse":
         """The daemon's GetServerInfo: backend, version, devices and memory, features, limits."""
-        info = self._stub.GetServerInfo(
-            pb.GetServerInfoRequest(), metadata=self._metadata(), timeout=timeout
-        )
-        self._features = frozenset(info.features)
-        return info
+        return self._rpc.server_info(timeout)
 
     @property
     def features(self) -> frozenset:
         """What the daemon serves (GetServerInfo.features: "reshard", "elementwise.add"...)."""
-        if self._features is None:
-            self.server_info()
-        return self._features  # type: ignore[return-value]
+        if self._rpc.features is None:
+            self._rpc.server_info()
+        return self._rpc.features  # type: ignore[return-value]
 
     @property
     def shared_memory_available(self) -> bool:
@@ -270,26 +220,17 @@ class Client:
         ``shared_memory`` option allows it."""
         return self._shared_memory.available
 
-    def _require(self, feature: str) -> None:
-        if feature not in self.features:
-            raise UnimplementedError(
-                grpc.StatusCode.UNIMPLEMENTED,
-                f"the daemon at {self.address} does not serve {feature} "
-                "(GetServerInfo.features does not list it)",
-            )
-
     @translate_errors
     def keepalive(self) -> int:
         """Renews the session now; returns how many unnamed arrays the session owns."""
-        response = self._stub.KeepAlive(pb.KeepAliveRequest(), metadata=self._metadata(), timeout=30)
+        response = self._rpc.call("KeepAlive", pb.KeepAliveRequest(), timeout=30)
         return response.session_arrays
 
     @translate_errors
     def synchronize(self, *arrays: DistributedArray, timeout: Optional[float] = None) -> None:
         """Waits for the daemon's queued work (all of it, today)."""
-        self._stub.Synchronize(
-            pb.SynchronizeRequest(handles=[a.handle for a in arrays]),
-            metadata=self._metadata(), timeout=timeout,
+        self._rpc.call(
+            "Synchronize", pb.SynchronizeRequest(handles=[a.handle for a in arrays]), timeout
         )
 
     # ---- arrays -----------------------------------------------------------------------------
@@ -319,19 +260,12 @@ class Client:
         arr = np.asarray(arr)
         spec = self._spec(arr.shape, arr.dtype, index_map, "replica", name)
         target_mode = to_proto_mode(mode)
-        info = _transfer.upload_new(self, arr, spec, progress=progress, timeout=timeout)
+        info = _transfer.upload_new(self._rpc, arr, spec, progress=progress, timeout=timeout)
         array = DistributedArray(self, info, owned=True)
         if target_mode != pb.MODE_REPLICA:
             # Uploads write REPLICA arrays; an in-place change keeps the handle and the name.
             array.change_mode(target_mode, in_place=True)
         return array
-
-    @translate_errors
-    def _create(self, spec: "pb.ArraySpec", fill: "pb.Fill", timeout: Optional[float] = None):
-        response = self._stub.CreateArray(
-            pb.CreateArrayRequest(spec=spec, fill=fill), metadata=self._metadata(), timeout=timeout
-        )
-        return response.array
 
     def create(
         self, shape: Sequence[int], dtype: DTypeLike = np.float64,
@@ -341,7 +275,7 @@ class Client:
         """A new array filled on the devices (``fill``: a pb.Fill; default zeros). See
         ``zeros``, ``ones``, ``full``, ``arange`` and ``uniform`` for the common fills."""
         spec = self._spec(shape, dtype, index_map, mode, name)
-        return DistributedArray(self, self._create(spec, fill or pb.Fill()), owned=True)
+        return DistributedArray(self, self._rpc.create_array(spec, fill or pb.Fill()), owned=True)
 
     def zeros(self, shape, dtype=np.float64, index_map=None, **kw) -> DistributedArray:
         """An array of zeros."""
@@ -372,9 +306,7 @@ class Client:
     def attach(self, name_or_handle: str) -> DistributedArray:
         """The existing array with this name or handle. The object does not own it: it stays on
         the daemon when the object dies (``delete()`` removes it)."""
-        response = self._stub.DescribeArray(
-            pb.DescribeArrayRequest(handle=name_or_handle), metadata=self._metadata()
-        )
+        response = self._rpc.call("DescribeArray", pb.DescribeArrayRequest(handle=name_or_handle))
         return DistributedArray(self, response.array, owned=False)
 
     describe = attach
@@ -385,7 +317,7 @@ class Client:
         arrays: List[DistributedArray] = []
         request = pb.ListArraysRequest(page_size=page_size)
         while True:
-            response = self._stub.ListArrays(request, metadata=self._metadata())
+            response = self._rpc.call("ListArrays", request)
             arrays += [DistributedArray(self, info, owned=False) for info in response.arrays]
             if not response.next_page_token:
                 return arrays
@@ -397,37 +329,27 @@ class Client:
         if isinstance(name_or_handle, DistributedArray):
             name_or_handle.delete()
             return
-        self._stub.DeleteArray(pb.DeleteArrayRequest(handle=name_or_handle), metadata=self._metadata())
-        owned = self._owned.pop(name_or_handle, None)
+        self._rpc.call("DeleteArray", pb.DeleteArrayRequest(handle=name_or_handle))
+        owned = self._rpc.untrack(name_or_handle)
         if owned is not None and owned._finalizer is not None:
             owned._finalizer.detach()
-
-    def _delete_quietly(self, handle: str) -> None:
-        try:
-            self._stub.DeleteArray(pb.DeleteArrayRequest(handle=handle), metadata=self._metadata())
-        except grpc.RpcError as e:
-            _log.debug("distarray: deleting %s failed: %s", handle, from_rpc_error(e))
 
     # ---- programs ---------------------------------------------------------------------------
 
     def register_program(self, program: Any) -> str:
         """Keeps a program on the daemon (checked once) to run many times by id."""
-        from ._graph import program_proto
-
-        self._require("register_program")
+        self._rpc.require("register_program")
         return self._register(program_proto(program))
 
     @translate_errors
     def _register(self, proto) -> str:
-        response = self._stub.RegisterProgram(
-            pb.RegisterProgramRequest(program=proto), metadata=self._metadata()
-        )
+        response = self._rpc.call("RegisterProgram", pb.RegisterProgramRequest(program=proto))
         return response.program_id
 
     @translate_errors
     def delete_program(self, program_id: str) -> None:
         """Drops a registered program."""
-        self._stub.DeleteProgram(pb.DeleteProgramRequest(program_id=program_id), metadata=self._metadata())
+        self._rpc.call("DeleteProgram", pb.DeleteProgramRequest(program_id=program_id))
 
     def run_graph(
         self, program: Any, arguments: Optional[Mapping[str, Union[DistributedArray, str]]] = None,
@@ -444,9 +366,7 @@ class Client:
         ``hit_iteration_cap``, ``graph_cache_hit``, ``execution``, ``device_seconds``,
         ``fused_loops``.
         """
-        from ._graph import GraphRun, program_proto
-
-        self._require("run_graph")
+        self._rpc.require("run_graph")
         request = pb.RunGraphRequest()
         if isinstance(program, str):
             request.program_id = program
@@ -463,7 +383,7 @@ class Client:
 
     @translate_errors
     def _run_graph(self, request, timeout):
-        return self._stub.RunGraph(request, metadata=self._metadata(), timeout=timeout)
+        return self._rpc.call("RunGraph", request, timeout)
 
 
 def connect(

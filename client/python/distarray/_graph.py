@@ -18,18 +18,15 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
+from ._array import DistributedArray
 from ._index_map import IndexMapLike, to_proto_index_map
 from ._ops import REDUCTIONS, UFUNCS, ArrayOps, Axis, normalize_axes
 from ._types import ModeLike, from_proto_dtype, is_scalar, to_proto_dtype, to_proto_mode, to_proto_scalar
 from .v1 import distarray_pb2 as pb
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ._array import DistributedArray
-    from ._client import Client
 
 
 class Var(ArrayOps):
@@ -419,9 +416,7 @@ class GraphRun:
     fused_loops: int = 0  # loops run as one fused kernel per iteration (docs/graphs.md)
 
     @classmethod
-    def from_response(cls, client: "Client", response: "pb.RunGraphResponse") -> "GraphRun":
-        from ._array import DistributedArray
-
+    def from_response(cls, client, response: "pb.RunGraphResponse") -> "GraphRun":
         values = {}
         for name, v in response.values.items():
             values[name] = np.frombuffer(v.data, dtype=from_proto_dtype(v.dtype)).reshape(

@@ -33,19 +33,17 @@ import math
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Sequence, Tuple, TypeVar
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 import grpc
 import numpy as np
 
 from ._errors import DistarrayError, FailedPreconditionError, from_rpc_error
+from ._rpc import Rpc
 from ._shared_memory import Segment, SegmentUnavailableError
 from ._types import from_proto_dtype
 from ._wire import Connection, download_data, upload_data_message
 from .v1 import distarray_pb2 as pb
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ._client import Client
 
 #: Transfers at least this large show a progress bar when stderr is a terminal.
 PROGRESS_MIN_BYTES = 32 << 20
@@ -155,27 +153,27 @@ def _region_shape(region: "pb.Region", shape: Sequence[int]) -> Tuple[int, ...]:
     return tuple(dims)
 
 
-def _parts(client: "Client", shape: Sequence[int], nbytes: int) -> int:
+def _parts(rpc: Rpc, shape: Sequence[int], nbytes: int) -> int:
     """How many streams a whole-array transfer uses (the rule above)."""
     rows = shape[0] if shape else 1
-    if nbytes >= client.options.parallel_min_bytes and client.options.parallel_streams > 0:
-        return max(1, min(client.options.parallel_streams, rows))
+    if nbytes >= rpc.options.parallel_min_bytes and rpc.options.parallel_streams > 0:
+        return max(1, min(rpc.options.parallel_streams, rows))
     return 1
 
 
 def _run_parts(
-    client: "Client", shape: Sequence[int], nbytes: int, part: Callable[..., None]
+    rpc: Rpc, shape: Sequence[int], nbytes: int, part: Callable[..., None]
 ) -> None:
     """Runs part(connection, row_begin, row_end, byte_offset, byte_length) over the row ranges
     (each range on a connection and a thread of its own); raises the first range's error once
     every range has ended."""
     rows = shape[0] if shape else 1
-    n = _parts(client, shape, nbytes)
+    n = _parts(rpc, shape, nbytes)
     if n <= 1:
-        part(client._conn, 0, rows, 0, nbytes)
+        part(rpc.connection, 0, rows, 0, nbytes)
         return
     row_bytes = nbytes // rows
-    stubs = client._bulk_connections(n)
+    stubs = rpc.bulk_connections(n)
     ranges = [(rows * i // n, rows * (i + 1) // n) for i in range(n)]
     with ThreadPoolExecutor(max_workers=n, thread_name_prefix="distarray-transfer") as pool:
         futures = [
@@ -189,7 +187,7 @@ def _run_parts(
 
 
 def _choose(
-    client: "Client", nbytes: int, progress: _Progress, shared_memory: Callable[[], T],
+    rpc: Rpc, nbytes: int, progress: _Progress, shared_memory: Callable[[], T],
     streams: Callable[[], T],
 ) -> T:
     """Runs a transfer through shared memory when the client's policy wants it, else (or after
@@ -197,7 +195,7 @@ def _choose(
     streaming has delivered: a FAILED_PRECONDITION both paths answer (an upload into a SUM array)
     is the array's, not shared memory's. A segment the daemon would not make now (the tenant's
     bounds) is never remembered: the next transfer may find room."""
-    policy = client._shared_memory
+    policy = rpc.shared_memory
     if not policy.wants(nbytes):
         return streams()
     try:
@@ -216,10 +214,10 @@ def _choose(
 # ---- gRPC streams -------------------------------------------------------------------------------
 
 def _stream_upload(
-    client: "Client", conn: Connection, header: "pb.UploadHeader", data: memoryview,
+    rpc: Rpc, conn: Connection, header: "pb.UploadHeader", data: memoryview,
     progress: _Progress, timeout: Optional[float],
 ) -> "pb.ArrayInfo":
-    step = max(1, client.options.upload_message_bytes)
+    step = max(1, rpc.options.upload_message_bytes)
 
     def messages():
         yield pb.UploadArrayRequest(header=header).SerializeToString()
@@ -229,25 +227,25 @@ def _stream_upload(
             progress.add(len(piece))
 
     try:
-        response = conn.upload_raw(messages(), metadata=client._metadata(), timeout=timeout)
+        response = conn.upload_raw(messages(), metadata=rpc.metadata, timeout=timeout)
     except grpc.RpcError as e:
         raise from_rpc_error(e) from None
     return response.array
 
 
 def _stream_download(
-    client: "Client", conn: Connection, handle: str, region: Optional["pb.Region"],
+    rpc: Rpc, conn: Connection, handle: str, region: Optional["pb.Region"],
     out: np.ndarray, progress: _Progress, timeout: Optional[float],
 ) -> int:
     """Streams a download into `out`; returns the byte count (FAILED_PRECONDITION when the
     daemon sends more than `out` holds)."""
     request = pb.DownloadArrayRequest(
-        handle=handle, max_message_bytes=client.options.download_message_bytes
+        handle=handle, max_message_bytes=rpc.options.download_message_bytes
     )
     if region is not None:
         request.region.CopyFrom(region)
     got = 0
-    call = conn.download_raw(request, metadata=client._metadata(), timeout=timeout)
+    call = conn.download_raw(request, metadata=rpc.metadata, timeout=timeout)
     try:
         for message in call:
             data = download_data(message)
@@ -268,39 +266,39 @@ def _stream_download(
 
 
 def _stream_write_rows(
-    client: "Client", handle: str, shape: Sequence[int], arr: np.ndarray, progress: _Progress,
+    rpc: Rpc, handle: str, shape: Sequence[int], arr: np.ndarray, progress: _Progress,
     timeout: Optional[float],
 ) -> None:
     data = _flat_bytes(arr)
 
     def part(conn, begin, end, offset, length):
         header = pb.UploadHeader(handle=handle, region=_row_region(shape, begin, end))
-        _stream_upload(client, conn, header, data[offset : offset + length], progress, timeout)
+        _stream_upload(rpc, conn, header, data[offset : offset + length], progress, timeout)
 
-    _run_parts(client, shape, len(data), part)
+    _run_parts(rpc, shape, len(data), part)
 
 
 def _stream_download_rows(
-    client: "Client", info: "pb.ArrayInfo", out: np.ndarray, progress: _Progress,
+    rpc: Rpc, info: "pb.ArrayInfo", out: np.ndarray, progress: _Progress,
     timeout: Optional[float],
 ) -> None:
     shape = tuple(info.shape.dims)
     buf = out.reshape(-1).view(np.uint8)
     nbytes = len(buf)
-    whole = _parts(client, shape, nbytes) == 1
+    whole = _parts(rpc, shape, nbytes) == 1
 
     def part(conn, begin, end, offset, length):
         rows = None if whole else _row_region(shape, begin, end)
         got = _stream_download(
-            client, conn, info.handle, rows, buf[offset : offset + length], progress, timeout
+            rpc, conn, info.handle, rows, buf[offset : offset + length], progress, timeout
         )
         _check_count(info.handle, got, length)
 
-    _run_parts(client, shape, nbytes, part)
+    _run_parts(rpc, shape, nbytes, part)
 
 
 def _stream_download_region(
-    client: "Client", handle: str, region: "pb.Region", timeout: Optional[float]
+    rpc: Rpc, handle: str, region: "pb.Region", timeout: Optional[float]
 ) -> np.ndarray:
     """One stream; the result is shaped as the daemon's first message says."""
     request = pb.DownloadArrayRequest(handle=handle, region=region)
@@ -308,9 +306,7 @@ def _stream_download_region(
     buf = memoryview(b"")
     got = 0
     try:
-        for message in client._stub.DownloadArray(
-            request, metadata=client._metadata(), timeout=timeout
-        ):
+        for message in rpc.call("DownloadArray", request, timeout):
             if out is None:
                 out = np.empty(tuple(message.shape.dims), dtype=from_proto_dtype(message.dtype))
                 buf = memoryview(out.reshape(-1).view(np.uint8))
@@ -355,19 +351,17 @@ class _PendingCall:
 
 
 def _shm_upload_start(
-    client: "Client", conn: Connection, header: "pb.UploadHeader",
+    rpc: Rpc, conn: Connection, header: "pb.UploadHeader",
     source: "pb.SharedMemoryRange", timeout: Optional[float],
 ) -> _PendingCall:
     """Starts UploadFromSharedMemory; its result is the array's ArrayInfo."""
     request = pb.UploadFromSharedMemoryRequest(header=header, source=source)
-    future = conn.stub.UploadFromSharedMemory.future(
-        request, metadata=client._metadata(), timeout=timeout
-    )
+    future = rpc.future(conn, "UploadFromSharedMemory", request, timeout)
     return _PendingCall(future, lambda response: response.array)
 
 
 def _shm_download_start(
-    client: "Client", conn: Connection, handle: str, region: Optional["pb.Region"],
+    rpc: Rpc, conn: Connection, handle: str, region: Optional["pb.Region"],
     destination: "pb.SharedMemoryRange", timeout: Optional[float],
 ) -> _PendingCall:
     """Starts DownloadToSharedMemory; its result is the response, once the daemon has written
@@ -375,9 +369,7 @@ def _shm_download_start(
     request = pb.DownloadToSharedMemoryRequest(handle=handle, destination=destination)
     if region is not None:
         request.region.CopyFrom(region)
-    future = conn.stub.DownloadToSharedMemory.future(
-        request, metadata=client._metadata(), timeout=timeout
-    )
+    future = rpc.future(conn, "DownloadToSharedMemory", request, timeout)
 
     def check(response):
         if response.bytes != destination.bytes:
@@ -415,35 +407,35 @@ def _overlapped(pieces: Iterator[T], start: Callable[[T], _PendingCall],
 
 
 @contextlib.contextmanager
-def _segment(client: "Client", nbytes: int) -> Iterator[Segment]:
+def _segment(rpc: Rpc, nbytes: int) -> Iterator[Segment]:
     """A segment of at least ``nbytes`` from the client's cache for one transfer: handed back
     when the transfer succeeds, closed (unmapped and released) when it fails in any way."""
-    segment = client._segments.take(nbytes)
+    segment = rpc.segments.take(nbytes)
     try:
         yield segment
     except BaseException:
         segment.close()
         raise
-    client._segments.give(segment)
+    rpc.segments.give(segment)
 
 
 def _shm_upload_one(
-    client: "Client", header: "pb.UploadHeader", arr: np.ndarray, progress: _Progress,
+    rpc: Rpc, header: "pb.UploadHeader", arr: np.ndarray, progress: _Progress,
     timeout: Optional[float],
 ) -> "pb.ArrayInfo":
-    with _segment(client, arr.nbytes) as segment:
+    with _segment(rpc, arr.nbytes) as segment:
         np.copyto(segment.view(arr.dtype, arr.shape), arr)
-        info = _shm_upload_start(client, client._conn, header, segment.range(0, arr.nbytes),
+        info = _shm_upload_start(rpc, rpc.connection, header, segment.range(0, arr.nbytes),
                                  timeout).result()
     progress.add(arr.nbytes)
     return info
 
 
 def _shm_write_rows(
-    client: "Client", handle: str, shape: Sequence[int], arr: np.ndarray, progress: _Progress,
+    rpc: Rpc, handle: str, shape: Sequence[int], arr: np.ndarray, progress: _Progress,
     timeout: Optional[float],
 ) -> None:
-    with _segment(client, arr.nbytes) as segment:
+    with _segment(rpc, arr.nbytes) as segment:
 
         def copy_in(piece):
             b, e, o, _ = piece
@@ -453,20 +445,20 @@ def _shm_write_rows(
             def start(piece):
                 b, e, o, n = piece
                 header = pb.UploadHeader(handle=handle, region=_row_region(shape, b, e))
-                return _shm_upload_start(client, conn, header, segment.range(o, n), timeout)
+                return _shm_upload_start(rpc, conn, header, segment.range(o, n), timeout)
 
             _overlapped(_row_pieces(begin, end, offset, length), start, copy_in,
                         lambda piece: progress.add(piece[3]))
 
-        _run_parts(client, shape, arr.nbytes, part)
+        _run_parts(rpc, shape, arr.nbytes, part)
 
 
 def _shm_download_rows(
-    client: "Client", info: "pb.ArrayInfo", out: np.ndarray, progress: _Progress,
+    rpc: Rpc, info: "pb.ArrayInfo", out: np.ndarray, progress: _Progress,
     timeout: Optional[float],
 ) -> None:
     shape = tuple(info.shape.dims)
-    with _segment(client, out.nbytes) as segment:
+    with _segment(rpc, out.nbytes) as segment:
 
         def copy_out(piece):
             b, e, o, n = piece
@@ -476,22 +468,22 @@ def _shm_download_rows(
         def part(conn, begin, end, offset, length):
             def start(piece):
                 b, e, o, n = piece
-                return _shm_download_start(client, conn, info.handle, _row_region(shape, b, e),
+                return _shm_download_start(rpc, conn, info.handle, _row_region(shape, b, e),
                                            segment.range(o, n), timeout)
 
             _overlapped(_row_pieces(begin, end, offset, length), start, lambda piece: None,
                         copy_out)
 
-        _run_parts(client, shape, out.nbytes, part)
+        _run_parts(rpc, shape, out.nbytes, part)
 
 
 def _shm_download_region(
-    client: "Client", handle: str, region: "pb.Region", shape: Tuple[int, ...], dtype: np.dtype,
+    rpc: Rpc, handle: str, region: "pb.Region", shape: Tuple[int, ...], dtype: np.dtype,
     timeout: Optional[float],
 ) -> np.ndarray:
     out = np.empty(shape, dtype=dtype)
-    with _segment(client, out.nbytes) as segment:
-        response = _shm_download_start(client, client._conn, handle, region,
+    with _segment(rpc, out.nbytes) as segment:
+        response = _shm_download_start(rpc, rpc.connection, handle, region,
                                        segment.range(0, out.nbytes), timeout).result()
         np.copyto(out, segment.view(dtype, shape))
     # The byte count matched, so only a shape written differently (never, by the rule) could
@@ -503,32 +495,32 @@ def _shm_download_region(
 
 
 def _upload_one(
-    client: "Client", header: "pb.UploadHeader", arr: np.ndarray, progress: _Progress,
+    rpc: Rpc, header: "pb.UploadHeader", arr: np.ndarray, progress: _Progress,
     timeout: Optional[float],
 ) -> "pb.ArrayInfo":
     """One call: a new array (``header.new_array``) or a region of an existing one."""
     return _choose(
-        client, arr.nbytes, progress,
-        lambda: _shm_upload_one(client, header, arr, progress, timeout),
-        lambda: _stream_upload(client, client._conn, header, _flat_bytes(arr), progress, timeout),
+        rpc, arr.nbytes, progress,
+        lambda: _shm_upload_one(rpc, header, arr, progress, timeout),
+        lambda: _stream_upload(rpc, rpc.connection, header, _flat_bytes(arr), progress, timeout),
     )
 
 
 def _write_whole(
-    client: "Client", info: "pb.ArrayInfo", arr: np.ndarray, progress: _Progress,
+    rpc: Rpc, info: "pb.ArrayInfo", arr: np.ndarray, progress: _Progress,
     timeout: Optional[float],
 ) -> None:
     """Overwrites the whole array with ``arr`` (of its shape), over the split's row ranges."""
     shape = tuple(info.shape.dims)
     _choose(
-        client, arr.nbytes, progress,
-        lambda: _shm_write_rows(client, info.handle, shape, arr, progress, timeout),
-        lambda: _stream_write_rows(client, info.handle, shape, arr, progress, timeout),
+        rpc, arr.nbytes, progress,
+        lambda: _shm_write_rows(rpc, info.handle, shape, arr, progress, timeout),
+        lambda: _stream_write_rows(rpc, info.handle, shape, arr, progress, timeout),
     )
 
 
 def upload_new(
-    client: "Client", arr: np.ndarray, spec: "pb.ArraySpec", *, progress: Optional[bool] = None,
+    rpc: Rpc, arr: np.ndarray, spec: "pb.ArraySpec", *, progress: Optional[bool] = None,
     timeout: Optional[float] = None,
 ) -> "pb.ArrayInfo":
     """Creates the array `spec` describes holding `arr`'s values (any layout or byte order)."""
@@ -539,38 +531,38 @@ def upload_new(
             spec.mode == pb.MODE_REPLICA
             and len(shape) > 0
             and shape[0] > 1
-            and _parts(client, shape, arr.nbytes) > 1
+            and _parts(rpc, shape, arr.nbytes) > 1
         ):
-            info = client._create(spec, pb.Fill(), timeout=timeout)
+            info = rpc.create_array(spec, pb.Fill(), timeout=timeout)
             try:
-                _write_whole(client, info, arr, bar, timeout)
+                _write_whole(rpc, info, arr, bar, timeout)
             except BaseException:
-                client._delete_quietly(info.handle)  # no half-written array left behind
+                rpc.delete_quietly(info.handle)  # no half-written array left behind
                 raise
             return info
-        return _upload_one(client, pb.UploadHeader(new_array=spec), arr, bar, timeout)
+        return _upload_one(rpc, pb.UploadHeader(new_array=spec), arr, bar, timeout)
     finally:
         bar.close()
 
 
 def write(
-    client: "Client", info: "pb.ArrayInfo", arr: np.ndarray, region: Optional["pb.Region"] = None,
+    rpc: Rpc, info: "pb.ArrayInfo", arr: np.ndarray, region: Optional["pb.Region"] = None,
     *, progress: Optional[bool] = None, timeout: Optional[float] = None,
 ) -> None:
     """Overwrites a REPLICA array (or a region of it) with `arr`'s values, C order."""
     bar = _Progress(arr.nbytes, "write", progress)
     try:
         if region is None:
-            _write_whole(client, info, arr, bar, timeout)
+            _write_whole(rpc, info, arr, bar, timeout)
         else:
-            _upload_one(client, pb.UploadHeader(handle=info.handle, region=region), arr, bar,
+            _upload_one(rpc, pb.UploadHeader(handle=info.handle, region=region), arr, bar,
                         timeout)
     finally:
         bar.close()
 
 
 def download(
-    client: "Client", info: "pb.ArrayInfo", *, out: Optional[np.ndarray] = None,
+    rpc: Rpc, info: "pb.ArrayInfo", *, out: Optional[np.ndarray] = None,
     progress: Optional[bool] = None, timeout: Optional[float] = None,
 ) -> np.ndarray:
     """The logical values of the whole array, over parallel streams when large; into `out` (a
@@ -590,9 +582,9 @@ def download(
     bar = _Progress(out.nbytes, "download", progress)
     try:
         _choose(
-            client, out.nbytes, bar,
-            lambda: _shm_download_rows(client, info, out, bar, timeout),
-            lambda: _stream_download_rows(client, info, out, bar, timeout),
+            rpc, out.nbytes, bar,
+            lambda: _shm_download_rows(rpc, info, out, bar, timeout),
+            lambda: _stream_download_rows(rpc, info, out, bar, timeout),
         )
         return out
     finally:
@@ -600,7 +592,7 @@ def download(
 
 
 def download_region(
-    client: "Client", info: "pb.ArrayInfo", region: "pb.Region", *,
+    rpc: Rpc, info: "pb.ArrayInfo", region: "pb.Region", *,
     timeout: Optional[float] = None,
 ) -> np.ndarray:
     """The values of a region (NumPy's ``a[region]``) of the array ``info`` describes; one call."""
@@ -608,9 +600,9 @@ def download_region(
     shape = _region_shape(region, tuple(info.shape.dims))
     nbytes = math.prod(shape) * dtype.itemsize
     return _choose(
-        client, nbytes, _Progress(nbytes, "download", False),
-        lambda: _shm_download_region(client, info.handle, region, shape, dtype, timeout),
-        lambda: _stream_download_region(client, info.handle, region, timeout),
+        rpc, nbytes, _Progress(nbytes, "download", False),
+        lambda: _shm_download_region(rpc, info.handle, region, shape, dtype, timeout),
+        lambda: _stream_download_region(rpc, info.handle, region, timeout),
     )
 
 

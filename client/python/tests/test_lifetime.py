@@ -83,10 +83,10 @@ def test_keepalive_keeps_the_session(short_lease_daemon):
 def test_session_metadata(daemon):
     with distarray.connect(daemon.address, session_id="pytest-session-1") as c:
         assert c.session_id == "pytest-session-1"
-        assert ("distarray-session", "pytest-session-1") in c._metadata()
+        assert ("distarray-session", "pytest-session-1") in c._rpc.metadata
     with distarray.connect(daemon.address, session=False, token="t0k") as c:
         assert c.session_id is None
-        assert c._metadata() == (("authorization", "Bearer t0k"),)
+        assert c._rpc.metadata == (("authorization", "Bearer t0k"),)
 
 
 def test_closing_ends_the_session(daemon):

@@ -372,7 +372,7 @@ def test_what_the_daemon_does_not_serve_is_an_error(client, rng):
     with pytest.raises(TypeError, match="from_numpy"):
         np.multiply(a, np.ones(SHAPE))
     # A daemon that does not list a feature is refused before the call, naming it.
-    client._features = client.features - {"elementwise.sqrt"}
+    client._rpc.features = client.features - {"elementwise.sqrt"}
     with pytest.raises(distarray.UnimplementedError, match="elementwise.sqrt"):
         distarray.sqrt(a)
     with pytest.raises(ValueError, match="ambiguous"):

@@ -103,7 +103,7 @@ def no_segment_left_behind(monkeypatch):
 
 def calls_of(client) -> "_shared_memory.SegmentCalls":
     """The client's segment calls (its session's CreateSharedMemory / ReleaseSharedMemory)."""
-    return client._segments._calls
+    return client._rpc.segments._calls
 
 
 # ---- the host id ----------------------------------------------------------------------------------
@@ -583,10 +583,10 @@ def test_a_forked_child_never_releases_the_parents_segment(shm_daemon, rng, monk
         parent = os.getpid()
         with monkeypatch.context() as child:
             child.setattr(os, "getpid", lambda: parent + 1)  # as in a child after fork()
-            fresh = client._segments.take(1)
+            fresh = client._rpc.segments.take(1)
             assert fresh.nbytes == 1  # the child makes its own rather than use the parent's
             fresh.close()
-            client._segments.close()  # as the child's exit would
+            client._rpc.segments.close()  # as the child's exit would
         assert kept[0] in os.listdir(_shared_memory.SHM_DIR)
         # The parent's cache let go of it in this simulation (a real child has a copy of the
         # cache); release it by hand, and the next transfer makes a new one.
@@ -685,7 +685,7 @@ def test_interrupted_copy_removes_the_segment(shm_daemon):
 
     with distarray.connect(shm_daemon.address, shared_memory="always") as client:
         with pytest.raises(Interrupted):
-            _transfer.upload_new(client, np.ones((4, 4)).view(Values),
+            _transfer.upload_new(client._rpc, np.ones((4, 4)).view(Values),
                                  client._spec((4, 4), np.float64, None, "replica", None))
 
 

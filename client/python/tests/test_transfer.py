@@ -119,7 +119,7 @@ def test_parallel_streams(daemon, rng, streams):
         values = rng.uniform(size=(101, 33)).astype(np.float32)  # 13 KB, rows not divisible
         a = client.from_numpy(values, distarray.split_index_map(values.shape, 1, [0, 2]))
         np.testing.assert_array_equal(a.to_numpy(), values)
-        assert len(client._bulk) == (streams if streams > 1 else 0)
+        assert len(client._rpc._bulk) == (streams if streams > 1 else 0)
         into = np.zeros_like(values)
         assert a.to_numpy(out=into) is into
         np.testing.assert_array_equal(into, values)
