@@ -18,6 +18,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
 #include "bench/figures.h"
 #include "distarray/client.h"
 #include "distarray/graph.h"
@@ -108,14 +109,15 @@ int main(int argc, char** argv) {
       static_cast<long long>(n), devices);
 
   bool ok = true;
-  for (int gpus : {1, 2}) {
+  for (int gpus : {1, 2, 4}) {
     if (gpus > devices) break;
-    std::vector<int> on = gpus == 1 ? std::vector<int>{0} : std::vector<int>{0, 1};
+    std::vector<int> on;
+    for (int d = 0; d < gpus; ++d) on.push_back(d);
     distarray::ArrayOptions rows{distarray::Split(2, 0, n, on)};
     auto matrix = Must(client.Upload<double>(a, {n, n}, rows), "upload A");
     auto rhs = Must(client.Upload<double>(b, {n, 1}, rows), "upload b");
     auto x0 = Must(client.Upload<double>(zeros, {n, 1}, rows), "upload x");
-    const std::string label = gpus == 1 ? "1 GPU" : "rows over 2 GPUs";
+    const std::string label = gpus == 1 ? "1 GPU" : absl::StrCat("rows over ", gpus, " GPUs");
     std::vector<double> times, device_times;
     distarray::GraphRun last;
     const int repeats = gpus == 1 ? absl::GetFlag(FLAGS_repeats) : 1;
