@@ -18,6 +18,7 @@
 #include "server/backend/graph_recorder.h"
 #include "server/backend/memory_ledger.h"
 #include "server/host/host_backend.h"
+#include "tests/support/count_loop_reference.h"
 #include "tests/support/in_process_backend.h"
 
 namespace distarray {
@@ -25,6 +26,9 @@ namespace {
 
 using testing::AllOf;
 using testing::ArrayArg;
+using testing::HostLoop;
+using testing::Mod7;
+using testing::RunCountLoopOnHost;
 using testing::ScalarArg;
 using testing::Whole;
 
@@ -110,40 +114,6 @@ class HostGraphRecorderTest : public ::testing::Test {
   std::unique_ptr<HostBackend> backend_;
   GraphRecorder* recorder_ = nullptr;
 };
-
-// The seed loop on the host: the reference, and the iterations it ran.
-struct HostLoop {
-  std::vector<float> a;
-  int64_t iterations = 0;
-  bool hit_cap = false;
-};
-HostLoop RunCountLoopOnHost(std::vector<float> a, float limit, int64_t cap) {
-  auto all_less = [&] {
-    for (float v : a) {
-      if (!(v < limit)) return false;
-    }
-    return true;
-  };
-  HostLoop out;
-  bool flag = all_less();
-  while (flag) {
-    if (out.iterations == cap) {
-      out.hit_cap = true;
-      break;
-    }
-    for (float& v : a) v += 1;
-    ++out.iterations;
-    flag = all_less();
-  }
-  out.a = std::move(a);
-  return out;
-}
-
-std::vector<float> Mod7(int64_t n, float offset) {
-  std::vector<float> a(n);
-  for (int64_t i = 0; i < n; ++i) a[i] = static_cast<float>(i % 7) + offset;
-  return a;
-}
 
 TEST_F(HostGraphRecorderTest, SeedLoopReplaysMatchHost) {
   constexpr int64_t kN = 10000;
