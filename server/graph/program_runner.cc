@@ -174,10 +174,22 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Run(const v1::Program& program,
   if (!hit) {
     // Whether it can be recorded is decided before recording, on metadata; a program the lowering
     // cannot take still runs, eagerly (and so on later runs), and the log says why.
-    ASSIGN_OR_RETURN(const std::optional<std::string> why_not,
-                     WhyNotRecordable(program, arguments, devices, context));
-    if (why_not) {
-      spdlog::warn("RunGraph: running eagerly (and so on later runs): {}", *why_not);
+    absl::StatusOr<std::optional<std::string>> why_not =
+        WhyNotRecordable(program, arguments, devices, context);
+    if (!why_not.ok()) {
+      if (absl::IsCancelled(why_not.status()) || absl::IsDeadlineExceeded(why_not.status())) {
+        return why_not.status();
+      }
+      // The check passed, so the probe's walk should too: a failure here is a bug of ours, and
+      // the program still gets its answer, eagerly (not remembered: a fix needs no restart).
+      spdlog::error(
+          "RunGraph: the recording probe failed after the check passed; running "
+          "eagerly: {}",
+          why_not.status().ToString());
+      return RunEager(program, arguments, context);
+    }
+    if (*why_not) {
+      spdlog::warn("RunGraph: running eagerly (and so on later runs): {}", **why_not);
       absl::MutexLock lock(&mu_);
       if (unrecordable_.size() >= kMaxUnrecordable) unrecordable_.clear();
       unrecordable_.insert(key);
