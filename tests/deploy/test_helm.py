@@ -235,3 +235,14 @@ def test_chart_metadata():
     assert yaml.safe_load((CHART / "values.yaml").read_text())["image"]["tag"] == meta["appVersion"]
     for template in (CHART / "templates").glob("*"):
         assert re.fullmatch(r"[a-z]+\.yaml", template.name), template.name
+
+
+def test_every_config_key_is_a_daemon_flag(variant):
+    """What the chart's values turn into DISTARRAY_* variables (tenant quotas, TLS, flags) are
+    flags of the built daemon."""
+    from test_distarrayd import _daemon_flags
+    name, docs = variant
+    flags = _daemon_flags()
+    unknown = [k for k in _config(docs) if not k.startswith("DISTARRAY_")
+               or k[len("DISTARRAY_"):].lower() not in flags]
+    assert unknown == [], f"{name}: not flags of distarrayd: {unknown}"
