@@ -3,12 +3,16 @@
 # "Checking the deployment"):
 #   1. the tools of deploy/requirements-check.txt, pinned, into $BUILD_DIR/deploy-venv (PyPI);
 #   2. tests/deploy (pytest): every overlay of deploy/k8s renders with `kubectl kustomize`,
-#      validates strictly against the Kubernetes 1.29-1.33 schemas (kubernetes-validate; the
-#      Prometheus Operator's kinds against tests/deploy/crd_schemas), meets our pod-security
-#      policy, and keeps the daemon's settings (GPU count, probes, ports, flags) consistent; the
+#      validates strictly against the Kubernetes 1.29-1.37 schemas (dra from 1.34;
+#      kubernetes-validate; the Prometheus Operator's kinds against tests/deploy/crd_schemas),
+#      meets our pod-security policy, and keeps the daemon's settings (GPU count, probes, ports,
+#      flags) consistent; the Helm chart deploy/helm/distarray renders (tests/deploy/helm_render.py,
+#      there being no Helm package for Debian 12) with its default values to the multi-gpu
+#      overlay's objects and with ci/*-values.yaml to objects that validate the same way; the
 #      image's package list matches `ldd distarrayd` and the CUDA toolkit;
-#   3. checkov on the rendered manifests and the Dockerfile (exceptions are checkov.io/skip
-#      annotations with their reasons), hadolint on the Dockerfile;
+#   3. checkov on the rendered manifests (overlays and the chart's values files) and the
+#      Dockerfile (exceptions are checkov.io/skip annotations with their reasons), hadolint on
+#      the Dockerfile;
 #   4. the runtime stage as a debootstrapped Debian 12 root filesystem running the daemon
 #      (deploy/container/check-runtime-rootfs.sh; needs root, skips otherwise).
 # Expects a built daemon in $BUILD_DIR (scripts/build.sh). ROOTFS=0 leaves step 4 out.
@@ -43,6 +47,12 @@ rm -f "$out/rendered"/*.yaml
 for overlay in deploy/k8s/overlays/*/; do
   name=$(basename "$overlay")
   kubectl kustomize "$overlay" > "$out/rendered/$name.yaml"
+done
+chart=deploy/helm/distarray
+python tests/deploy/helm_render.py "$chart" > "$out/rendered/helm-defaults.yaml"
+for values in "$chart"/ci/*-values.yaml; do
+  python tests/deploy/helm_render.py "$chart" -f "$values" \
+    > "$out/rendered/helm-$(basename "$values" -values.yaml).yaml"
 done
 # --skip-download: no calls to the vendor's service, the checks are the ones in the package.
 checkov --quiet --compact --skip-download --framework kubernetes -d "$out/rendered"

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "server/daemon/gpu_sharing.h"
 #include "server/host/host_backend.h"
 #ifdef DISTARRAY_HAVE_CUDA
 #include "server/cuda/cuda_backend.h"
@@ -11,7 +12,28 @@
 namespace distarray {
 namespace {
 
+absl::StatusOr<std::unique_ptr<Backend>> CreateCudaOnWholeGpus(const BackendOptions& options);
+
+// The CUDA backend on the GPUs the container was given, once they are known to be whole GPUs,
+// each given once (gpu_sharing.h): a MIG slice is refused before CUDA touches it, so the message
+// says MIG rather than whatever CUDA or NCCL fails with there.
 absl::StatusOr<std::unique_ptr<Backend>> CreateCuda(const BackendOptions& options) {
+  GivenGpus given = ObserveGivenGpus();
+  if (absl::Status status = CheckGivenGpus(given); !status.ok()) {
+    spdlog::info("{}", DescribeGivenGpus(given));
+    return status;
+  }
+  auto backend = CreateCudaOnWholeGpus(options);
+  if (!backend.ok()) return backend.status();
+  for (int device = 0; device < (*backend)->device_count(); ++device) {
+    given.device_uuids.push_back((*backend)->device_uuid(device));
+  }
+  spdlog::info("{}", DescribeGivenGpus(given));
+  if (absl::Status status = CheckGivenGpus(given); !status.ok()) return status;
+  return backend;
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateCudaOnWholeGpus(const BackendOptions& options) {
 #ifdef DISTARRAY_HAVE_CUDA
   CudaBackend::Options cuda;
   cuda.memory_limit_bytes = options.memory_limit_bytes;

@@ -12,7 +12,8 @@ import pytest
 import render
 from conftest import rendered
 
-GPU_COUNT = {"single-gpu": 1, "multi-gpu": 8, "with-tls": 8}
+# None: the GPUs come from a DRA ResourceClaim (all of the node's), not an nvidia.com/gpu count.
+GPU_COUNT = {"single-gpu": 1, "multi-gpu": 8, "with-tls": 8, "dra": None}
 PORTS = {"grpc": 50051, "health": 8081, "metrics": 9464}
 DAEMON = pathlib.Path(os.environ.get("BUILD_DIR", render.REPO / "build")) / "server" / "distarrayd"
 
@@ -50,6 +51,16 @@ def test_overlays_are_the_documented_ones():
 def test_gpu_count_comes_from_the_overlay(overlay):
     name, docs = overlay
     resources = container(docs)["resources"]
+    if GPU_COUNT[name] is None:
+        assert "nvidia.com/gpu" not in resources["requests"]
+        assert "nvidia.com/gpu" not in resources["limits"]
+        claims = pod(docs)["resourceClaims"]
+        assert claims == [{"name": "gpus", "resourceClaimTemplateName": "distarrayd-gpus"}]
+        assert resources["claims"] == [{"name": "gpus"}]
+        template = find(docs, "ResourceClaimTemplate", "distarrayd-gpus")
+        (request,) = template["spec"]["spec"]["devices"]["requests"]
+        assert request["exactly"] == {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All"}
+        return
     want = str(GPU_COUNT[name])
     assert resources["requests"]["nvidia.com/gpu"] == want
     assert resources["limits"]["nvidia.com/gpu"] == want
@@ -63,12 +74,14 @@ resources: [{k8s}/base]
 configMapGenerator:
   - name: distarrayd-params
     behavior: merge
-    literals: [gpu-count=3, prometheus-release=custom, prometheus-namespace=observability]
+    literals: [gpu-count=3, node-gpu-count-above=2, prometheus-release=custom,
+               prometheus-namespace=observability]
 components: [{k8s}/components/parameters]
 """)
     docs = render.render(tmp_path)
     assert container(docs)["resources"]["limits"]["nvidia.com/gpu"] == "3"
     assert container(docs)["resources"]["requests"]["nvidia.com/gpu"] == "3"
+    assert _gpu_count_above(docs) == 2
     assert find(docs, "ServiceMonitor")["metadata"]["labels"]["release"] == "custom"
     policy = find(docs, "NetworkPolicy", "distarrayd")
     selectors = [peer["namespaceSelector"]["matchLabels"] for rule in policy["spec"]["ingress"]
@@ -77,22 +90,43 @@ components: [{k8s}/components/parameters]
     assert not [d for d in docs if d["metadata"]["name"] == "distarrayd-params"], "local-config leaked"
 
 
+def _terms(docs):
+    return pod(docs)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"]
+
+
+def _gpu_count_above(docs):
+    (count,) = [e for e in _terms(docs)[0]["matchExpressions"] if e["key"] == "nvidia.com/gpu.count"]
+    assert count["operator"] == "Gt"
+    (value,) = count["values"]
+    return int(value)
+
+
 def test_node_selection_works_with_the_device_plugin_alone(overlay):
     _, docs = overlay
     spec = pod(docs)
     assert "nodeSelector" not in spec
-    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
-        "nodeSelectorTerms"]
-    keys = [[e["key"] for e in term["matchExpressions"]] for term in terms]
-    # One key per term: terms are ORed, expressions inside a term ANDed.
-    assert keys == [["nvidia.com/gpu.present"], ["feature.node.kubernetes.io/pci-10de.present"],
-                    ["distarray.io/gpu-node"]]
+    keys = [[e["key"] for e in term["matchExpressions"]] for term in _terms(docs)]
+    # Terms are ORed, expressions inside a term ANDed: GPU Feature Discovery's nodes must also
+    # have enough GPUs; the other two labels admit a node alone.
+    assert keys == [["nvidia.com/gpu.present", "nvidia.com/gpu.count"],
+                    ["feature.node.kubernetes.io/pci-10de.present"], ["distarray.io/gpu-node"]]
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+
+
+def test_node_gpu_count_admits_exactly_the_nodes_with_enough_gpus(overlay):
+    """Gt is strict: the parameter is the GPU count less one, so a node of exactly gpu-count GPUs
+    is admitted and one fewer is not. A DRA claim of all GPUs needs any GPU node."""
+    name, docs = overlay
+    want = GPU_COUNT[name] if GPU_COUNT[name] is not None else 1
+    assert _gpu_count_above(docs) == want - 1
 
 
 def test_runtime_class_and_device_plugin_per_overlay(overlay):
     name, docs = overlay
-    assert pod(docs).get("runtimeClassName") == (None if name == "single-gpu" else "nvidia")
+    # The DRA driver hands devices over through CDI: no runtime class needed.
+    assert pod(docs).get("runtimeClassName") == (
+        None if name in ("single-gpu", "dra") else "nvidia")
     plugins = [d for d in docs if d["kind"] == "DaemonSet" and d["metadata"]["name"] != "distarrayd"]
     assert [d["metadata"]["name"] for d in plugins] == (
         ["nvidia-device-plugin-daemonset"] if name == "single-gpu" else [])

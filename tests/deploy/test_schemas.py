@@ -10,7 +10,11 @@ import jsonschema
 import kubernetes_validate
 import pytest
 
-VERSIONS = ["1.29", "1.30", "1.31", "1.32", "1.33"]
+VERSIONS = ["1.29", "1.30", "1.31", "1.32", "1.33", "1.34", "1.35", "1.36", "1.37"]
+# Overlays that need a newer Kubernetes than the oldest above: dra uses resource.k8s.io/v1 and the
+# pod's resourceClaims as stable from 1.34 (Dynamic Resource Allocation), so it is checked from
+# there on (docs/operations.md says it needs 1.34).
+SINCE = {"dra": "1.34"}
 CRD_SCHEMAS = {
     ("monitoring.coreos.com/v1", "ServiceMonitor"): "servicemonitor.json",
     ("monitoring.coreos.com/v1", "PrometheusRule"): "prometheusrule.json",
@@ -18,9 +22,15 @@ CRD_SCHEMAS = {
 SCHEMA_DIR = pathlib.Path(__file__).parent / "crd_schemas"
 
 
+def _older(version, since):
+    return tuple(map(int, version.split("."))) < tuple(map(int, since.split(".")))
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_builtin_kinds_validate_strictly(overlay, version):
     name, docs = overlay
+    if _older(version, SINCE.get(name, VERSIONS[0])):
+        pytest.skip(f"{name} needs Kubernetes {SINCE[name]} or later")
     checked = 0
     for doc in docs:
         if (doc["apiVersion"], doc["kind"]) in CRD_SCHEMAS:
@@ -35,6 +45,19 @@ def test_builtin_kinds_validate_strictly(overlay, version):
             pytest.fail(f"{label}: {path}: {error.message}")
         checked += 1
     assert checked >= 8, f"{name}: only {checked} objects validated"
+
+
+def test_dra_claim_template_is_v1_and_strictly_checked():
+    """The DRA overlay's template is resource.k8s.io/v1 (whose requests nest under `exactly`):
+    the v1beta1 shape, deviceClassName directly in the request, must fail the 1.34 schema."""
+    from conftest import rendered
+    (template,) = [d for d in rendered("dra") if d["kind"] == "ResourceClaimTemplate"]
+    assert template["apiVersion"] == "resource.k8s.io/v1"
+    kubernetes_validate.validate(template, "1.34", strict=True)
+    request = template["spec"]["spec"]["devices"]["requests"][0]
+    request.update(request.pop("exactly"))
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(template, "1.34", strict=True)
 
 
 def test_custom_resources_validate(overlay):
