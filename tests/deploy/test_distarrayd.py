@@ -66,6 +66,18 @@ def test_gpu_count_comes_from_the_overlay(overlay):
     assert resources["limits"]["nvidia.com/gpu"] == want
 
 
+def test_every_node_term_refuses_shared_gpus(overlay):
+    """GPU Feature Discovery labels time-sliced and MPS nodes; the daemon wants whole GPUs. Terms
+    are ORed, so every one carries the exclusion."""
+    name, docs = overlay
+    terms = pod(docs)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"]
+    assert terms
+    for term in terms:
+        assert {"key": "nvidia.com/gpu.sharing-strategy", "operator": "NotIn",
+                "values": ["time-slicing", "mps"]} in term["matchExpressions"], name
+
+
 def test_gpu_count_is_a_parameter(tmp_path):
     """A new overlay sets another count by the parameter alone (no patch of the DaemonSet)."""
     k8s = os.path.relpath(render.K8S, tmp_path)  # kustomize takes no absolute paths
@@ -108,9 +120,12 @@ def test_node_selection_works_with_the_device_plugin_alone(overlay):
     assert "nodeSelector" not in spec
     keys = [[e["key"] for e in term["matchExpressions"]] for term in _terms(docs)]
     # Terms are ORed, expressions inside a term ANDed: GPU Feature Discovery's nodes must also
-    # have enough GPUs; the other two labels admit a node alone.
-    assert keys == [["nvidia.com/gpu.present", "nvidia.com/gpu.count"],
-                    ["feature.node.kubernetes.io/pci-10de.present"], ["distarray.io/gpu-node"]]
+    # have enough GPUs; the other two labels admit a node alone; every term keeps off shared GPUs
+    # (an absent sharing-strategy label passes NotIn, so a device-plugin-only node still does).
+    shared = "nvidia.com/gpu.sharing-strategy"
+    assert keys == [["nvidia.com/gpu.present", "nvidia.com/gpu.count", shared],
+                    ["feature.node.kubernetes.io/pci-10de.present", shared],
+                    ["distarray.io/gpu-node", shared]]
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
 
 

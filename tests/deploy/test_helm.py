@@ -158,6 +158,20 @@ def _gpu_term(docs):
         "nodeSelectorTerms"]
 
 
+SHARED_GPUS = {"key": "nvidia.com/gpu.sharing-strategy", "operator": "NotIn",
+               "values": ["time-slicing", "mps"]}
+
+
+def test_every_node_term_refuses_shared_gpus(variant):
+    """Terms are ORed: one without the exclusion would admit a time-sliced node by itself."""
+    name, docs = variant
+    spec = _daemonset(docs)["spec"]["template"]["spec"]
+    if "affinity" not in spec:  # the host backend takes no GPU and no GPU node
+        return
+    for term in _gpu_term(docs):
+        assert SHARED_GPUS in term["matchExpressions"], name
+
+
 def test_dra_with_a_count_and_products():
     docs = chart("dra-count-values.yaml")
     (template,) = [d for d in docs if d["kind"] == "ResourceClaimTemplate"]
