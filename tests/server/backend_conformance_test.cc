@@ -23,6 +23,7 @@
 #include "server/backend/backend.h"
 #include "server/daemon/backend_factory.h"
 #include "tests/support/in_process_backend.h"
+#include "tests/support/shared_backend_test.h"
 
 namespace distarray {
 namespace {
@@ -63,34 +64,14 @@ std::vector<T> AnyValues(int64_t n, uint64_t seed) {
   return Random<T>(n, seed, std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
 }
 
-class BackendConformanceTest : public ::testing::TestWithParam<std::string> {
+class BackendConformanceTest : public testing::SharedBackendTest {
  protected:
-  void SetUp() override {
-    auto& entry = Backends()[GetParam()];
-    if (!entry.tried) {
-      entry.tried = true;
-      BackendOptions options;
-      options.kind = GetParam();
-      options.host_devices = 1;
-      auto created = CreateBackend(options);
-      if (created.ok()) {
-        entry.backend = created->release();  // kept for the process: one per suite run
-      } else {
-        entry.status = created.status();
-      }
-    }
-    if (entry.backend == nullptr) {
-      ASSERT_EQ(entry.status.code(), absl::StatusCode::kUnavailable) << entry.status;
-      if (BackendRequired(GetParam())) {
-        GTEST_FAIL() << "backend " << GetParam()
-                     << " unavailable, and required: " << entry.status.message();
-      }
-      GTEST_SKIP() << "backend " << GetParam() << " unavailable: " << entry.status.message();
-    }
-    backend_ = entry.backend;
+  BackendOptions OptionsFor(const std::string& kind) const override {
+    BackendOptions options;
+    options.kind = kind;
+    options.host_devices = 1;
+    return options;
   }
-
-  Backend& backend() { return *backend_; }
 
   // Runs op over `args` into a new buffer of n elements of Out and reads it back.
   template <typename Out>
@@ -111,18 +92,6 @@ class BackendConformanceTest : public ::testing::TestWithParam<std::string> {
     RETURN_IF_ERROR(backend().Reduce(kind, in, src, g, out, scale, extreme));
     return ReadFrom<Out>(backend(), out, g.outputs());
   }
-
- private:
-  struct Entry {
-    bool tried = false;
-    Backend* backend = nullptr;
-    absl::Status status;
-  };
-  static std::map<std::string, Entry>& Backends() {
-    static auto* backends = new std::map<std::string, Entry>;
-    return *backends;
-  }
-  Backend* backend_ = nullptr;
 };
 
 // Every element of `got` equals `want(i)` within `tolerance(i)`; reports the first mismatch.

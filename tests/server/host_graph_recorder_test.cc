@@ -90,25 +90,9 @@ class HostGraphRecorderTest : public ::testing::Test {
     return Upload(std::vector<bool8>{value}, device);
   }
 
-  // Records the seed loop: flag = all(a < limit); while flag (at most `cap` times) { a = a + 1;
-  // flag = all(a < limit) }. The temporaries are allocated while recording: graph slots.
   absl::StatusOr<std::unique_ptr<RecordedGraph>> RecordCountLoop(const BufferPtr& a, int64_t n,
                                                                  double limit, int64_t cap) {
-    ASSIGN_OR_RETURN(std::unique_ptr<GraphRecording> recording, recorder_->Begin(0));
-    ASSIGN_OR_RETURN(BufferPtr less, recording->Allocate(0, n));
-    ASSIGN_OR_RETURN(BufferPtr flag, recording->Allocate(0, 1));
-    auto condition = [&]() -> absl::Status {
-      RETURN_IF_ERROR(recording->Elementwise(ElementwiseOpId::kLess, DType::kFloat32, less, n,
-                                             {ArrayArg(a), ScalarArg(limit)}));
-      return recording->Reduce(ReduceKind::kAll, DType::kBool, less, AllOf(n), flag, 1, nullptr);
-    };
-    RETURN_IF_ERROR(condition());
-    RETURN_IF_ERROR(recording->BeginWhile(flag, cap));
-    RETURN_IF_ERROR(recording->Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, a, n,
-                                           {ArrayArg(a), ScalarArg(1)}));
-    RETURN_IF_ERROR(condition());
-    RETURN_IF_ERROR(recording->EndWhile(flag));
-    return recording->Finish();
+    return testing::RecordCountLoop(*recorder_, a, n, limit, cap);
   }
 
   std::unique_ptr<HostBackend> backend_;

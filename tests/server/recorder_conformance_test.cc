@@ -24,6 +24,7 @@
 #include "server/daemon/backend_factory.h"
 #include "tests/support/count_loop_reference.h"
 #include "tests/support/in_process_backend.h"
+#include "tests/support/shared_backend_test.h"
 
 namespace distarray {
 namespace {
@@ -66,37 +67,22 @@ absl::Status Alive() { return absl::OkStatus(); }
 // bool as the devices store it, without std::vector<bool>'s bit packing.
 using bool8 = unsigned char;
 
-class RecorderConformanceTest : public ::testing::TestWithParam<std::string> {
+class RecorderConformanceTest : public testing::SharedBackendTest {
  protected:
+  BackendOptions OptionsFor(const std::string& kind) const override {
+    BackendOptions options;
+    options.kind = kind;
+    options.host_devices = 2;
+    if (kind == "host") options.memory_limit_bytes = int64_t{64} << 20;
+    return options;
+  }
+
   void SetUp() override {
-    auto& entry = Backends()[GetParam()];
-    if (!entry.tried) {
-      entry.tried = true;
-      BackendOptions options;
-      options.kind = GetParam();
-      options.host_devices = 2;
-      if (GetParam() == "host") options.memory_limit_bytes = int64_t{64} << 20;
-      auto created = CreateBackend(options);
-      if (created.ok()) {
-        entry.backend = created->release();  // kept for the process: one per suite run
-      } else {
-        entry.status = created.status();
-      }
-    }
-    if (entry.backend == nullptr) {
-      ASSERT_EQ(entry.status.code(), absl::StatusCode::kUnavailable) << entry.status;
-      if (BackendRequired(GetParam())) {
-        GTEST_FAIL() << "backend " << GetParam()
-                     << " unavailable, and required: " << entry.status.message();
-      }
-      GTEST_SKIP() << "backend " << GetParam() << " unavailable: " << entry.status.message();
-    }
-    backend_ = entry.backend;
+    SharedBackendTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     recorder_ = backend_->graph_recorder();
     ASSERT_NE(recorder_, nullptr) << "backend " << GetParam() << " has no graph recorder";
   }
-
-  Backend& backend() { return *backend_; }
 
   template <typename T>
   absl::StatusOr<BufferPtr> Upload(const std::vector<T>& values, int device = 0) {
@@ -113,40 +99,12 @@ class RecorderConformanceTest : public ::testing::TestWithParam<std::string> {
   }
   absl::StatusOr<BufferPtr> Flag(bool value) { return Upload(std::vector<bool8>{value}); }
 
-  // Records: flag = all(a < limit); while flag (at most `cap` times) { a = a + 1;
-  // flag = all(a < limit) }. The temporaries are allocated on the recording: graph slots.
   absl::StatusOr<std::unique_ptr<RecordedGraph>> RecordCountLoop(const BufferPtr& a, int64_t n,
                                                                  double limit, int64_t cap) {
-    ASSIGN_OR_RETURN(std::unique_ptr<GraphRecording> recording, recorder_->Begin(0));
-    ASSIGN_OR_RETURN(BufferPtr less, recording->Allocate(0, n));
-    ASSIGN_OR_RETURN(BufferPtr flag, recording->Allocate(0, 1));
-    auto condition = [&]() -> absl::Status {
-      RETURN_IF_ERROR(recording->Elementwise(ElementwiseOpId::kLess, DType::kFloat32, less, n,
-                                             {ArrayArg(a), ScalarArg(limit)}));
-      return recording->Reduce(ReduceKind::kAll, DType::kBool, less, AllOf(n), flag, 1, nullptr);
-    };
-    RETURN_IF_ERROR(condition());
-    RETURN_IF_ERROR(recording->BeginWhile(flag, cap));
-    RETURN_IF_ERROR(recording->Elementwise(ElementwiseOpId::kAdd, DType::kFloat32, a, n,
-                                           {ArrayArg(a), ScalarArg(1)}));
-    RETURN_IF_ERROR(condition());
-    RETURN_IF_ERROR(recording->EndWhile(flag));
-    return recording->Finish();
+    return testing::RecordCountLoop(*recorder_, a, n, limit, cap);
   }
 
   GraphRecorder* recorder_ = nullptr;
-
- private:
-  struct Entry {
-    bool tried = false;
-    Backend* backend = nullptr;
-    absl::Status status;
-  };
-  static std::map<std::string, Entry>& Backends() {
-    static auto* backends = new std::map<std::string, Entry>;
-    return *backends;
-  }
-  Backend* backend_ = nullptr;
 };
 
 TEST_P(RecorderConformanceTest, ZeroIterationsWhenFlagStartsFalse) {
