@@ -285,26 +285,57 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::RunEager(const v1::Program& prog
   return result;
 }
 
+namespace {
+
+// One walk of a program into a recording (the real one, or a probe): its input slots allocated
+// there and bound, its statements, then the values it returns.
+struct RecordedWalk {
+  std::vector<ArrayPtr> input_slots;             // per program input
+  std::map<std::string, ArrayPtr> result_slots;  // outputs and value_outputs, by variable
+  int fused_loops = 0;
+  // Why a graph cannot express the program (the interpreter's answer), or nullopt.
+  std::optional<std::string> not_recordable;
+};
+
+absl::StatusOr<RecordedWalk> WalkInto(GraphRecording& recording, const v1::Program& program,
+                                      const std::vector<ArrayPtr>& arguments,
+                                      const std::vector<int>& devices, const OpContext& context) {
+  Interpreter interpreter(RunMode::kRecord, context, nullptr, &recording);
+  interpreter.RecordOn(devices);
+  RecordedWalk walk;
+  for (int i = 0; i < program.inputs_size(); ++i) {
+    // Input slots: allocated on the recording, so they belong to the graph; each replay copies
+    // its arguments in.
+    Array slot = MetadataOnly(MetaOf(*arguments[i]));
+    ASSIGN_OR_RETURN(slot.chunks, AllocateChunks(recording, slot.dtype, slot.index_map()));
+    walk.input_slots.push_back(std::make_shared<const Array>(std::move(slot)));
+    interpreter.Bind(program.inputs(i), walk.input_slots.back());
+  }
+  absl::Status walked = interpreter.Run(program, "program");
+  for (const auto* list : {&program.outputs(), &program.value_outputs()}) {
+    for (const std::string& name : *list) {
+      if (!walked.ok()) break;
+      absl::StatusOr<ArrayPtr> value = interpreter.RecordedValue(name);
+      walked = value.status();
+      if (value.ok()) walk.result_slots[name] = *std::move(value);
+    }
+  }
+  walk.not_recordable = interpreter.not_recordable();
+  if (walk.not_recordable) return walk;
+  RETURN_IF_ERROR(walked);
+  walk.fused_loops = interpreter.fused_loops();
+  return walk;
+}
+
+}  // namespace
+
 absl::StatusOr<std::optional<std::string>> ProgramRunner::WhyNotRecordable(
     const v1::Program& program, const std::vector<ArrayPtr>& arguments,
     const std::vector<int>& devices, const OpContext& context) {
   // The same walk as Record's, on buffers without memory.
   RecordingProbe probe(devices);
-  Interpreter interpreter(RunMode::kRecord, context, nullptr, &probe);
-  interpreter.RecordOn(devices);
-  for (int i = 0; i < program.inputs_size(); ++i) {
-    Array slot = MetadataOnly(MetaOf(*arguments[i]));
-    ASSIGN_OR_RETURN(slot.chunks, AllocateChunks(probe, slot.dtype, slot.index_map()));
-    interpreter.Bind(program.inputs(i), std::make_shared<const Array>(std::move(slot)));
-  }
-  absl::Status walked = interpreter.Run(program, "program");
-  for (const auto* list : {&program.outputs(), &program.value_outputs()}) {
-    for (const std::string& name : *list) {
-      if (walked.ok()) walked = interpreter.RecordedValue(name).status();
-    }
-  }
-  if (interpreter.not_recordable()) return interpreter.not_recordable();
-  RETURN_IF_ERROR(walked);
+  ASSIGN_OR_RETURN(const RecordedWalk walk, WalkInto(probe, program, arguments, devices, context));
+  if (walk.not_recordable) return walk.not_recordable;
   return backend_.graph_recorder()->Unsupported(probe.needs());
 }
 
@@ -313,7 +344,6 @@ absl::StatusOr<std::shared_ptr<ProgramRunner::CachedGraph>> ProgramRunner::Recor
     const std::vector<int>& devices, const OpContext& context) {
   // Everything the recording allocates is the graph's (graph_recorder.h): the tally counts it.
   const ScopedReservationTally tally;
-  auto cached = std::make_shared<CachedGraph>();
   absl::StatusOr<std::unique_ptr<GraphRecording>> begun = backend_.graph_recorder()->Begin(devices);
   if (!begun.ok()) {
     // The recorder could not start (no NCCL communicators for the devices to agree through):
@@ -321,27 +351,17 @@ absl::StatusOr<std::shared_ptr<ProgramRunner::CachedGraph>> ProgramRunner::Recor
     return absl::InternalError(absl::StrCat("starting a recording: ", begun.status().message()));
   }
   std::unique_ptr<GraphRecording> recording = *std::move(begun);
-  Interpreter interpreter(RunMode::kRecord, context, &backend_, recording.get());
-  interpreter.RecordOn(devices);
-  for (int i = 0; i < program.inputs_size(); ++i) {
-    // Input slots: allocated while recording, so they belong to the graph; each replay copies
-    // its arguments in.
-    Array slot = MetadataOnly(MetaOf(*arguments[i]));
-    ASSIGN_OR_RETURN(std::vector<Chunk> chunks,
-                     AllocateChunks(*recording, slot.dtype, slot.index_map()));
-    slot.chunks = std::move(chunks);
-    auto shared = std::make_shared<const Array>(std::move(slot));
-    cached->input_slots.push_back(shared);
-    interpreter.Bind(program.inputs(i), shared);
+  ASSIGN_OR_RETURN(RecordedWalk walk, WalkInto(*recording, program, arguments, devices, context));
+  if (walk.not_recordable) {
+    // The probe walked the same program and found it recordable.
+    return absl::InternalError(
+        absl::StrCat("recording a program the probe passed: ", *walk.not_recordable));
   }
-  RETURN_IF_ERROR(interpreter.Run(program, "program"));
-  for (const auto* list : {&program.outputs(), &program.value_outputs()}) {
-    for (const std::string& name : *list) {
-      ASSIGN_OR_RETURN(cached->result_slots[name], interpreter.RecordedValue(name));
-    }
-  }
+  auto cached = std::make_shared<CachedGraph>();
+  cached->input_slots = std::move(walk.input_slots);
+  cached->result_slots = std::move(walk.result_slots);
   ASSIGN_OR_RETURN(cached->graph, recording->Finish());
-  cached->fused_loops = interpreter.fused_loops();
+  cached->fused_loops = walk.fused_loops;
   cached->held = tally.charges();
   return cached;
 }
