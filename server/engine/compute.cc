@@ -9,6 +9,7 @@
 #include "common/status_macros.h"
 #include "server/engine/engine.h"
 #include "server/ops/layout.h"
+#include "server/ops/manipulation.h"
 #include "server/ops/op_executors.h"
 
 namespace distarray {
@@ -116,6 +117,7 @@ OpContext Engine::RequestContext(const CallContext& call) const {
     return NormalizeMap(map, shape, field);
   };
   context.alive = call.alive;
+  context.max_chunks = options_.max_chunks;
   return context;
 }
 
@@ -155,6 +157,29 @@ absl::StatusOr<ArrayPtr> Engine::Matmul(const v1::MatmulRequest& request, const 
   ASSIGN_OR_RETURN(OpResult result, ExecuteMatmul(context, planned));
   Adopt(std::move(result), out);
   return Register(std::move(out), /*in_place=*/false, call);
+}
+
+absl::StatusOr<ArrayPtr> Engine::Manipulate(const v1::ManipulateRequest& request,
+                                            const CallContext& call) {
+  const OpContext context = RequestContext(call);
+  ASSIGN_OR_RETURN(const PlannedManipulation planned,
+                   PlanManipulation(context, request.spec(), "spec"));
+  const bool in_place = planned.op == v1::ManipulationSpec::kSetItem;
+  Array out;
+  if (in_place) {
+    if (!request.result_name().empty()) {
+      return absl::InvalidArgumentError(
+          "result_name: set_item updates its target, which keeps its name");
+    }
+    out = Derived(*planned.sources.front(), /*in_place=*/true, call);
+  } else {
+    ASSIGN_OR_RETURN(out, NewResult(request.result_name(), call));
+  }
+  // Registered results are never written, so they may hold their sources' buffers.
+  ASSIGN_OR_RETURN(OpResult result,
+                   ExecuteManipulation(context, planned, SourceBuffers::kShareLeadingParts));
+  Adopt(std::move(result), out);
+  return Register(std::move(out), in_place, call);
 }
 
 }  // namespace distarray

@@ -165,6 +165,10 @@ class Engine {
                                        const CallContext& call = {});
   absl::StatusOr<ArrayPtr> Reduce(const v1::ReduceRequest& request, const CallContext& call = {});
   absl::StatusOr<ArrayPtr> Matmul(const v1::MatmulRequest& request, const CallContext& call = {});
+  // Indexing and shape ops (get_item, set_item, permute_dims, reshape, concat); set_item replaces
+  // its target in place.
+  absl::StatusOr<ArrayPtr> Manipulate(const v1::ManipulateRequest& request,
+                                      const CallContext& call = {});
   // Runs a program (inline or registered) on arrays bound to its inputs. docs/graphs.md.
   absl::StatusOr<GraphRunOutcome> RunGraph(const v1::RunGraphRequest& request,
                                            const CallContext& call = {});

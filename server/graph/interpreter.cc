@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "server/graph/loop_fusion.h"
 #include "server/ops/layout.h"
+#include "server/ops/manipulation.h"
 #include "spdlog/spdlog.h"
 
 namespace distarray {
@@ -248,6 +249,19 @@ absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string
       Array out{{}, {}, {}, source->shape, source->dtype, mode, {}};
       ASSIGN_OR_RETURN(out.chunks, Relayout(*context_.ops, *source, map, mode, context_.alive));
       Assign(s.target(), std::move(out));
+      return absl::OkStatus();
+    }
+    case v1::Statement::kManipulate: {
+      ASSIGN_OR_RETURN(const PlannedManipulation planned,
+                       PlanManipulation(context_, s.manipulate(), field + ".manipulate"));
+      if (check) {
+        Assign(s.target(), MetadataOnly(planned.result));
+        return absl::OkStatus();
+      }
+      // Program values may be written in place later (loop slots), so results never hold their
+      // sources' buffers.
+      ASSIGN_OR_RETURN(OpResult r, ExecuteManipulation(context_, planned, SourceBuffers::kCopy));
+      Assign(s.target(), Array{{}, {}, {}, r.shape, r.dtype, r.mode, std::move(r.chunks)});
       return absl::OkStatus();
     }
     case v1::Statement::kWhileLoop:

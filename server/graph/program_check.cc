@@ -50,7 +50,7 @@ class StructureChecker {
         return absl::InvalidArgumentError(absl::StrCat(
             field,
             ": a statement needs an op (elementwise, reduce, matmul, reshard, change_mode, "
-            "copy, while_loop or if_else)"));
+            "copy, manipulate, while_loop or if_else)"));
       case v1::Statement::kElementwise:
         if (!s.elementwise().out().empty()) {
           return absl::InvalidArgumentError(absl::StrCat(
@@ -74,6 +74,8 @@ class StructureChecker {
         return ValidateVariableName(s.change_mode().source(), field + ".change_mode.source");
       case v1::Statement::kCopy:
         return ValidateVariableName(s.copy(), field + ".copy");
+      case v1::Statement::kManipulate:
+        return CheckManipulation(s.manipulate(), field + ".manipulate");
       case v1::Statement::kWhileLoop: {
         const v1::WhileLoop& loop = s.while_loop();
         RETURN_IF_ERROR(ValidateVariableName(loop.condition(), field + ".while_loop.condition"));
@@ -126,6 +128,32 @@ class StructureChecker {
       }
     }
     return absl::OkStatus();
+  }
+
+  // Every array operand names a variable; the op's planner checks the rest per run.
+  static absl::Status CheckManipulation(const v1::ManipulationSpec& spec,
+                                        const std::string& field) {
+    switch (spec.op_case()) {
+      case v1::ManipulationSpec::kGetItem:
+        return CheckOperand(spec.get_item().source(), field + ".get_item.source");
+      case v1::ManipulationSpec::kSetItem:
+        RETURN_IF_ERROR(CheckOperand(spec.set_item().target(), field + ".set_item.target"));
+        return CheckOperand(spec.set_item().value(), field + ".set_item.value");
+      case v1::ManipulationSpec::kPermuteDims:
+        return CheckOperand(spec.permute_dims().source(), field + ".permute_dims.source");
+      case v1::ManipulationSpec::kReshape:
+        return CheckOperand(spec.reshape().source(), field + ".reshape.source");
+      case v1::ManipulationSpec::kConcat:
+        for (int i = 0; i < spec.concat().sources_size(); ++i) {
+          RETURN_IF_ERROR(CheckOperand(spec.concat().sources(i),
+                                       absl::StrCat(field, ".concat.sources[", i, "]")));
+        }
+        return absl::OkStatus();
+      case v1::ManipulationSpec::OP_NOT_SET:
+        break;
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": give an op (get_item, set_item, permute_dims, reshape or concat)"));
   }
 
   static absl::Status CheckOperand(const v1::Operand& operand, const std::string& field) {

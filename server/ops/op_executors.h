@@ -37,6 +37,9 @@ struct OpContext {
                                          absl::string_view field)>
       normalize_map;
   StopCheck alive;
+  // The most chunks a result may have (--max_chunks): ops whose result layout is derived from
+  // their operands' (concat) are bounded by it.
+  int64_t max_chunks = kDefaultMaxChunks;
   absl::Status CheckAlive() const { return alive ? alive() : absl::OkStatus(); }
 };
 

@@ -65,6 +65,9 @@ const std::vector<std::string>& ComputeFeatures() {
       list->push_back(absl::StrCat("reduce.", op));
     }
     list->push_back("matmul");
+    for (const char* op : {"get_item", "set_item", "permute_dims", "reshape", "concat", "stack"}) {
+      list->push_back(absl::StrCat("manipulate.", op));
+    }
     return list;
   }();
   return *features;

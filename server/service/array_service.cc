@@ -571,6 +571,16 @@ grpc::Status ArrayServiceImpl::Matmul(grpc::ServerContext* context,
   });
 }
 
+grpc::Status ArrayServiceImpl::Manipulate(grpc::ServerContext* context,
+                                          const v1::ManipulateRequest* request,
+                                          v1::ManipulateResponse* response) {
+  return Handle("Manipulate", context, response, [&](const CallContext& call) -> absl::Status {
+    ASSIGN_OR_RETURN(ArrayPtr array, engine_.Manipulate(*request, call));
+    *response->mutable_array() = ToArrayInfo(*array);
+    return absl::OkStatus();
+  });
+}
+
 grpc::Status ArrayServiceImpl::RunGraph(grpc::ServerContext* context,
                                         const v1::RunGraphRequest* request,
                                         v1::RunGraphResponse* response) {

@@ -1,0 +1,68 @@
+// Basic indexing (NumPy's integers, slices, None and ...) as pure functions of metadata: what a
+// key selects from an array of a given shape, and where each chunk's selected elements sit in
+// the result and in the chunk's buffer. get_item and set_item (manipulation.h) are built on it.
+#ifndef DISTARRAY_SERVER_OPS_BASIC_INDEX_H_
+#define DISTARRAY_SERVER_OPS_BASIC_INDEX_H_
+
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/box.h"
+#include "common/strided_box.h"
+#include "distarray/v1/distarray.pb.h"
+
+namespace distarray {
+
+// The most items a key may hold (NumPy allows 64 dimensions; our arrays have at most kMaxRank).
+inline constexpr int kMaxIndexItems = 64;
+
+// What a key selects along one axis of the source.
+struct AxisSelection {
+  bool integer = false;  // one position, and the axis is dropped from the result
+  // The selected positions in ascending order (count 0: none). Python's negative steps select the
+  // same positions; `reversed` says the result walks them downwards.
+  Range range;
+  bool reversed = false;
+};
+
+struct BasicIndex {
+  std::vector<AxisSelection> axes;  // one per source axis
+  // Per result axis, the source axis it comes from, or -1 for a new axis (None).
+  std::vector<int> result_axes;
+  Shape result_shape;
+  bool empty = false;  // some axis selects nothing: the result has no elements
+};
+
+// Normalizes `key` for an array of `shape` with Python's rules (slice ends clamped to the axis,
+// negative positions counting from the end). An integer outside its axis is OUT_OF_RANGE naming
+// the item and the axis; malformed keys (a zero step, two ellipses, more indices than axes, a
+// result of more than kMaxRank axes, more than kMaxIndexItems items) are INVALID_ARGUMENT naming
+// `field` and the item.
+absl::StatusOr<BasicIndex> NormalizeIndexKey(const v1::IndexKey& key, const Shape& shape,
+                                             absl::string_view field);
+
+// The source box the key selects, in ascending order (integers as one-element ranges).
+Box SelectedBox(const BasicIndex& index);
+
+// How one chunk of the source meets a key.
+struct ChunkSelection {
+  // The chunk's selected elements in the result's coordinates (ascending).
+  Box result_box;
+  // The same elements in the chunk's local coordinates, one range per source axis (ascending).
+  Box local_box;
+  // Reads the chunk's dense buffer in the result box's C order: element i of the result box is
+  // buffer element BoxOffset(view, i). Reversed axes have negative strides, new axes stride 0.
+  StridedBox view;
+  // The result box's C order is the chunk's buffer order, element for element: the chunk is
+  // selected whole, walked upwards (the result chunk may hold the source's buffer).
+  bool whole_chunk_in_order = false;
+};
+
+// nullopt when the chunk holds no selected element (or the selection is empty).
+std::optional<ChunkSelection> SelectFromChunk(const BasicIndex& index, const Box& chunk_box);
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_SERVER_OPS_BASIC_INDEX_H_

@@ -1,0 +1,358 @@
+// Planning of the indexing and shape ops: operands resolved, the key or axes normalized, and the
+// result's layout derived from the sources' chunks. Execution is in manipulation_execute.cc.
+#include "server/ops/manipulation.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/checked.h"
+#include "common/promotion.h"
+#include "common/proto_convert.h"
+#include "common/status_macros.h"
+#include "server/ops/flat_runs.h"
+#include "server/ops/reshard_planner.h"
+
+namespace distarray {
+namespace {
+
+absl::StatusOr<ArrayPtr> ResolveArray(const OpContext& context, const v1::Operand& operand,
+                                      const std::string& field) {
+  if (operand.kind_case() == v1::Operand::KIND_NOT_SET || operand.has_scalar()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": give an array"));
+  }
+  return context.resolve(operand, field);
+}
+
+// ---------------------------------------------------------------------------------------------
+// get_item and set_item
+
+absl::Status PlanGetItem(const OpContext& context, const v1::GetItemSpec& spec,
+                         const std::string& field, PlannedManipulation& planned) {
+  ASSIGN_OR_RETURN(ArrayPtr source, ResolveArray(context, spec.source(), field + ".source"));
+  ASSIGN_OR_RETURN(planned.index, NormalizeIndexKey(spec.key(), source->shape, field + ".key"));
+  if (planned.index.empty) {
+    return absl::UnimplementedError(
+        absl::StrCat(field, ".key: selects no element of an array of shape ",
+                     ShapeString(source->shape), "; zero-size arrays are not served yet"));
+  }
+  planned.result = {planned.index.result_shape, source->dtype, source->mode, {}};
+  for (const Chunk& chunk : source->chunks) {
+    if (std::optional<ChunkSelection> s = SelectFromChunk(planned.index, chunk.spec.box)) {
+      planned.result.map.push_back(ChunkSpec{chunk.spec.device, s->result_box});
+    }
+  }
+  planned.sources = {std::move(source)};
+  return absl::OkStatus();
+}
+
+// NumPy's broadcast of a value into a region: the value's axes align with the region's last
+// ones, each of the value's extents equal to the region's or 1.
+absl::Status CheckBroadcastsTo(const Shape& value, const Shape& region, const std::string& field) {
+  bool fits = value.size() <= region.size();
+  for (size_t v = 0; fits && v < value.size(); ++v) {
+    const int64_t extent = region[v + region.size() - value.size()];
+    fits = value[v] == extent || value[v] == 1;
+  }
+  if (fits) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(field, ": a value of shape ", ShapeString(value),
+                                                 " does not broadcast to the selected region of "
+                                                 "shape ",
+                                                 ShapeString(region)));
+}
+
+absl::Status PlanSetItem(const OpContext& context, const v1::SetItemSpec& spec,
+                         const std::string& field, PlannedManipulation& planned) {
+  ASSIGN_OR_RETURN(ArrayPtr target, ResolveArray(context, spec.target(), field + ".target"));
+  ASSIGN_OR_RETURN(planned.index, NormalizeIndexKey(spec.key(), target->shape, field + ".key"));
+  const std::string value_field = field + ".value";
+  switch (spec.value().kind_case()) {
+    case v1::Operand::KIND_NOT_SET:
+      return absl::InvalidArgumentError(absl::StrCat(value_field, ": give an array or a scalar"));
+    case v1::Operand::kScalar: {
+      ASSIGN_OR_RETURN(planned.scalar,
+                       ScalarFromProto(spec.value().scalar(), value_field + ".scalar"));
+      if (planned.scalar.kind == Scalar::Kind::kComplex && !IsComplex(target->dtype)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(value_field, ".scalar: a complex value cannot be stored in an array of ",
+                         DTypeName(target->dtype)));
+      }
+      RETURN_IF_ERROR(ValidateWeakScalar(planned.scalar, target->dtype, value_field + ".scalar"));
+      break;
+    }
+    default: {
+      ASSIGN_OR_RETURN(planned.value, context.resolve(spec.value(), value_field));
+      RETURN_IF_ERROR(
+          CheckBroadcastsTo(planned.value->shape, planned.index.result_shape, value_field));
+    }
+  }
+  const IndexMap map = target->index_map();
+  // A write into an op-mode target first turns it REPLICA (as Elementwise's out does); an element
+  // no chunk holds would change what it reads as.
+  RETURN_IF_ERROR(CheckUncoveredValuesKept(target->shape, target->dtype, map, target->mode, map,
+                                           Mode::kReplica, field + ".target", context.alive));
+  // Selected elements no chunk holds could not keep the value written.
+  if (!planned.index.empty) {
+    IndexMap pieces;
+    for (const ChunkSpec& chunk : map) {
+      if (std::optional<ChunkSelection> s = SelectFromChunk(planned.index, chunk.box)) {
+        pieces.push_back(ChunkSpec{chunk.device, s->result_box});
+      }
+    }
+    ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> hole,
+                     FindElementCoveredByNeither(planned.index.result_shape, pieces, {},
+                                                 kDefaultPlanWorkLimit, context.alive));
+    if (hole) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          field, ".key: selects elements no chunk of the target holds (element (",
+          absl::StrJoin(*hole, ", "),
+          ") of the selected region); a write there could not be kept. Reshard the target to an "
+          "index map that covers them first"));
+    }
+  }
+  planned.result = {target->shape, target->dtype, Mode::kReplica, map};
+  planned.sources = {std::move(target)};
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// permute_dims
+
+absl::Status PlanPermuteDims(const OpContext& context, const v1::PermuteDimsSpec& spec,
+                             const std::string& field, PlannedManipulation& planned) {
+  ASSIGN_OR_RETURN(ArrayPtr source, ResolveArray(context, spec.source(), field + ".source"));
+  const int rank = static_cast<int>(source->shape.size());
+  if (spec.axes_size() != rank) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".axes: gives ", spec.axes_size(),
+                                                   " axes for an array of rank ", rank));
+  }
+  std::vector<bool> seen(rank, false);
+  for (int i = 0; i < rank; ++i) {
+    int axis = spec.axes(i);
+    if (axis < -rank || axis >= rank || seen[axis < 0 ? axis + rank : axis]) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ".axes[", i, "]: ", axis,
+                                                     " is out of range or repeated; axes must "
+                                                     "be a permutation of the ",
+                                                     rank, " axes"));
+    }
+    if (axis < 0) axis += rank;
+    seen[axis] = true;
+    planned.axes.push_back(axis);
+  }
+  Shape shape;
+  for (int axis : planned.axes) shape.push_back(source->shape[axis]);
+  planned.result = {shape, source->dtype, source->mode, {}};
+  for (const Chunk& chunk : source->chunks) {
+    Box box;
+    for (int axis : planned.axes) box.push_back(chunk.spec.box[axis]);
+    planned.result.map.push_back(ChunkSpec{chunk.spec.device, std::move(box)});
+  }
+  planned.sources = {std::move(source)};
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// reshape
+
+absl::StatusOr<Shape> ReshapeTarget(const Shape& from, const v1::Shape& to,
+                                    const std::string& field, DType dtype) {
+  const int64_t size = NumElements(from);
+  int inferred = -1;
+  int64_t known = 1;
+  Shape shape(to.dims().begin(), to.dims().end());
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == -1 && inferred < 0) {
+      inferred = static_cast<int>(d);
+      continue;
+    }
+    if (shape[d] < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".dims[", d, "]: must be at least 1 (or one -1, inferred); got ", shape[d]));
+    }
+    ASSIGN_OR_RETURN(known, CheckedMul(known, shape[d], field));
+  }
+  if (inferred >= 0 && size % known == 0) shape[inferred] = size / known;
+  const bool fits = inferred >= 0 ? size % known == 0 : known == size;
+  if (!fits) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": cannot reshape an array of shape ", ShapeString(from), " (", size,
+        " elements) into shape ", ShapeString(Shape(to.dims().begin(), to.dims().end()))));
+  }
+  RETURN_IF_ERROR(ValidateShape(shape, dtype, field));
+  return shape;
+}
+
+// The result's layout when elements must move: split along the first axis, evenly, over the
+// source's devices (in the order the source's chunks name them).
+IndexMap SplitOverDevices(const Shape& shape, const IndexMap& source) {
+  std::vector<int> devices;
+  for (const ChunkSpec& chunk : source) {
+    if (std::find(devices.begin(), devices.end(), chunk.device) == devices.end()) {
+      devices.push_back(chunk.device);
+    }
+  }
+  if (devices.empty()) devices.push_back(0);
+  Box box = FullBox(shape);
+  if (shape.empty()) return {ChunkSpec{devices.front(), box}};
+  const int64_t parts = std::min<int64_t>(static_cast<int64_t>(devices.size()), shape[0]);
+  IndexMap map;
+  for (int64_t p = 0; p < parts; ++p) {
+    const int64_t begin = shape[0] * p / parts;
+    const int64_t end = shape[0] * (p + 1) / parts;
+    box[0] = Range{begin, 1, end - begin};
+    map.push_back(ChunkSpec{devices[p], box});
+  }
+  return map;
+}
+
+absl::Status PlanReshape(const OpContext& context, const v1::ReshapeSpec& spec,
+                         const std::string& field, PlannedManipulation& planned) {
+  ASSIGN_OR_RETURN(ArrayPtr source, ResolveArray(context, spec.source(), field + ".source"));
+  ASSIGN_OR_RETURN(const Shape shape,
+                   ReshapeTarget(source->shape, spec.shape(), field + ".shape", source->dtype));
+  planned.result = {shape, source->dtype, source->mode, {}};
+  // Every chunk whose elements are one C-order run that is also a box of the new shape keeps its
+  // buffer: the same bytes in the same order, relabelled.
+  planned.reshape_in_place = true;
+  for (const Chunk& chunk : source->chunks) {
+    const std::optional<int64_t> start = ContiguousOffset(source->shape, chunk.spec.box);
+    std::optional<Box> box;
+    if (start) box = FlatRunAsBox(shape, *start, NumElements(chunk.spec.box));
+    if (!box) {
+      planned.reshape_in_place = false;
+      break;
+    }
+    planned.result.map.push_back(ChunkSpec{chunk.spec.device, *std::move(box)});
+  }
+  if (!planned.reshape_in_place) planned.result.map = SplitOverDevices(shape, source->index_map());
+  planned.sources = {std::move(source)};
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// concat and stack
+
+absl::Status PlanConcat(const OpContext& context, const v1::ConcatSpec& spec,
+                        const std::string& field, PlannedManipulation& planned) {
+  const int n = spec.sources_size();
+  if (n < 1 || n > kMaxConcatSources) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".sources: give 1 to ", kMaxConcatSources, " arrays; got ", n));
+  }
+  for (int i = 0; i < n; ++i) {
+    ASSIGN_OR_RETURN(ArrayPtr source, ResolveArray(context, spec.sources(i),
+                                                   absl::StrCat(field, ".sources[", i, "]")));
+    planned.sources.push_back(std::move(source));
+  }
+  const Shape& first = planned.sources[0]->shape;
+  const int rank = static_cast<int>(first.size()) + (spec.stack() ? 1 : 0);
+  if (rank == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".sources[0]: a 0-d array cannot be concatenated (stack it)"));
+  }
+  int axis = spec.axis();
+  if (axis < -rank || axis >= rank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".axis: ", axis, " is out of range for a result of rank ", rank));
+  }
+  if (axis < 0) axis += rank;
+  planned.axis = axis;
+
+  DType dtype = planned.sources[0]->dtype;
+  Mode mode = planned.sources[0]->mode;
+  int64_t extent = 0;
+  int64_t chunks = 0;
+  for (int i = 0; i < n; ++i) {
+    const Array& source = *planned.sources[i];
+    const std::string source_field = absl::StrCat(field, ".sources[", i, "]");
+    bool same = source.shape.size() == first.size();
+    for (size_t d = 0; same && d < first.size(); ++d) {
+      same = source.shape[d] == first[d] || (!spec.stack() && static_cast<int>(d) == axis);
+    }
+    if (!same) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source_field, ": shape ", ShapeString(source.shape), " does not match sources[0]'s ",
+          ShapeString(first),
+          spec.stack() ? " (stack needs equal shapes)" : absl::StrCat(" outside axis ", axis)));
+    }
+    std::optional<DType> promoted = PromoteTypes(dtype, source.dtype);
+    if (!promoted) {
+      return absl::InvalidArgumentError(absl::StrCat(source_field, ": dtype ",
+                                                     DTypeName(source.dtype),
+                                                     " does not promote with ", DTypeName(dtype)));
+    }
+    dtype = *promoted;
+    if (source.mode != mode) mode = Mode::kReplica;
+    planned.offsets.push_back(extent);
+    ASSIGN_OR_RETURN(extent,
+                     CheckedAdd(extent, spec.stack() ? 1 : source.shape[axis], field + ".sources"));
+    chunks += static_cast<int64_t>(source.chunks.size());
+  }
+  if (chunks > context.max_chunks) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".sources: the result would have ",
+                                                   chunks, " chunks, over the limit of ",
+                                                   context.max_chunks));
+  }
+  Shape shape = first;
+  if (spec.stack()) {
+    shape.insert(shape.begin() + axis, extent);
+  } else {
+    shape[axis] = extent;
+  }
+  RETURN_IF_ERROR(ValidateShape(shape, dtype, field + ".sources"));
+  planned.result = {shape, dtype, mode, {}};
+  for (int i = 0; i < n; ++i) {
+    const Array& source = *planned.sources[i];
+    const IndexMap map = source.index_map();
+    if (source.mode != mode) {
+      RETURN_IF_ERROR(CheckUncoveredValuesKept(source.shape, source.dtype, map, source.mode, map,
+                                               mode, absl::StrCat(field, ".sources[", i, "]"),
+                                               context.alive));
+    }
+    for (const ChunkSpec& chunk : map) {
+      Box box = chunk.box;
+      if (spec.stack()) {
+        box.insert(box.begin() + axis, Range{planned.offsets[i], 1, 1});
+      } else {
+        box[axis].start += planned.offsets[i];
+      }
+      planned.result.map.push_back(ChunkSpec{chunk.device, std::move(box)});
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<PlannedManipulation> PlanManipulation(const OpContext& context,
+                                                     const v1::ManipulationSpec& spec,
+                                                     absl::string_view field) {
+  PlannedManipulation planned;
+  planned.op = spec.op_case();
+  const std::string prefix(field);
+  switch (spec.op_case()) {
+    case v1::ManipulationSpec::kGetItem:
+      RETURN_IF_ERROR(PlanGetItem(context, spec.get_item(), prefix + ".get_item", planned));
+      break;
+    case v1::ManipulationSpec::kSetItem:
+      RETURN_IF_ERROR(PlanSetItem(context, spec.set_item(), prefix + ".set_item", planned));
+      break;
+    case v1::ManipulationSpec::kPermuteDims:
+      RETURN_IF_ERROR(
+          PlanPermuteDims(context, spec.permute_dims(), prefix + ".permute_dims", planned));
+      break;
+    case v1::ManipulationSpec::kReshape:
+      RETURN_IF_ERROR(PlanReshape(context, spec.reshape(), prefix + ".reshape", planned));
+      break;
+    case v1::ManipulationSpec::kConcat:
+      RETURN_IF_ERROR(PlanConcat(context, spec.concat(), prefix + ".concat", planned));
+      break;
+    case v1::ManipulationSpec::OP_NOT_SET:
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ": give an op (get_item, set_item, permute_dims, reshape or concat)"));
+  }
+  return planned;
+}
+
+}  // namespace distarray

@@ -1,0 +1,55 @@
+// Indexing and shape ops (ManipulationSpec): get_item, set_item, permute_dims, reshape and
+// concat/stack. None of them does arithmetic; each plans which elements go where from the index
+// maps alone, keeps chunks on their devices where the op allows it, and moves data only where it
+// must. Like the other ops (op_executors.h) each is two steps: Plan (metadata only, so a program's
+// check runs it) and Execute (allocate, then enqueue on the OpContext's sink).
+#ifndef DISTARRAY_SERVER_OPS_MANIPULATION_H_
+#define DISTARRAY_SERVER_OPS_MANIPULATION_H_
+
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "distarray/v1/distarray.pb.h"
+#include "server/ops/array.h"
+#include "server/ops/basic_index.h"
+#include "server/ops/layout.h"
+#include "server/ops/op_executors.h"
+
+namespace distarray {
+
+// The most arrays one concat or stack joins.
+inline constexpr int kMaxConcatSources = 1024;
+
+struct PlannedManipulation {
+  v1::ManipulationSpec::OpCase op = v1::ManipulationSpec::OP_NOT_SET;
+  // get_item, permute_dims, reshape: the source; set_item: the target; concat: every source.
+  std::vector<ArrayPtr> sources;
+  // set_item: the value, an array (broadcast to the region) or a scalar (`value` null).
+  ArrayPtr value;
+  Scalar scalar;
+  BasicIndex index;               // get_item, set_item
+  std::vector<int> axes;          // permute_dims: result axis i is source axis axes[i]
+  bool reshape_in_place = false;  // reshape: every chunk keeps its buffer (relabelled)
+  std::vector<int64_t> offsets;   // concat: where each source starts along the axis
+  int axis = 0;                   // concat: the (result) axis sources are joined along
+  ArrayMeta result;
+};
+
+// `field` prefixes error fields ("spec" for a request). Operands come from context.resolve.
+absl::StatusOr<PlannedManipulation> PlanManipulation(const OpContext& context,
+                                                     const v1::ManipulationSpec& spec,
+                                                     absl::string_view field);
+
+// Allocates the result and enqueues the moves. kShareLeadingParts lets result chunks hold source
+// buffers where an op only relabels them (a slice that takes whole chunks, a concat, a reshape
+// that keeps runs, an identity permutation); only for results nothing writes into, as in
+// Relayout. Programs pass kCopy: their slots are written in place.
+absl::StatusOr<OpResult> ExecuteManipulation(const OpContext& context,
+                                             const PlannedManipulation& planned,
+                                             SourceBuffers sources);
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_SERVER_OPS_MANIPULATION_H_
