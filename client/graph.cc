@@ -34,6 +34,17 @@ bool Reads(const v1::Statement& s, const std::string& name) {
       return s.change_mode().source() == name;
     case v1::Statement::kCopy:
       return s.copy() == name;
+    case v1::Statement::kManipulate: {
+      const v1::ManipulationSpec& m = s.manipulate();
+      for (const v1::Operand& o : m.concat().sources()) {
+        if (ReadsOperand(o, name)) return true;
+      }
+      return ReadsOperand(m.get_item().source(), name) ||
+             ReadsOperand(m.set_item().target(), name) ||
+             ReadsOperand(m.set_item().value(), name) ||
+             ReadsOperand(m.permute_dims().source(), name) ||
+             ReadsOperand(m.reshape().source(), name);
+    }
     case v1::Statement::kWhileLoop:
       return s.while_loop().condition() == name || BlockReads(s.while_loop().body(), 0, name);
     case v1::Statement::kIfElse:
