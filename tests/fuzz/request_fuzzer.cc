@@ -169,6 +169,39 @@ class Runner {
         Keep(engine_.Matmul(request, call), action);
         break;
       }
+      case Action::kManipulate: {
+        v1::ManipulateRequest request = action.manipulate();
+        v1::ManipulationSpec& spec = *request.mutable_spec();
+        std::vector<v1::Operand*> operands;
+        switch (spec.op_case()) {
+          case v1::ManipulationSpec::kGetItem:
+            operands = {spec.mutable_get_item()->mutable_source()};
+            break;
+          case v1::ManipulationSpec::kSetItem:
+            operands = {spec.mutable_set_item()->mutable_target(),
+                        spec.mutable_set_item()->mutable_value()};
+            break;
+          case v1::ManipulationSpec::kPermuteDims:
+            operands = {spec.mutable_permute_dims()->mutable_source()};
+            break;
+          case v1::ManipulationSpec::kReshape:
+            operands = {spec.mutable_reshape()->mutable_source()};
+            break;
+          case v1::ManipulationSpec::kConcat:
+            for (v1::Operand& o : *spec.mutable_concat()->mutable_sources()) operands.push_back(&o);
+            break;
+          case v1::ManipulationSpec::OP_NOT_SET:
+            break;
+        }
+        for (int i = 0; i < action.operands_from_size() && i < static_cast<int>(operands.size());
+             ++i) {
+          if (!handles_.empty()) {
+            operands[i]->set_handle(handles_[action.operands_from(i) % handles_.size()]);
+          }
+        }
+        Keep(engine_.Manipulate(request, call), action);
+        break;
+      }
       case Action::kRunGraph: {
         v1::RunGraphRequest request = action.run_graph();
         if (request.has_program() && !handles_.empty()) {

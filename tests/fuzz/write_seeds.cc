@@ -169,6 +169,11 @@ class Case {
     request->mutable_spec()->mutable_b()->set_handle("b");
     return *request;
   }
+  v1::ManipulationSpec& Manipulate(const std::vector<uint32_t>& from) {
+    Action& action = Add();
+    for (uint32_t f : from) action.add_operands_from(f);
+    return *action.mutable_manipulate()->mutable_spec();
+  }
   void Synchronize(const std::vector<uint32_t>& from, const std::vector<std::string>& handles) {
     Action& action = Add();
     for (uint32_t f : from) action.add_operands_from(f);
@@ -559,6 +564,36 @@ std::vector<std::pair<std::string, Case>> Seeds() {
         ->mutable_scalar()
         ->set_float_value(-1);
     c.DownloadFrom(2);
+  }
+  {
+    // Indexing and shapes: a[1:-1:2, None, ::-1], a[..., 0] = b, a.T, reshape, concat, stack.
+    Case& c = add("manipulate");
+    c.Create(Spec({6, 4}, kF32, RowBlocks({6, 4}, 3))).mutable_fill()->mutable_uniform();
+    c.Create(Spec({6}, kF32, Replicated({6}, 2))).mutable_fill()->mutable_ones();
+    auto slice = [](v1::IndexKey* key, int64_t start, int64_t stop, int64_t step) {
+      v1::Slice* s = key->add_items()->mutable_slice();
+      s->set_start(start);
+      s->set_stop(stop);
+      s->set_step(step);
+    };
+    v1::IndexKey* key = c.Manipulate({0}).mutable_get_item()->mutable_key();
+    slice(key, 1, -1, 2);
+    key->add_items()->mutable_new_axis();
+    key->add_items()->mutable_slice()->set_step(-1);
+    v1::SetItemSpec* set = c.Manipulate({0, 1}).mutable_set_item();
+    set->mutable_key()->add_items()->mutable_ellipsis();
+    set->mutable_key()->add_items()->set_index(-1);
+    v1::PermuteDimsSpec* permute = c.Manipulate({0}).mutable_permute_dims();
+    permute->add_axes(1);
+    permute->add_axes(0);
+    v1::ReshapeSpec* reshape = c.Manipulate({0}).mutable_reshape();
+    reshape->mutable_shape()->add_dims(3);
+    reshape->mutable_shape()->add_dims(-1);
+    c.Manipulate({0, 2}).mutable_concat()->set_axis(0);
+    v1::ConcatSpec* stack = c.Manipulate({1, 1}).mutable_concat();
+    stack->set_stack(true);
+    stack->set_axis(-1);
+    c.DownloadFrom(3);
   }
   {
     Case& c = add("reduce_matmul");

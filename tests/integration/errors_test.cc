@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <functional>
+#include <optional>
 #include <random>
 
 #include "tests/support/backend_fixture.h"
@@ -111,6 +112,183 @@ v1::IndexMap ManyChunks(int64_t chunks) {
 
 // Requests found by a sanitizer build driven by fuzzers and a bad-input campaign: extreme slice
 // bounds and steps, overflowing shapes, huge maps, unknown enum values, long and odd names.
+
+// A Manipulate call on the bystander (10 x 10 float32): `fill` completes the spec.
+std::function<grpc::Status(v1::ArrayService::Stub&, const std::string&)> Manipulation(
+    std::function<void(v1::ManipulationSpec&, const std::string& bystander)> fill) {
+  return [fill](v1::ArrayService::Stub& stub, const std::string& bystander) {
+    grpc::ClientContext c;
+    v1::ManipulateRequest r;
+    fill(*r.mutable_spec(), bystander);
+    v1::ManipulateResponse out;
+    return stub.Manipulate(&c, r, &out);
+  };
+}
+
+void AddSlice(v1::IndexKey& key, std::optional<int64_t> start, std::optional<int64_t> stop,
+              std::optional<int64_t> step) {
+  v1::Slice* slice = key.add_items()->mutable_slice();
+  if (start) slice->set_start(*start);
+  if (stop) slice->set_stop(*stop);
+  if (step) slice->set_step(*step);
+}
+
+// Indexing and shapes (Manipulate): every refusal names its field; none touches the bystander.
+void AddManipulationCases(std::vector<BadCase>& cases) {
+  auto add = [&](std::string name, auto call, grpc::StatusCode code, std::string message) {
+    cases.push_back(BadCase{std::move(name), std::move(call), code, std::move(message)});
+  };
+  using grpc::StatusCode;
+  add("Manipulate with no op", Manipulation([](auto&, auto&) {}), StatusCode::INVALID_ARGUMENT,
+      "spec: give an op (get_item, set_item, permute_dims, reshape or concat)");
+  add("get_item of an unknown handle", Manipulation([](auto& spec, auto&) {
+        spec.mutable_get_item()->mutable_source()->set_handle("nope");
+      }),
+      StatusCode::NOT_FOUND, "spec.get_item.source.handle");
+  add("get_item of a scalar", Manipulation([](auto& spec, auto&) {
+        spec.mutable_get_item()->mutable_source()->mutable_scalar()->set_float_value(1);
+      }),
+      StatusCode::INVALID_ARGUMENT, "spec.get_item.source: give an array");
+  add("get_item with an integer past its axis", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_get_item()->mutable_source()->set_handle(bystander);
+        spec.mutable_get_item()->mutable_key()->add_items()->set_index(3);
+        spec.mutable_get_item()->mutable_key()->add_items()->set_index(-11);
+      }),
+      StatusCode::OUT_OF_RANGE,
+      "spec.get_item.key.items[1]: index -11 is out of bounds for axis 1 with size 10");
+  add("get_item with too many indices", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_get_item()->mutable_source()->set_handle(bystander);
+        for (int i = 0; i < 3; ++i)
+          spec.mutable_get_item()->mutable_key()->add_items()->set_index(0);
+      }),
+      StatusCode::INVALID_ARGUMENT,
+      "spec.get_item.key: too many indices: the array has 2 axes, the key indexes 3");
+  add("get_item with two ellipses", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_get_item()->mutable_source()->set_handle(bystander);
+        spec.mutable_get_item()->mutable_key()->add_items()->mutable_ellipsis();
+        spec.mutable_get_item()->mutable_key()->add_items()->mutable_ellipsis();
+      }),
+      StatusCode::INVALID_ARGUMENT, "spec.get_item.key.items[1]: a key holds at most one ellipsis");
+  add("get_item with a zero step", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_get_item()->mutable_source()->set_handle(bystander);
+        AddSlice(*spec.mutable_get_item()->mutable_key(), 1, 5, 0);
+      }),
+      StatusCode::INVALID_ARGUMENT, "spec.get_item.key.items[0].step: must not be zero");
+  add("get_item with an empty item", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_get_item()->mutable_source()->set_handle(bystander);
+        spec.mutable_get_item()->mutable_key()->add_items();
+      }),
+      StatusCode::INVALID_ARGUMENT,
+      "spec.get_item.key.items[0]: give an index, a slice, new_axis or ellipsis");
+  add("get_item with a result of nine axes", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_get_item()->mutable_source()->set_handle(bystander);
+        for (int i = 0; i < 7; ++i)
+          spec.mutable_get_item()->mutable_key()->add_items()->mutable_new_axis();
+      }),
+      StatusCode::INVALID_ARGUMENT,
+      "spec.get_item.key: the result would have 9 axes; the most is 8");
+  add("get_item selecting nothing", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_get_item()->mutable_source()->set_handle(bystander);
+        AddSlice(*spec.mutable_get_item()->mutable_key(), 5, 2, std::nullopt);
+      }),
+      StatusCode::UNIMPLEMENTED, "zero-size arrays are not served yet");
+  add("set_item of a value that does not broadcast", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_set_item()->mutable_target()->set_handle(bystander);
+        AddSlice(*spec.mutable_set_item()->mutable_key(), 0, 3, std::nullopt);
+        spec.mutable_set_item()->mutable_value()->set_handle(bystander);
+      }),
+      StatusCode::INVALID_ARGUMENT,
+      "spec.set_item.value: a value of shape (10, 10) does not broadcast to the selected region "
+      "of shape (3, 10)");
+  add("set_item of a complex scalar into float32", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_set_item()->mutable_target()->set_handle(bystander);
+        spec.mutable_set_item()
+            ->mutable_value()
+            ->mutable_scalar()
+            ->mutable_complex_value()
+            ->set_imag(1);
+      }),
+      StatusCode::INVALID_ARGUMENT,
+      "spec.set_item.value.scalar: a complex value cannot be stored in an array of float32");
+  add("set_item with no value", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_set_item()->mutable_target()->set_handle(bystander);
+      }),
+      StatusCode::INVALID_ARGUMENT, "spec.set_item.value: give an array or a scalar");
+  add(
+      "set_item with a result name",
+      [](v1::ArrayService::Stub& stub, const std::string& bystander) {
+        grpc::ClientContext c;
+        v1::ManipulateRequest r;
+        r.mutable_spec()->mutable_set_item()->mutable_target()->set_handle(bystander);
+        r.mutable_spec()->mutable_set_item()->mutable_value()->mutable_scalar()->set_float_value(2);
+        r.set_result_name("renamed");
+        v1::ManipulateResponse out;
+        return stub.Manipulate(&c, r, &out);
+      },
+      StatusCode::INVALID_ARGUMENT, "result_name: set_item updates its target");
+  add("permute_dims with a repeated axis", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_permute_dims()->mutable_source()->set_handle(bystander);
+        spec.mutable_permute_dims()->add_axes(1);
+        spec.mutable_permute_dims()->add_axes(-1);
+      }),
+      StatusCode::INVALID_ARGUMENT, "spec.permute_dims.axes[1]: -1 is out of range or repeated");
+  add("permute_dims with too few axes", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_permute_dims()->mutable_source()->set_handle(bystander);
+        spec.mutable_permute_dims()->add_axes(0);
+      }),
+      StatusCode::INVALID_ARGUMENT, "spec.permute_dims.axes: gives 1 axes for an array of rank 2");
+  add("reshape to another size", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_reshape()->mutable_source()->set_handle(bystander);
+        spec.mutable_reshape()->mutable_shape()->add_dims(3);
+        spec.mutable_reshape()->mutable_shape()->add_dims(-1);
+      }),
+      StatusCode::INVALID_ARGUMENT,
+      "spec.reshape.shape: cannot reshape an array of shape (10, 10) (100 elements) into shape "
+      "(3, -1)");
+  add("reshape with two inferred axes", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_reshape()->mutable_source()->set_handle(bystander);
+        spec.mutable_reshape()->mutable_shape()->add_dims(-1);
+        spec.mutable_reshape()->mutable_shape()->add_dims(-1);
+      }),
+      StatusCode::INVALID_ARGUMENT, "spec.reshape.shape.dims[1]: must be at least 1");
+  add("reshape whose size overflows", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_reshape()->mutable_source()->set_handle(bystander);
+        for (int i = 0; i < 3; ++i)
+          spec.mutable_reshape()->mutable_shape()->add_dims(int64_t{1} << 40);
+      }),
+      StatusCode::INVALID_ARGUMENT, "spec.reshape.shape");
+  add(
+      "concat of mismatched shapes",
+      [](v1::ArrayService::Stub& stub, const std::string& bystander) {
+        grpc::ClientContext c;
+        v1::CreateArrayResponse created;
+        v1::IndexMap one;
+        one.add_chunks()->add_slices();
+        one.mutable_chunks(0)->add_slices();
+        auto st = stub.CreateArray(&c, CreateRequest({10, 4}, v1::DTYPE_FLOAT32, one), &created);
+        if (!st.ok()) return st;
+        grpc::ClientContext c2;
+        v1::ManipulateRequest r;
+        r.mutable_spec()->mutable_concat()->add_sources()->set_handle(bystander);
+        r.mutable_spec()->mutable_concat()->add_sources()->set_handle(created.array().handle());
+        v1::ManipulateResponse out;
+        return stub.Manipulate(&c2, r, &out);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "spec.concat.sources[1]: shape (10, 4) does not match sources[0]'s (10, 10) outside axis 0");
+  add("concat with an axis out of range", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_concat()->add_sources()->set_handle(bystander);
+        spec.mutable_concat()->set_axis(2);
+      }),
+      StatusCode::INVALID_ARGUMENT, "spec.concat.axis: 2 is out of range for a result of rank 2");
+  add("concat of nothing", Manipulation([](auto& spec, auto&) { spec.mutable_concat(); }),
+      StatusCode::INVALID_ARGUMENT, "spec.concat.sources: give 1 to 1024 arrays; got 0");
+  add("concat of too many", Manipulation([](auto& spec, auto& bystander) {
+        for (int i = 0; i < 1025; ++i) spec.mutable_concat()->add_sources()->set_handle(bystander);
+      }),
+      StatusCode::INVALID_ARGUMENT, "spec.concat.sources: give 1 to 1024 arrays; got 1025");
+}
+
 void AddHardeningCases(std::vector<BadCase>& cases) {
   using grpc::StatusCode;
   auto add = [&](std::string name, auto call, StatusCode code, std::string contains) {
@@ -921,6 +1099,7 @@ std::vector<BadCase> Cases() {
       },
       StatusCode::NOT_FOUND, "program_id");
   AddHardeningCases(cases);
+  AddManipulationCases(cases);
   return cases;
 }
 
