@@ -43,7 +43,8 @@ bool Reads(const v1::Statement& s, const std::string& name) {
              ReadsOperand(m.set_item().target(), name) ||
              ReadsOperand(m.set_item().value(), name) ||
              ReadsOperand(m.permute_dims().source(), name) ||
-             ReadsOperand(m.reshape().source(), name);
+             ReadsOperand(m.reshape().source(), name) ||
+             ReadsOperand(m.broadcast_to().source(), name);
     }
     case v1::Statement::kWhileLoop:
       return s.while_loop().condition() == name || BlockReads(s.while_loop().body(), 0, name);

@@ -149,11 +149,13 @@ class StructureChecker {
                                        absl::StrCat(field, ".concat.sources[", i, "]")));
         }
         return absl::OkStatus();
+      case v1::ManipulationSpec::kBroadcastTo:
+        return CheckOperand(spec.broadcast_to().source(), field + ".broadcast_to.source");
       case v1::ManipulationSpec::OP_NOT_SET:
         break;
     }
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": give an op (get_item, set_item, permute_dims, reshape or concat)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": give an op (get_item, set_item, permute_dims, reshape, concat or broadcast_to)"));
   }
 
   static absl::Status CheckOperand(const v1::Operand& operand, const std::string& field) {

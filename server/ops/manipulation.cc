@@ -231,6 +231,38 @@ absl::Status PlanReshape(const OpContext& context, const v1::ReshapeSpec& spec,
 }
 
 // ---------------------------------------------------------------------------------------------
+// broadcast_to
+
+absl::Status PlanBroadcastTo(const OpContext& context, const v1::BroadcastToSpec& spec,
+                             const std::string& field, PlannedManipulation& planned) {
+  ASSIGN_OR_RETURN(ArrayPtr source, ResolveArray(context, spec.source(), field + ".source"));
+  const Shape shape = FromProto(spec.shape());
+  RETURN_IF_ERROR(ValidateShape(shape, source->dtype, field + ".shape"));
+  const Shape& from = source->shape;
+  bool fits = from.size() <= shape.size();
+  const size_t lead = fits ? shape.size() - from.size() : 0;
+  for (size_t k = 0; fits && k < from.size(); ++k) {
+    fits = from[k] == shape[k + lead] || from[k] == 1;
+  }
+  if (!fits) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".shape: an array of shape ", ShapeString(from),
+                     " does not broadcast to shape ", ShapeString(shape)));
+  }
+  planned.result = {shape, source->dtype, source->mode, {}};
+  for (const Chunk& chunk : source->chunks) {
+    Box box;
+    for (size_t d = 0; d < lead; ++d) box.push_back(Range{0, 1, shape[d]});
+    for (size_t k = 0; k < from.size(); ++k) {
+      box.push_back(from[k] == shape[k + lead] ? chunk.spec.box[k] : Range{0, 1, shape[k + lead]});
+    }
+    planned.result.map.push_back(ChunkSpec{chunk.spec.device, std::move(box)});
+  }
+  planned.sources = {std::move(source)};
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
 // concat and stack
 
 absl::Status PlanConcat(const OpContext& context, const v1::ConcatSpec& spec,
@@ -348,9 +380,15 @@ absl::StatusOr<PlannedManipulation> PlanManipulation(const OpContext& context,
     case v1::ManipulationSpec::kConcat:
       RETURN_IF_ERROR(PlanConcat(context, spec.concat(), prefix + ".concat", planned));
       break;
+    case v1::ManipulationSpec::kBroadcastTo:
+      RETURN_IF_ERROR(
+          PlanBroadcastTo(context, spec.broadcast_to(), prefix + ".broadcast_to", planned));
+      break;
     case v1::ManipulationSpec::OP_NOT_SET:
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ": give an op (get_item, set_item, permute_dims, reshape or concat)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field,
+                       ": give an op (get_item, set_item, permute_dims, reshape, concat or "
+                       "broadcast_to)"));
   }
   return planned;
 }

@@ -314,6 +314,38 @@ absl::StatusOr<std::vector<Chunk>> ExecuteReshape(const OpContext& context,
   return out;
 }
 
+absl::StatusOr<std::vector<Chunk>> ExecuteBroadcastTo(DeviceOps& ops, const PlannedManipulation& p,
+                                                      SourceBuffers sources) {
+  const Array& source = *p.sources[0];
+  const Shape& shape = p.result.shape;
+  const size_t lead = shape.size() - source.shape.size();
+  std::vector<Chunk> out;
+  if (lead == 0 && shape == source.shape) {
+    for (size_t c = 0; c < source.chunks.size(); ++c) {
+      ASSIGN_OR_RETURN(Chunk kept,
+                       Relabelled(ops, source.dtype, source.chunks[c], p.result.map[c], sources));
+      out.push_back(std::move(kept));
+    }
+    return out;
+  }
+  ASSIGN_OR_RETURN(out, AllocateChunks(ops, source.dtype, p.result.map));
+  for (size_t c = 0; c < source.chunks.size(); ++c) {
+    const Chunk& from = source.chunks[c];
+    const std::vector<int64_t> dense = DenseStrides(BoxShape(from.spec.box));
+    StridedBox view;
+    view.rank = static_cast<int>(shape.size());
+    for (size_t d = 0; d < shape.size(); ++d) {
+      view.count[d] = out[c].spec.box[d].count;
+      // New axes and broadcast ones (a source extent of 1) repeat the same elements.
+      const bool repeated = d < lead || source.shape[d - lead] != shape[d];
+      view.stride[d] = repeated ? 0 : dense[d - lead];
+    }
+    RETURN_IF_ERROR(Gather(ops, source.dtype, from.buffer, NumElements(from.spec.box), view,
+                           out[c].buffer, NumElements(out[c].spec.box)));
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<Chunk>> ExecuteConcat(const OpContext& context,
                                                  const PlannedManipulation& p,
                                                  SourceBuffers sources) {
@@ -370,6 +402,8 @@ absl::StatusOr<OpResult> ExecuteManipulation(const OpContext& context,
         return ExecuteReshape(context, planned, sources);
       case v1::ManipulationSpec::kConcat:
         return ExecuteConcat(context, planned, sources);
+      case v1::ManipulationSpec::kBroadcastTo:
+        return ExecuteBroadcastTo(*context.ops, planned, sources);
       case v1::ManipulationSpec::OP_NOT_SET:
         break;
     }

@@ -190,6 +190,9 @@ class Runner {
           case v1::ManipulationSpec::kConcat:
             for (v1::Operand& o : *spec.mutable_concat()->mutable_sources()) operands.push_back(&o);
             break;
+          case v1::ManipulationSpec::kBroadcastTo:
+            operands = {spec.mutable_broadcast_to()->mutable_source()};
+            break;
           case v1::ManipulationSpec::OP_NOT_SET:
             break;
         }

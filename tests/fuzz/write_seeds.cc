@@ -593,6 +593,9 @@ std::vector<std::pair<std::string, Case>> Seeds() {
     v1::ConcatSpec* stack = c.Manipulate({1, 1}).mutable_concat();
     stack->set_stack(true);
     stack->set_axis(-1);
+    v1::BroadcastToSpec* broadcast = c.Manipulate({1}).mutable_broadcast_to();
+    broadcast->mutable_shape()->add_dims(3);
+    broadcast->mutable_shape()->add_dims(6);
     c.DownloadFrom(3);
   }
   {

@@ -140,7 +140,14 @@ void AddManipulationCases(std::vector<BadCase>& cases) {
   };
   using grpc::StatusCode;
   add("Manipulate with no op", Manipulation([](auto&, auto&) {}), StatusCode::INVALID_ARGUMENT,
-      "spec: give an op (get_item, set_item, permute_dims, reshape or concat)");
+      "spec: give an op (get_item, set_item, permute_dims, reshape, concat or broadcast_to)");
+  add("broadcast_to a shape that does not fit", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_broadcast_to()->mutable_source()->set_handle(bystander);
+        spec.mutable_broadcast_to()->mutable_shape()->add_dims(10);
+        spec.mutable_broadcast_to()->mutable_shape()->add_dims(5);
+      }),
+      StatusCode::INVALID_ARGUMENT,
+      "spec.broadcast_to.shape: an array of shape (10, 10) does not broadcast to shape (10, 5)");
   add("get_item of an unknown handle", Manipulation([](auto& spec, auto&) {
         spec.mutable_get_item()->mutable_source()->set_handle("nope");
       }),
