@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
 #include <spdlog/spdlog.h>
@@ -48,11 +49,12 @@ bool FitsAfterConversion(double v, DType dtype) {
   });
 }
 
-absl::Status ValidateFill(const v1::Fill& fill, DType dtype, int64_t num_elements) {
+absl::Status ValidateFill(const v1::Fill& fill, DType dtype, const Shape& shape) {
+  const int64_t num_elements = NumElements(shape);
   // A complex fill's generated values are real parts (uniform draws both parts from the same
   // range), so they must fit the real part's dtype; a full value may be complex itself.
   if (IsComplex(dtype) && !fill.has_full()) {
-    return ValidateFill(fill, RealPartDType(dtype), num_elements);
+    return ValidateFill(fill, RealPartDType(dtype), shape);
   }
   switch (fill.kind_case()) {
     case v1::Fill::kFull: {
@@ -95,8 +97,108 @@ absl::Status ValidateFill(const v1::Fill& fill, DType dtype, int64_t num_element
       }
       return absl::OkStatus();
     }
+    case v1::Fill::kNormal: {
+      const auto& n = fill.normal();
+      if (!IsFloating(dtype)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "fill.normal: normal draws need a floating dtype, not ", DTypeName(dtype)));
+      }
+      if (!std::isfinite(n.mean()) || !std::isfinite(n.stddev()) || n.stddev() < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("fill.normal: need a finite mean and a finite stddev >= 0, got mean ",
+                         n.mean(), ", stddev ", n.stddev()));
+      }
+      return absl::OkStatus();
+    }
+    case v1::Fill::kIntegers: {
+      const auto& n = fill.integers();
+      if (dtype == DType::kBool || IsFloating(dtype)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "fill.integers: integer draws need an integer dtype, not ", DTypeName(dtype)));
+      }
+      if (!(n.low() < n.high())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("fill.integers: need low < high, got [", n.low(), ", ", n.high(), ")"));
+      }
+      RETURN_IF_ERROR(ValidateScalarFor(Scalar::Int(n.low()), dtype, "fill.integers.low"));
+      return ValidateScalarFor(Scalar::Int(n.high() - 1), dtype, "fill.integers.high");
+    }
+    case v1::Fill::kLinspace: {
+      const auto& l = fill.linspace();
+      if (!std::isfinite(l.start()) || !std::isfinite(l.stop())) {
+        return absl::InvalidArgumentError("fill.linspace: start and stop must be finite");
+      }
+      for (const double v : {l.start(), l.stop()}) {
+        if (!FitsAfterConversion(v, dtype)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("fill.linspace: value ", v, " is outside ", DTypeName(dtype)));
+        }
+      }
+      return absl::OkStatus();
+    }
+    case v1::Fill::kEye:
+    case v1::Fill::kTri:
+      if (shape.size() < 2) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("fill.", fill.has_eye() ? "eye" : "tri",
+                         ": needs an array of rank 2 or more (it marks a diagonal of the last two "
+                         "axes); the shape is ",
+                         shape.size() == 1 ? "1-d" : "0-d"));
+      }
+      return absl::OkStatus();
     default:
       return absl::OkStatus();  // zeros, ones, or unset (zeros)
+  }
+}
+
+// The generator of a generated fill (arange, the random draws, linspace, eye, tri) for an array
+// of `shape`; nullopt for constant fills.
+std::optional<Generator> GeneratorFor(const v1::Fill& fill, const Shape& shape) {
+  Generator g;
+  switch (fill.kind_case()) {
+    case v1::Fill::kArange:
+      g.start = fill.arange().start();
+      g.step = fill.arange().step();
+      return g;
+    case v1::Fill::kUniform:
+      g.kind = Generator::Kind::kUniform;
+      g.low = fill.uniform().low();
+      g.high = fill.uniform().high();
+      g.seed = fill.uniform().seed();
+      return g;
+    case v1::Fill::kNormal:
+      g.kind = Generator::Kind::kNormal;
+      g.low = fill.normal().mean();
+      g.high = fill.normal().stddev();
+      g.seed = fill.normal().seed();
+      return g;
+    case v1::Fill::kIntegers:
+      g.kind = Generator::Kind::kIntegers;
+      g.integer_low = fill.integers().low();
+      g.integer_span = static_cast<uint64_t>(fill.integers().high()) -
+                       static_cast<uint64_t>(fill.integers().low());
+      g.seed = fill.integers().seed();
+      return g;
+    case v1::Fill::kLinspace: {
+      // As numpy.linspace: step = delta / div, values start + i * step, the last exactly stop.
+      const int64_t n = NumElements(shape);
+      const int64_t div = fill.linspace().endpoint() ? n - 1 : n;
+      g.kind = Generator::Kind::kLinspace;
+      g.start = fill.linspace().start();
+      g.stop = fill.linspace().stop();
+      g.step = div > 0 ? (g.stop - g.start) / static_cast<double>(div) : 0;
+      g.last_index = fill.linspace().endpoint() && n > 1 ? n - 1 : -1;
+      return g;
+    }
+    case v1::Fill::kEye:
+    case v1::Fill::kTri:
+      g.kind = fill.has_eye() ? Generator::Kind::kEye : Generator::Kind::kTri;
+      g.rows = shape[shape.size() - 2];
+      g.cols = shape.back();
+      g.diagonal = fill.has_eye() ? fill.eye().k() : fill.tri().k();
+      return g;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -105,32 +207,17 @@ absl::Status LaunchFill(Backend& backend, const Array& array, const v1::Fill& fi
   for (const Chunk& chunk : array.chunks) {
     RETURN_IF_ERROR(call.CheckAlive());  // a fill of many chunks is long CPU work
     const Shape shape = BoxShape(chunk.spec.box);
-    switch (fill.kind_case()) {
-      case v1::Fill::kArange:
-      case v1::Fill::kUniform: {
-        Generator g;
-        if (fill.has_arange()) {
-          g.start = fill.arange().start();
-          g.step = fill.arange().step();
-        } else {
-          g.kind = Generator::Kind::kUniform;
-          g.low = fill.uniform().low();
-          g.high = fill.uniform().high();
-          g.seed = fill.uniform().seed();
-        }
-        RETURN_IF_ERROR(
-            backend.FillGenerated(array.dtype, chunk.buffer, array.shape, chunk.spec.box, g));
-        break;
-      }
-      default: {
-        Scalar value = Scalar::Int(fill.has_ones() ? 1 : 0);
-        if (fill.has_full()) {
-          ASSIGN_OR_RETURN(value, ScalarFromProto(fill.full().value(), ""));
-        }
-        RETURN_IF_ERROR(backend.FillConstant(
-            array.dtype, BufferBox{chunk.buffer, shape, FullBox(shape)}, value));
-      }
+    if (const std::optional<Generator> g = GeneratorFor(fill, array.shape)) {
+      RETURN_IF_ERROR(
+          backend.FillGenerated(array.dtype, chunk.buffer, array.shape, chunk.spec.box, *g));
+      continue;
     }
+    Scalar value = Scalar::Int(fill.has_ones() ? 1 : 0);
+    if (fill.has_full()) {
+      ASSIGN_OR_RETURN(value, ScalarFromProto(fill.full().value(), ""));
+    }
+    RETURN_IF_ERROR(
+        backend.FillConstant(array.dtype, BufferBox{chunk.buffer, shape, FullBox(shape)}, value));
   }
   return absl::OkStatus();
 }
@@ -316,7 +403,7 @@ absl::StatusOr<ArrayPtr> Engine::Register(Array array, bool in_place, const Call
 absl::StatusOr<ArrayPtr> Engine::Create(const v1::CreateArrayRequest& request,
                                         const CallContext& call) {
   ASSIGN_OR_RETURN(Array array, ArrayFromSpec(request.spec(), "spec", call));
-  RETURN_IF_ERROR(ValidateFill(request.fill(), array.dtype, NumElements(array.shape)));
+  RETURN_IF_ERROR(ValidateFill(request.fill(), array.dtype, array.shape));
   RETURN_IF_ERROR(registry_.CheckNameFree(call.tenant, array.name, "spec.name"));
   RETURN_IF_ERROR(registry_.tenant_memory().CheckFits(call.tenant, ChargesOf(array)));
   RETURN_IF_ERROR(call.CheckAlive());
