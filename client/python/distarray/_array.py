@@ -169,6 +169,7 @@ class DistributedArray(ArrayOps, ManipulationOps):
     @translate_errors
     def _manipulate(self, spec: "pb.ManipulationSpec",
                     result_name: Optional[str] = None) -> "DistributedArray":
+        self._rpc.require(_manipulate_feature(spec))
         request = pb.ManipulateRequest(spec=spec, result_name=result_name or "")
         response = self._rpc.call("Manipulate", request)
         return DistributedArray(self._client, response.array, owned=True)
@@ -190,6 +191,7 @@ class DistributedArray(ArrayOps, ManipulationOps):
                 "write a region of slices with x.write(values, region)"
             )
         spec = set_item_spec(self, key, value)
+        self._rpc.require(_manipulate_feature(spec))
         response = self._rpc.call("Manipulate", pb.ManipulateRequest(spec=spec))
         self._info = response.array
 
@@ -449,6 +451,12 @@ class DistributedArray(ArrayOps, ManipulationOps):
         if not all(issubclass(t, (DistributedArray, np.ndarray)) for t in types):
             return NotImplemented  # another library's array: let it answer
         return _numpy_dispatch.dispatch(func, args, kwargs)
+
+
+def _manipulate_feature(spec: "pb.ManipulationSpec") -> str:
+    """GetServerInfo's feature for a manipulation ("manipulate.get_item", "manipulate.stack")."""
+    op = spec.WhichOneof("op")
+    return "manipulate." + ("stack" if op == "concat" and spec.concat.stack else str(op))
 
 
 def _region_proto(region: Region, ndim: int) -> "pb.Region":

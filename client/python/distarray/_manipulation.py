@@ -154,7 +154,7 @@ def permute_dims(x: Any, axes: Sequence[int], *, name: Optional[str] = None) -> 
     axes = tuple(operator.index(a) for a in axes)
     ndim = _known_ndim(x)
     if ndim is not None:
-        if len(axes) != ndim or sorted(normalize_axes(axes, ndim)) != list(range(ndim)):
+        if sorted(a + ndim if a < 0 else a for a in axes) != list(range(ndim)):
             raise ValueError(f"axes {axes} are not a permutation of the {ndim} axes of the array")
     spec = pb.ManipulationSpec()
     spec.permute_dims.source.CopyFrom(x._operand(x))
@@ -318,6 +318,7 @@ __all__ = [
     "concatenate",
     "expand_dims",
     "flip",
+    "get_item",
     "matrix_transpose",
     "moveaxis",
     "permute_dims",
