@@ -408,7 +408,8 @@ def connect(
     memory rather than gRPC (``shared_memory="auto"``, the default; ``ConnectOptions``).
 
     The new client becomes the default of the module-level functions (``distarray.zeros``,
-    ``distarray.asarray``...) until another ``connect`` or its ``close()``.
+    ``distarray.asarray``...) until another ``connect`` or its ``close()``. The default is held
+    weakly: keep a reference to the client (a client collected closes, as before).
 
     Calls that change nothing on the daemon are retried on UNAVAILABLE, as while it drains
     (docs/api.md, "Retries"). The session's lease is renewed from a daemon thread until the client

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from typing import Any, Callable, Optional
 
 _lock = threading.RLock()
-_default: Optional[Any] = None
+_default: Optional["weakref.ref[Any]"] = None
+_owned: Optional[Any] = None  # the lazily connected default, which nothing else holds
 _connector: Optional[Callable[[str], Any]] = None
 
 
@@ -23,17 +25,19 @@ def set_connector(connect: Callable[[str], Any]) -> None:
     _connector = connect
 
 
-def set_default(client: Any) -> None:
-    """Makes ``client`` the default (a strong reference: the default lives until replaced, closed
-    or the process ends)."""
-    global _default
+def set_default(client: Any, *, owned: bool = False) -> None:
+    """Makes ``client`` the default. A client the caller opened is held weakly, so dropping it
+    still closes it (its session ends and its shared-memory segment goes when it is collected);
+    one this module opened (``owned``) is held until replaced or the process ends."""
+    global _default, _owned
     with _lock:
-        _default = client
+        _default = weakref.ref(client)
+        _owned = client if owned else None
 
 
 def current() -> Optional[Any]:
-    """The default client, or None when there is none or it is closed."""
-    client = _default
+    """The default client, or None when there is none, it was collected, or it is closed."""
+    client = _default() if _default is not None else None
     return None if client is None or client.closed else client
 
 
@@ -52,4 +56,6 @@ def client_for(client: Optional[Any] = None) -> Any:
                 "no default distarray client: call distarray.connect(address) first (it becomes "
                 "the default), pass client=, or set DISTARRAY_ADDRESS to connect on first use"
             )
-        return _connector(address)  # connect() makes it the default
+        client = _connector(address)
+        set_default(client, owned=True)
+        return client

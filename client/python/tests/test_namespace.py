@@ -194,3 +194,16 @@ def test_unserved_numpy_functions_refuse_to_download(client, rng):
     np.testing.assert_array_equal(a.to_numpy(), a_np)
     np.testing.assert_array_equal(np.median(np.asarray(a)), np.median(a_np))
     assert_intact(keep, keep_np)
+
+
+def test_the_default_is_held_weakly(daemon, monkeypatch):
+    """Dropping the client still closes it (its session and segment go when it is collected)."""
+    import gc
+
+    monkeypatch.delenv("DISTARRAY_ADDRESS", raising=False)
+    client = distarray.connect(daemon.address)
+    assert distarray.default_client() is client
+    del client
+    gc.collect()
+    with pytest.raises(RuntimeError, match="no default"):
+        distarray.default_client()
