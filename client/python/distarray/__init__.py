@@ -10,8 +10,12 @@
         c = distarray.sqrt(a * 2 + 1).sum(axis=0)
         print(c.to_numpy())
 
-Main names: ``connect`` -> ``Client``; ``DistributedArray`` (``client.from_numpy``,
-``client.attach``); index-map helpers ``split_index_map``, ``replicated_index_map``,
+Main names: ``connect`` -> ``Client`` (the latest is the default client of the module
+functions); ``DistributedArray`` (``client.from_numpy``, ``client.attach``); creation in NumPy's
+signatures (``zeros``, ``ones``, ``full``, ``empty``, ``arange``, ``*_like``, ``asarray``: the
+explicit upload); dtype names (``float32``, ``bool``...); indexing (``x[1:, ::-1, None]``,
+``x[key] = value``) and shapes (``reshape``, ``permute_dims``, ``concat``, ``stack``...);
+index-map helpers ``split_index_map``, ``replicated_index_map``,
 ``make_2d_index_map``, ``on_device``; NumPy's ufuncs and reductions as module functions
 (``sqrt``, ``where``, ``sum``...); programs: ``trace``, ``Program``, ``while_loop``, ``cond``;
 errors: ``DistarrayError`` and one subclass per status code.
@@ -24,6 +28,10 @@ from typing import Any, Optional
 from . import _functions
 from ._array import DistributedArray
 from ._client import Client, ConnectOptions, connect
+from ._creation import *  # noqa: F401,F403
+from ._creation import __all__ as _creation_names
+from ._dtypes import *  # noqa: F401,F403
+from ._dtypes import __all__ as _dtype_names
 from ._errors import *  # noqa: F401,F403
 from ._errors import __all__ as _error_names
 from ._functions import *  # noqa: F401,F403
@@ -36,6 +44,8 @@ from ._index_map import (
     replicated_index_map,
     split_index_map,
 )
+from ._manipulation import *  # noqa: F401,F403
+from ._manipulation import __all__ as _manipulation_names
 from ._transfer import PROGRESS_MIN_BYTES
 
 __version__ = "0.1.0"
@@ -71,4 +81,5 @@ __all__ = [
     "trace",
     "while_loop",
     "PROGRESS_MIN_BYTES",
-] + list(_error_names) + list(_function_names)
+] + (list(_error_names) + list(_function_names) + list(_creation_names) + list(_dtype_names)
+     + list(_manipulation_names))

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import logging
 import weakref
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _functions, _transfer
+from . import _functions, _numpy_dispatch, _transfer
 from ._errors import translate_errors
 from ._index_map import IndexMap, IndexMapLike, from_proto_index_map, to_proto_index_map
+from ._indexing import Key
+from ._manipulation import ManipulationOps, set_item_spec
 from ._ops import NDARRAY_OPERAND, REDUCTIONS, UFUNCS, ArrayOps, Axis, normalize_axes
 from ._rpc import Rpc
 from ._types import (
@@ -41,7 +43,7 @@ def _release(rpc_ref: "weakref.ref[Rpc]", handle: str) -> None:
         _log.debug("distarray: releasing %s failed: %s", handle, e)
 
 
-class DistributedArray(ArrayOps):
+class DistributedArray(ArrayOps, ManipulationOps):
     """A NumPy-like handle to an array split across the daemon's devices.
 
     Create one with ``client.from_numpy(arr, index_map)`` (or ``distarray.from_numpy``),
@@ -52,7 +54,13 @@ class DistributedArray(ArrayOps):
     ``mode`` (``'replica'``, ``'sum'``, ``'prod'``, ``'max'`` or ``'min'``: how overlapping copies
     combine), ``name`` (``''`` when unnamed), ``handle``.
 
-    Values: ``to_numpy()`` or ``numpy.asarray(x)``; ``write(values)`` overwrites in place.
+    Values: ``to_numpy()`` or ``numpy.asarray(x)``; ``write(values)`` overwrites in place. These
+    are the only downloads: NumPy functions distarray does not serve raise TypeError rather than
+    download the array behind the caller's back (``__array_function__``).
+    Indexing (NumPy's basic indexing, on the devices): ``x[1:, ::-1, None, ...]`` is a new array,
+    ``x[key] = value`` (a scalar or a DistributedArray) updates this one in place; ``len(x)``,
+    ``for row in x``. Shapes: ``T``, ``mT``, ``transpose``, ``reshape``, ``flatten``, ``ravel``,
+    ``squeeze``, ``swapaxes``; ``distarray.concat``, ``stack``, ``expand_dims``, ``flip``...
     Layout: ``reshard(index_map, mode=None)``, ``change_mode(mode)``.
     Compute (on the devices; results are new arrays): the operators ``+ - * / // % ** @``, unary
     ``-``, ``abs``, comparisons, ``& | ^ ~ << >>`` (in-place forms write into this array), NumPy's
@@ -151,6 +159,42 @@ class DistributedArray(ArrayOps):
             raise TypeError("len() of a 0-d array")
         return self.shape[0]
 
+    def __iter__(self) -> Iterator["DistributedArray"]:
+        """The sub-arrays along axis 0, ``self[0]``, ``self[1]``... (one request each)."""
+        for i in range(len(self)):
+            yield self[i]
+
+    # ---- indexing and shapes (ManipulationOps) ----------------------------------------------
+
+    @translate_errors
+    def _manipulate(self, spec: "pb.ManipulationSpec",
+                    result_name: Optional[str] = None) -> "DistributedArray":
+        self._rpc.require(_manipulate_feature(spec))
+        request = pb.ManipulateRequest(spec=spec, result_name=result_name or "")
+        response = self._rpc.call("Manipulate", request)
+        return DistributedArray(self._client, response.array, owned=True)
+
+    @translate_errors
+    def __setitem__(self, key: Key, value: Any) -> None:
+        """``self[key] = value``: ``value`` (a scalar, or a DistributedArray of this client)
+        broadcast to the selected elements and converted to this dtype, on the devices. The
+        array keeps its handle; its description (``info``) is refreshed from the response.
+
+        NumPy arrays and lists are refused rather than uploaded behind the caller's back: upload
+        them explicitly (``distarray.asarray(values)``, ``client.from_numpy(values)``), or write
+        a slice region with ``write(values, region)``."""
+        if not (isinstance(value, DistributedArray) or is_scalar(value)):
+            raise TypeError(
+                f"x[key] = value takes a scalar or a DistributedArray, not "
+                f"{type(value).__name__}: distarray does not upload implicitly. Upload the values "
+                "first (x[key] = distarray.asarray(values), or client.from_numpy(values)), or "
+                "write a region of slices with x.write(values, region)"
+            )
+        spec = set_item_spec(self, key, value)
+        self._rpc.require(_manipulate_feature(spec))
+        response = self._rpc.call("Manipulate", pb.ManipulateRequest(spec=spec))
+        self._info = response.array
+
     # ---- values -----------------------------------------------------------------------------
 
     def to_numpy(
@@ -181,6 +225,8 @@ class DistributedArray(ArrayOps):
         return self.to_numpy(**kwargs)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        """``numpy.asarray(x)``: an explicit download. NumPy functions reach this only through
+        ``__array_function__``, which serves or refuses them first."""
         values = self.to_numpy()
         return values if dtype is None else values.astype(dtype, copy=False)
 
@@ -396,6 +442,21 @@ class DistributedArray(ArrayOps):
                 return NotImplemented
             out = out[0]
         return getattr(_functions, name)(*inputs, out=out)
+
+
+    def __array_function__(self, func, types, args, kwargs):
+        """NumPy functions: those distarray serves run on the daemon (``numpy.concatenate``,
+        ``numpy.where``, ``numpy.sum``...); the rest raise TypeError naming the explicit
+        download, where NumPy would otherwise download every argument through ``__array__``."""
+        if not all(issubclass(t, (DistributedArray, np.ndarray)) for t in types):
+            return NotImplemented  # another library's array: let it answer
+        return _numpy_dispatch.dispatch(func, args, kwargs)
+
+
+def _manipulate_feature(spec: "pb.ManipulationSpec") -> str:
+    """GetServerInfo's feature for a manipulation ("manipulate.get_item", "manipulate.stack")."""
+    op = spec.WhichOneof("op")
+    return "manipulate." + ("stack" if op == "concat" and spec.concat.stack else str(op))
 
 
 def _region_proto(region: Region, ndim: int) -> "pb.Region":

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import grpc
 import numpy as np
 
-from . import _transfer
+from . import _default, _transfer
 from ._array import DistributedArray
 from ._channel import wait_for_channel
 from ._errors import from_rpc_error, translate_errors
@@ -407,6 +407,10 @@ def connect(
     On the daemon's host (the same /dev/shm), transfers of at least 1 MiB go through POSIX shared
     memory rather than gRPC (``shared_memory="auto"``, the default; ``ConnectOptions``).
 
+    The new client becomes the default of the module-level functions (``distarray.zeros``,
+    ``distarray.asarray``...) until another ``connect`` or its ``close()``. The default is held
+    weakly: keep a reference to the client (a client collected closes, as before).
+
     Calls that change nothing on the daemon are retried on UNAVAILABLE, as while it drains
     (docs/api.md, "Retries"). The session's lease is renewed from a daemon thread until the client
     closes, which ends the session; use the client as a context manager::
@@ -429,4 +433,9 @@ def connect(
             private_key=_read_pem(client_key),
             certificate_chain=_read_pem(client_certificate),
         )
-    return Client(address, credentials, token, opts, timeout)
+    client = Client(address, credentials, token, opts, timeout)
+    _default.set_default(client)  # the module-level functions' client (distarray.zeros...)
+    return client
+
+
+_default.set_connector(connect)

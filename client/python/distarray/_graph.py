@@ -24,15 +24,17 @@ import numpy as np
 
 from ._array import DistributedArray
 from ._index_map import IndexMapLike, to_proto_index_map
+from ._manipulation import ManipulationOps
 from ._ops import REDUCTIONS, UFUNCS, ArrayOps, Axis, normalize_axes
 from ._types import ModeLike, from_proto_dtype, is_scalar, to_proto_dtype, to_proto_mode, to_proto_scalar
 from .v1 import distarray_pb2 as pb
 
 
-class Var(ArrayOps):
+class Var(ArrayOps, ManipulationOps):
     """A traced value: a variable of the program being built. Its shape, dtype and layout are
     known to the daemon only when the program runs, so a Var has none; ops on it record
-    statements (the same operators, ufuncs and reductions as DistributedArray)."""
+    statements (the same operators, ufuncs, reductions, indexing and shape ops as
+    DistributedArray; those that need the rank take their axes explicitly)."""
 
     __slots__ = ("_program", "_name")
 
@@ -109,6 +111,15 @@ class Var(ArrayOps):
         s.matmul.allow_tf32 = allow_tf32
         return self._program._emit(s, "m")
 
+    def _manipulate(self, spec: "pb.ManipulationSpec", result_name: Optional[str] = None) -> "Var":
+        if result_name:
+            raise TypeError("name= does not apply inside a program")
+        if spec.WhichOneof("op") == "set_item":
+            raise TypeError("item assignment inside a program is not served by the SDK yet")
+        s = pb.Statement()
+        s.manipulate.CopyFrom(spec)
+        return self._program._emit(s, "x")
+
     def reshard(self, index_map: Optional[IndexMapLike] = None, mode: Optional[ModeLike] = None,
                 *, ndim: Optional[int] = None) -> "Var":
         """This value in another layout and/or mode. ``index_map`` chunks must give every axis a
@@ -158,6 +169,15 @@ def _block_assigns(block, start: int, name: str) -> bool:
     return False
 
 
+def _manipulation_operands(spec: "pb.ManipulationSpec") -> List["pb.Operand"]:
+    op = spec.WhichOneof("op")
+    if op == "set_item":
+        return [spec.set_item.target, spec.set_item.value]
+    if op == "concat":
+        return list(spec.concat.sources)
+    return [getattr(spec, op).source] if op else []
+
+
 def _reads(s: "pb.Statement", name: str) -> bool:
     """Whether a statement reads variable `name` (nested bodies included)."""
     kind = s.WhichOneof("op")
@@ -167,6 +187,8 @@ def _reads(s: "pb.Statement", name: str) -> bool:
         return _reads_operand(s.reduce.operand, name)
     if kind == "matmul":
         return _reads_operand(s.matmul.a, name) or _reads_operand(s.matmul.b, name)
+    if kind == "manipulate":
+        return any(_reads_operand(o, name) for o in _manipulation_operands(s.manipulate))
     if kind == "reshard":
         return s.reshard.source == name
     if kind == "change_mode":

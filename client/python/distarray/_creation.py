@@ -1,0 +1,181 @@
+"""Array creation in NumPy's signatures at module level: ``distarray.zeros((4, 3))``,
+``distarray.arange(10)``, ``distarray.asarray(values)``...
+
+Each takes ``client=`` (default: the default client, see ``_default``), ``index_map=`` (default:
+the whole array on device 0; the ``*_like`` functions default to their model's layout) and
+``name=`` (a persistent name). Values are made on the devices, except in ``asarray``: it is the
+one function here that uploads, and the one place NumPy data goes up without ``from_numpy``.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _default
+from ._array import DistributedArray
+from ._index_map import IndexMapLike
+from ._like import full_fill, new_like, ones_fill, zeros_fill
+from ._ops import ArrayOps
+from ._types import DTypeLike, ModeLike, is_scalar
+from .v1 import distarray_pb2 as pb
+
+ShapeLike = Union[int, Sequence[int]]
+
+
+def default_client() -> Any:
+    """The client the module-level functions use: the last ``distarray.connect``'s, else one
+    connected to ``$DISTARRAY_ADDRESS`` on first use."""
+    return _default.client_for(None)
+
+
+def _shape(shape: ShapeLike) -> tuple:
+    if isinstance(shape, (tuple, list)):
+        return tuple(operator.index(d) for d in shape)
+    return (operator.index(shape),)
+
+
+def _create(shape: ShapeLike, dtype: Optional[DTypeLike], fill: "pb.Fill",
+            index_map: Optional[IndexMapLike], mode: ModeLike, name: Optional[str],
+            client: Any) -> DistributedArray:
+    return _default.client_for(client).create(
+        _shape(shape), np.float64 if dtype is None else dtype, index_map, mode=mode, name=name,
+        fill=fill,
+    )
+
+
+def zeros(shape: ShapeLike, dtype: Optional[DTypeLike] = None, *,
+          index_map: Optional[IndexMapLike] = None, mode: ModeLike = "replica",
+          name: Optional[str] = None, client: Any = None) -> DistributedArray:
+    """An array of zeros (float64 by default)."""
+    return _create(shape, dtype, zeros_fill(), index_map, mode, name, client)
+
+
+def empty(shape: ShapeLike, dtype: Optional[DTypeLike] = None, *,
+          index_map: Optional[IndexMapLike] = None, mode: ModeLike = "replica",
+          name: Optional[str] = None, client: Any = None) -> DistributedArray:
+    """``zeros``: the daemon has no uninitialized fill (it would hand out another tenant's
+    freed bytes), so an empty array costs what a zeroed one does."""
+    return _create(shape, dtype, zeros_fill(), index_map, mode, name, client)
+
+
+def ones(shape: ShapeLike, dtype: Optional[DTypeLike] = None, *,
+         index_map: Optional[IndexMapLike] = None, mode: ModeLike = "replica",
+         name: Optional[str] = None, client: Any = None) -> DistributedArray:
+    """An array of ones (float64 by default)."""
+    return _create(shape, dtype, ones_fill(), index_map, mode, name, client)
+
+
+def full(shape: ShapeLike, fill_value: Any, dtype: Optional[DTypeLike] = None, *,
+         index_map: Optional[IndexMapLike] = None, mode: ModeLike = "replica",
+         name: Optional[str] = None, client: Any = None) -> DistributedArray:
+    """An array of ``fill_value`` (a scalar); the dtype defaults to the value's, as NumPy's
+    (int64 for a Python int, float64 for a float, bool, complex128)."""
+    if not is_scalar(fill_value):
+        raise TypeError(f"full takes a scalar fill_value, not {type(fill_value).__name__}")
+    if dtype is None:
+        dtype = np.asarray(fill_value).dtype
+    return _create(shape, dtype, full_fill(fill_value), index_map, mode, name, client)
+
+
+def arange(start: Union[int, float], stop: Optional[Union[int, float]] = None,
+           step: Union[int, float] = 1, *, dtype: Optional[DTypeLike] = None,
+           index_map: Optional[IndexMapLike] = None, name: Optional[str] = None,
+           client: Any = None) -> DistributedArray:
+    """NumPy's ``arange(stop)`` / ``arange(start, stop, step)``: ``ceil((stop - start) / step)``
+    elements ``start + i * step`` (computed on the devices in float64, so integers are exact up
+    to 2**53). The dtype defaults to NumPy's choice (int64 for integers, else float64)."""
+    if stop is None:
+        start, stop = 0, start
+    for v in (start, stop, step):
+        if not is_scalar(v) or isinstance(v, (bool, np.bool_, complex, np.complexfloating)):
+            raise TypeError(f"arange takes real numbers, not {type(v).__name__}")
+    if step == 0:
+        raise ValueError("arange: step cannot be zero")
+    if all(isinstance(v, (int, np.integer)) for v in (start, stop, step)):
+        count = -(-(int(stop) - int(start)) // int(step))  # exact ceiling division
+    else:
+        count = math.ceil((float(stop) - float(start)) / float(step))
+    if dtype is None:
+        dtype = np.result_type(start, stop, step)
+    fill = pb.Fill(arange=pb.Fill.Arange(start=float(start), step=float(step)))
+    return _create((max(count, 0),), dtype, fill, index_map, "replica", name, client)
+
+
+def zeros_like(x: DistributedArray, dtype: Optional[DTypeLike] = None, *,
+               shape: Optional[ShapeLike] = None, index_map: Optional[IndexMapLike] = None,
+               name: Optional[str] = None) -> DistributedArray:
+    """Zeros of ``x``'s shape, dtype and layout (on its client)."""
+    return new_like(x, zeros_fill(), dtype, shape=shape, index_map=index_map, name=name)
+
+
+def empty_like(x: DistributedArray, dtype: Optional[DTypeLike] = None, *,
+               shape: Optional[ShapeLike] = None, index_map: Optional[IndexMapLike] = None,
+               name: Optional[str] = None) -> DistributedArray:
+    """``zeros_like`` (see ``empty``)."""
+    return new_like(x, zeros_fill(), dtype, shape=shape, index_map=index_map, name=name)
+
+
+def ones_like(x: DistributedArray, dtype: Optional[DTypeLike] = None, *,
+              shape: Optional[ShapeLike] = None, index_map: Optional[IndexMapLike] = None,
+              name: Optional[str] = None) -> DistributedArray:
+    """Ones of ``x``'s shape, dtype and layout."""
+    return new_like(x, ones_fill(), dtype, shape=shape, index_map=index_map, name=name)
+
+
+def full_like(x: DistributedArray, fill_value: Any, dtype: Optional[DTypeLike] = None, *,
+              shape: Optional[ShapeLike] = None, index_map: Optional[IndexMapLike] = None,
+              name: Optional[str] = None) -> DistributedArray:
+    """``fill_value`` in ``x``'s shape, dtype and layout."""
+    return new_like(x, full_fill(fill_value), dtype, shape=shape, index_map=index_map, name=name)
+
+
+def asarray(obj: Any, dtype: Optional[DTypeLike] = None, *,
+            index_map: Optional[IndexMapLike] = None, copy: Optional[bool] = None,
+            name: Optional[str] = None, client: Any = None) -> DistributedArray:
+    """``obj`` as a DistributedArray. A DistributedArray is returned as it is (converted when
+    ``dtype`` differs; copied on the daemon with ``copy=True``); NumPy arrays, lists and scalars
+    are uploaded (the explicit upload of the namespace) with ``index_map`` (default: device 0)."""
+    if isinstance(obj, DistributedArray):
+        if dtype is not None and np.dtype(dtype) != obj.dtype:
+            if copy is False:
+                raise ValueError("asarray(copy=False): converting the dtype needs a copy")
+            return obj.astype(dtype)
+        return obj.reshard() if copy else obj
+    if isinstance(obj, ArrayOps):
+        raise TypeError("asarray of a traced value: it is already an array of the program")
+    if isinstance(obj, (list, tuple)) and any(isinstance(v, ArrayOps) for v in _flat(obj)):
+        raise TypeError(
+            "asarray of a sequence holding DistributedArrays would download them: join them on "
+            "the daemon with distarray.stack or distarray.concat"
+        )
+    if copy is False:
+        raise ValueError("asarray(copy=False): uploading NumPy values copies them")
+    values = np.asarray(obj, dtype=dtype)
+    return _default.client_for(client).from_numpy(values, index_map, name=name)
+
+
+def _flat(seq: Any):
+    for v in seq:
+        if isinstance(v, (list, tuple)):
+            yield from _flat(v)
+        else:
+            yield v
+
+
+__all__ = [
+    "arange",
+    "asarray",
+    "default_client",
+    "empty",
+    "empty_like",
+    "full",
+    "full_like",
+    "ones",
+    "ones_like",
+    "zeros",
+    "zeros_like",
+]
