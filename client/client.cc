@@ -745,6 +745,18 @@ absl::StatusOr<Array> Array::Elementwise(v1::ElementwiseOp op, const v1::Operand
   return Array(client_, response.array(), /*owned=*/true);
 }
 
+absl::Status Array::SetItem(const std::vector<Index>& key, const Operand& value) {
+  v1::ManipulateRequest request;
+  v1::SetItemSpec* spec = request.mutable_spec()->mutable_set_item();
+  *spec->mutable_target() = AsOperand();
+  *spec->mutable_key() = MakeIndexKey(key);
+  *spec->mutable_value() = value.proto();
+  absl::StatusOr<Array> updated = client_.Manipulate(request);  // not owned: this one owns it
+  if (!updated.ok()) return updated.status();
+  info_ = updated->info();
+  return absl::OkStatus();
+}
+
 absl::Status Array::Refresh() {
   auto opened = client_.Open(handle());
   if (!opened.ok()) return opened.status();
@@ -801,6 +813,11 @@ absl::StatusOr<Array> Client::Reduce(const v1::ReduceRequest& request) const {
 absl::StatusOr<Array> Client::Matmul(const v1::MatmulRequest& request) const {
   return Compute<v1::MatmulRequest, v1::MatmulResponse>(request, &v1::ArrayService::Stub::Matmul,
                                                         true);
+}
+
+absl::StatusOr<Array> Client::Manipulate(const v1::ManipulateRequest& request) const {
+  return Compute<v1::ManipulateRequest, v1::ManipulateResponse>(
+      request, &v1::ArrayService::Stub::Manipulate, !request.spec().has_set_item());
 }
 
 absl::StatusOr<GraphRun> Client::RunGraph(const v1::RunGraphRequest& request,
@@ -915,6 +932,61 @@ absl::StatusOr<Array> Matmul(const Array& a, const Array& b) {
   *request.mutable_spec()->mutable_a() = a.AsOperand();
   *request.mutable_spec()->mutable_b() = b.AsOperand();
   return a.client().Matmul(request);
+}
+
+absl::StatusOr<Array> GetItem(const Array& a, const std::vector<Index>& key) {
+  v1::ManipulateRequest request;
+  v1::GetItemSpec* spec = request.mutable_spec()->mutable_get_item();
+  *spec->mutable_source() = a.AsOperand();
+  *spec->mutable_key() = MakeIndexKey(key);
+  return a.client().Manipulate(request);
+}
+
+absl::Status SetItem(Array& target, const std::vector<Index>& key, const Operand& value) {
+  return target.SetItem(key, value);
+}
+
+absl::StatusOr<Array> PermuteDims(const Array& a, const std::vector<int32_t>& axes) {
+  v1::ManipulateRequest request;
+  v1::PermuteDimsSpec* spec = request.mutable_spec()->mutable_permute_dims();
+  *spec->mutable_source() = a.AsOperand();
+  for (int32_t axis : axes) spec->add_axes(axis);
+  return a.client().Manipulate(request);
+}
+
+absl::StatusOr<Array> Reshape(const Array& a, const std::vector<int64_t>& shape) {
+  v1::ManipulateRequest request;
+  v1::ReshapeSpec* spec = request.mutable_spec()->mutable_reshape();
+  *spec->mutable_source() = a.AsOperand();
+  for (int64_t d : shape) spec->mutable_shape()->add_dims(d);
+  return a.client().Manipulate(request);
+}
+
+namespace {
+absl::StatusOr<Array> Join(const std::vector<Operand>& arrays, int32_t axis, bool stack) {
+  const Client* client = nullptr;
+  v1::ManipulateRequest request;
+  v1::ConcatSpec* spec = request.mutable_spec()->mutable_concat();
+  for (const Operand& o : arrays) {
+    *spec->add_sources() = o.proto();
+    if (client == nullptr) client = o.client();
+  }
+  spec->set_axis(axis);
+  spec->set_stack(stack);
+  if (client == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(stack ? "Stack" : "Concat", ": at least one operand must be an array"));
+  }
+  return client->Manipulate(request);
+}
+}  // namespace
+
+absl::StatusOr<Array> Concat(const std::vector<Operand>& arrays, int32_t axis) {
+  return Join(arrays, axis, /*stack=*/false);
+}
+
+absl::StatusOr<Array> Stack(const std::vector<Operand>& arrays, int32_t axis) {
+  return Join(arrays, axis, /*stack=*/true);
 }
 
 }  // namespace distarray

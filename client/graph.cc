@@ -171,6 +171,51 @@ Var ProgramBuilder::ChangeMode(const Var& a, v1::Mode mode) {
   return Emit(std::move(s), "s");
 }
 
+Var ProgramBuilder::GetItem(const Var& a, const std::vector<Index>& key) {
+  v1::Statement s;
+  v1::GetItemSpec* spec = s.mutable_manipulate()->mutable_get_item();
+  spec->mutable_source()->set_variable(a.name());
+  *spec->mutable_key() = MakeIndexKey(key);
+  return Emit(std::move(s), "x");
+}
+
+Var ProgramBuilder::SetItem(const Var& target, const std::vector<Index>& key,
+                            const VarOperand& value) {
+  // The statement assigns a fresh variable, so `target` keeps its value (Vars are values);
+  // AssignTo renames it to the target's own name where that costs no copy (a loop's variable).
+  v1::Statement s;
+  v1::SetItemSpec* spec = s.mutable_manipulate()->mutable_set_item();
+  spec->mutable_target()->set_variable(target.name());
+  *spec->mutable_key() = MakeIndexKey(key);
+  *spec->mutable_value() = value.proto();
+  return Emit(std::move(s), "x");
+}
+
+Var ProgramBuilder::PermuteDims(const Var& a, const std::vector<int32_t>& axes) {
+  v1::Statement s;
+  v1::PermuteDimsSpec* spec = s.mutable_manipulate()->mutable_permute_dims();
+  spec->mutable_source()->set_variable(a.name());
+  for (int32_t axis : axes) spec->add_axes(axis);
+  return Emit(std::move(s), "x");
+}
+
+Var ProgramBuilder::Reshape(const Var& a, const std::vector<int64_t>& shape) {
+  v1::Statement s;
+  v1::ReshapeSpec* spec = s.mutable_manipulate()->mutable_reshape();
+  spec->mutable_source()->set_variable(a.name());
+  for (int64_t d : shape) spec->mutable_shape()->add_dims(d);
+  return Emit(std::move(s), "x");
+}
+
+Var ProgramBuilder::Concat(const Vars& vars, int32_t axis, bool stack) {
+  v1::Statement s;
+  v1::ConcatSpec* spec = s.mutable_manipulate()->mutable_concat();
+  for (const Var& v : vars) spec->add_sources()->set_variable(v.name());
+  spec->set_axis(axis);
+  spec->set_stack(stack);
+  return Emit(std::move(s), "x");
+}
+
 void ProgramBuilder::AssignTo(const std::string& target, const Var& value) {
   if (value.name() == target) return;
   Block& block = *blocks_.back();
@@ -299,5 +344,33 @@ Var Max(const Var& a, std::vector<int32_t> axes) {
   return a.builder().Reduce(a, v1::REDUCE_OP_MAX, std::move(axes));
 }
 Var Matmul(const Var& a, const Var& b) { return a.builder().Matmul(a, b); }
+Var GetItem(const Var& a, const std::vector<Index>& key) { return a.builder().GetItem(a, key); }
+Var SetItem(const Var& target, const std::vector<Index>& key, const VarOperand& value) {
+  return target.builder().SetItem(target, key, value);
+}
+Var PermuteDims(const Var& a, const std::vector<int32_t>& axes) {
+  return a.builder().PermuteDims(a, axes);
+}
+Var Reshape(const Var& a, const std::vector<int64_t>& shape) {
+  return a.builder().Reshape(a, shape);
+}
+
+namespace {
+ProgramBuilder& BuilderOfVars(const Vars& vars) {
+  if (vars.empty()) {
+    // As BuilderOf: no Var, no program to record into; a programming error.
+    std::fprintf(stderr, "distarray::graph: Concat and Stack need at least one Var\n");
+    std::abort();
+  }
+  return vars.front().builder();
+}
+}  // namespace
+
+Var Concat(const Vars& vars, int32_t axis) {
+  return BuilderOfVars(vars).Concat(vars, axis, /*stack=*/false);
+}
+Var Stack(const Vars& vars, int32_t axis) {
+  return BuilderOfVars(vars).Concat(vars, axis, /*stack=*/true);
+}
 
 }  // namespace distarray::graph

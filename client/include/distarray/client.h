@@ -16,12 +16,14 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "distarray/index_maps.h"
+#include "distarray/indexing.h"
 #include "distarray/types.h"
 #include "distarray/v1/distarray.grpc.pb.h"
 
 namespace distarray {
 
 class Array;
+class Operand;
 namespace internal {
 class RawDownloadStub;
 }  // namespace internal
@@ -122,6 +124,9 @@ class Client {
   absl::StatusOr<Array> Elementwise(const v1::ElementwiseRequest& request) const;
   absl::StatusOr<Array> Reduce(const v1::ReduceRequest& request) const;
   absl::StatusOr<Array> Matmul(const v1::MatmulRequest& request) const;
+  // Indexing and shapes (get_item, set_item, permute_dims, reshape, concat); GetItem and the
+  // others below build the request. With set_item the result is the updated target (not owned).
+  absl::StatusOr<Array> Manipulate(const v1::ManipulateRequest& request) const;
 
   // Runs a program (distarray/graph.h builds one) on arrays bound to its inputs by name. A
   // `timeout_ms` > 0 is the call's deadline: a loop still running then is stopped on the GPUs
@@ -253,6 +258,10 @@ class Array {
   absl::StatusOr<Array> ChangeMode(v1::Mode mode) const;
   absl::StatusOr<Array> Elementwise(v1::ElementwiseOp op, const v1::Operand& other,
                                     bool this_first = true) const;
+  // this[key] = value, as NumPy's: the value (an array or a scalar) is broadcast to the selection
+  // and converted to this array's dtype. In place: the handle stays, the array becomes REPLICA
+  // (this object's info says so afterwards).
+  absl::Status SetItem(const std::vector<Index>& key, const Operand& value);
   absl::Status Refresh();  // re-reads the server's ArrayInfo
 
   // Stops owning the array: it stays on the server, an unnamed one until its client's session
@@ -311,6 +320,21 @@ absl::StatusOr<Array> Reduce(const Array& a, v1::ReduceOp op, std::vector<int32_
 // a @ b as numpy.matmul: vectors, matrices and stacks (the axes before the last two broadcast).
 // A split shared axis gives a SUM-mode array of partial products.
 absl::StatusOr<Array> Matmul(const Array& a, const Array& b);
+
+// Indexing and shapes, as NumPy's (distarray/indexing.h writes keys). Each result is a new array
+// whose chunks follow the source's where they can (ManipulationSpec's messages say how).
+// a[key]: a copy of the selected elements; each chunk holding some stays on its device, and the
+// mode is kept.
+absl::StatusOr<Array> GetItem(const Array& a, const std::vector<Index>& key);
+// target[key] = value (Array::SetItem).
+absl::Status SetItem(Array& target, const std::vector<Index>& key, const Operand& value);
+// numpy.permute_dims: result axis i is a's axis axes[i].
+absl::StatusOr<Array> PermuteDims(const Array& a, const std::vector<int32_t>& axes);
+// numpy.reshape in C order; one entry may be -1 (inferred).
+absl::StatusOr<Array> Reshape(const Array& a, const std::vector<int64_t>& shape);
+// numpy.concat along `axis`, and numpy.stack along a new axis `axis`; dtypes promote as NumPy's.
+absl::StatusOr<Array> Concat(const std::vector<Operand>& arrays, int32_t axis = 0);
+absl::StatusOr<Array> Stack(const std::vector<Operand>& arrays, int32_t axis = 0);
 
 // Elementwise arithmetic; the result takes the left array's layout.
 absl::StatusOr<Array> operator+(const Array& a, const Array& b);

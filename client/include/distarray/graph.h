@@ -23,6 +23,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "distarray/indexing.h"
 #include "distarray/types.h"
 #include "distarray/v1/distarray.pb.h"
 
@@ -86,6 +87,14 @@ class ProgramBuilder {
   Var Matmul(const Var& a, const Var& b, bool allow_tf32 = false);
   Var Reshard(const Var& a, const v1::IndexMap& index_map, std::optional<v1::Mode> mode = {});
   Var ChangeMode(const Var& a, v1::Mode mode);
+  // Indexing and shapes (ManipulationSpec), as the client's GetItem and the others.
+  Var GetItem(const Var& a, const std::vector<Index>& key);
+  // A new Var: `target` with target[key] = value (the Var passed in keeps its value).
+  Var SetItem(const Var& target, const std::vector<Index>& key, const VarOperand& value);
+  Var PermuteDims(const Var& a, const std::vector<int32_t>& axes);
+  Var Reshape(const Var& a, const std::vector<int64_t>& shape);
+  // Joined along `axis` (concat), or along a new axis there (stack).
+  Var Concat(const Vars& vars, int32_t axis = 0, bool stack = false);
 
   // while cond(carried): carried = body(carried). `cond` returns a 0-d bool Var; `body` returns
   // one Var per carried value, each of the same shape, dtype, layout and mode. Returns the
@@ -132,6 +141,12 @@ Var Any(const Var& a);
 Var Sum(const Var& a, std::vector<int32_t> axes = {});
 Var Max(const Var& a, std::vector<int32_t> axes = {});
 Var Matmul(const Var& a, const Var& b);
+Var GetItem(const Var& a, const std::vector<Index>& key);
+Var SetItem(const Var& target, const std::vector<Index>& key, const VarOperand& value);
+Var PermuteDims(const Var& a, const std::vector<int32_t>& axes);
+Var Reshape(const Var& a, const std::vector<int64_t>& shape);
+Var Concat(const Vars& vars, int32_t axis = 0);  // `vars` not empty
+Var Stack(const Vars& vars, int32_t axis = 0);   // `vars` not empty
 
 }  // namespace distarray::graph
 
