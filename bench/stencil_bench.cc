@@ -26,6 +26,8 @@ ABSL_FLAG(std::string, server, "127.0.0.1:50051", "distarrayd address");
 ABSL_FLAG(std::string, peers_file, "", "key value lines from turn3_peers.py stencil");
 ABSL_FLAG(std::string, peer_file, "", "key value lines from peer_limit (device copy rate)");
 ABSL_FLAG(int64_t, iterations, 1000, "stencil sweeps per RunGraph");
+ABSL_FLAG(std::vector<std::string>, sizes, std::vector<std::string>({"4096", "16384"}),
+          "grid sides to time");
 
 namespace {
 
@@ -86,7 +88,7 @@ struct Run {
 };
 
 Run Time(distarray::Client& client, const v1::Program& program, int64_t n, int gpus, int repeats,
-         distarray::Array* grid_out = nullptr) {
+         std::optional<distarray::Array>* grid_out = nullptr) {
   std::vector<int> on;
   for (int d = 0; d < gpus; ++d) on.push_back(d);
   v1::Fill fill;
@@ -110,7 +112,7 @@ Run Time(distarray::Client& client, const v1::Program& program, int64_t n, int g
   std::sort(device_times.begin(), device_times.end());
   run.ms = times[times.size() / 2];
   run.device_ms = device_times[device_times.size() / 2];
-  if (grid_out != nullptr) *grid_out = std::move(u);
+  if (grid_out != nullptr) grid_out->emplace(std::move(u));
   return run;
 }
 
@@ -135,9 +137,9 @@ int main(int argc, char** argv) {
   bool ok = true;
   for (int gpus = 1; gpus <= std::min(devices, 2); ++gpus) {
     const int64_t n = 66, sweeps = 20;
-    distarray::Array grid;
+    std::optional<distarray::Array> grid;
     Run small = Time(client, Jacobi(sweeps), n, gpus, 1, &grid);
-    const auto start = Must(grid.Download<float>(), "download start");
+    const auto start = Must(grid->Download<float>(), "download start");
     const auto got = Must(small.last.outputs.at("u").Download<float>(), "download result");
     const std::vector<double> want =
         HostJacobi(std::vector<double>(start.begin(), start.end()), n, sweeps);
@@ -156,7 +158,8 @@ int main(int argc, char** argv) {
 
   const v1::Program program = Jacobi(iterations);
   const std::optional<double> copy_gbps = figure(limits, "device_copy_1GiB_GBps");
-  for (const int64_t n : {4096, 16384}) {
+  for (const std::string& side : absl::GetFlag(FLAGS_sizes)) {
+    const int64_t n = std::stoll(side);
     for (int gpus = 1; gpus <= std::min(devices, 2); ++gpus) {
       const Run run = Time(client, program, n, gpus, 3);
       const double per_iter_us = (run.device_ms > 0 ? run.device_ms : run.ms) * 1e3 / iterations;
