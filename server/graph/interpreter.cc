@@ -258,6 +258,21 @@ absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string
         Assign(s.target(), MetadataOnly(planned.result));
         return absl::OkStatus();
       }
+      // `u = set_item(u, key, v)` rebinds u, so its old value is unreachable: the write goes
+      // straight into u's buffers (a loop's slot, or a temporary of the program), not into a copy
+      // of them. Never into an input (the caller's array).
+      if (planned.op == v1::ManipulationSpec::kSetItem &&
+          s.manipulate().set_item().target().variable() == s.target() &&
+          !inputs_.contains(planned.sources[0].get()) && WritesIntoTargetSafely(planned)) {
+        ASSIGN_OR_RETURN(OpResult r, ExecuteSetItemInPlace(context_, planned));
+        const ArrayPtr slot = SlotFor(s.target());
+        if (slot != nullptr && slot == planned.sources[0]) {
+          AssignSlot(s.target(), slot);
+        } else {
+          Assign(s.target(), Array{{}, {}, {}, r.shape, r.dtype, r.mode, std::move(r.chunks)});
+        }
+        return absl::OkStatus();
+      }
       // Program values may be written in place later (loop slots), so results never hold their
       // sources' buffers.
       ASSIGN_OR_RETURN(OpResult r, ExecuteManipulation(context_, planned, SourceBuffers::kCopy));

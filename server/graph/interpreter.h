@@ -42,7 +42,10 @@ class Interpreter {
   void RecordOn(std::vector<int> devices) { record_devices_ = std::move(devices); }
 
   // Binds an input variable (a metadata-only array in kCheck).
-  void Bind(const std::string& name, ArrayPtr value) { env_[name] = std::move(value); }
+  void Bind(const std::string& name, ArrayPtr value) {
+    inputs_.insert(value.get());
+    env_[name] = std::move(value);
+  }
 
   // Runs (or checks, or records) the program's statements; `field` names the program in errors.
   // kCheck also verifies that every output is assigned at the top level.
@@ -110,6 +113,8 @@ class Interpreter {
   ArrayPtr SlotFor(const std::string& name) const;
 
   absl::flat_hash_map<std::string, ArrayPtr> env_;
+  // The arrays bound to inputs (the caller's): never written in place.
+  absl::flat_hash_set<const Array*> inputs_;
   // kRecord: per open loop or branch, its variables' fixed slots.
   std::vector<absl::flat_hash_map<std::string, ArrayPtr>> slot_scopes_;
   GraphRunStats stats_;

@@ -50,6 +50,16 @@ absl::StatusOr<OpResult> ExecuteManipulation(const OpContext& context,
                                              const PlannedManipulation& planned,
                                              SourceBuffers sources);
 
+// set_item writing straight into its target's buffers (no copy of the target first), for a
+// program whose statement rebinds the target's variable to the result: the old value is then
+// unreachable. The caller ensures the target is REPLICA, owned by the program (no input, nothing
+// else holds its buffers) and not read by the value (WritesIntoTargetSafely).
+absl::StatusOr<OpResult> ExecuteSetItemInPlace(const OpContext& context,
+                                               const PlannedManipulation& planned);
+// Whether a planned set_item may write into its target in place: the target is REPLICA and the
+// value (if an array) holds none of its buffers.
+bool WritesIntoTargetSafely(const PlannedManipulation& planned);
+
 }  // namespace distarray
 
 #endif  // DISTARRAY_SERVER_OPS_MANIPULATION_H_

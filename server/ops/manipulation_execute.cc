@@ -45,6 +45,14 @@ bool IsForwardRun(const StridedBox& view) {
   return true;
 }
 
+// Whether `view` walks every axis with more than one element upwards (no reversed axis).
+bool Upwards(const StridedBox& view) {
+  for (int d = 0; d < view.rank; ++d) {
+    if (view.count[d] > 1 && view.stride[d] < 0) return false;
+  }
+  return true;
+}
+
 // dst[i] = src[BoxOffset(view, i)] for the n elements of dst, on src's (and dst's) device. A view
 // that is one forward run is a plain device copy.
 absl::Status Gather(DeviceOps& ops, DType dtype, const BufferPtr& src, int64_t src_elements,
@@ -100,9 +108,20 @@ absl::StatusOr<std::vector<Chunk>> ExecuteGetItem(DeviceOps& ops, const PlannedM
     if (chunk.buffer != nullptr) continue;
     chunk.buffer = fresh[next].buffer;
     const auto& [from, selection] = gathers[next];
+    ++next;
+    if (Upwards(selection.view)) {
+      // The selected box copied as it lies: the result's dense C order is the order of the local
+      // box's elements (dropped and new axes have one element), so it is a box copy, which the
+      // backends run as a memcpy where rows are contiguous.
+      const Shape local_shape = BoxShape(selection.local_box);
+      RETURN_IF_ERROR(
+          ops.Copy(source.dtype,
+                   {BoxCopy{BufferBox{from->buffer, BoxShape(from->spec.box), selection.local_box},
+                            BufferBox{chunk.buffer, local_shape, FullBox(local_shape)}}}));
+      continue;
+    }
     RETURN_IF_ERROR(Gather(ops, source.dtype, from->buffer, NumElements(from->spec.box),
                            selection.view, chunk.buffer, NumElements(chunk.spec.box)));
-    ++next;
   }
   return out;
 }
@@ -145,16 +164,17 @@ ValuePiece PieceFor(const PlannedManipulation& p, const ChunkSelection& selectio
   return piece;
 }
 
+// `in_place`: write into the target's own buffers (ExecuteSetItemInPlace).
 absl::StatusOr<std::vector<Chunk>> ExecuteSetItem(const OpContext& context,
                                                   const PlannedManipulation& p,
-                                                  SourceBuffers sources) {
+                                                  SourceBuffers sources, bool in_place = false) {
   DeviceOps& ops = *context.ops;
   const Array& target = *p.sources[0];
   const DType dtype = target.dtype;
   // An op-mode target is made REPLICA first: fresh buffers, written in place below.
   std::vector<Chunk> chunks = target.chunks;
-  const bool fresh = target.mode != Mode::kReplica;
-  if (fresh) {
+  const bool fresh = in_place || target.mode != Mode::kReplica;
+  if (fresh && !in_place) {
     ASSIGN_OR_RETURN(chunks,
                      Relayout(ops, target, target.index_map(), Mode::kReplica, context.alive));
   }
@@ -219,6 +239,14 @@ absl::StatusOr<std::vector<Chunk>> ExecuteSetItem(const OpContext& context,
       ++next_piece;
       const Shape region_shape = BoxShape(local);
       const int64_t count = NumElements(region_shape);
+      if (NumElements(value.spec.box) == count && Upwards(piece.view)) {
+        // Neither reversed nor broadcast: the piece's dense order is the local box's order.
+        RETURN_IF_ERROR(ops.Copy(
+            dtype,
+            {BoxCopy{BufferBox{value.buffer, region_shape, FullBox(region_shape)}, destination}}));
+        out.push_back(std::move(result));
+        continue;
+      }
       ASSIGN_OR_RETURN(
           std::vector<Chunk> staged,
           AllocateChunks(ops, dtype, {ChunkSpec{chunk.spec.device, FullBox(region_shape)}}));
@@ -385,6 +413,30 @@ absl::StatusOr<std::vector<Chunk>> ExecuteConcat(const OpContext& context,
 }
 
 }  // namespace
+
+bool WritesIntoTargetSafely(const PlannedManipulation& planned) {
+  if (planned.op != v1::ManipulationSpec::kSetItem) return false;
+  const Array& target = *planned.sources[0];
+  if (target.mode != Mode::kReplica) return false;
+  if (!planned.value) return true;
+  for (const Chunk& t : target.chunks) {
+    for (const Chunk& v : planned.value->chunks) {
+      if (t.buffer != nullptr && t.buffer == v.buffer) return false;
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<OpResult> ExecuteSetItemInPlace(const OpContext& context,
+                                               const PlannedManipulation& planned) {
+  if (!WritesIntoTargetSafely(planned)) {
+    return absl::InternalError("set_item in place: the target is not safe to write into");
+  }
+  OpResult out{planned.result.shape, planned.result.dtype, planned.result.mode, {}};
+  ASSIGN_OR_RETURN(out.chunks, ExecuteSetItem(context, planned, SourceBuffers::kCopy,
+                                              /*in_place=*/true));
+  return out;
+}
 
 absl::StatusOr<OpResult> ExecuteManipulation(const OpContext& context,
                                              const PlannedManipulation& planned,
