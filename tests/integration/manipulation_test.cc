@@ -716,6 +716,124 @@ TEST_P(ManipulationTest, ErrorsNameTheFieldAndLeaveArraysIntact) {
   ASSERT_NO_FATAL_FAILURE(ExpectValues(gappy, gappy_expected, "gappy"));
 }
 
+// A random key for `shape` that selects something: integers, slices of any step with ends inside
+// and outside the axis, None, and sometimes an ellipsis for a run of axes.
+std::vector<Index> RandomKey(const Shape& shape, std::mt19937_64& rng) {
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (;;) {
+    std::vector<Index> key;
+    const int rank = static_cast<int>(shape.size());
+    // The ellipsis (if any) stands for axes [e, e + len).
+    const int e = static_cast<int>(pick(0, rank));
+    const int len = pick(0, 2) == 0 ? static_cast<int>(pick(0, rank - e)) : -1;
+    // How many trailing axes the key leaves out (taken whole).
+    const int leave = len < 0 ? static_cast<int>(pick(0, rank)) : 0;
+    bool ellipsis = false;
+    for (int d = 0; d < rank - leave;) {
+      if (pick(0, 5) == 0) key.push_back(NewAxis());
+      if (d == e && len >= 0 && !ellipsis) {
+        key.push_back(Ellipsis());
+        ellipsis = true;
+        d += len;
+        if (d >= rank - leave) break;
+      }
+      const int64_t n = shape[d];
+      if (pick(0, 3) == 0) {
+        key.push_back(pick(-n, n - 1));
+      } else {
+        Slice slice;
+        if (pick(0, 2)) slice.start = pick(-n - 2, n + 2);
+        if (pick(0, 2)) slice.stop = pick(-n - 2, n + 2);
+        if (pick(0, 2)) {
+          int64_t step = pick(-3, 3);
+          slice.step = step == 0 ? -1 : step;
+        }
+        key.push_back(slice);
+      }
+      ++d;
+    }
+    if (len >= 0 && !ellipsis) key.push_back(Ellipsis());  // e == rank: a trailing `...`
+    if (pick(0, 5) == 0) key.push_back(NewAxis());
+    if (!Select(shape, key).source.empty()) return key;
+  }
+}
+
+// Random layouts from the tests' model (strided and reversed chunks, overlapping copies, gaps),
+// random keys: get_item against the model's logical values (uncovered elements read as zero).
+TEST_P(ManipulationTest, GetItemOnRandomLayoutsAndKeys) {
+  std::mt19937_64 rng(115);
+  for (const Shape& shape : std::vector<Shape>{{17}, {9, 7}, {5, 4, 6}}) {
+    for (int trial = 0; trial < 12; ++trial) {
+      const TestMap map = RandomMap(shape, devices(), rng);
+      const HostArray raw = Random(shape, rng);
+      const HostArray host{shape, Expected(raw.values, map, shape, v1::MODE_REPLICA)};
+      ASSERT_OK_AND_ASSIGN(Array a, UploadIn(raw, ToProto(map, shape)));
+      for (int k = 0; k < 16; ++k) {
+        const std::vector<Index> key = RandomKey(shape, rng);
+        const std::string what =
+            absl::StrCat(ShapeString(shape), " trial ", trial, " a", KeyString(key), " layout ",
+                         ToProto(map, shape).ShortDebugString());
+        absl::StatusOr<Array> got = GetItem(a, key);
+        ASSERT_TRUE(got.ok()) << what << ": " << got.status();
+        ASSERT_NO_FATAL_FAILURE(ExpectValues(*got, RefGetItem(host, key), what));
+      }
+    }
+  }
+}
+
+// The same for set_item (layouts without gaps: every write is kept), with scalar values and array
+// values of the selection's shape, or broadcast from fewer axes, in random layouts of their own;
+// then permute_dims and reshape of the result.
+TEST_P(ManipulationTest, SetItemPermuteAndReshapeOnRandomLayouts) {
+  std::mt19937_64 rng(116);
+  for (const Shape& shape : std::vector<Shape>{{17}, {9, 7}, {5, 4, 6}}) {
+    for (int trial = 0; trial < 10; ++trial) {
+      const TestMap map = RandomMap(shape, devices(), rng, /*allow_gaps=*/false);
+      HostArray host = Random(shape, rng);
+      ASSERT_OK_AND_ASSIGN(Array a, UploadIn(host, ToProto(map, shape)));
+      for (int k = 0; k < 6; ++k) {
+        const std::vector<Index> key = RandomKey(shape, rng);
+        const std::string what =
+            absl::StrCat(ShapeString(shape), " trial ", trial, " a", KeyString(key), " layout ",
+                         ToProto(map, shape).ShortDebugString());
+        if (k % 3 == 0) {
+          const double v = std::uniform_real_distribution<double>(-10, 10)(rng);
+          const absl::Status set = a.SetItem(key, v);
+          ASSERT_TRUE(set.ok()) << what << ": " << set;
+          RefSetItem(host, key, HostArray{{}, {v}});
+        } else {
+          Shape value_shape = Select(shape, key).shape;
+          if (k % 3 == 2 && !value_shape.empty()) {
+            value_shape.erase(value_shape.begin());  // broadcast over the first axis
+            for (int64_t& d : value_shape) {
+              if (std::uniform_int_distribution<int>(0, 2)(rng) == 0) d = 1;
+            }
+          }
+          const HostArray value = Random(value_shape, rng);
+          const TestMap value_map = RandomMap(value_shape, devices(), rng, /*allow_gaps=*/false);
+          ASSERT_OK_AND_ASSIGN(Array value_array, UploadIn(value, ToProto(value_map, value_shape)));
+          const absl::Status set = a.SetItem(key, value_array);
+          ASSERT_TRUE(set.ok()) << what << " value " << ShapeString(value_shape) << ": " << set;
+          RefSetItem(host, key, value);
+        }
+        ASSERT_NO_FATAL_FAILURE(ExpectValues(a, host, what));
+      }
+      std::vector<int32_t> perm(shape.size());
+      for (size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<int32_t>(d);
+      std::shuffle(perm.begin(), perm.end(), rng);
+      ASSERT_OK_AND_ASSIGN(Array permuted, PermuteDims(a, perm));
+      ASSERT_NO_FATAL_FAILURE(ExpectValues(permuted, RefPermute(host, perm),
+                                           absl::StrCat("permute ", absl::StrJoin(perm, ","))));
+      const Shape flat = {NumElements(shape)};
+      ASSERT_OK_AND_ASSIGN(Array reshaped, Reshape(permuted, {-1}));
+      ASSERT_NO_FATAL_FAILURE(
+          ExpectValues(reshaped, HostArray{flat, RefPermute(host, perm).values}, "flattened"));
+    }
+  }
+}
+
 namespace g = distarray::graph;
 
 // Every statement in one program, each read of `a` after the set_item seeing a's own values: the
