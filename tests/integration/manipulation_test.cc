@@ -551,6 +551,92 @@ TEST_P(ManipulationTest, ReshapeKeepsBuffersWhereChunksStayBoxes) {
   ASSERT_NO_FATAL_FAILURE(ExpectValues(a, host, "the source after writing the result"));
 }
 
+// Results that hold their source's buffers (a slice taking whole chunks, a reshape that keeps
+// runs, a concat, an identity permutation) are still arrays of their own: set_item on either side
+// leaves the other as it was.
+TEST_P(ManipulationTest, ResultsSharingBuffersStayIndependent) {
+  if (devices() < 2) GTEST_SKIP() << "needs two devices";
+  std::mt19937_64 rng(117);
+  HostArray host = Random({8, 6}, rng);
+  ASSERT_OK_AND_ASSIGN(Array a, UploadIn(host, Split(2, 0, 8, {dev(0), dev(1)})));
+  ASSERT_OK(client().Synchronize());
+  const std::vector<int64_t> before = UsedBytes(client());
+  ASSERT_OK_AND_ASSIGN(Array top, GetItem(a, {Slice{0, 4}}));  // device 0's chunk, whole
+  ASSERT_OK_AND_ASSIGN(Array wide, Reshape(a, {4, 12}));
+  ASSERT_OK_AND_ASSIGN(Array same, PermuteDims(a, {0, 1}));
+  ASSERT_OK(client().Synchronize());
+  EXPECT_EQ(UsedBytes(client()), before) << "a slice of whole chunks, a reshape keeping runs or "
+                                            "an identity permutation copied a chunk";
+  const HostArray b_host = Random({3, 6}, rng);
+  ASSERT_OK_AND_ASSIGN(Array b, UploadIn(b_host, Split(2, 1, 6, {dev(1), dev(0)})));
+  ASSERT_OK_AND_ASSIGN(Array joined, Concat({a, b}));
+  const HostArray original = host;
+  const HostArray top_host = RefGetItem(original, {Slice{0, 4}});
+  const HostArray joined_host = RefConcat({original, b_host}, 0);
+
+  // Writes into the source: no result changes.
+  ASSERT_OK(a.SetItem({Slice{1, 6}, Slice{.step = 2}}, -3.0));
+  RefSetItem(host, {Slice{1, 6}, Slice{.step = 2}}, HostArray{{}, {-3.0}});
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(a, host, "a after its set_item"));
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(top, top_host, "a[0:4] after a's set_item"));
+  ASSERT_NO_FATAL_FAILURE(
+      ExpectValues(wide, HostArray{{4, 12}, original.values}, "reshape after a's set_item"));
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(same, original, "permute_dims after a's set_item"));
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(joined, joined_host, "concat after a's set_item"));
+  // Writes into the results: the source and the other results keep their values.
+  ASSERT_OK(top.SetItem({0}, 11.0));
+  ASSERT_OK(wide.SetItem({Ellipsis(), 0}, 12.0));
+  ASSERT_OK(same.SetItem({-1}, 13.0));
+  ASSERT_OK(joined.SetItem({Slice{2, 10}}, 14.0));
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(a, host, "a after its results' set_items"));
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(b, b_host, "b after the concat's set_item"));
+  HostArray top_now = top_host;
+  RefSetItem(top_now, {0}, HostArray{{}, {11.0}});
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(top, top_now, "a[0:4] after its own set_item"));
+  HostArray wide_now{{4, 12}, original.values};
+  RefSetItem(wide_now, {Ellipsis(), 0}, HostArray{{}, {12.0}});
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(wide, wide_now, "reshape after its own set_item"));
+  HostArray joined_now = joined_host;
+  RefSetItem(joined_now, {Slice{2, 10}}, HostArray{{}, {14.0}});
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(joined, joined_now, "concat after its own set_item"));
+  // Deleting the source leaves the results whole.
+  ASSERT_OK(a.Delete());
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(wide, wide_now, "reshape after deleting a"));
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(top, top_now, "a[0:4] after deleting a"));
+}
+
+// Concat of sources in one op mode keeps it; set_item through the RPC takes no result name.
+TEST_P(ManipulationTest, ConcatOfSumSourcesKeepsTheModeAndSetItemTakesNoResultName) {
+  std::mt19937_64 rng(118);
+  HostArray s1, s2;
+  ASSERT_OK_AND_ASSIGN(Array a, SumModeArray({3, 4}, rng, &s1));
+  ASSERT_OK_AND_ASSIGN(Array b, SumModeArray({2, 4}, rng, &s2));
+  ASSERT_OK_AND_ASSIGN(Array joined, Concat({a, b}));
+  EXPECT_EQ(joined.info().mode(), v1::MODE_SUM);
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(joined, RefConcat({s1, s2}, 0), "concat of SUM arrays"));
+  ASSERT_OK_AND_ASSIGN(Array stacked, Stack({a, a}, 1));
+  EXPECT_EQ(stacked.info().mode(), v1::MODE_SUM);
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(stacked, RefStack({s1, s1}, 1), "stack of SUM arrays"));
+
+  v1::ManipulateRequest request;
+  *request.mutable_spec()->mutable_set_item()->mutable_target() = a.AsOperand();
+  request.mutable_spec()->mutable_set_item()->mutable_value()->mutable_scalar()->set_float_value(1);
+  request.set_result_name("not-allowed");
+  ExpectError(client().Manipulate(request).status(), absl::StatusCode::kInvalidArgument,
+              "result_name", "set_item with a result_name");
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(a, s1, "the target afterwards"));
+  EXPECT_EQ(a.info().mode(), v1::MODE_SUM);
+  // A named result of get_item.
+  v1::ManipulateRequest named;
+  *named.mutable_spec()->mutable_get_item()->mutable_source() = a.AsOperand();
+  named.set_result_name("manipulation-named-slice");
+  ASSERT_OK_AND_ASSIGN(Array slice, client().Manipulate(named));
+  EXPECT_EQ(slice.info().name(), "manipulation-named-slice");
+  ASSERT_OK_AND_ASSIGN(Array reopened, client().Open("manipulation-named-slice"));
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(reopened, s1, "the named slice"));
+  ASSERT_OK(slice.Delete());
+}
+
 // Where a chunk's elements are not a box of the new shape, they move: the result is split along
 // its first axis over the source's devices.
 TEST_P(ManipulationTest, ReshapeMovesElementsWhereChunksAreNotBoxes) {
