@@ -551,6 +551,92 @@ TEST_P(ManipulationTest, ReshapeKeepsBuffersWhereChunksStayBoxes) {
   ASSERT_NO_FATAL_FAILURE(ExpectValues(a, host, "the source after writing the result"));
 }
 
+// Results that hold their source's buffers (a slice taking whole chunks, a reshape that keeps
+// runs, a concat, an identity permutation) are still arrays of their own: set_item on either side
+// leaves the other as it was.
+TEST_P(ManipulationTest, ResultsSharingBuffersStayIndependent) {
+  if (devices() < 2) GTEST_SKIP() << "needs two devices";
+  std::mt19937_64 rng(117);
+  HostArray host = Random({8, 6}, rng);
+  ASSERT_OK_AND_ASSIGN(Array a, UploadIn(host, Split(2, 0, 8, {dev(0), dev(1)})));
+  ASSERT_OK(client().Synchronize());
+  const std::vector<int64_t> before = UsedBytes(client());
+  ASSERT_OK_AND_ASSIGN(Array top, GetItem(a, {Slice{0, 4}}));  // device 0's chunk, whole
+  ASSERT_OK_AND_ASSIGN(Array wide, Reshape(a, {4, 12}));
+  ASSERT_OK_AND_ASSIGN(Array same, PermuteDims(a, {0, 1}));
+  ASSERT_OK(client().Synchronize());
+  EXPECT_EQ(UsedBytes(client()), before) << "a slice of whole chunks, a reshape keeping runs or "
+                                            "an identity permutation copied a chunk";
+  const HostArray b_host = Random({3, 6}, rng);
+  ASSERT_OK_AND_ASSIGN(Array b, UploadIn(b_host, Split(2, 1, 6, {dev(1), dev(0)})));
+  ASSERT_OK_AND_ASSIGN(Array joined, Concat({a, b}));
+  const HostArray original = host;
+  const HostArray top_host = RefGetItem(original, {Slice{0, 4}});
+  const HostArray joined_host = RefConcat({original, b_host}, 0);
+
+  // Writes into the source: no result changes.
+  ASSERT_OK(a.SetItem({Slice{1, 6}, Slice{.step = 2}}, -3.0));
+  RefSetItem(host, {Slice{1, 6}, Slice{.step = 2}}, HostArray{{}, {-3.0}});
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(a, host, "a after its set_item"));
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(top, top_host, "a[0:4] after a's set_item"));
+  ASSERT_NO_FATAL_FAILURE(
+      ExpectValues(wide, HostArray{{4, 12}, original.values}, "reshape after a's set_item"));
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(same, original, "permute_dims after a's set_item"));
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(joined, joined_host, "concat after a's set_item"));
+  // Writes into the results: the source and the other results keep their values.
+  ASSERT_OK(top.SetItem({0}, 11.0));
+  ASSERT_OK(wide.SetItem({Ellipsis(), 0}, 12.0));
+  ASSERT_OK(same.SetItem({-1}, 13.0));
+  ASSERT_OK(joined.SetItem({Slice{2, 10}}, 14.0));
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(a, host, "a after its results' set_items"));
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(b, b_host, "b after the concat's set_item"));
+  HostArray top_now = top_host;
+  RefSetItem(top_now, {0}, HostArray{{}, {11.0}});
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(top, top_now, "a[0:4] after its own set_item"));
+  HostArray wide_now{{4, 12}, original.values};
+  RefSetItem(wide_now, {Ellipsis(), 0}, HostArray{{}, {12.0}});
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(wide, wide_now, "reshape after its own set_item"));
+  HostArray joined_now = joined_host;
+  RefSetItem(joined_now, {Slice{2, 10}}, HostArray{{}, {14.0}});
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(joined, joined_now, "concat after its own set_item"));
+  // Deleting the source leaves the results whole.
+  ASSERT_OK(a.Delete());
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(wide, wide_now, "reshape after deleting a"));
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(top, top_now, "a[0:4] after deleting a"));
+}
+
+// Concat of sources in one op mode keeps it; set_item through the RPC takes no result name.
+TEST_P(ManipulationTest, ConcatOfSumSourcesKeepsTheModeAndSetItemTakesNoResultName) {
+  std::mt19937_64 rng(118);
+  HostArray s1, s2;
+  ASSERT_OK_AND_ASSIGN(Array a, SumModeArray({3, 4}, rng, &s1));
+  ASSERT_OK_AND_ASSIGN(Array b, SumModeArray({2, 4}, rng, &s2));
+  ASSERT_OK_AND_ASSIGN(Array joined, Concat({a, b}));
+  EXPECT_EQ(joined.info().mode(), v1::MODE_SUM);
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(joined, RefConcat({s1, s2}, 0), "concat of SUM arrays"));
+  ASSERT_OK_AND_ASSIGN(Array stacked, Stack({a, a}, 1));
+  EXPECT_EQ(stacked.info().mode(), v1::MODE_SUM);
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(stacked, RefStack({s1, s1}, 1), "stack of SUM arrays"));
+
+  v1::ManipulateRequest request;
+  *request.mutable_spec()->mutable_set_item()->mutable_target() = a.AsOperand();
+  request.mutable_spec()->mutable_set_item()->mutable_value()->mutable_scalar()->set_float_value(1);
+  request.set_result_name("not-allowed");
+  ExpectError(client().Manipulate(request).status(), absl::StatusCode::kInvalidArgument,
+              "result_name", "set_item with a result_name");
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(a, s1, "the target afterwards"));
+  EXPECT_EQ(a.info().mode(), v1::MODE_SUM);
+  // A named result of get_item.
+  v1::ManipulateRequest named;
+  *named.mutable_spec()->mutable_get_item()->mutable_source() = a.AsOperand();
+  named.set_result_name("manipulation-named-slice");
+  ASSERT_OK_AND_ASSIGN(Array slice, client().Manipulate(named));
+  EXPECT_EQ(slice.info().name(), "manipulation-named-slice");
+  ASSERT_OK_AND_ASSIGN(Array reopened, client().Open("manipulation-named-slice"));
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(reopened, s1, "the named slice"));
+  ASSERT_OK(slice.Delete());
+}
+
 // Where a chunk's elements are not a box of the new shape, they move: the result is split along
 // its first axis over the source's devices.
 TEST_P(ManipulationTest, ReshapeMovesElementsWhereChunksAreNotBoxes) {
@@ -714,6 +800,124 @@ TEST_P(ManipulationTest, ErrorsNameTheFieldAndLeaveArraysIntact) {
   HostArray gappy_expected = gappy_host;  // uncovered rows read as zero (REPLICA)
   std::fill(gappy_expected.values.begin() + 4 * 6, gappy_expected.values.end(), 0.0);
   ASSERT_NO_FATAL_FAILURE(ExpectValues(gappy, gappy_expected, "gappy"));
+}
+
+// A random key for `shape` that selects something: integers, slices of any step with ends inside
+// and outside the axis, None, and sometimes an ellipsis for a run of axes.
+std::vector<Index> RandomKey(const Shape& shape, std::mt19937_64& rng) {
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (;;) {
+    std::vector<Index> key;
+    const int rank = static_cast<int>(shape.size());
+    // The ellipsis (if any) stands for axes [e, e + len).
+    const int e = static_cast<int>(pick(0, rank));
+    const int len = pick(0, 2) == 0 ? static_cast<int>(pick(0, rank - e)) : -1;
+    // How many trailing axes the key leaves out (taken whole).
+    const int leave = len < 0 ? static_cast<int>(pick(0, rank)) : 0;
+    bool ellipsis = false;
+    for (int d = 0; d < rank - leave;) {
+      if (pick(0, 5) == 0) key.push_back(NewAxis());
+      if (d == e && len >= 0 && !ellipsis) {
+        key.push_back(Ellipsis());
+        ellipsis = true;
+        d += len;
+        if (d >= rank - leave) break;
+      }
+      const int64_t n = shape[d];
+      if (pick(0, 3) == 0) {
+        key.push_back(pick(-n, n - 1));
+      } else {
+        Slice slice;
+        if (pick(0, 2)) slice.start = pick(-n - 2, n + 2);
+        if (pick(0, 2)) slice.stop = pick(-n - 2, n + 2);
+        if (pick(0, 2)) {
+          int64_t step = pick(-3, 3);
+          slice.step = step == 0 ? -1 : step;
+        }
+        key.push_back(slice);
+      }
+      ++d;
+    }
+    if (len >= 0 && !ellipsis) key.push_back(Ellipsis());  // e == rank: a trailing `...`
+    if (pick(0, 5) == 0) key.push_back(NewAxis());
+    if (!Select(shape, key).source.empty()) return key;
+  }
+}
+
+// Random layouts from the tests' model (strided and reversed chunks, overlapping copies, gaps),
+// random keys: get_item against the model's logical values (uncovered elements read as zero).
+TEST_P(ManipulationTest, GetItemOnRandomLayoutsAndKeys) {
+  std::mt19937_64 rng(115);
+  for (const Shape& shape : std::vector<Shape>{{17}, {9, 7}, {5, 4, 6}}) {
+    for (int trial = 0; trial < 12; ++trial) {
+      const TestMap map = RandomMap(shape, devices(), rng);
+      const HostArray raw = Random(shape, rng);
+      const HostArray host{shape, Expected(raw.values, map, shape, v1::MODE_REPLICA)};
+      ASSERT_OK_AND_ASSIGN(Array a, UploadIn(raw, ToProto(map, shape)));
+      for (int k = 0; k < 16; ++k) {
+        const std::vector<Index> key = RandomKey(shape, rng);
+        const std::string what =
+            absl::StrCat(ShapeString(shape), " trial ", trial, " a", KeyString(key), " layout ",
+                         ToProto(map, shape).ShortDebugString());
+        absl::StatusOr<Array> got = GetItem(a, key);
+        ASSERT_TRUE(got.ok()) << what << ": " << got.status();
+        ASSERT_NO_FATAL_FAILURE(ExpectValues(*got, RefGetItem(host, key), what));
+      }
+    }
+  }
+}
+
+// The same for set_item (layouts without gaps: every write is kept), with scalar values and array
+// values of the selection's shape, or broadcast from fewer axes, in random layouts of their own;
+// then permute_dims and reshape of the result.
+TEST_P(ManipulationTest, SetItemPermuteAndReshapeOnRandomLayouts) {
+  std::mt19937_64 rng(116);
+  for (const Shape& shape : std::vector<Shape>{{17}, {9, 7}, {5, 4, 6}}) {
+    for (int trial = 0; trial < 10; ++trial) {
+      const TestMap map = RandomMap(shape, devices(), rng, /*allow_gaps=*/false);
+      HostArray host = Random(shape, rng);
+      ASSERT_OK_AND_ASSIGN(Array a, UploadIn(host, ToProto(map, shape)));
+      for (int k = 0; k < 6; ++k) {
+        const std::vector<Index> key = RandomKey(shape, rng);
+        const std::string what =
+            absl::StrCat(ShapeString(shape), " trial ", trial, " a", KeyString(key), " layout ",
+                         ToProto(map, shape).ShortDebugString());
+        if (k % 3 == 0) {
+          const double v = std::uniform_real_distribution<double>(-10, 10)(rng);
+          const absl::Status set = a.SetItem(key, v);
+          ASSERT_TRUE(set.ok()) << what << ": " << set;
+          RefSetItem(host, key, HostArray{{}, {v}});
+        } else {
+          Shape value_shape = Select(shape, key).shape;
+          if (k % 3 == 2 && !value_shape.empty()) {
+            value_shape.erase(value_shape.begin());  // broadcast over the first axis
+            for (int64_t& d : value_shape) {
+              if (std::uniform_int_distribution<int>(0, 2)(rng) == 0) d = 1;
+            }
+          }
+          const HostArray value = Random(value_shape, rng);
+          const TestMap value_map = RandomMap(value_shape, devices(), rng, /*allow_gaps=*/false);
+          ASSERT_OK_AND_ASSIGN(Array value_array, UploadIn(value, ToProto(value_map, value_shape)));
+          const absl::Status set = a.SetItem(key, value_array);
+          ASSERT_TRUE(set.ok()) << what << " value " << ShapeString(value_shape) << ": " << set;
+          RefSetItem(host, key, value);
+        }
+        ASSERT_NO_FATAL_FAILURE(ExpectValues(a, host, what));
+      }
+      std::vector<int32_t> perm(shape.size());
+      for (size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<int32_t>(d);
+      std::shuffle(perm.begin(), perm.end(), rng);
+      ASSERT_OK_AND_ASSIGN(Array permuted, PermuteDims(a, perm));
+      ASSERT_NO_FATAL_FAILURE(ExpectValues(permuted, RefPermute(host, perm),
+                                           absl::StrCat("permute ", absl::StrJoin(perm, ","))));
+      const Shape flat = {NumElements(shape)};
+      ASSERT_OK_AND_ASSIGN(Array reshaped, Reshape(permuted, {-1}));
+      ASSERT_NO_FATAL_FAILURE(
+          ExpectValues(reshaped, HostArray{flat, RefPermute(host, perm).values}, "flattened"));
+    }
+  }
 }
 
 namespace g = distarray::graph;
