@@ -434,7 +434,9 @@ def connect(
             certificate_chain=_read_pem(client_certificate),
         )
     client = Client(address, credentials, token, opts, timeout)
-    _default.set_default(client)  # the module-level functions' client (distarray.zeros...)
+    # The module-level functions' client (distarray.zeros...), held until closed or replaced, so
+    # `distarray.connect(address)` alone is enough, as a NumPy user writes it.
+    _default.set_default(client, owned=True)
     return client
 
 

@@ -26,9 +26,10 @@ def set_connector(connect: Callable[[str], Any]) -> None:
 
 
 def set_default(client: Any, *, owned: bool = False) -> None:
-    """Makes ``client`` the default. A client the caller opened is held weakly, so dropping it
-    still closes it (its session ends and its shared-memory segment goes when it is collected);
-    one this module opened (``owned``) is held until replaced or the process ends."""
+    """Makes ``client`` the default. ``owned``: the module holds it (``distarray.connect``'s
+    clients and the lazily connected one) until it is closed or another becomes the default, so
+    ``distarray.connect(address)`` works without keeping the result; otherwise it is held weakly
+    (a client made another way stays the caller's to drop)."""
     global _default, _owned
     with _lock:
         _default = weakref.ref(client)

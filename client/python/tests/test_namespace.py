@@ -196,14 +196,23 @@ def test_unserved_numpy_functions_refuse_to_download(client, rng):
     assert_intact(keep, keep_np)
 
 
-def test_the_default_is_held_weakly(daemon, monkeypatch):
-    """Dropping the client still closes it (its session and segment go when it is collected)."""
+def test_connect_alone_is_enough_and_close_or_replace_lets_go(daemon, monkeypatch):
+    """`distarray.connect(address)` without keeping the result serves the module-level calls;
+    closing the default ends it, and a new connect replaces it (the module lets the old one go)."""
     import gc
+    import weakref
 
     monkeypatch.delenv("DISTARRAY_ADDRESS", raising=False)
-    client = distarray.connect(daemon.address)
-    assert distarray.default_client() is client
-    del client
+    distarray.connect(daemon.address)
     gc.collect()
+    first = distarray.default_client()
+    np.testing.assert_array_equal(np.asarray(distarray.arange(4)), np.arange(4))
+    first_ref = weakref.ref(first)
+    del first
+    second = distarray.connect(daemon.address)
+    assert distarray.default_client() is second
+    gc.collect()
+    assert first_ref() is None  # nothing holds the replaced default: collected, so closed
+    second.close()
     with pytest.raises(RuntimeError, match="no default"):
         distarray.default_client()

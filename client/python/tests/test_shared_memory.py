@@ -545,9 +545,11 @@ def test_the_last_segment_is_kept_for_the_next_transfer(shm_daemon, rng):
     client = distarray.connect(shm_daemon.address)
     a = client.from_numpy(values)
     assert len(own_segments()) == 1
+    other = distarray.connect(shm_daemon.address)  # the module's default now: it lets go of client
     del a, client
     gc.collect()
     assert own_segments() == []  # a client collected without close() removes it too
+    other.close()
 
 
 def test_a_kept_segment_too_small_is_released_before_a_new_one_is_made(shm_daemon):
