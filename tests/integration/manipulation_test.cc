@@ -923,11 +923,11 @@ TEST_P(ManipulationTest, SetItemPermuteAndReshapeOnRandomLayouts) {
 namespace g = distarray::graph;
 
 // Every statement in one program, each read of `a` after the set_item seeing a's own values: the
-// set_item assigns a new variable and leaves its target (the program's input) as it was.
+// set_item assigns a new variable and leaves its target (the program's input) as it was; eagerly
+// and as a recorded graph, recorded and replayed.
 TEST_P(ManipulationTest, ProgramStatementsMatchTheModel) {
   std::mt19937_64 rng(112);
   const HostArray host = Random({4, 6}, rng);
-  ASSERT_OK_AND_ASSIGN(Array a, UploadIn(host, Split(2, 0, 4, {dev(0), dev(1)})));
   g::ProgramBuilder p;
   const g::Var x = p.Input("a");
   const g::Var set = g::SetItem(x, {0, Slice{.step = -2}}, 5.5);
@@ -944,22 +944,34 @@ TEST_P(ManipulationTest, ProgramStatementsMatchTheModel) {
   p.Output("reshaped", reshaped);
   p.Output("joined", joined);
   p.Output("stacked", stacked);
-  ASSERT_OK_AND_ASSIGN(GraphRun run, client().RunGraph(p.program(), {{"a", &a}}));
-
   HostArray set_host = host;
   RefSetItem(set_host, {0, Slice{.step = -2}}, HostArray{{}, {5.5}});
-  ASSERT_NO_FATAL_FAILURE(ExpectValues(run.outputs.at("set"), set_host, "set"));
-  ASSERT_NO_FATAL_FAILURE(ExpectValues(
-      run.outputs.at("get"), RefGetItem(host, {Slice{1, std::nullopt}, Slice{.step = -1}}), "get"));
-  ASSERT_NO_FATAL_FAILURE(
-      ExpectValues(run.outputs.at("permuted"), RefPermute(host, {1, 0}), "permuted"));
-  ASSERT_NO_FATAL_FAILURE(
-      ExpectValues(run.outputs.at("reshaped"), HostArray{{6, 4}, host.values}, "reshaped"));
-  ASSERT_NO_FATAL_FAILURE(
-      ExpectValues(run.outputs.at("joined"), RefConcat({host, set_host}, 1), "joined"));
-  ASSERT_NO_FATAL_FAILURE(
-      ExpectValues(run.outputs.at("stacked"), RefStack({set_host, host}, -1), "stacked"));
-  ASSERT_NO_FATAL_FAILURE(ExpectValues(a, host, "the argument afterwards"));
+  // Rows over two devices, and one device (which the host backend records as a graph too), each
+  // run twice (the second replays a recorded graph).
+  for (const v1::IndexMap& map : {Split(2, 0, 4, {dev(0), dev(1)}), OnDevice(2, dev(1))}) {
+    ASSERT_OK_AND_ASSIGN(Array a, UploadIn(host, map));
+    for (int run_index = 0; run_index < 2; ++run_index) {
+      SCOPED_TRACE(absl::StrCat(map.ShortDebugString(), " run ", run_index));
+      ASSERT_OK_AND_ASSIGN(GraphRun run, client().RunGraph(p.program(), {{"a", &a}}));
+      const bool recorded = absl::StartsWith(GetParam(), "cuda") || map.chunks_size() == 1;
+      EXPECT_EQ(run.execution,
+                recorded ? v1::GRAPH_EXECUTION_DEVICE_GRAPH : v1::GRAPH_EXECUTION_EAGER);
+      if (recorded) EXPECT_EQ(run.graph_cache_hit, run_index == 1);
+      ASSERT_NO_FATAL_FAILURE(ExpectValues(run.outputs.at("set"), set_host, "set"));
+      ASSERT_NO_FATAL_FAILURE(
+          ExpectValues(run.outputs.at("get"),
+                       RefGetItem(host, {Slice{1, std::nullopt}, Slice{.step = -1}}), "get"));
+      ASSERT_NO_FATAL_FAILURE(
+          ExpectValues(run.outputs.at("permuted"), RefPermute(host, {1, 0}), "permuted"));
+      ASSERT_NO_FATAL_FAILURE(
+          ExpectValues(run.outputs.at("reshaped"), HostArray{{6, 4}, host.values}, "reshaped"));
+      ASSERT_NO_FATAL_FAILURE(
+          ExpectValues(run.outputs.at("joined"), RefConcat({host, set_host}, 1), "joined"));
+      ASSERT_NO_FATAL_FAILURE(
+          ExpectValues(run.outputs.at("stacked"), RefStack({set_host, host}, -1), "stacked"));
+      ASSERT_NO_FATAL_FAILURE(ExpectValues(a, host, "the argument afterwards"));
+    }
+  }
 }
 
 // The 1-D heat equation, u[1:-1] = (u[:-2] + u[2:]) / 2, 50 steps in a loop over rows split
@@ -1002,6 +1014,100 @@ TEST_P(ManipulationTest, HeatEquationStencilInALoop) {
   }
   // The argument is the program's input, not its loop variable: unchanged.
   ASSERT_NO_FATAL_FAILURE(ExpectValues(u, u0, "u afterwards"));
+}
+
+// The same stencil over other layouts (uneven blocks on three devices, overlapping copies, one
+// device: the host backend records that one as a graph), run
+// twice on other values (the second run replays the cached graph), and its 2-D form (Jacobi,
+// u[1:-1, 1:-1] = the mean of the four neighbours) over columns split across two devices.
+TEST_P(ManipulationTest, StencilsInLoopsOverOtherLayoutsAndReplays) {
+  std::mt19937_64 rng(119);
+  constexpr int kSteps = 20;
+  ASSERT_OK_AND_ASSIGN(Array k0, client().Create({}, v1::DTYPE_INT32, {OnDevice(0, dev(0))}));
+  g::ProgramBuilder p1;
+  {
+    const g::Var x = p1.Input("u");
+    const g::Var k = p1.Input("k");
+    g::Vars out = p1.WhileLoop(
+        [](auto v) { return g::All(v[1] < kSteps); },
+        [](auto v) {
+          const g::Var mean =
+              (g::GetItem(v[0], {Slice{.stop = -2}}) + g::GetItem(v[0], {Slice{.start = 2}})) / 2.0;
+          return g::Vars{g::SetItem(v[0], {Slice{1, -1}}, mean), v[1] + 1};
+        },
+        {x, k}, /*max_iterations=*/100);
+    p1.Output("u", out[0]);
+  }
+  const Shape shape1 = {40};
+  std::vector<Layout> layouts = Layouts(shape1);
+  layouts.push_back({"one device", OnDevice(1, dev(0))});  // the counter's device
+  for (const Layout& layout : layouts) {
+    for (int run_index = 0; run_index < 2; ++run_index) {
+      const std::string what = absl::StrCat(layout.name, " run ", run_index);
+      const HostArray u0 = Random(shape1, rng);
+      ASSERT_OK_AND_ASSIGN(Array u, UploadIn(u0, layout.map));
+      ASSERT_OK_AND_ASSIGN(GraphRun run, client().RunGraph(p1.program(), {{"u", &u}, {"k", &k0}}));
+      EXPECT_EQ(run.iterations, kSteps) << what;
+      // As graph_test.cc: the CUDA backend records every such program, the host backend those on
+      // one device (it runs programs over several devices eagerly).
+      const bool recorded = absl::StartsWith(GetParam(), "cuda") || layout.name == "one device";
+      EXPECT_EQ(run.execution,
+                recorded ? v1::GRAPH_EXECUTION_DEVICE_GRAPH : v1::GRAPH_EXECUTION_EAGER)
+          << what;
+      if (recorded) EXPECT_EQ(run.graph_cache_hit, run_index == 1) << what;
+      std::vector<double> ref = u0.values;
+      for (int step = 0; step < kSteps; ++step) {
+        std::vector<double> next = ref;
+        for (size_t i = 1; i + 1 < ref.size(); ++i) next[i] = (ref[i - 1] + ref[i + 1]) / 2;
+        ref = std::move(next);
+      }
+      ASSERT_OK_AND_ASSIGN(std::vector<double> got, run.outputs.at("u").Download<double>());
+      ASSERT_EQ(got.size(), ref.size()) << what;
+      for (size_t i = 0; i < ref.size(); ++i) {
+        ASSERT_NEAR(got[i], ref[i], 1e-12 * (1 + std::abs(ref[i]))) << what << ", element " << i;
+      }
+    }
+  }
+
+  g::ProgramBuilder p2;
+  {
+    const g::Var x = p2.Input("u");
+    const g::Var k = p2.Input("k");
+    g::Vars out = p2.WhileLoop([](auto v) { return g::All(v[1] < kSteps); },
+                               [](auto v) {
+                                 const Slice in{1, -1};
+                                 const g::Var sum = g::GetItem(v[0], {Slice{.stop = -2}, in}) +
+                                                    g::GetItem(v[0], {Slice{.start = 2}, in}) +
+                                                    g::GetItem(v[0], {in, Slice{.stop = -2}}) +
+                                                    g::GetItem(v[0], {in, Slice{.start = 2}});
+                                 return g::Vars{g::SetItem(v[0], {in, in}, sum / 4.0), v[1] + 1};
+                               },
+                               {x, k}, /*max_iterations=*/100);
+    p2.Output("u", out[0]);
+  }
+  const int64_t rows = 10, cols = 12;
+  const HostArray u0 = Random({rows, cols}, rng);
+  ASSERT_OK_AND_ASSIGN(Array u, UploadIn(u0, Split(2, 1, cols, {dev(0), dev(1)})));
+  ASSERT_OK_AND_ASSIGN(GraphRun run, client().RunGraph(p2.program(), {{"u", &u}, {"k", &k0}}));
+  EXPECT_EQ(run.iterations, kSteps);
+  std::vector<double> ref = u0.values;
+  for (int step = 0; step < kSteps; ++step) {
+    std::vector<double> next = ref;
+    for (int64_t i = 1; i + 1 < rows; ++i) {
+      for (int64_t j = 1; j + 1 < cols; ++j) {
+        next[i * cols + j] = (ref[(i - 1) * cols + j] + ref[(i + 1) * cols + j] +
+                              ref[i * cols + j - 1] + ref[i * cols + j + 1]) /
+                             4;
+      }
+    }
+    ref = std::move(next);
+  }
+  ASSERT_OK_AND_ASSIGN(std::vector<double> got, run.outputs.at("u").Download<double>());
+  ASSERT_EQ(got.size(), ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) {
+    ASSERT_NEAR(got[i], ref[i], 1e-12 * (1 + std::abs(ref[i]))) << "2-D, element " << i;
+  }
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(u, u0, "the 2-D argument afterwards"));
 }
 
 DISTARRAY_INSTANTIATE_BACKENDS(ManipulationTest);
