@@ -997,6 +997,20 @@ TEST_P(ManipulationTest, HeatEquationStencilInALoop) {
                   },
                   {x, k}, /*max_iterations=*/1000);
   p.Output("u", out[0]);
+  // The builder writes the body's set_item as `u = set_item(u, ...)` on the loop variable, with
+  // no copy: the form the daemon writes into the variable's own buffers.
+  int set_items = 0;
+  for (const v1::Statement& s : p.program().statements()) {
+    if (!s.has_while_loop()) continue;
+    for (const v1::Statement& b : s.while_loop().body()) {
+      EXPECT_FALSE(b.has_copy()) << b.ShortDebugString();
+      if (b.has_manipulate() && b.manipulate().has_set_item()) {
+        ++set_items;
+        EXPECT_EQ(b.manipulate().set_item().target().variable(), b.target());
+      }
+    }
+  }
+  EXPECT_EQ(set_items, 1);
   ASSERT_OK_AND_ASSIGN(GraphRun run, client().RunGraph(p.program(), {{"u", &u}, {"k", &k0}}));
   EXPECT_EQ(run.iterations, kSteps);
   EXPECT_FALSE(run.hit_iteration_cap);
