@@ -236,15 +236,17 @@ class ManipulationTest : public BackendTest {
     const int rank = static_cast<int>(shape.size());
     const int64_t n = shape[0];
     std::vector<Layout> layouts;
-    layouts.push_back({"rows", Split(rank, 0, n, {dev(0), dev(1)})});
-    if (rank >= 2) {
+    // Axes of length 1 are not split (a chunk holds at least one element).
+    if (n >= 2) layouts.push_back({"rows", Split(rank, 0, n, {dev(0), dev(1)})});
+    if (rank >= 2 && shape[rank - 1] >= 2) {
       layouts.push_back({"columns", Split(rank, rank - 1, shape[rank - 1], {dev(0), dev(1)})});
     }
     // Device 0 the first two thirds of the rows, device 1 the last two thirds, device 2 the
     // first half of the last axis: every element has two or three copies, one has one.
     v1::IndexMap overlap =
-        MakeIndexMap({Band(dev(0), rank, 0, 0, (2 * n + 2) / 3), Band(dev(1), rank, 0, n / 3, n),
-                      Band(dev(2), rank, rank - 1, 0, shape[rank - 1] / 2)});
+        MakeIndexMap({Band(dev(0), rank, 0, 0, (2 * n + 2) / 3),
+                      Band(dev(1), rank, 0, std::min(n / 3, n - 1), n),
+                      Band(dev(2), rank, rank - 1, 0, std::max<int64_t>(1, shape[rank - 1] / 2))});
     layouts.push_back({"replicated", overlap});
     if (n >= 4) {
       layouts.push_back(
@@ -513,6 +515,41 @@ TEST_P(ManipulationTest, PermuteDimsOfThreeDimensionalArrays) {
   ASSERT_OK_AND_ASSIGN(Array permuted, PermuteDims(sum, {1, 2, 0}));
   EXPECT_EQ(permuted.info().mode(), v1::MODE_SUM);
   ASSERT_NO_FATAL_FAILURE(ExpectValues(permuted, RefPermute(sum_host, {1, 2, 0}), "sum permuted"));
+}
+
+TEST_P(ManipulationTest, BroadcastToMatchesNumPy) {
+  std::mt19937_64 rng(120);
+  struct Case {
+    Shape from, to;
+  };
+  const std::vector<Case> cases = {{{6}, {4, 6}},          {{8, 1}, {8, 6}},    {{1, 6}, {3, 8, 6}},
+                                   {{4, 1, 6}, {4, 5, 6}}, {{8, 6}, {2, 8, 6}}, {{8, 6}, {8, 6}}};
+  for (const Case& c : cases) {
+    const HostArray host = Random(c.from, rng);
+    const HostArray expected{c.to, BroadcastTo(host, c.to)};
+    for (const Layout& layout : Layouts(c.from)) {
+      const std::string what = absl::StrCat(layout.name, " broadcast_to ", ShapeString(c.from),
+                                            " -> ", ShapeString(c.to));
+      ASSERT_OK_AND_ASSIGN(Array a, UploadIn(host, layout.map));
+      absl::StatusOr<Array> got = BroadcastTo(a, c.to);
+      ASSERT_TRUE(got.ok()) << what << ": " << got.status();
+      ASSERT_NO_FATAL_FAILURE(ExpectValues(*got, expected, what));
+    }
+  }
+  // A SUM-mode source: the partials broadcast, and their sum is the broadcast of the values.
+  HostArray sum_host;
+  ASSERT_OK_AND_ASSIGN(Array sum, SumModeArray({8, 1}, rng, &sum_host));
+  ASSERT_OK_AND_ASSIGN(Array wide, BroadcastTo(sum, {2, 8, 6}));
+  ASSERT_NO_FATAL_FAILURE(
+      ExpectValues(wide, HostArray{{2, 8, 6}, BroadcastTo(sum_host, {2, 8, 6})}, "SUM source"));
+  // Shapes that do not broadcast.
+  const HostArray host = Random({8, 6}, rng);
+  ASSERT_OK_AND_ASSIGN(Array a, UploadIn(host, Split(2, 0, 8, {dev(0), dev(1)})));
+  ExpectError(BroadcastTo(a, {8, 5}).status(), absl::StatusCode::kInvalidArgument,
+              "spec.broadcast_to.shape", "(8, 6) to (8, 5)");
+  ExpectError(BroadcastTo(a, {6}).status(), absl::StatusCode::kInvalidArgument,
+              "spec.broadcast_to.shape", "(8, 6) to (6,)");
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(a, host, "the source afterwards"));
 }
 
 // Memory in use on each device, from GetServerInfo.
