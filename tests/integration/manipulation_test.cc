@@ -1011,6 +1011,111 @@ TEST_P(ManipulationTest, ProgramStatementsMatchTheModel) {
   }
 }
 
+// `b = a; b = set_item(b, ...)` with `a` an input: the write must not reach the caller's array,
+// whether the copy is a statement of its own or a loop's variable; eagerly and recorded.
+TEST_P(ManipulationTest, SetItemOnACopyOfAnInputLeavesTheInput) {
+  std::mt19937_64 rng(121);
+  const HostArray host = Random({6, 4}, rng);
+  v1::Program program;
+  program.add_inputs("a");
+  {
+    v1::Statement* copy = program.add_statements();
+    copy->set_target("b");
+    copy->set_copy("a");
+    v1::Statement* set = program.add_statements();
+    set->set_target("b");
+    v1::SetItemSpec* spec = set->mutable_manipulate()->mutable_set_item();
+    spec->mutable_target()->set_variable("b");
+    *spec->mutable_key() = MakeIndexKey({Slice{1, 5}, Slice{.step = -1}});
+    spec->mutable_value()->mutable_scalar()->set_float_value(-8.5);
+  }
+  program.add_outputs("b");
+  program.add_outputs("a");
+  HostArray expected = host;
+  RefSetItem(expected, {Slice{1, 5}, Slice{.step = -1}}, HostArray{{}, {-8.5}});
+  for (const v1::IndexMap& map : {Split(2, 0, 6, {dev(0), dev(1)}), OnDevice(2, dev(1))}) {
+    ASSERT_OK_AND_ASSIGN(Array a, UploadIn(host, map));
+    for (int run_index = 0; run_index < 2; ++run_index) {
+      const std::string what = absl::StrCat(map.ShortDebugString(), " run ", run_index);
+      ASSERT_OK_AND_ASSIGN(GraphRun run, client().RunGraph(program, {{"a", &a}}));
+      ASSERT_NO_FATAL_FAILURE(ExpectValues(run.outputs.at("b"), expected, what + ": b"));
+      ASSERT_NO_FATAL_FAILURE(ExpectValues(run.outputs.at("a"), host, what + ": output a"));
+      ASSERT_NO_FATAL_FAILURE(ExpectValues(a, host, what + ": the argument"));
+    }
+  }
+}
+
+// The value is the target itself, its elements moving within the same buffers: a[::-1] = a and
+// a[1:] = a[:-1]-style shifts read the old values (NumPy copies overlapping operands first),
+// through the RPC and as `u = set_item(u, ...)` in programs, eagerly and recorded.
+TEST_P(ManipulationTest, SetItemWhoseValueIsTheTarget) {
+  std::mt19937_64 rng(122);
+  const HostArray host = Random({8, 6}, rng);
+  HostArray reversed = host;
+  RefSetItem(reversed, {Slice{.step = -1}}, host);
+  HostArray flipped_columns = host;
+  RefSetItem(flipped_columns, {Ellipsis(), Slice{.step = -1}}, host);
+  for (const Layout& layout : Layouts(host.shape)) {
+    ASSERT_OK_AND_ASSIGN(Array a, UploadIn(host, layout.map));
+    ASSERT_OK(a.SetItem({Slice{.step = -1}}, a));
+    ASSERT_NO_FATAL_FAILURE(ExpectValues(a, reversed, layout.name + ": a[::-1] = a"));
+    ASSERT_OK_AND_ASSIGN(Array b, UploadIn(host, layout.map));
+    ASSERT_OK(b.SetItem({Ellipsis(), Slice{.step = -1}}, b));
+    ASSERT_NO_FATAL_FAILURE(ExpectValues(b, flipped_columns, layout.name + ": b[..., ::-1] = b"));
+  }
+  // In a program: u = set_item(u, [::-1], u), then u = set_item(u, [1:], u[:-1]) on a loop
+  // variable (written in place), three times.
+  g::ProgramBuilder p;
+  const g::Var x = p.Input("u");
+  const g::Var k = p.Input("k");
+  g::Vars out = p.WhileLoop([](auto v) { return g::All(v[1] < 3); },
+                            [](auto v) {
+                              const g::Var flipped = g::SetItem(v[0], {Slice{.step = -1}}, v[0]);
+                              const g::Var shifted =
+                                  g::SetItem(flipped, {Slice{.start = 1}},
+                                             g::GetItem(flipped, {Slice{.stop = -1}}));
+                              return g::Vars{shifted, v[1] + 1};
+                            },
+                            {x, k}, /*max_iterations=*/10);
+  p.Output("u", out[0]);
+  HostArray ref = host;
+  for (int i = 0; i < 3; ++i) {
+    const HostArray before = ref;
+    RefSetItem(ref, {Slice{.step = -1}}, before);
+    const HostArray head = RefGetItem(ref, {Slice{.stop = -1}});
+    RefSetItem(ref, {Slice{.start = 1}}, head);
+  }
+  ASSERT_OK_AND_ASSIGN(Array k0, client().Create({}, v1::DTYPE_INT32, {OnDevice(0, dev(0))}));
+  for (const v1::IndexMap& map : {Split(2, 0, 8, {dev(0), dev(1)}), OnDevice(2, dev(0))}) {
+    ASSERT_OK_AND_ASSIGN(Array u, UploadIn(host, map));
+    ASSERT_OK_AND_ASSIGN(GraphRun run, client().RunGraph(p.program(), {{"u", &u}, {"k", &k0}}));
+    EXPECT_EQ(run.iterations, 3);
+    ASSERT_NO_FATAL_FAILURE(ExpectValues(run.outputs.at("u"), ref, map.ShortDebugString()));
+    ASSERT_NO_FATAL_FAILURE(ExpectValues(u, host, map.ShortDebugString() + ": the argument"));
+  }
+  // The body's last statement is `u = set_item(u, [::-1], u)` itself: the in-place form, its value
+  // the very buffers it writes. Three iterations reverse the rows once.
+  g::ProgramBuilder q;
+  const g::Var y = q.Input("u");
+  const g::Var j = q.Input("k");
+  g::Vars reversed_out =
+      q.WhileLoop([](auto v) { return g::All(v[0] < 3); },
+                  [](auto v) {
+                    // The counter first, so the set_item is the body's last statement.
+                    return g::Vars{v[0] + 1, g::SetItem(v[1], {Slice{.step = -1}}, v[1])};
+                  },
+                  {j, y}, /*max_iterations=*/10);
+  q.Output("u", reversed_out[1]);
+  for (const v1::IndexMap& map : {Split(2, 0, 8, {dev(0), dev(1)}), OnDevice(2, dev(0))}) {
+    ASSERT_OK_AND_ASSIGN(Array u, UploadIn(host, map));
+    ASSERT_OK_AND_ASSIGN(GraphRun run, client().RunGraph(q.program(), {{"u", &u}, {"k", &k0}}));
+    EXPECT_EQ(run.iterations, 3);
+    ASSERT_NO_FATAL_FAILURE(
+        ExpectValues(run.outputs.at("u"), reversed, map.ShortDebugString() + ": u[::-1] = u"));
+    ASSERT_NO_FATAL_FAILURE(ExpectValues(u, host, map.ShortDebugString() + ": the argument"));
+  }
+}
+
 // The 1-D heat equation, u[1:-1] = (u[:-2] + u[2:]) / 2, 50 steps in a loop over rows split
 // across two devices: each step's slices straddle the devices' boundary.
 TEST_P(ManipulationTest, HeatEquationStencilInALoop) {
@@ -1117,6 +1222,7 @@ TEST_P(ManipulationTest, StencilsInLoopsOverOtherLayoutsAndReplays) {
       for (size_t i = 0; i < ref.size(); ++i) {
         ASSERT_NEAR(got[i], ref[i], 1e-12 * (1 + std::abs(ref[i]))) << what << ", element " << i;
       }
+      ASSERT_NO_FATAL_FAILURE(ExpectValues(u, u0, what + ": the argument afterwards"));
     }
   }
 
