@@ -993,7 +993,9 @@ TEST_P(ManipulationTest, ProgramStatementsMatchTheModel) {
       const bool recorded = absl::StartsWith(GetParam(), "cuda") || map.chunks_size() == 1;
       EXPECT_EQ(run.execution,
                 recorded ? v1::GRAPH_EXECUTION_DEVICE_GRAPH : v1::GRAPH_EXECUTION_EAGER);
-      if (recorded) EXPECT_EQ(run.graph_cache_hit, run_index == 1);
+      // The second run replays (the first may too: the daemon is shared, e.g. under
+      // --gtest_repeat).
+      if (recorded && run_index == 1) EXPECT_TRUE(run.graph_cache_hit);
       ASSERT_NO_FATAL_FAILURE(ExpectValues(run.outputs.at("set"), set_host, "set"));
       ASSERT_NO_FATAL_FAILURE(
           ExpectValues(run.outputs.at("get"),
@@ -1210,7 +1212,9 @@ TEST_P(ManipulationTest, StencilsInLoopsOverOtherLayoutsAndReplays) {
       EXPECT_EQ(run.execution,
                 recorded ? v1::GRAPH_EXECUTION_DEVICE_GRAPH : v1::GRAPH_EXECUTION_EAGER)
           << what;
-      if (recorded) EXPECT_EQ(run.graph_cache_hit, run_index == 1) << what;
+      // The second run replays (the first may too: the daemon is shared, e.g. under
+      // --gtest_repeat).
+      if (recorded && run_index == 1) EXPECT_TRUE(run.graph_cache_hit) << what;
       std::vector<double> ref = u0.values;
       for (int step = 0; step < kSteps; ++step) {
         std::vector<double> next = ref;
