@@ -962,6 +962,14 @@ absl::StatusOr<Array> Reshape(const Array& a, const std::vector<int64_t>& shape)
   return a.client().Manipulate(request);
 }
 
+absl::StatusOr<Array> BroadcastTo(const Array& a, const std::vector<int64_t>& shape) {
+  v1::ManipulateRequest request;
+  v1::BroadcastToSpec* spec = request.mutable_spec()->mutable_broadcast_to();
+  *spec->mutable_source() = a.AsOperand();
+  for (int64_t d : shape) spec->mutable_shape()->add_dims(d);
+  return a.client().Manipulate(request);
+}
+
 namespace {
 absl::StatusOr<Array> Join(const std::vector<Operand>& arrays, int32_t axis, bool stack) {
   const Client* client = nullptr;

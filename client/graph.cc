@@ -207,6 +207,14 @@ Var ProgramBuilder::Reshape(const Var& a, const std::vector<int64_t>& shape) {
   return Emit(std::move(s), "x");
 }
 
+Var ProgramBuilder::BroadcastTo(const Var& a, const std::vector<int64_t>& shape) {
+  v1::Statement s;
+  v1::BroadcastToSpec* spec = s.mutable_manipulate()->mutable_broadcast_to();
+  spec->mutable_source()->set_variable(a.name());
+  for (int64_t d : shape) spec->mutable_shape()->add_dims(d);
+  return Emit(std::move(s), "x");
+}
+
 Var ProgramBuilder::Concat(const Vars& vars, int32_t axis, bool stack) {
   v1::Statement s;
   v1::ConcatSpec* spec = s.mutable_manipulate()->mutable_concat();
@@ -353,6 +361,9 @@ Var PermuteDims(const Var& a, const std::vector<int32_t>& axes) {
 }
 Var Reshape(const Var& a, const std::vector<int64_t>& shape) {
   return a.builder().Reshape(a, shape);
+}
+Var BroadcastTo(const Var& a, const std::vector<int64_t>& shape) {
+  return a.builder().BroadcastTo(a, shape);
 }
 
 namespace {

@@ -236,15 +236,17 @@ class ManipulationTest : public BackendTest {
     const int rank = static_cast<int>(shape.size());
     const int64_t n = shape[0];
     std::vector<Layout> layouts;
-    layouts.push_back({"rows", Split(rank, 0, n, {dev(0), dev(1)})});
-    if (rank >= 2) {
+    // Axes of length 1 are not split (a chunk holds at least one element).
+    if (n >= 2) layouts.push_back({"rows", Split(rank, 0, n, {dev(0), dev(1)})});
+    if (rank >= 2 && shape[rank - 1] >= 2) {
       layouts.push_back({"columns", Split(rank, rank - 1, shape[rank - 1], {dev(0), dev(1)})});
     }
     // Device 0 the first two thirds of the rows, device 1 the last two thirds, device 2 the
     // first half of the last axis: every element has two or three copies, one has one.
     v1::IndexMap overlap =
-        MakeIndexMap({Band(dev(0), rank, 0, 0, (2 * n + 2) / 3), Band(dev(1), rank, 0, n / 3, n),
-                      Band(dev(2), rank, rank - 1, 0, shape[rank - 1] / 2)});
+        MakeIndexMap({Band(dev(0), rank, 0, 0, (2 * n + 2) / 3),
+                      Band(dev(1), rank, 0, std::min(n / 3, n - 1), n),
+                      Band(dev(2), rank, rank - 1, 0, std::max<int64_t>(1, shape[rank - 1] / 2))});
     layouts.push_back({"replicated", overlap});
     if (n >= 4) {
       layouts.push_back(
@@ -513,6 +515,41 @@ TEST_P(ManipulationTest, PermuteDimsOfThreeDimensionalArrays) {
   ASSERT_OK_AND_ASSIGN(Array permuted, PermuteDims(sum, {1, 2, 0}));
   EXPECT_EQ(permuted.info().mode(), v1::MODE_SUM);
   ASSERT_NO_FATAL_FAILURE(ExpectValues(permuted, RefPermute(sum_host, {1, 2, 0}), "sum permuted"));
+}
+
+TEST_P(ManipulationTest, BroadcastToMatchesNumPy) {
+  std::mt19937_64 rng(120);
+  struct Case {
+    Shape from, to;
+  };
+  const std::vector<Case> cases = {{{6}, {4, 6}},          {{8, 1}, {8, 6}},    {{1, 6}, {3, 8, 6}},
+                                   {{4, 1, 6}, {4, 5, 6}}, {{8, 6}, {2, 8, 6}}, {{8, 6}, {8, 6}}};
+  for (const Case& c : cases) {
+    const HostArray host = Random(c.from, rng);
+    const HostArray expected{c.to, BroadcastTo(host, c.to)};
+    for (const Layout& layout : Layouts(c.from)) {
+      const std::string what = absl::StrCat(layout.name, " broadcast_to ", ShapeString(c.from),
+                                            " -> ", ShapeString(c.to));
+      ASSERT_OK_AND_ASSIGN(Array a, UploadIn(host, layout.map));
+      absl::StatusOr<Array> got = BroadcastTo(a, c.to);
+      ASSERT_TRUE(got.ok()) << what << ": " << got.status();
+      ASSERT_NO_FATAL_FAILURE(ExpectValues(*got, expected, what));
+    }
+  }
+  // A SUM-mode source: the partials broadcast, and their sum is the broadcast of the values.
+  HostArray sum_host;
+  ASSERT_OK_AND_ASSIGN(Array sum, SumModeArray({8, 1}, rng, &sum_host));
+  ASSERT_OK_AND_ASSIGN(Array wide, BroadcastTo(sum, {2, 8, 6}));
+  ASSERT_NO_FATAL_FAILURE(
+      ExpectValues(wide, HostArray{{2, 8, 6}, BroadcastTo(sum_host, {2, 8, 6})}, "SUM source"));
+  // Shapes that do not broadcast.
+  const HostArray host = Random({8, 6}, rng);
+  ASSERT_OK_AND_ASSIGN(Array a, UploadIn(host, Split(2, 0, 8, {dev(0), dev(1)})));
+  ExpectError(BroadcastTo(a, {8, 5}).status(), absl::StatusCode::kInvalidArgument,
+              "spec.broadcast_to.shape", "(8, 6) to (8, 5)");
+  ExpectError(BroadcastTo(a, {6}).status(), absl::StatusCode::kInvalidArgument,
+              "spec.broadcast_to.shape", "(8, 6) to (6,)");
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(a, host, "the source afterwards"));
 }
 
 // Memory in use on each device, from GetServerInfo.
@@ -923,11 +960,11 @@ TEST_P(ManipulationTest, SetItemPermuteAndReshapeOnRandomLayouts) {
 namespace g = distarray::graph;
 
 // Every statement in one program, each read of `a` after the set_item seeing a's own values: the
-// set_item assigns a new variable and leaves its target (the program's input) as it was.
+// set_item assigns a new variable and leaves its target (the program's input) as it was; eagerly
+// and as a recorded graph, recorded and replayed.
 TEST_P(ManipulationTest, ProgramStatementsMatchTheModel) {
   std::mt19937_64 rng(112);
   const HostArray host = Random({4, 6}, rng);
-  ASSERT_OK_AND_ASSIGN(Array a, UploadIn(host, Split(2, 0, 4, {dev(0), dev(1)})));
   g::ProgramBuilder p;
   const g::Var x = p.Input("a");
   const g::Var set = g::SetItem(x, {0, Slice{.step = -2}}, 5.5);
@@ -944,22 +981,141 @@ TEST_P(ManipulationTest, ProgramStatementsMatchTheModel) {
   p.Output("reshaped", reshaped);
   p.Output("joined", joined);
   p.Output("stacked", stacked);
-  ASSERT_OK_AND_ASSIGN(GraphRun run, client().RunGraph(p.program(), {{"a", &a}}));
-
   HostArray set_host = host;
   RefSetItem(set_host, {0, Slice{.step = -2}}, HostArray{{}, {5.5}});
-  ASSERT_NO_FATAL_FAILURE(ExpectValues(run.outputs.at("set"), set_host, "set"));
-  ASSERT_NO_FATAL_FAILURE(ExpectValues(
-      run.outputs.at("get"), RefGetItem(host, {Slice{1, std::nullopt}, Slice{.step = -1}}), "get"));
-  ASSERT_NO_FATAL_FAILURE(
-      ExpectValues(run.outputs.at("permuted"), RefPermute(host, {1, 0}), "permuted"));
-  ASSERT_NO_FATAL_FAILURE(
-      ExpectValues(run.outputs.at("reshaped"), HostArray{{6, 4}, host.values}, "reshaped"));
-  ASSERT_NO_FATAL_FAILURE(
-      ExpectValues(run.outputs.at("joined"), RefConcat({host, set_host}, 1), "joined"));
-  ASSERT_NO_FATAL_FAILURE(
-      ExpectValues(run.outputs.at("stacked"), RefStack({set_host, host}, -1), "stacked"));
-  ASSERT_NO_FATAL_FAILURE(ExpectValues(a, host, "the argument afterwards"));
+  // Rows over two devices, and one device (which the host backend records as a graph too), each
+  // run twice (the second replays a recorded graph).
+  for (const v1::IndexMap& map : {Split(2, 0, 4, {dev(0), dev(1)}), OnDevice(2, dev(1))}) {
+    ASSERT_OK_AND_ASSIGN(Array a, UploadIn(host, map));
+    for (int run_index = 0; run_index < 2; ++run_index) {
+      SCOPED_TRACE(absl::StrCat(map.ShortDebugString(), " run ", run_index));
+      ASSERT_OK_AND_ASSIGN(GraphRun run, client().RunGraph(p.program(), {{"a", &a}}));
+      const bool recorded = absl::StartsWith(GetParam(), "cuda") || map.chunks_size() == 1;
+      EXPECT_EQ(run.execution,
+                recorded ? v1::GRAPH_EXECUTION_DEVICE_GRAPH : v1::GRAPH_EXECUTION_EAGER);
+      // The second run replays (the first may too: the daemon is shared, e.g. under
+      // --gtest_repeat).
+      if (recorded && run_index == 1) EXPECT_TRUE(run.graph_cache_hit);
+      ASSERT_NO_FATAL_FAILURE(ExpectValues(run.outputs.at("set"), set_host, "set"));
+      ASSERT_NO_FATAL_FAILURE(
+          ExpectValues(run.outputs.at("get"),
+                       RefGetItem(host, {Slice{1, std::nullopt}, Slice{.step = -1}}), "get"));
+      ASSERT_NO_FATAL_FAILURE(
+          ExpectValues(run.outputs.at("permuted"), RefPermute(host, {1, 0}), "permuted"));
+      ASSERT_NO_FATAL_FAILURE(
+          ExpectValues(run.outputs.at("reshaped"), HostArray{{6, 4}, host.values}, "reshaped"));
+      ASSERT_NO_FATAL_FAILURE(
+          ExpectValues(run.outputs.at("joined"), RefConcat({host, set_host}, 1), "joined"));
+      ASSERT_NO_FATAL_FAILURE(
+          ExpectValues(run.outputs.at("stacked"), RefStack({set_host, host}, -1), "stacked"));
+      ASSERT_NO_FATAL_FAILURE(ExpectValues(a, host, "the argument afterwards"));
+    }
+  }
+}
+
+// `b = a; b = set_item(b, ...)` with `a` an input: the write must not reach the caller's array,
+// whether the copy is a statement of its own or a loop's variable; eagerly and recorded.
+TEST_P(ManipulationTest, SetItemOnACopyOfAnInputLeavesTheInput) {
+  std::mt19937_64 rng(121);
+  const HostArray host = Random({6, 4}, rng);
+  v1::Program program;
+  program.add_inputs("a");
+  {
+    v1::Statement* copy = program.add_statements();
+    copy->set_target("b");
+    copy->set_copy("a");
+    v1::Statement* set = program.add_statements();
+    set->set_target("b");
+    v1::SetItemSpec* spec = set->mutable_manipulate()->mutable_set_item();
+    spec->mutable_target()->set_variable("b");
+    *spec->mutable_key() = MakeIndexKey({Slice{1, 5}, Slice{.step = -1}});
+    spec->mutable_value()->mutable_scalar()->set_float_value(-8.5);
+  }
+  program.add_outputs("b");
+  program.add_outputs("a");
+  HostArray expected = host;
+  RefSetItem(expected, {Slice{1, 5}, Slice{.step = -1}}, HostArray{{}, {-8.5}});
+  for (const v1::IndexMap& map : {Split(2, 0, 6, {dev(0), dev(1)}), OnDevice(2, dev(1))}) {
+    ASSERT_OK_AND_ASSIGN(Array a, UploadIn(host, map));
+    for (int run_index = 0; run_index < 2; ++run_index) {
+      const std::string what = absl::StrCat(map.ShortDebugString(), " run ", run_index);
+      ASSERT_OK_AND_ASSIGN(GraphRun run, client().RunGraph(program, {{"a", &a}}));
+      ASSERT_NO_FATAL_FAILURE(ExpectValues(run.outputs.at("b"), expected, what + ": b"));
+      ASSERT_NO_FATAL_FAILURE(ExpectValues(run.outputs.at("a"), host, what + ": output a"));
+      ASSERT_NO_FATAL_FAILURE(ExpectValues(a, host, what + ": the argument"));
+    }
+  }
+}
+
+// The value is the target itself, its elements moving within the same buffers: a[::-1] = a and
+// a[1:] = a[:-1]-style shifts read the old values (NumPy copies overlapping operands first),
+// through the RPC and as `u = set_item(u, ...)` in programs, eagerly and recorded.
+TEST_P(ManipulationTest, SetItemWhoseValueIsTheTarget) {
+  std::mt19937_64 rng(122);
+  const HostArray host = Random({8, 6}, rng);
+  HostArray reversed = host;
+  RefSetItem(reversed, {Slice{.step = -1}}, host);
+  HostArray flipped_columns = host;
+  RefSetItem(flipped_columns, {Ellipsis(), Slice{.step = -1}}, host);
+  for (const Layout& layout : Layouts(host.shape)) {
+    ASSERT_OK_AND_ASSIGN(Array a, UploadIn(host, layout.map));
+    ASSERT_OK(a.SetItem({Slice{.step = -1}}, a));
+    ASSERT_NO_FATAL_FAILURE(ExpectValues(a, reversed, layout.name + ": a[::-1] = a"));
+    ASSERT_OK_AND_ASSIGN(Array b, UploadIn(host, layout.map));
+    ASSERT_OK(b.SetItem({Ellipsis(), Slice{.step = -1}}, b));
+    ASSERT_NO_FATAL_FAILURE(ExpectValues(b, flipped_columns, layout.name + ": b[..., ::-1] = b"));
+  }
+  // In a program: u = set_item(u, [::-1], u), then u = set_item(u, [1:], u[:-1]) on a loop
+  // variable (written in place), three times.
+  g::ProgramBuilder p;
+  const g::Var x = p.Input("u");
+  const g::Var k = p.Input("k");
+  g::Vars out = p.WhileLoop([](auto v) { return g::All(v[1] < 3); },
+                            [](auto v) {
+                              const g::Var flipped = g::SetItem(v[0], {Slice{.step = -1}}, v[0]);
+                              const g::Var shifted =
+                                  g::SetItem(flipped, {Slice{.start = 1}},
+                                             g::GetItem(flipped, {Slice{.stop = -1}}));
+                              return g::Vars{shifted, v[1] + 1};
+                            },
+                            {x, k}, /*max_iterations=*/10);
+  p.Output("u", out[0]);
+  HostArray ref = host;
+  for (int i = 0; i < 3; ++i) {
+    const HostArray before = ref;
+    RefSetItem(ref, {Slice{.step = -1}}, before);
+    const HostArray head = RefGetItem(ref, {Slice{.stop = -1}});
+    RefSetItem(ref, {Slice{.start = 1}}, head);
+  }
+  ASSERT_OK_AND_ASSIGN(Array k0, client().Create({}, v1::DTYPE_INT32, {OnDevice(0, dev(0))}));
+  for (const v1::IndexMap& map : {Split(2, 0, 8, {dev(0), dev(1)}), OnDevice(2, dev(0))}) {
+    ASSERT_OK_AND_ASSIGN(Array u, UploadIn(host, map));
+    ASSERT_OK_AND_ASSIGN(GraphRun run, client().RunGraph(p.program(), {{"u", &u}, {"k", &k0}}));
+    EXPECT_EQ(run.iterations, 3);
+    ASSERT_NO_FATAL_FAILURE(ExpectValues(run.outputs.at("u"), ref, map.ShortDebugString()));
+    ASSERT_NO_FATAL_FAILURE(ExpectValues(u, host, map.ShortDebugString() + ": the argument"));
+  }
+  // The body's last statement is `u = set_item(u, [::-1], u)` itself: the in-place form, its value
+  // the very buffers it writes. Three iterations reverse the rows once.
+  g::ProgramBuilder q;
+  const g::Var y = q.Input("u");
+  const g::Var j = q.Input("k");
+  g::Vars reversed_out =
+      q.WhileLoop([](auto v) { return g::All(v[0] < 3); },
+                  [](auto v) {
+                    // The counter first, so the set_item is the body's last statement.
+                    return g::Vars{v[0] + 1, g::SetItem(v[1], {Slice{.step = -1}}, v[1])};
+                  },
+                  {j, y}, /*max_iterations=*/10);
+  q.Output("u", reversed_out[1]);
+  for (const v1::IndexMap& map : {Split(2, 0, 8, {dev(0), dev(1)}), OnDevice(2, dev(0))}) {
+    ASSERT_OK_AND_ASSIGN(Array u, UploadIn(host, map));
+    ASSERT_OK_AND_ASSIGN(GraphRun run, client().RunGraph(q.program(), {{"u", &u}, {"k", &k0}}));
+    EXPECT_EQ(run.iterations, 3);
+    ASSERT_NO_FATAL_FAILURE(
+        ExpectValues(run.outputs.at("u"), reversed, map.ShortDebugString() + ": u[::-1] = u"));
+    ASSERT_NO_FATAL_FAILURE(ExpectValues(u, host, map.ShortDebugString() + ": the argument"));
+  }
 }
 
 // The 1-D heat equation, u[1:-1] = (u[:-2] + u[2:]) / 2, 50 steps in a loop over rows split
@@ -985,6 +1141,20 @@ TEST_P(ManipulationTest, HeatEquationStencilInALoop) {
                   },
                   {x, k}, /*max_iterations=*/1000);
   p.Output("u", out[0]);
+  // The builder writes the body's set_item as `u = set_item(u, ...)` on the loop variable, with
+  // no copy: the form the daemon writes into the variable's own buffers.
+  int set_items = 0;
+  for (const v1::Statement& s : p.program().statements()) {
+    if (!s.has_while_loop()) continue;
+    for (const v1::Statement& b : s.while_loop().body()) {
+      EXPECT_FALSE(b.has_copy()) << b.ShortDebugString();
+      if (b.has_manipulate() && b.manipulate().has_set_item()) {
+        ++set_items;
+        EXPECT_EQ(b.manipulate().set_item().target().variable(), b.target());
+      }
+    }
+  }
+  EXPECT_EQ(set_items, 1);
   ASSERT_OK_AND_ASSIGN(GraphRun run, client().RunGraph(p.program(), {{"u", &u}, {"k", &k0}}));
   EXPECT_EQ(run.iterations, kSteps);
   EXPECT_FALSE(run.hit_iteration_cap);
@@ -1002,6 +1172,103 @@ TEST_P(ManipulationTest, HeatEquationStencilInALoop) {
   }
   // The argument is the program's input, not its loop variable: unchanged.
   ASSERT_NO_FATAL_FAILURE(ExpectValues(u, u0, "u afterwards"));
+}
+
+// The same stencil over other layouts (uneven blocks on three devices, overlapping copies, one
+// device: the host backend records that one as a graph), run
+// twice on other values (the second run replays the cached graph), and its 2-D form (Jacobi,
+// u[1:-1, 1:-1] = the mean of the four neighbours) over columns split across two devices.
+TEST_P(ManipulationTest, StencilsInLoopsOverOtherLayoutsAndReplays) {
+  std::mt19937_64 rng(119);
+  constexpr int kSteps = 20;
+  ASSERT_OK_AND_ASSIGN(Array k0, client().Create({}, v1::DTYPE_INT32, {OnDevice(0, dev(0))}));
+  g::ProgramBuilder p1;
+  {
+    const g::Var x = p1.Input("u");
+    const g::Var k = p1.Input("k");
+    g::Vars out = p1.WhileLoop(
+        [](auto v) { return g::All(v[1] < kSteps); },
+        [](auto v) {
+          const g::Var mean =
+              (g::GetItem(v[0], {Slice{.stop = -2}}) + g::GetItem(v[0], {Slice{.start = 2}})) / 2.0;
+          return g::Vars{g::SetItem(v[0], {Slice{1, -1}}, mean), v[1] + 1};
+        },
+        {x, k}, /*max_iterations=*/100);
+    p1.Output("u", out[0]);
+  }
+  const Shape shape1 = {40};
+  std::vector<Layout> layouts = Layouts(shape1);
+  layouts.push_back({"one device", OnDevice(1, dev(0))});  // the counter's device
+  for (const Layout& layout : layouts) {
+    for (int run_index = 0; run_index < 2; ++run_index) {
+      const std::string what = absl::StrCat(layout.name, " run ", run_index);
+      const HostArray u0 = Random(shape1, rng);
+      ASSERT_OK_AND_ASSIGN(Array u, UploadIn(u0, layout.map));
+      ASSERT_OK_AND_ASSIGN(GraphRun run, client().RunGraph(p1.program(), {{"u", &u}, {"k", &k0}}));
+      EXPECT_EQ(run.iterations, kSteps) << what;
+      // As graph_test.cc: the CUDA backend records every such program, the host backend those on
+      // one device (it runs programs over several devices eagerly).
+      const bool recorded = absl::StartsWith(GetParam(), "cuda") || layout.name == "one device";
+      EXPECT_EQ(run.execution,
+                recorded ? v1::GRAPH_EXECUTION_DEVICE_GRAPH : v1::GRAPH_EXECUTION_EAGER)
+          << what;
+      // The second run replays (the first may too: the daemon is shared, e.g. under
+      // --gtest_repeat).
+      if (recorded && run_index == 1) EXPECT_TRUE(run.graph_cache_hit) << what;
+      std::vector<double> ref = u0.values;
+      for (int step = 0; step < kSteps; ++step) {
+        std::vector<double> next = ref;
+        for (size_t i = 1; i + 1 < ref.size(); ++i) next[i] = (ref[i - 1] + ref[i + 1]) / 2;
+        ref = std::move(next);
+      }
+      ASSERT_OK_AND_ASSIGN(std::vector<double> got, run.outputs.at("u").Download<double>());
+      ASSERT_EQ(got.size(), ref.size()) << what;
+      for (size_t i = 0; i < ref.size(); ++i) {
+        ASSERT_NEAR(got[i], ref[i], 1e-12 * (1 + std::abs(ref[i]))) << what << ", element " << i;
+      }
+      ASSERT_NO_FATAL_FAILURE(ExpectValues(u, u0, what + ": the argument afterwards"));
+    }
+  }
+
+  g::ProgramBuilder p2;
+  {
+    const g::Var x = p2.Input("u");
+    const g::Var k = p2.Input("k");
+    g::Vars out = p2.WhileLoop([](auto v) { return g::All(v[1] < kSteps); },
+                               [](auto v) {
+                                 const Slice in{1, -1};
+                                 const g::Var sum = g::GetItem(v[0], {Slice{.stop = -2}, in}) +
+                                                    g::GetItem(v[0], {Slice{.start = 2}, in}) +
+                                                    g::GetItem(v[0], {in, Slice{.stop = -2}}) +
+                                                    g::GetItem(v[0], {in, Slice{.start = 2}});
+                                 return g::Vars{g::SetItem(v[0], {in, in}, sum / 4.0), v[1] + 1};
+                               },
+                               {x, k}, /*max_iterations=*/100);
+    p2.Output("u", out[0]);
+  }
+  const int64_t rows = 10, cols = 12;
+  const HostArray u0 = Random({rows, cols}, rng);
+  ASSERT_OK_AND_ASSIGN(Array u, UploadIn(u0, Split(2, 1, cols, {dev(0), dev(1)})));
+  ASSERT_OK_AND_ASSIGN(GraphRun run, client().RunGraph(p2.program(), {{"u", &u}, {"k", &k0}}));
+  EXPECT_EQ(run.iterations, kSteps);
+  std::vector<double> ref = u0.values;
+  for (int step = 0; step < kSteps; ++step) {
+    std::vector<double> next = ref;
+    for (int64_t i = 1; i + 1 < rows; ++i) {
+      for (int64_t j = 1; j + 1 < cols; ++j) {
+        next[i * cols + j] = (ref[(i - 1) * cols + j] + ref[(i + 1) * cols + j] +
+                              ref[i * cols + j - 1] + ref[i * cols + j + 1]) /
+                             4;
+      }
+    }
+    ref = std::move(next);
+  }
+  ASSERT_OK_AND_ASSIGN(std::vector<double> got, run.outputs.at("u").Download<double>());
+  ASSERT_EQ(got.size(), ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) {
+    ASSERT_NEAR(got[i], ref[i], 1e-12 * (1 + std::abs(ref[i]))) << "2-D, element " << i;
+  }
+  ASSERT_NO_FATAL_FAILURE(ExpectValues(u, u0, "the 2-D argument afterwards"));
 }
 
 DISTARRAY_INSTANTIATE_BACKENDS(ManipulationTest);

@@ -332,6 +332,9 @@ absl::Status SetItem(Array& target, const std::vector<Index>& key, const Operand
 absl::StatusOr<Array> PermuteDims(const Array& a, const std::vector<int32_t>& axes);
 // numpy.reshape in C order; one entry may be -1 (inferred).
 absl::StatusOr<Array> Reshape(const Array& a, const std::vector<int64_t>& shape);
+// numpy.broadcast_to: axes aligned at the end, a length-1 axis repeated; each chunk stays on its
+// device, extended along the broadcast axes.
+absl::StatusOr<Array> BroadcastTo(const Array& a, const std::vector<int64_t>& shape);
 // numpy.concat along `axis`, and numpy.stack along a new axis `axis`; dtypes promote as NumPy's.
 absl::StatusOr<Array> Concat(const std::vector<Operand>& arrays, int32_t axis = 0);
 absl::StatusOr<Array> Stack(const std::vector<Operand>& arrays, int32_t axis = 0);

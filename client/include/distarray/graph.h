@@ -93,6 +93,7 @@ class ProgramBuilder {
   Var SetItem(const Var& target, const std::vector<Index>& key, const VarOperand& value);
   Var PermuteDims(const Var& a, const std::vector<int32_t>& axes);
   Var Reshape(const Var& a, const std::vector<int64_t>& shape);
+  Var BroadcastTo(const Var& a, const std::vector<int64_t>& shape);
   // Joined along `axis` (concat), or along a new axis there (stack).
   Var Concat(const Vars& vars, int32_t axis = 0, bool stack = false);
 
@@ -145,6 +146,7 @@ Var GetItem(const Var& a, const std::vector<Index>& key);
 Var SetItem(const Var& target, const std::vector<Index>& key, const VarOperand& value);
 Var PermuteDims(const Var& a, const std::vector<int32_t>& axes);
 Var Reshape(const Var& a, const std::vector<int64_t>& shape);
+Var BroadcastTo(const Var& a, const std::vector<int64_t>& shape);
 Var Concat(const Vars& vars, int32_t axis = 0);  // `vars` not empty
 Var Stack(const Vars& vars, int32_t axis = 0);   // `vars` not empty
 
