@@ -81,6 +81,17 @@ absl::StatusOr<Chunk> Relabelled(DeviceOps& ops, DType dtype, const Chunk& sourc
   return std::move(fresh.front());
 }
 
+// Every chunk of `source` relabelled with the box of `map` at its position (Relabelled).
+absl::StatusOr<std::vector<Chunk>> RelabelledAll(DeviceOps& ops, const Array& source,
+                                                 const IndexMap& map, SourceBuffers sources) {
+  std::vector<Chunk> out;
+  for (size_t c = 0; c < source.chunks.size(); ++c) {
+    ASSIGN_OR_RETURN(Chunk kept, Relabelled(ops, source.dtype, source.chunks[c], map[c], sources));
+    out.push_back(std::move(kept));
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 absl::StatusOr<std::vector<Chunk>> ExecuteGetItem(DeviceOps& ops, const PlannedManipulation& p,
@@ -267,16 +278,8 @@ absl::StatusOr<std::vector<Chunk>> ExecutePermuteDims(DeviceOps& ops, const Plan
   bool identity = true;
   for (size_t i = 0; i < p.axes.size(); ++i)
     identity = identity && p.axes[i] == static_cast<int>(i);
-  std::vector<Chunk> out;
-  if (identity) {
-    for (size_t c = 0; c < source.chunks.size(); ++c) {
-      ASSIGN_OR_RETURN(Chunk kept,
-                       Relabelled(ops, source.dtype, source.chunks[c], p.result.map[c], sources));
-      out.push_back(std::move(kept));
-    }
-    return out;
-  }
-  ASSIGN_OR_RETURN(out, AllocateChunks(ops, source.dtype, p.result.map));
+  if (identity) return RelabelledAll(ops, source, p.result.map, sources);
+  ASSIGN_OR_RETURN(std::vector<Chunk> out, AllocateChunks(ops, source.dtype, p.result.map));
   for (size_t c = 0; c < source.chunks.size(); ++c) {
     const Chunk& from = source.chunks[c];
     const std::vector<int64_t> dense = DenseStrides(BoxShape(from.spec.box));
@@ -299,12 +302,7 @@ absl::StatusOr<std::vector<Chunk>> ExecuteReshape(const OpContext& context,
   const Array& source = *p.sources[0];
   std::vector<Chunk> out;
   if (p.reshape_in_place) {
-    for (size_t c = 0; c < source.chunks.size(); ++c) {
-      ASSIGN_OR_RETURN(Chunk kept,
-                       Relabelled(ops, source.dtype, source.chunks[c], p.result.map[c], sources));
-      out.push_back(std::move(kept));
-    }
-    return out;
+    return RelabelledAll(ops, source, p.result.map, sources);
   }
   // Each result chunk is a run of flat positions; the source's elements at those positions are
   // boxes of the source's shape. They are gathered onto the result chunk's device by one
@@ -349,12 +347,7 @@ absl::StatusOr<std::vector<Chunk>> ExecuteBroadcastTo(DeviceOps& ops, const Plan
   const size_t lead = shape.size() - source.shape.size();
   std::vector<Chunk> out;
   if (lead == 0 && shape == source.shape) {
-    for (size_t c = 0; c < source.chunks.size(); ++c) {
-      ASSIGN_OR_RETURN(Chunk kept,
-                       Relabelled(ops, source.dtype, source.chunks[c], p.result.map[c], sources));
-      out.push_back(std::move(kept));
-    }
-    return out;
+    return RelabelledAll(ops, source, p.result.map, sources);
   }
   ASSIGN_OR_RETURN(out, AllocateChunks(ops, source.dtype, p.result.map));
   for (size_t c = 0; c < source.chunks.size(); ++c) {
