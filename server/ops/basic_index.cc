@@ -1,6 +1,9 @@
 #include "server/ops/basic_index.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace distarray {
 namespace {
@@ -41,6 +44,41 @@ AxisSelection ClampSlice(const v1::Slice& slice, int64_t n, int64_t step) {
   return selection;
 }
 
+// An integer list cut into maximal runs in arithmetic progression (a repeated position starts a
+// new run: a range cannot step by 0). Positions outside the axis are OUT_OF_RANGE.
+absl::StatusOr<std::vector<AxisSelection>> RunsOf(const v1::IndexItem::IndexList& list, int64_t n,
+                                                  int axis, const std::string& field) {
+  std::vector<int64_t> positions;
+  positions.reserve(list.values_size());
+  for (int k = 0; k < list.values_size(); ++k) {
+    const int64_t value = list.values(k);
+    if (value < -n || value >= n) {
+      return absl::OutOfRangeError(absl::StrCat(field, ".values[", k, "]: index ", value,
+                                                " is out of bounds for axis ", axis, " with size ",
+                                                n));
+    }
+    positions.push_back(value < 0 ? value + n : value);
+  }
+  std::vector<AxisSelection> runs;
+  size_t k = 0;
+  while (k < positions.size()) {
+    size_t end = k + 1;
+    const int64_t step = end < positions.size() ? positions[end] - positions[k] : 1;
+    if (step != 0) {
+      while (end < positions.size() && positions[end] - positions[end - 1] == step) ++end;
+    }
+    AxisSelection run;
+    const int64_t count = static_cast<int64_t>(end - k);
+    run.range.count = count;
+    run.range.step = count > 1 ? (step > 0 ? step : -step) : 1;
+    run.range.start = step > 0 || count == 1 ? positions[k] : positions[end - 1];
+    run.reversed = count > 1 && step < 0;
+    runs.push_back(run);
+    k = end;
+  }
+  return runs;
+}
+
 // Where `position` (global) sits in a chunk's dense buffer along one axis.
 int64_t LocalIndex(const Range& chunk, int64_t position) {
   return (position - chunk.start) / chunk.step;
@@ -57,8 +95,24 @@ absl::StatusOr<BasicIndex> NormalizeIndexKey(const v1::IndexKey& key, const Shap
   }
   int consuming = 0;  // items that take an axis of the source
   int ellipsis = -1;
+  int list_item = -1;
   for (int i = 0; i < key.items_size(); ++i) {
     switch (key.items(i).kind_case()) {
+      case v1::IndexItem::kIndices:
+        if (list_item >= 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(field, ".items[", i, "]: a key holds at most one integer array (items[",
+                           list_item, "] is one)"));
+        }
+        if (key.items(i).indices().values_size() < 1 ||
+            key.items(i).indices().values_size() > kMaxIndexListLength) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(field, ".items[", i, "].indices.values: give 1 to ", kMaxIndexListLength,
+                           " positions; got ", key.items(i).indices().values_size()));
+        }
+        list_item = i;
+        ++consuming;
+        break;
       case v1::IndexItem::kIndex:
       case v1::IndexItem::kSlice:
         ++consuming;
@@ -118,6 +172,20 @@ absl::StatusOr<BasicIndex> NormalizeIndexKey(const v1::IndexKey& key, const Shap
         ++axis;
         break;
       }
+      case v1::IndexItem::kIndices: {
+        ASSIGN_OR_RETURN(index.runs,
+                         RunsOf(item.indices(), shape[axis], axis, item_field + ".indices"));
+        int64_t offset = 0;
+        for (const AxisSelection& run : index.runs) {
+          index.run_offsets.push_back(offset);
+          offset += run.range.count;
+        }
+        index.list_axis = axis;
+        index.axes[axis].range = Range{0, 1, offset};  // only its count (the result extent) is read
+        index.result_axes.push_back(axis);
+        ++axis;
+        break;
+      }
       case v1::IndexItem::kNewAxis:
         index.result_axes.push_back(-1);
         break;
@@ -148,7 +216,10 @@ Box SelectedBox(const BasicIndex& index) {
   return box;
 }
 
-std::optional<ChunkSelection> SelectFromChunk(const BasicIndex& index, const Box& chunk_box) {
+namespace {
+
+// One selection of a key without an integer list (or with its list axis set to one run).
+std::optional<ChunkSelection> SelectOne(const BasicIndex& index, const Box& chunk_box) {
   if (index.empty) return std::nullopt;
   const int rank = static_cast<int>(index.axes.size());
   std::vector<Range> met(rank);  // the selected positions the chunk holds, per source axis
@@ -193,7 +264,37 @@ std::optional<ChunkSelection> SelectFromChunk(const BasicIndex& index, const Box
     selection.view.offset += LocalIndex(chunk_box[a], down ? m.last() : m.start) * dense[a];
   }
   selection.whole_chunk_in_order = in_order;
+  for (const AxisSelection& axis : index.axes) selection.reversed.push_back(axis.reversed);
   return selection;
+}
+
+}  // namespace
+
+std::vector<ChunkSelection> SelectFromChunk(const BasicIndex& index, const Box& chunk_box) {
+  std::vector<ChunkSelection> selections;
+  if (index.list_axis < 0) {
+    if (std::optional<ChunkSelection> s = SelectOne(index, chunk_box)) {
+      selections.push_back(*std::move(s));
+    }
+    return selections;
+  }
+  const size_t result_axis = static_cast<size_t>(
+      std::find(index.result_axes.begin(), index.result_axes.end(), index.list_axis) -
+      index.result_axes.begin());
+  BasicIndex one_run = index;
+  one_run.list_axis = -1;
+  one_run.runs.clear();
+  one_run.run_offsets.clear();
+  for (size_t k = 0; k < index.runs.size(); ++k) {
+    one_run.axes[index.list_axis] = index.runs[k];
+    std::optional<ChunkSelection> s = SelectOne(one_run, chunk_box);
+    if (!s) continue;
+    // The run's own positions count from 0; in the result they follow the runs before it.
+    s->result_box[result_axis].start += index.run_offsets[k];
+    s->whole_chunk_in_order = false;  // its box is placed by the list, not by the chunk
+    selections.push_back(*std::move(s));
+  }
+  return selections;
 }
 
 }  // namespace distarray

@@ -1,6 +1,7 @@
-// Basic indexing (NumPy's integers, slices, None and ...) as pure functions of metadata: what a
-// key selects from an array of a given shape, and where each chunk's selected elements sit in
-// the result and in the chunk's buffer. get_item and set_item (manipulation.h) are built on it.
+// Indexing (NumPy's integers, slices, None, ... and one integer array) as pure functions of
+// metadata: what a key selects from an array of a given shape, and where each chunk's selected
+// elements sit in the result and in the chunk's buffer. get_item and set_item (manipulation.h) are
+// built on it.
 #ifndef DISTARRAY_SERVER_OPS_BASIC_INDEX_H_
 #define DISTARRAY_SERVER_OPS_BASIC_INDEX_H_
 
@@ -17,6 +18,8 @@ namespace distarray {
 
 // The most items a key may hold (NumPy allows 64 dimensions; our arrays have at most kMaxRank).
 inline constexpr int kMaxIndexItems = 64;
+// The most positions an integer-array index (IndexItem.indices) may list.
+inline constexpr int kMaxIndexListLength = 65536;
 
 // What a key selects along one axis of the source.
 struct AxisSelection {
@@ -33,6 +36,12 @@ struct BasicIndex {
   std::vector<int> result_axes;
   Shape result_shape;
   bool empty = false;  // some axis selects nothing: the result has no elements
+  // An integer-array index: source axis `list_axis` (-1: none) selects `runs` one after another,
+  // each a run of positions in arithmetic progression (a list cut where its step changes), the
+  // k-th landing at result position run_offsets[k] along that axis. axes[list_axis] is unused.
+  int list_axis = -1;
+  std::vector<AxisSelection> runs;
+  std::vector<int64_t> run_offsets;
 };
 
 // Normalizes `key` for an array of `shape` with Python's rules (slice ends clamped to the axis,
@@ -58,10 +67,13 @@ struct ChunkSelection {
   // The result box's C order is the chunk's buffer order, element for element: the chunk is
   // selected whole, walked upwards (the result chunk may hold the source's buffer).
   bool whole_chunk_in_order = false;
+  // Per source axis, whether the result walks it downwards (a negative step, or a list's run).
+  std::vector<bool> reversed;
 };
 
-// nullopt when the chunk holds no selected element (or the selection is empty).
-std::optional<ChunkSelection> SelectFromChunk(const BasicIndex& index, const Box& chunk_box);
+// The chunk's selected elements: one selection for a basic key (none when the chunk holds no
+// selected element, or the selection is empty), one per run of an integer list that meets it.
+std::vector<ChunkSelection> SelectFromChunk(const BasicIndex& index, const Box& chunk_box);
 
 }  // namespace distarray
 

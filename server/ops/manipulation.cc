@@ -39,8 +39,15 @@ absl::Status PlanGetItem(const OpContext& context, const v1::GetItemSpec& spec,
   }
   planned.result = {planned.index.result_shape, source->dtype, source->mode, {}};
   for (const Chunk& chunk : source->chunks) {
-    if (std::optional<ChunkSelection> s = SelectFromChunk(planned.index, chunk.spec.box)) {
-      planned.result.map.push_back(ChunkSpec{chunk.spec.device, s->result_box});
+    for (ChunkSelection& s : SelectFromChunk(planned.index, chunk.spec.box)) {
+      planned.result.map.push_back(ChunkSpec{chunk.spec.device, std::move(s.result_box)});
+    }
+    // An integer list cuts each chunk into a piece per run; the pieces are the result's chunks.
+    if (static_cast<int64_t>(planned.result.map.size()) > context.max_chunks) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".key: the result would have more than ", context.max_chunks,
+          " chunks (an integer list of many short runs over many chunks); take fewer positions "
+          "per call"));
     }
   }
   planned.sources = {std::move(source)};
@@ -96,8 +103,13 @@ absl::Status PlanSetItem(const OpContext& context, const v1::SetItemSpec& spec,
   if (!planned.index.empty) {
     IndexMap pieces;
     for (const ChunkSpec& chunk : map) {
-      if (std::optional<ChunkSelection> s = SelectFromChunk(planned.index, chunk.box)) {
-        pieces.push_back(ChunkSpec{chunk.device, s->result_box});
+      for (ChunkSelection& s : SelectFromChunk(planned.index, chunk.box)) {
+        pieces.push_back(ChunkSpec{chunk.device, std::move(s.result_box)});
+      }
+      if (static_cast<int64_t>(pieces.size()) > context.max_chunks) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ".key: the write would cut the target into more than ",
+                         context.max_chunks, " pieces; write fewer positions per call"));
       }
     }
     ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> hole,

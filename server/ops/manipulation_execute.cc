@@ -101,16 +101,16 @@ absl::StatusOr<std::vector<Chunk>> ExecuteGetItem(DeviceOps& ops, const PlannedM
   std::vector<std::pair<const Chunk*, ChunkSelection>> gathers;
   IndexMap gathered_map;
   for (const Chunk& chunk : source.chunks) {
-    std::optional<ChunkSelection> s = SelectFromChunk(p.index, chunk.spec.box);
-    if (!s) continue;
-    if (s->whole_chunk_in_order && sources == SourceBuffers::kShareLeadingParts) {
-      chunk.buffer->MarkShared();
-      out.push_back(Chunk{ChunkSpec{chunk.spec.device, s->result_box}, chunk.buffer});
-      continue;
+    for (ChunkSelection& s : SelectFromChunk(p.index, chunk.spec.box)) {
+      if (s.whole_chunk_in_order && sources == SourceBuffers::kShareLeadingParts) {
+        chunk.buffer->MarkShared();
+        out.push_back(Chunk{ChunkSpec{chunk.spec.device, s.result_box}, chunk.buffer});
+        continue;
+      }
+      gathered_map.push_back(ChunkSpec{chunk.spec.device, s.result_box});
+      out.push_back(Chunk{gathered_map.back(), nullptr});
+      gathers.emplace_back(&chunk, std::move(s));
     }
-    gathered_map.push_back(ChunkSpec{chunk.spec.device, s->result_box});
-    out.push_back(Chunk{gathered_map.back(), nullptr});
-    gathers.emplace_back(&chunk, *std::move(s));
   }
   // Everything is allocated before anything is launched.
   ASSIGN_OR_RETURN(std::vector<Chunk> fresh, AllocateChunks(ops, source.dtype, gathered_map));
@@ -165,7 +165,7 @@ ValuePiece PieceFor(const PlannedManipulation& p, const ChunkSelection& selectio
     if (r < lead || value[r - lead] == 1) continue;  // broadcast along this axis
     const int64_t stride = dense[r - lead];
     const int64_t count = selection.local_box[a].count;
-    if (p.index.axes[a].reversed && count > 1) {
+    if (selection.reversed[a] && count > 1) {
       piece.view.stride[a] = -stride;
       piece.view.offset += (count - 1) * stride;
     } else {
@@ -173,6 +173,26 @@ ValuePiece PieceFor(const PlannedManipulation& p, const ChunkSelection& selectio
     }
   }
   return piece;
+}
+
+// Writes a value's piece into `destination` (a local box of a target chunk on `device`): a box copy
+// where the piece's dense order is the box's order (nothing reversed or broadcast), else a gather
+// into that order first.
+absl::Status WritePiece(DeviceOps& ops, DType dtype, const Chunk& value, const ValuePiece& piece,
+                        const BufferBox& destination, int device) {
+  const Shape region_shape = BoxShape(destination.box);
+  const int64_t count = NumElements(region_shape);
+  if (NumElements(value.spec.box) == count && Upwards(piece.view)) {
+    return ops.Copy(dtype, {BoxCopy{BufferBox{value.buffer, region_shape, FullBox(region_shape)},
+                                    destination}});
+  }
+  ASSIGN_OR_RETURN(std::vector<Chunk> staged,
+                   AllocateChunks(ops, dtype, {ChunkSpec{device, FullBox(region_shape)}}));
+  RETURN_IF_ERROR(Gather(ops, dtype, value.buffer, NumElements(value.spec.box), piece.view,
+                         staged.front().buffer, count));
+  return ops.Copy(dtype,
+                  {BoxCopy{BufferBox{staged.front().buffer, region_shape, FullBox(region_shape)},
+                           destination}});
 }
 
 // `in_place`: write into the target's own buffers (ExecuteSetItemInPlace).
@@ -189,16 +209,17 @@ absl::StatusOr<std::vector<Chunk>> ExecuteSetItem(const OpContext& context,
     ASSIGN_OR_RETURN(chunks,
                      Relayout(ops, target, target.index_map(), Mode::kReplica, context.alive));
   }
-  std::vector<std::optional<ChunkSelection>> selections;
+  std::vector<std::vector<ChunkSelection>> selections;  // per chunk; several for a list's runs
   IndexMap touched_map;  // the chunks the write reaches, for their new buffers
-  IndexMap value_map;    // where the value's pieces must be, one per touched chunk
+  IndexMap value_map;    // where the value's pieces must be, one per selection
   std::vector<ValuePiece> pieces;
   for (const Chunk& chunk : chunks) {
     selections.push_back(SelectFromChunk(p.index, chunk.spec.box));
-    if (!selections.back()) continue;
+    if (selections.back().empty()) continue;
     if (!fresh) touched_map.push_back(chunk.spec);
-    if (p.value) {
-      pieces.push_back(PieceFor(p, *selections.back()));
+    if (!p.value) continue;
+    for (const ChunkSelection& selection : selections.back()) {
+      pieces.push_back(PieceFor(p, selection));
       value_map.push_back(ChunkSpec{chunk.spec.device, pieces.back().value_box});
     }
   }
@@ -221,7 +242,7 @@ absl::StatusOr<std::vector<Chunk>> ExecuteSetItem(const OpContext& context,
   for (size_t c = 0; c < chunks.size(); ++c) {
     RETURN_IF_ERROR(context.CheckAlive());
     const Chunk& chunk = chunks[c];
-    if (!selections[c]) {
+    if (selections[c].empty()) {
       if (fresh) {
         out.push_back(chunk);
       } else {
@@ -238,34 +259,18 @@ absl::StatusOr<std::vector<Chunk>> ExecuteSetItem(const OpContext& context,
       RETURN_IF_ERROR(ops.Copy(
           dtype, {BoxCopy{FlatRun(chunk.buffer, n, 0, n), FlatRun(result.buffer, n, 0, n)}}));
     }
-    const Shape chunk_shape = BoxShape(chunk.spec.box);
-    const Box& local = selections[c]->local_box;
-    const BufferBox destination{result.buffer, chunk_shape, local};
-    if (!p.value) {
-      RETURN_IF_ERROR(ops.FillConstant(dtype, destination, p.scalar));
-    } else {
-      // Gathered into the order of the chunk's local box, then copied into place.
+    // The selections write in key order on the chunk's device, so a repeated position keeps the
+    // last value, as NumPy's does.
+    for (const ChunkSelection& selection : selections[c]) {
+      const BufferBox destination{result.buffer, BoxShape(chunk.spec.box), selection.local_box};
+      if (!p.value) {
+        RETURN_IF_ERROR(ops.FillConstant(dtype, destination, p.scalar));
+        continue;
+      }
       const ValuePiece& piece = pieces[next_piece];
       const Chunk& value = values[next_piece];
       ++next_piece;
-      const Shape region_shape = BoxShape(local);
-      const int64_t count = NumElements(region_shape);
-      if (NumElements(value.spec.box) == count && Upwards(piece.view)) {
-        // Neither reversed nor broadcast: the piece's dense order is the local box's order.
-        RETURN_IF_ERROR(ops.Copy(
-            dtype,
-            {BoxCopy{BufferBox{value.buffer, region_shape, FullBox(region_shape)}, destination}}));
-        out.push_back(std::move(result));
-        continue;
-      }
-      ASSIGN_OR_RETURN(
-          std::vector<Chunk> staged,
-          AllocateChunks(ops, dtype, {ChunkSpec{chunk.spec.device, FullBox(region_shape)}}));
-      RETURN_IF_ERROR(Gather(ops, dtype, value.buffer, NumElements(value.spec.box), piece.view,
-                             staged.front().buffer, count));
-      RETURN_IF_ERROR(ops.Copy(
-          dtype, {BoxCopy{BufferBox{staged.front().buffer, region_shape, FullBox(region_shape)},
-                          destination}}));
+      RETURN_IF_ERROR(WritePiece(ops, dtype, value, piece, destination, chunk.spec.device));
     }
     out.push_back(std::move(result));
   }

@@ -580,6 +580,9 @@ std::vector<std::pair<std::string, Case>> Seeds() {
     slice(key, 1, -1, 2);
     key->add_items()->mutable_new_axis();
     key->add_items()->mutable_slice()->set_step(-1);
+    v1::IndexItem::IndexList* list =
+        c.Manipulate({0}).mutable_get_item()->mutable_key()->add_items()->mutable_indices();
+    for (int64_t v : {5, 3, 1, 1, -2}) list->add_values(v);
     v1::SetItemSpec* set = c.Manipulate({0, 1}).mutable_set_item();
     set->mutable_key()->add_items()->mutable_ellipsis();
     set->mutable_key()->add_items()->set_index(-1);

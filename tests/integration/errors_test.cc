@@ -194,6 +194,30 @@ void AddManipulationCases(std::vector<BadCase>& cases) {
       }),
       StatusCode::INVALID_ARGUMENT,
       "spec.get_item.key: the result would have 9 axes; the most is 8");
+  add("get_item with a listed position past its axis",
+      Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_get_item()->mutable_source()->set_handle(bystander);
+        v1::IndexItem::IndexList* list =
+            spec.mutable_get_item()->mutable_key()->add_items()->mutable_indices();
+        list->add_values(2);
+        list->add_values(10);
+      }),
+      StatusCode::OUT_OF_RANGE,
+      "spec.get_item.key.items[0].indices.values[1]: index 10 is out of bounds for axis 0 with "
+      "size 10");
+  add("get_item with two integer arrays", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_get_item()->mutable_source()->set_handle(bystander);
+        spec.mutable_get_item()->mutable_key()->add_items()->mutable_indices()->add_values(0);
+        spec.mutable_get_item()->mutable_key()->add_items()->mutable_indices()->add_values(0);
+      }),
+      StatusCode::INVALID_ARGUMENT,
+      "spec.get_item.key.items[1]: a key holds at most one integer array");
+  add("get_item with an empty integer array", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_get_item()->mutable_source()->set_handle(bystander);
+        spec.mutable_get_item()->mutable_key()->add_items()->mutable_indices();
+      }),
+      StatusCode::INVALID_ARGUMENT,
+      "spec.get_item.key.items[0].indices.values: give 1 to 65536 positions; got 0");
   add("get_item selecting nothing", Manipulation([](auto& spec, auto& bystander) {
         spec.mutable_get_item()->mutable_source()->set_handle(bystander);
         AddSlice(*spec.mutable_get_item()->mutable_key(), 5, 2, std::nullopt);

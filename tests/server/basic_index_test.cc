@@ -210,7 +210,10 @@ TEST(BasicIndexTest, ChunkSelectionsPlaceEveryElement) {
       for (size_t a = 0; a < shape.size(); ++a) inside = inside && chunk[a].Contains(s[a]);
       if (inside) source_of[r] = s;
     }
-    std::optional<ChunkSelection> selection = SelectFromChunk(*index, chunk);
+    const std::vector<ChunkSelection> selections = SelectFromChunk(*index, chunk);
+    ASSERT_LE(selections.size(), 1u);  // a key without an integer list meets a chunk once
+    const std::optional<ChunkSelection> selection =
+        selections.empty() ? std::nullopt : std::optional<ChunkSelection>(selections.front());
     ASSERT_EQ(selection.has_value(), !source_of.empty()) << "trial " << trial;
     if (!selection) continue;
     ASSERT_EQ(NumElements(selection->result_box), static_cast<int64_t>(source_of.size()));
@@ -234,6 +237,83 @@ TEST(BasicIndexTest, ChunkSelectionsPlaceEveryElement) {
       ASSERT_EQ(BoxOffset(selection->view, i), want) << "trial " << trial << " element " << i;
     }
   }
+}
+
+v1::IndexItem List(const std::vector<int64_t>& values) {
+  v1::IndexItem item;
+  for (int64_t v : values) item.mutable_indices()->add_values(v);
+  return item;
+}
+
+// An integer list along axis 1 (with a slice before it and a new axis after): every result
+// element is placed exactly once, by one run's selection, and read from the listed position.
+TEST(BasicIndexTest, IntegerListsPlaceEveryElementOnce) {
+  std::mt19937_64 random(11);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(random);
+  };
+  const Shape shape = {5, 9};
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<int64_t> list(pick(1, 12));
+    for (int64_t& v : list) v = pick(-9, 8);  // repeats, runs up and down, negative positions
+    absl::StatusOr<BasicIndex> index = NormalizeIndexKey(
+        Key({SliceItem(pick(-6, 6), std::nullopt, pick(0, 1) ? 1 : -1), List(list), NewAxis()}),
+        shape, "key");
+    ASSERT_TRUE(index.ok()) << index.status();
+    if (index->empty) continue;
+    ASSERT_EQ(index->result_shape[1], static_cast<int64_t>(list.size()));
+    const Range rows{pick(0, 4), 1, 0};
+    Box chunk = {Range{rows.start, 1, pick(1, 5 - rows.start)}, Range{pick(0, 4), pick(1, 2), 1}};
+    chunk[1].count = pick(1, (8 - chunk[1].start) / chunk[1].step + 1);
+    const std::vector<int64_t> dense = DenseStrides(BoxShape(chunk));
+    std::map<std::vector<int64_t>, int> placed;
+    for (const ChunkSelection& s : SelectFromChunk(*index, chunk)) {
+      const Shape box_shape = BoxShape(s.result_box);
+      for (int64_t i = 0; i < NumElements(box_shape); ++i) {
+        std::vector<int64_t> r(box_shape.size());
+        int64_t rest = i;
+        for (int d = static_cast<int>(box_shape.size()) - 1; d >= 0; --d) {
+          r[d] = s.result_box[d].start + (rest % box_shape[d]) * s.result_box[d].step;
+          rest /= box_shape[d];
+        }
+        ++placed[r];
+        const AxisSelection& row_axis = index->axes[0];
+        const int64_t row =
+            row_axis.range.start +
+            (row_axis.reversed ? row_axis.range.count - 1 - r[0] : r[0]) * row_axis.range.step;
+        const int64_t column = list[r[1]] < 0 ? list[r[1]] + 9 : list[r[1]];
+        ASSERT_TRUE(chunk[0].Contains(row) && chunk[1].Contains(column)) << "trial " << trial;
+        const int64_t want = (row - chunk[0].start) / chunk[0].step * dense[0] +
+                             (column - chunk[1].start) / chunk[1].step * dense[1];
+        ASSERT_EQ(BoxOffset(s.view, i), want) << "trial " << trial << " element " << i;
+      }
+    }
+    // Every result element whose source lies in the chunk is placed exactly once.
+    for (int64_t r0 = 0; r0 < index->result_shape[0]; ++r0) {
+      for (int64_t r1 = 0; r1 < index->result_shape[1]; ++r1) {
+        const AxisSelection& row_axis = index->axes[0];
+        const int64_t row =
+            row_axis.range.start +
+            (row_axis.reversed ? row_axis.range.count - 1 - r0 : r0) * row_axis.range.step;
+        const int64_t column = list[r1] < 0 ? list[r1] + 9 : list[r1];
+        const bool inside = chunk[0].Contains(row) && chunk[1].Contains(column);
+        const auto it = placed.find({r0, r1, 0});
+        EXPECT_EQ(it == placed.end() ? 0 : it->second, inside ? 1 : 0)
+            << "trial " << trial << " (" << r0 << ", " << r1 << ")";
+      }
+    }
+  }
+}
+
+TEST(BasicIndexTest, BadIntegerListsNameTheirPosition) {
+  absl::StatusOr<BasicIndex> index = NormalizeIndexKey(Key({List({0, 4, -6})}), {5}, "k");
+  EXPECT_EQ(index.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(index.status().message(),
+            "k.items[0].indices.values[2]: index -6 is out of bounds for axis 0 with size 5");
+  index = NormalizeIndexKey(Key({List({0}), List({1})}), {5, 5}, "k");
+  EXPECT_EQ(index.status().code(), absl::StatusCode::kInvalidArgument);
+  index = NormalizeIndexKey(Key({List({})}), {5}, "k");
+  EXPECT_EQ(index.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(FlatRunsTest, RunsCoverExactlyTheirPositionsInOrder) {

@@ -24,6 +24,11 @@ using Slice = SliceSpec;
 struct NewAxis {};
 // `...`: whole slices for every axis the other items leave (at most one per key).
 struct Ellipsis {};
+// An integer-array index along one axis (a[[0, 3, 3]], take): the positions in order, repeats
+// allowed, negative counting from the end. At most one per key.
+struct Positions {
+  std::vector<int64_t> values;
+};
 
 // One item of a key. Implicit from each kind, so a key is written as a braced list.
 class Index {
@@ -40,7 +45,10 @@ class Index {
     if (slice.stop) s->set_stop(*slice.stop);
     if (slice.step) s->set_step(*slice.step);
   }
-  Index(NewAxis) { item_.mutable_new_axis(); }   // NOLINT
+  Index(NewAxis) { item_.mutable_new_axis(); }  // NOLINT
+  Index(const Positions& positions) {           // NOLINT
+    for (int64_t v : positions.values) item_.mutable_indices()->add_values(v);
+  }
   Index(Ellipsis) { item_.mutable_ellipsis(); }  // NOLINT
 
   const v1::IndexItem& proto() const { return item_; }

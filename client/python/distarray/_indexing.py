@@ -35,12 +35,12 @@ _VALID = (
     "of a DistributedArray"
 )
 _MASK = (
-    "boolean-mask indexing (a[mask]) is not served yet by distarray; basic indexing (integers, "
-    "slices, None, ...) is"
+    "this boolean-mask index is not served yet by distarray: a 1-D mask along one axis is "
+    "(a[mask], a[:, mask]); a 0-d or multi-dimensional one is not"
 )
 _INTEGER_ARRAY = (
-    "integer-array indexing (a[[0, 2]], a[idx]) is not served yet by distarray; basic indexing "
-    "(integers, slices, None, ...) is"
+    "this integer-array index is not served yet by distarray: one 1-D integer array or list "
+    "per key is (a[[0, 2]], a[:, idx]); several, or multi-dimensional ones, are not"
 )
 
 
@@ -49,6 +49,32 @@ def _is_bool(item: Any) -> bool:
         return True
     dtype = getattr(item, "dtype", None)
     return dtype is not None and np.dtype(dtype) == np.bool_
+
+
+def _positions(item: Any) -> Optional["np.ndarray"]:
+    """The positions of a 1-D integer array or list (``a[[0, 2]]``), or of a 1-D boolean mask
+    (``a[mask]``: its True positions, as NumPy's ``nonzero``); None for anything else. A
+    DistributedArray index is not taken: its values live on the devices, and reading them back
+    is an explicit download (``np.asarray(idx)``)."""
+    from ._array import DistributedArray  # imported here: _array imports this module
+
+    if isinstance(item, DistributedArray):
+        raise IndexError(
+            "an index held on the devices (a DistributedArray) is not served yet; pass its "
+            "values explicitly: a[np.asarray(idx)]"
+        )
+    if not isinstance(item, (list, tuple, np.ndarray)):
+        return None
+    values = np.asarray(item)
+    if values.ndim != 1:
+        return None
+    if values.dtype == np.bool_:
+        return np.flatnonzero(values).astype(np.int64)
+    if values.size == 0:
+        return values.astype(np.int64)
+    if not np.issubdtype(values.dtype, np.integer):
+        return None
+    return values.astype(np.int64)
 
 
 def _refuse_advanced(item: Any) -> None:
@@ -117,6 +143,7 @@ def index_key(key: Any, shape: Optional[Sequence[int]] = None) -> "pb.IndexKey":
     consumed: List[Optional[int]] = []  # per item: the position for an int, else None
     ellipses = 0
     axes_used = 0
+    lists = 0
     for item in items:
         out = proto.items.add()
         if item is None:
@@ -128,6 +155,22 @@ def index_key(key: Any, shape: Optional[Sequence[int]] = None) -> "pb.IndexKey":
             out.ellipsis.SetInParent()
         elif isinstance(item, slice):
             out.slice.CopyFrom(_slice(item))
+            axes_used += 1
+        elif (positions := _positions(item)) is not None:
+            lists += 1
+            if lists > 1:
+                raise IndexError(
+                    "distarray serves one integer-array (or mask) index per key, as take does"
+                )
+            if np.asarray(item).dtype == np.bool_ and shape is not None and axes_used < len(shape):
+                size = tuple(shape)[axes_used]
+                if len(item) != size:
+                    raise IndexError(
+                        f"boolean index did not match indexed array along axis {axes_used}; "
+                        f"size of axis is {size} but size of corresponding boolean axis is "
+                        f"{len(item)}"
+                    )
+            out.indices.values.extend(positions.tolist())
             axes_used += 1
         else:
             position = _index(item)

@@ -240,13 +240,13 @@ def test_bad_keys_fail_clearly(client, rng):
         (slice(0.5, 2), TypeError, "slice start"),
         (slice(0, "2"), TypeError, "slice stop"),
         (True, IndexError, "boolean-mask"),
-        (np.ones(SHAPE, bool), IndexError, "boolean-mask"),
-        ([True, False], IndexError, "boolean-mask"),
-        (mask, IndexError, "boolean-mask"),
-        ([0, 2], IndexError, "integer-array"),
-        (np.array([1, 3]), IndexError, "integer-array"),
-        ((slice(None), [0, 1]), IndexError, "integer-array"),
-        (a[:, 0].astype(np.int64), IndexError, "integer-array"),
+        (np.ones(SHAPE, bool), IndexError, "boolean-mask"),  # a 2-D mask
+        ([True, False], IndexError, "did not match"),  # a 1-D mask of the wrong length
+        (mask, IndexError, "on the devices"),  # a mask held on the devices
+        (np.ones((2, 2), np.int64), IndexError, "integer-array"),  # a 2-D index array
+        (([0, 1], [0, 1]), IndexError, "one integer-array"),
+        (a[:, 0].astype(np.int64), IndexError, "on the devices"),
+        ([0, 9], IndexError, "out of bounds"),
         ((0,) * 65, IndexError, "at most 64"),
     ]
     for key, error, message in cases:
@@ -255,6 +255,7 @@ def test_bad_keys_fail_clearly(client, rng):
         with pytest.raises(error, match=message):
             a[key] = 0.0
     assert "not served yet" in str(pytest.raises(IndexError, a.__getitem__, mask).value)
+    assert "not served yet" in str(pytest.raises(IndexError, a.__getitem__, np.ones(SHAPE, bool)).value)
     np.testing.assert_array_equal(a.to_numpy(), a_np)
     assert_intact(keep, keep_np)
     check(a[1:3, ::-1], a_np[1:3, ::-1])
@@ -293,3 +294,29 @@ def test_get_item_in_a_program(client, rng):
 
     run = client.run_graph(distarray.trace(body), a=a)
     np.testing.assert_array_equal(run.outputs["out"].to_numpy(), a_np[1:, ::-1][None, 2] * 2)
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_integer_arrays_and_masks_match_numpy(client, rng, layout):
+    """One 1-D integer array (repeats, negative positions, runs up and down) or 1-D mask per key,
+    with basic items around it, read and written, against NumPy on every layout."""
+    a_np = random_array(rng, SHAPE, np.float64)
+    a = put(client, a_np, layout)
+    positions = [3, -1, 0, 0, 2, 4, 6, 5, 1]
+    row_mask = rng.uniform(size=SHAPE[0]) > 0.4
+    row_mask[0] = True
+    for key in [positions, np.array(positions), (slice(None, None, -1), [5, 0, 2]),
+                (Ellipsis, [1, 1]), row_mask, (slice(1, None), rng.uniform(size=SHAPE[1]) > -1),
+                (2, [0, 3])]:
+        check(a[key], a_np[key])
+    b_np = a_np.copy()
+    b = put(client, b_np, layout)
+    b[[6, 0, 3]] = 7.5
+    b_np[[6, 0, 3]] = 7.5
+    b[:, [4, 1]] = client.from_numpy(np.array([-1.0, -2.0]))
+    b_np[:, [4, 1]] = np.array([-1.0, -2.0])
+    b[row_mask, 0] = 3.25
+    b_np[row_mask, 0] = 3.25
+    b[[1, 1]] = client.from_numpy(np.stack([np.full(SHAPE[1], 8.0), np.full(SHAPE[1], 9.0)]))
+    b_np[[1]] = 9.0  # repeated positions keep the last value, as NumPy's
+    np.testing.assert_array_equal(b.to_numpy(), b_np)
