@@ -46,10 +46,17 @@ def signbit(x: Any, /) -> Any:
 
 
 def copysign(x1: Any, x2: Any, /) -> Any:
-    """``|x1|`` with the sign of ``x2`` (``signbit``'s limit for NaN ``x2``)."""
+    """``|x1|`` with the sign of ``x2`` (``signbit``'s limit for NaN ``x2``), in the promoted
+    dtype."""
     if not isinstance(x2, ArrayOps):
         return f.absolute(x1) if math.copysign(1.0, x2) > 0 else f.negative(f.absolute(x1))
     magnitude = f.absolute(x1)
+    if isinstance(x1, ArrayOps):
+        dtype = np.result_type(x1.dtype, x2.dtype)
+        if magnitude.dtype != dtype:
+            magnitude = magnitude.astype(dtype)
+    else:
+        magnitude = f.add(f.multiply(x2, 0), abs(x1))  # a scalar x1, in x2's dtype
     return f.where(signbit(x2), f.negative(magnitude), magnitude)
 
 
@@ -61,9 +68,15 @@ def logaddexp(x1: Any, x2: Any, /) -> Any:
     return f.where(f.equal(x1, x2), f.add(x1, math.log(2.0)), f.add(top, spread))
 
 
+def _real_only(x: Any, name: str) -> None:
+    if _dtype(x).kind == "c":
+        raise TypeError(f"{name} of complex numbers is not served yet (real dtypes only)")
+
+
 def asinh(x: Any, /) -> Any:
     """``sign(x) * log1p(|x| + x**2 / (1 + sqrt(1 + x**2)))``, ``log(2|x|)`` for large |x|;
-    zeros keep their sign."""
+    zeros keep their sign. Real dtypes."""
+    _real_only(x, "asinh")
     a = f.absolute(x)
     sq = f.multiply(a, a)
     small = f.log1p(f.add(a, f.divide(sq, f.add(f.sqrt(f.add(sq, 1.0)), 1.0))))
@@ -73,14 +86,16 @@ def asinh(x: Any, /) -> Any:
 
 
 def acosh(x: Any, /) -> Any:
-    """``log(x + sqrt((x - 1)(x + 1)))``, ``log(2x)`` for large x (NaN below 1)."""
+    """``log(x + sqrt((x - 1)(x + 1)))``, ``log(2x)`` for large x, NaN below 1. Real dtypes."""
+    _real_only(x, "acosh")
     small = f.log(f.add(x, f.sqrt(f.multiply(f.subtract(x, 1.0), f.add(x, 1.0)))))
     large = f.add(f.log(x), math.log(2.0))
-    return f.where(f.greater(x, _LARGE), large, small)
+    return f.where(f.less(x, 1.0), math.nan, f.where(f.greater(x, _LARGE), large, small))
 
 
 def atanh(x: Any, /) -> Any:
-    """``log1p(2x / (1 - x)) / 2``; zeros keep their sign."""
+    """``log1p(2x / (1 - x)) / 2``; zeros keep their sign. Real dtypes."""
+    _real_only(x, "atanh")
     r = f.multiply(f.log1p(f.divide(f.multiply(x, 2.0), f.subtract(1.0, x))), 0.5)
     return f.where(f.equal(x, 0), x, r)
 
