@@ -5,7 +5,7 @@
 # ($DISTARRAYD, default $BUILD_DIR/server/distarrayd) on a free loopback port, copies the suite to
 # a writable folder under the build dir and runs it with the project's xfails file
 # (client/python/array-api-xfails.txt: each remaining failure and why).
-# MAX_EXAMPLES (default 5: docs/testing.md says why) is hypothesis' examples per test, drawn from
+# MAX_EXAMPLES (default 20, the suite's own: docs/testing.md says why) is hypothesis' examples per test, drawn from
 # HYPOTHESIS_SEED (default 0: the same examples every run, so the xfails stay exact; another seed
 # explores). The linalg and fft extensions are not served, so their tests are left out. Extra
 # arguments go to pytest (e.g. `scripts/test-array-api.sh -k test_add -x`).
@@ -64,7 +64,7 @@ status=0
 ARRAY_API_TESTS_MODULE="exec('import distarray; distarray.connect(\"$address\"); xp = distarray')" \
 ARRAY_API_TESTS_VERSION=2024.12 \
   "$venv/bin/python" -m pytest -p no:cacheprovider -q -rfE --disable-deadline \
-    --max-examples="${MAX_EXAMPLES:-5}" --hypothesis-seed="${HYPOTHESIS_SEED:-0}" \
+    --max-examples="${MAX_EXAMPLES:-20}" --hypothesis-seed="${HYPOTHESIS_SEED:-0}" \
     --disable-extension linalg fft --xfails-file="$xfails" \
     --json-report --json-report-file="$work/report.json" --json-report-omit=log,streams \
     "$@" array_api_tests/ || status=$?

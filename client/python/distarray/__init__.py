@@ -52,6 +52,7 @@ from ._transfer import PROGRESS_MIN_BYTES
 # clip, astype and matmul replace NumPy's (they keep distarray's keyword options).
 from ._api_creation import *  # noqa: F401,F403,E402
 from ._api_creation import __all__ as _api_creation_names  # noqa: E402
+from ._api_cumulative import cumulative_prod, cumulative_sum  # noqa: E402
 from ._api_dtypes import can_cast, finfo, iinfo, isdtype, result_type  # noqa: E402
 from ._api_elementwise import *  # noqa: F401,F403,E402
 from ._api_elementwise import __all__ as _api_elementwise_names  # noqa: E402
@@ -103,5 +104,6 @@ __all__ = [
      + list(_manipulation_names) + list(_api_creation_names) + list(_api_elementwise_names)
      + list(_api_linalg_names) + list(_api_manipulation_names) + list(_api_namespace_names)
      + list(_api_statistics_names)
-     + ["can_cast", "finfo", "iinfo", "isdtype", "result_type"])
+     + ["can_cast", "cumulative_prod", "cumulative_sum", "finfo", "iinfo", "isdtype",
+        "result_type"])
 __all__ = sorted(set(__all__))

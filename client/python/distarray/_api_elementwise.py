@@ -3,7 +3,7 @@
 ``atanh``, ``real``, ``imag``, ``conj``, and ``clip`` in the array API's signature. Each is a few
 elementwise requests on the daemon; nothing is downloaded.
 
-Limits of the compositions (docs/api.md): ``signbit`` (and ``copysign``, which uses it) cannot
+Limits of the compositions: ``signbit`` (and ``copysign``, which uses it) cannot
 see the sign bit of a NaN; ``imag`` and ``conj`` of a complex number with an infinite part give
 NaN in the other part.
 """

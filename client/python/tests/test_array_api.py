@@ -148,3 +148,17 @@ def test_linear_algebra(ns, client, rng, dtype):
     check(xp.outer(x, x), np.outer(u, u))
     check(xp.tensordot(a, b, axes=1), np.tensordot(p, q, axes=1))
     check(xp.tensordot(a, y, axes=([1, 2], [0, 1])), np.tensordot(p, w, axes=([1, 2], [0, 1])))
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 8, 13])
+def test_cumulative(ns, client, rng, n):
+    v = rng.integers(-3, 4, (3, n)).astype(np.int32)
+    a = client.from_numpy(v)
+    check(xp.cumulative_sum(a, axis=1), np.cumsum(v, axis=1))
+    check(xp.cumulative_prod(a, axis=1), np.cumprod(v, axis=1))
+    check(xp.cumulative_sum(a, axis=0, dtype=xp.int8), np.cumsum(v, axis=0, dtype=np.int8))
+    w = rng.uniform(-1, 1, n)
+    close(xp.cumulative_sum(client.from_numpy(w), include_initial=True),
+          np.concatenate([[0.0], np.cumsum(w)]))
+    close(xp.cumulative_prod(client.from_numpy(w), include_initial=True),
+          np.concatenate([[1.0], np.cumprod(w)]))
