@@ -40,9 +40,14 @@ mkdir -p "$work"
 cp -r "$suite_src" "$work/array-api-tests"
 chmod -R u+w "$work/array-api-tests"
 
-# The daemon on the host backend (4 simulated devices), on a port it picks, written to a file.
-"$daemon" --backend=host --host_devices=4 --listen=127.0.0.1:0 --port_file="$work/port" \
-  --metrics_listen= --log_level=error >"$work/daemon.log" 2>&1 &
+# The daemon on the host backend (4 simulated devices), on a port it picks, written to a file;
+# no metrics or health port (their fixed defaults may be taken by another daemon).
+flags=(--backend=host --host_devices=4 --listen=127.0.0.1:0 --port_file="$work/port"
+  --metrics_listen= --log_level=error)
+if "$daemon" --help 2>&1 | grep -q -- --health_listen; then
+  flags+=(--health_listen=)
+fi
+"$daemon" "${flags[@]}" >"$work/daemon.log" 2>&1 &
 daemon_pid=$!
 stop_daemon() { kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null || true; }
 trap stop_daemon EXIT
