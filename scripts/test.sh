@@ -5,10 +5,11 @@
 # usable, unless DISTARRAY_REQUIRE_BACKENDS names them; see docs/testing.md). Then the same tests
 # again under ASan+UBSan (scripts/sanitize.sh) and the request fuzzer for FUZZ_SECONDS
 # (scripts/fuzz.sh). The Python SDK's pytest suite runs against the freshly built daemon
-# (scripts/test-python.sh). Then the installed C++ SDK is built against from outside the tree
+# (scripts/test-python.sh), then the array API standard's test suite against its namespace
+# (scripts/test-array-api.sh). Then the installed C++ SDK is built against from outside the tree
 # (scripts/check-install.sh). scripts/check-metrics.sh checks /metrics and deploy/monitoring/ with
 # promtool.
-# SANITIZE=0, FUZZ=0, PYTHON=0, INSTALL=0 or METRICS=0 leaves a stage out.
+# SANITIZE=0, FUZZ=0, PYTHON=0, ARRAY_API=0, INSTALL=0 or METRICS=0 leaves a stage out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage() { echo "test: == $1 ($(date -u +%H:%M:%S))"; }
@@ -29,6 +30,12 @@ fi
 if [ "${PYTHON:-1}" != 0 ]; then
   stage "python sdk"
   BUILD_DIR="$build" bash scripts/test-python.sh
+fi
+# The array API standard's own test suite against the Python namespace (about 10 minutes on two
+# cores; docs/testing.md).
+if [ "${ARRAY_API:-1}" != 0 ]; then
+  stage "array api"
+  BUILD_DIR="$build" bash scripts/test-array-api.sh
 fi
 if [ "${INSTALL:-1}" != 0 ]; then
   stage install

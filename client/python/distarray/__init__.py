@@ -48,6 +48,25 @@ from ._manipulation import *  # noqa: F401,F403
 from ._manipulation import __all__ as _manipulation_names
 from ._transfer import PROGRESS_MIN_BYTES
 
+# The array API namespace (2024.12): these come last, so the array API's signatures of sum, prod,
+# clip, astype and matmul replace NumPy's (they keep distarray's keyword options).
+from ._api_creation import *  # noqa: F401,F403,E402
+from ._api_creation import __all__ as _api_creation_names  # noqa: E402
+from ._api_cumulative import cumulative_prod, cumulative_sum  # noqa: E402
+from ._api_dtypes import can_cast, finfo, iinfo, isdtype, result_type  # noqa: E402
+from ._api_elementwise import *  # noqa: F401,F403,E402
+from ._api_elementwise import __all__ as _api_elementwise_names  # noqa: E402
+from ._api_info import __array_namespace_info__  # noqa: E402
+from ._api_linalg import *  # noqa: F401,F403,E402
+from ._api_linalg import __all__ as _api_linalg_names  # noqa: E402
+from ._api_manipulation import *  # noqa: F401,F403,E402
+from ._api_manipulation import __all__ as _api_manipulation_names  # noqa: E402
+from ._api_namespace import *  # noqa: F401,F403,E402
+from ._api_namespace import __all__ as _api_namespace_names  # noqa: E402
+from ._api_namespace import __array_api_version__  # noqa: E402
+from ._api_statistics import *  # noqa: F401,F403,E402
+from ._api_statistics import __all__ as _api_statistics_names  # noqa: E402
+
 __version__ = "0.1.0"
 
 
@@ -82,4 +101,9 @@ __all__ = [
     "while_loop",
     "PROGRESS_MIN_BYTES",
 ] + (list(_error_names) + list(_function_names) + list(_creation_names) + list(_dtype_names)
-     + list(_manipulation_names))
+     + list(_manipulation_names) + list(_api_creation_names) + list(_api_elementwise_names)
+     + list(_api_linalg_names) + list(_api_manipulation_names) + list(_api_namespace_names)
+     + list(_api_statistics_names)
+     + ["can_cast", "cumulative_prod", "cumulative_sum", "finfo", "iinfo", "isdtype",
+        "result_type"])
+__all__ = sorted(set(__all__))

@@ -9,6 +9,7 @@ from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _functions, _numpy_dispatch, _transfer
+from ._api_namespace import ArrayApiMethods
 from ._errors import translate_errors
 from ._index_map import IndexMap, IndexMapLike, from_proto_index_map, to_proto_index_map
 from ._indexing import Key
@@ -43,7 +44,7 @@ def _release(rpc_ref: "weakref.ref[Rpc]", handle: str) -> None:
         _log.debug("distarray: releasing %s failed: %s", handle, e)
 
 
-class DistributedArray(ArrayOps, ManipulationOps):
+class DistributedArray(ArrayOps, ManipulationOps, ArrayApiMethods):
     """A NumPy-like handle to an array split across the daemon's devices.
 
     Create one with ``client.from_numpy(arr, index_map)`` (or ``distarray.from_numpy``),
@@ -405,6 +406,20 @@ class DistributedArray(ArrayOps, ManipulationOps):
         request = pb.MatmulRequest(spec=spec, result_name=result_name or "")
         response = self._rpc.call("Matmul", request)
         return DistributedArray(self._client, response.array, owned=True)
+
+    def __matmul__(self, o):
+        if not isinstance(o, DistributedArray):
+            return NotImplemented
+        from ._api_linalg import matmul  # every numeric dtype, not only the daemon's floats
+
+        return matmul(self, o)
+
+    def __rmatmul__(self, o):
+        if not isinstance(o, DistributedArray):
+            return NotImplemented
+        from ._api_linalg import matmul
+
+        return matmul(o, self)
 
     def _inplace(self, name: str, other: Any) -> "DistributedArray":
         if not self._accepts(other):

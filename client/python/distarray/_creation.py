@@ -16,6 +16,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from . import _default
+from ._api_info import check_device
 from ._array import DistributedArray
 from ._index_map import IndexMapLike
 from ._like import full_fill, new_like, ones_fill, zeros_fill
@@ -47,33 +48,38 @@ def _create(shape: ShapeLike, dtype: Optional[DTypeLike], fill: "pb.Fill",
     )
 
 
-def zeros(shape: ShapeLike, dtype: Optional[DTypeLike] = None, *,
+def zeros(shape: ShapeLike, dtype: Optional[DTypeLike] = None, *, device: Any = None,
           index_map: Optional[IndexMapLike] = None, mode: ModeLike = "replica",
           name: Optional[str] = None, client: Any = None) -> DistributedArray:
     """An array of zeros (float64 by default)."""
+    check_device(device)
     return _create(shape, dtype, zeros_fill(), index_map, mode, name, client)
 
 
-def empty(shape: ShapeLike, dtype: Optional[DTypeLike] = None, *,
+def empty(shape: ShapeLike, dtype: Optional[DTypeLike] = None, *, device: Any = None,
           index_map: Optional[IndexMapLike] = None, mode: ModeLike = "replica",
           name: Optional[str] = None, client: Any = None) -> DistributedArray:
     """``zeros``: the daemon has no uninitialized fill (it would hand out another tenant's
     freed bytes), so an empty array costs what a zeroed one does."""
+    check_device(device)
     return _create(shape, dtype, zeros_fill(), index_map, mode, name, client)
 
 
-def ones(shape: ShapeLike, dtype: Optional[DTypeLike] = None, *,
+def ones(shape: ShapeLike, dtype: Optional[DTypeLike] = None, *, device: Any = None,
          index_map: Optional[IndexMapLike] = None, mode: ModeLike = "replica",
          name: Optional[str] = None, client: Any = None) -> DistributedArray:
     """An array of ones (float64 by default)."""
+    check_device(device)
     return _create(shape, dtype, ones_fill(), index_map, mode, name, client)
 
 
 def full(shape: ShapeLike, fill_value: Any, dtype: Optional[DTypeLike] = None, *,
-         index_map: Optional[IndexMapLike] = None, mode: ModeLike = "replica",
-         name: Optional[str] = None, client: Any = None) -> DistributedArray:
+         device: Any = None, index_map: Optional[IndexMapLike] = None,
+         mode: ModeLike = "replica", name: Optional[str] = None,
+         client: Any = None) -> DistributedArray:
     """An array of ``fill_value`` (a scalar); the dtype defaults to the value's, as NumPy's
     (int64 for a Python int, float64 for a float, bool, complex128)."""
+    check_device(device)
     if not is_scalar(fill_value):
         raise TypeError(f"full takes a scalar fill_value, not {type(fill_value).__name__}")
     if dtype is None:
@@ -82,12 +88,13 @@ def full(shape: ShapeLike, fill_value: Any, dtype: Optional[DTypeLike] = None, *
 
 
 def arange(start: Union[int, float], stop: Optional[Union[int, float]] = None,
-           step: Union[int, float] = 1, *, dtype: Optional[DTypeLike] = None,
+           step: Union[int, float] = 1, *, device: Any = None, dtype: Optional[DTypeLike] = None,
            index_map: Optional[IndexMapLike] = None, name: Optional[str] = None,
            client: Any = None) -> DistributedArray:
     """NumPy's ``arange(stop)`` / ``arange(start, stop, step)``: ``ceil((stop - start) / step)``
     elements ``start + i * step`` (computed on the devices in float64, so integers are exact up
     to 2**53). The dtype defaults to NumPy's choice (int64 for integers, else float64)."""
+    check_device(device)
     if stop is None:
         start, stop = 0, start
     for v in (start, stop, step):
@@ -105,40 +112,46 @@ def arange(start: Union[int, float], stop: Optional[Union[int, float]] = None,
     return _create((max(count, 0),), dtype, fill, index_map, "replica", name, client)
 
 
-def zeros_like(x: DistributedArray, dtype: Optional[DTypeLike] = None, *,
+def zeros_like(x: DistributedArray, dtype: Optional[DTypeLike] = None, *, device: Any = None,
                shape: Optional[ShapeLike] = None, index_map: Optional[IndexMapLike] = None,
                name: Optional[str] = None) -> DistributedArray:
     """Zeros of ``x``'s shape, dtype and layout (on its client)."""
+    check_device(device)
     return new_like(x, zeros_fill(), dtype, shape=shape, index_map=index_map, name=name)
 
 
-def empty_like(x: DistributedArray, dtype: Optional[DTypeLike] = None, *,
+def empty_like(x: DistributedArray, dtype: Optional[DTypeLike] = None, *, device: Any = None,
                shape: Optional[ShapeLike] = None, index_map: Optional[IndexMapLike] = None,
                name: Optional[str] = None) -> DistributedArray:
     """``zeros_like`` (see ``empty``)."""
+    check_device(device)
     return new_like(x, zeros_fill(), dtype, shape=shape, index_map=index_map, name=name)
 
 
-def ones_like(x: DistributedArray, dtype: Optional[DTypeLike] = None, *,
+def ones_like(x: DistributedArray, dtype: Optional[DTypeLike] = None, *, device: Any = None,
               shape: Optional[ShapeLike] = None, index_map: Optional[IndexMapLike] = None,
               name: Optional[str] = None) -> DistributedArray:
     """Ones of ``x``'s shape, dtype and layout."""
+    check_device(device)
     return new_like(x, ones_fill(), dtype, shape=shape, index_map=index_map, name=name)
 
 
 def full_like(x: DistributedArray, fill_value: Any, dtype: Optional[DTypeLike] = None, *,
-              shape: Optional[ShapeLike] = None, index_map: Optional[IndexMapLike] = None,
+              device: Any = None, shape: Optional[ShapeLike] = None,
+              index_map: Optional[IndexMapLike] = None,
               name: Optional[str] = None) -> DistributedArray:
     """``fill_value`` in ``x``'s shape, dtype and layout."""
+    check_device(device)
     return new_like(x, full_fill(fill_value), dtype, shape=shape, index_map=index_map, name=name)
 
 
-def asarray(obj: Any, dtype: Optional[DTypeLike] = None, *,
+def asarray(obj: Any, dtype: Optional[DTypeLike] = None, *, device: Any = None,
             index_map: Optional[IndexMapLike] = None, copy: Optional[bool] = None,
             name: Optional[str] = None, client: Any = None) -> DistributedArray:
     """``obj`` as a DistributedArray. A DistributedArray is returned as it is (converted when
     ``dtype`` differs; copied on the daemon with ``copy=True``); NumPy arrays, lists and scalars
     are uploaded (the explicit upload of the namespace) with ``index_map`` (default: device 0)."""
+    check_device(device)
     if isinstance(obj, DistributedArray):
         if dtype is not None and np.dtype(dtype) != obj.dtype:
             if copy is False:

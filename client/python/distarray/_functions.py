@@ -4,6 +4,7 @@ traced values inside ``distarray.trace`` / ``while_loop`` bodies (a statement of
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, Dict, Optional
 
 from ._ops import ALIASES, REDUCTION_ALIASES, REDUCTIONS, UFUNCS, ArrayOps, Axis
@@ -17,6 +18,21 @@ def _target(name: str, operands) -> ArrayOps:
         f"distarray.{name} needs a DistributedArray (or a traced value) among its operands; "
         "upload NumPy arrays with from_numpy first"
     )
+
+
+_OPERAND_NAMES = {1: ("x",), 2: ("x1", "x2"), 3: ("x", "x1", "x2")}
+_SPECIAL_OPERANDS = {"where": ("condition", "x1", "x2"), "clip": ("x", "min", "max")}
+
+
+def _ufunc_signature(name: str, nargs: int) -> inspect.Signature:
+    """The signature ``inspect`` reports: the operands positional-only, in the array API's names
+    (``add(x1, x2, /, *, out=None, index_map=None, name=None)``), though the function takes them
+    as ``*operands``."""
+    P = inspect.Parameter
+    names = _SPECIAL_OPERANDS.get(name, _OPERAND_NAMES[nargs])
+    params = [P(n, P.POSITIONAL_ONLY) for n in names]
+    params += [P(k, P.KEYWORD_ONLY, default=None) for k in ("out", "index_map", "name")]
+    return inspect.Signature(params)
 
 
 def _make_ufunc(name: str, nargs: int) -> Callable[..., Any]:
@@ -34,6 +50,7 @@ def _make_ufunc(name: str, nargs: int) -> Callable[..., Any]:
 
     op_name = name
     ufunc.__name__ = ufunc.__qualname__ = name
+    ufunc.__signature__ = _ufunc_signature(name, nargs)
     ufunc.__doc__ = (
         f"NumPy's ``{name}`` on the daemon's devices ({nargs} operand{'s' if nargs > 1 else ''}: "
         "DistributedArrays or Python scalars, broadcast and promoted as in NumPy 2).\n\n"

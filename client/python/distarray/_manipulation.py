@@ -177,9 +177,13 @@ def matrix_transpose(x: Any, *, name: Optional[str] = None) -> Any:
     return permute_dims(x, tuple(range(ndim - 2)) + (ndim - 1, ndim - 2), name=name)
 
 
-def reshape(x: Any, shape: ShapeLike, *, name: Optional[str] = None) -> Any:
-    """The same elements in C order under ``shape`` (one entry may be -1: inferred)."""
+def reshape(x: Any, shape: ShapeLike, *, copy: Optional[bool] = None,
+            name: Optional[str] = None) -> Any:
+    """The same elements in C order under ``shape`` (one entry may be -1: inferred). The result
+    is always a new array: ``copy=False`` (the array API's "never copy") is ValueError."""
     x = _array(x, "reshape")
+    if copy is False:
+        raise ValueError("reshape(copy=False): a DistributedArray is never a view")
     dims = _shape_arg(shape)
     if sum(d == -1 for d in dims) > 1:
         raise ValueError("can only specify one unknown dimension (-1)")
