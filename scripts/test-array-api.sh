@@ -44,7 +44,8 @@ chmod -R u+w "$work/array-api-tests"
 # no metrics or health port (their fixed defaults may be taken by another daemon).
 flags=(--backend=host --host_devices=4 --listen=127.0.0.1:0 --port_file="$work/port"
   --metrics_listen= --log_level=error)
-if "$daemon" --help 2>&1 | grep -q -- --health_listen; then
+help=$("$daemon" --help 2>&1 || true)  # whole, not piped: grep -q would cut it short
+if [[ $help == *--health_listen* ]]; then
   flags+=(--health_listen=)
 fi
 "$daemon" "${flags[@]}" >"$work/daemon.log" 2>&1 &

@@ -82,6 +82,7 @@ def test_composed_elementwise(ns, client):
     check(xp.conj(c), np.conj(z))
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's var over one element, ddof=1
 def test_statistics(ns, client, rng):
     v = rng.uniform(-5, 5, (4, 5))
     a = client.from_numpy(v)
