@@ -56,14 +56,12 @@ def _positions(item: Any) -> Optional["np.ndarray"]:
     (``a[mask]``: its True positions, as NumPy's ``nonzero``); None for anything else. A
     DistributedArray index is not taken: its values live on the devices, and reading them back
     is an explicit download (``np.asarray(idx)``)."""
-    from ._array import DistributedArray  # imported here: _array imports this module
-
-    if isinstance(item, DistributedArray):
-        raise IndexError(
-            "an index held on the devices (a DistributedArray) is not served yet; pass its "
-            "values explicitly: a[np.asarray(idx)]"
-        )
     if not isinstance(item, (list, tuple, np.ndarray)):
+        if getattr(item, "ndim", 0) > 0:  # an array that is not NumPy's: a DistributedArray
+            raise IndexError(
+                "an index held on the devices (a DistributedArray) is not served yet; pass its "
+                "values explicitly: a[np.asarray(idx)]"
+            )
         return None
     values = np.asarray(item)
     if values.ndim != 1:
