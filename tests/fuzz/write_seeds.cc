@@ -570,6 +570,18 @@ std::vector<std::pair<std::string, Case>> Seeds() {
     Case& c = add("manipulate");
     c.Create(Spec({6, 4}, kF32, RowBlocks({6, 4}, 3))).mutable_fill()->mutable_uniform();
     c.Create(Spec({6}, kF32, Replicated({6}, 2))).mutable_fill()->mutable_ones();
+    // The generated fills, so mutations reach their fields too.
+    c.Create(Spec({6, 4}, kF32, RowBlocks({6, 4}, 3)))
+        .mutable_fill()
+        ->mutable_normal()
+        ->set_stddev(2);
+    c.Create(Spec({6}, kF32, Replicated({6}, 2))).mutable_fill()->mutable_linspace()->set_stop(1);
+    c.Create(Spec({6, 4}, kF32, RowBlocks({6, 4}, 3))).mutable_fill()->mutable_eye()->set_k(-1);
+    c.Create(Spec({6, 4}, kF32, RowBlocks({6, 4}, 3))).mutable_fill()->mutable_tri()->set_k(1);
+    v1::Fill::Integers* draws =
+        c.Create(Spec({6}, v1::DTYPE_INT32, Replicated({6}, 2))).mutable_fill()->mutable_integers();
+    draws->set_low(-3);
+    draws->set_high(9);
     auto slice = [](v1::IndexKey* key, int64_t start, int64_t stop, int64_t step) {
       v1::Slice* s = key->add_items()->mutable_slice();
       s->set_start(start);
