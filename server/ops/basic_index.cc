@@ -210,12 +210,6 @@ absl::StatusOr<BasicIndex> NormalizeIndexKey(const v1::IndexKey& key, const Shap
   return index;
 }
 
-Box SelectedBox(const BasicIndex& index) {
-  Box box;
-  for (const AxisSelection& axis : index.axes) box.push_back(axis.range);
-  return box;
-}
-
 namespace {
 
 // One selection of a key without an integer list (or with its list axis set to one run).

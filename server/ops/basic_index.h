@@ -52,9 +52,6 @@ struct BasicIndex {
 absl::StatusOr<BasicIndex> NormalizeIndexKey(const v1::IndexKey& key, const Shape& shape,
                                              absl::string_view field);
 
-// The source box the key selects, in ascending order (integers as one-element ranges).
-Box SelectedBox(const BasicIndex& index);
-
 // How one chunk of the source meets a key.
 struct ChunkSelection {
   // The chunk's selected elements in the result's coordinates (ascending).

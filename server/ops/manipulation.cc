@@ -301,12 +301,12 @@ absl::Status PlanConcat(const OpContext& context, const v1::ConcatSpec& spec,
         absl::StrCat(field, ".axis: ", axis, " is out of range for a result of rank ", rank));
   }
   if (axis < 0) axis += rank;
-  planned.axis = axis;
 
   DType dtype = planned.sources[0]->dtype;
   Mode mode = planned.sources[0]->mode;
   int64_t extent = 0;
   int64_t chunks = 0;
+  std::vector<int64_t> offsets;  // where each source starts along the axis
   for (int i = 0; i < n; ++i) {
     const Array& source = *planned.sources[i];
     const std::string source_field = absl::StrCat(field, ".sources[", i, "]");
@@ -328,7 +328,7 @@ absl::Status PlanConcat(const OpContext& context, const v1::ConcatSpec& spec,
     }
     dtype = *promoted;
     if (source.mode != mode) mode = Mode::kReplica;
-    planned.offsets.push_back(extent);
+    offsets.push_back(extent);
     ASSIGN_OR_RETURN(extent,
                      CheckedAdd(extent, spec.stack() ? 1 : source.shape[axis], field + ".sources"));
     chunks += static_cast<int64_t>(source.chunks.size());
@@ -357,9 +357,9 @@ absl::Status PlanConcat(const OpContext& context, const v1::ConcatSpec& spec,
     for (const ChunkSpec& chunk : map) {
       Box box = chunk.box;
       if (spec.stack()) {
-        box.insert(box.begin() + axis, Range{planned.offsets[i], 1, 1});
+        box.insert(box.begin() + axis, Range{offsets[i], 1, 1});
       } else {
-        box[axis].start += planned.offsets[i];
+        box[axis].start += offsets[i];
       }
       planned.result.map.push_back(ChunkSpec{chunk.device, std::move(box)});
     }

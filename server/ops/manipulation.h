@@ -32,8 +32,6 @@ struct PlannedManipulation {
   BasicIndex index;               // get_item, set_item
   std::vector<int> axes;          // permute_dims: result axis i is source axis axes[i]
   bool reshape_in_place = false;  // reshape: every chunk keeps its buffer (relabelled)
-  std::vector<int64_t> offsets;   // concat: where each source starts along the axis
-  int axis = 0;                   // concat: the (result) axis sources are joined along
   ArrayMeta result;
 };
 
