@@ -971,6 +971,26 @@ absl::StatusOr<Array> BroadcastTo(const Array& a, const std::vector<int64_t>& sh
 }
 
 namespace {
+absl::StatusOr<Array> SortRequest(const Array& a, int32_t axis, bool descending, bool indices) {
+  v1::ManipulateRequest request;
+  v1::SortSpec* spec = request.mutable_spec()->mutable_sort();
+  *spec->mutable_source() = a.AsOperand();
+  spec->set_axis(axis);
+  spec->set_descending(descending);
+  spec->set_indices(indices);
+  return a.client().Manipulate(request);
+}
+}  // namespace
+
+absl::StatusOr<Array> Sort(const Array& a, int32_t axis, bool descending) {
+  return SortRequest(a, axis, descending, /*indices=*/false);
+}
+
+absl::StatusOr<Array> Argsort(const Array& a, int32_t axis, bool descending) {
+  return SortRequest(a, axis, descending, /*indices=*/true);
+}
+
+namespace {
 absl::StatusOr<Array> Join(const std::vector<Operand>& arrays, int32_t axis, bool stack) {
   const Client* client = nullptr;
   v1::ManipulateRequest request;

@@ -44,7 +44,7 @@ bool Reads(const v1::Statement& s, const std::string& name) {
              ReadsOperand(m.set_item().value(), name) ||
              ReadsOperand(m.permute_dims().source(), name) ||
              ReadsOperand(m.reshape().source(), name) ||
-             ReadsOperand(m.broadcast_to().source(), name);
+             ReadsOperand(m.broadcast_to().source(), name) || ReadsOperand(m.sort().source(), name);
     }
     case v1::Statement::kWhileLoop:
       return s.while_loop().condition() == name || BlockReads(s.while_loop().body(), 0, name);
@@ -215,6 +215,16 @@ Var ProgramBuilder::BroadcastTo(const Var& a, const std::vector<int64_t>& shape)
   return Emit(std::move(s), "x");
 }
 
+Var ProgramBuilder::Sort(const Var& a, int32_t axis, bool descending, bool indices) {
+  v1::Statement s;
+  v1::SortSpec* spec = s.mutable_manipulate()->mutable_sort();
+  spec->mutable_source()->set_variable(a.name());
+  spec->set_axis(axis);
+  spec->set_descending(descending);
+  spec->set_indices(indices);
+  return Emit(std::move(s), "x");
+}
+
 Var ProgramBuilder::Concat(const Vars& vars, int32_t axis, bool stack) {
   v1::Statement s;
   v1::ConcatSpec* spec = s.mutable_manipulate()->mutable_concat();
@@ -364,6 +374,12 @@ Var Reshape(const Var& a, const std::vector<int64_t>& shape) {
 }
 Var BroadcastTo(const Var& a, const std::vector<int64_t>& shape) {
   return a.builder().BroadcastTo(a, shape);
+}
+Var Sort(const Var& a, int32_t axis, bool descending) {
+  return a.builder().Sort(a, axis, descending);
+}
+Var Argsort(const Var& a, int32_t axis, bool descending) {
+  return a.builder().Sort(a, axis, descending, /*indices=*/true);
 }
 
 namespace {

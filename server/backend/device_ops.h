@@ -101,6 +101,74 @@ inline bool GemmFits(const GemmShape& shape, int64_t a_elements, int64_t b_eleme
          (shape.batch == 1 || shape.stride_c >= shape.m * shape.n);
 }
 
+// One device's sort of `lines` runs of `length` elements, each run contiguous in the dense buffer
+// `keys_in` (run r at r * length): ascending with NaNs last, or descending with NaNs first (the
+// exact reverse), stable. The sorted keys go to `keys_out` (NaNs as the canonical quiet NaN);
+// with `indices_out` set, the int64 position each key came from within its run plus
+// `index_base` (argsort; the base places a run that is one block of a longer axis). `scratch`
+// holds SortScratchBytes bytes (none: may be null).
+struct SortRuns {
+  BufferPtr keys_in;
+  BufferPtr keys_out;
+  BufferPtr indices_out;  // null: keys only
+  BufferPtr scratch;
+  int64_t lines = 1;
+  int64_t length = 0;
+  int64_t index_base = 0;
+  bool descending = false;
+};
+
+// Two sorted runs on one device (each as SortRuns leaves it, with the same direction) merged into
+// `out_keys` (a_count + b_count elements). With indices, equal keys are ordered by index, so a
+// merge of blocks sorted with their global positions as indices is stable; without, equal keys
+// may come from either run. Inputs and outputs do not overlap.
+struct MergeRuns {
+  BufferPtr a_keys, a_indices;
+  BufferPtr b_keys, b_indices;
+  BufferPtr out_keys, out_indices;  // indices: all three set, or none
+  BufferPtr scratch;
+  int64_t a_count = 0;
+  int64_t b_count = 0;
+  bool descending = false;
+};
+
+// Whether a sort's or merge's runs lie within its buffers, all on one device (a backend's last
+// check before it hands pointers to a kernel).
+inline bool SortRunsFit(DType dtype, const SortRuns& sort) {
+  const std::optional<int64_t> n = MulOrNull(sort.lines, sort.length);
+  const std::optional<int64_t> key_bytes = n ? MulOrNull(*n, DTypeSize(dtype)) : std::nullopt;
+  const std::optional<int64_t> index_bytes = n ? MulOrNull(*n, 8) : std::nullopt;
+  if (sort.lines < 0 || sort.length < 0 || !key_bytes || !index_bytes) return false;
+  if (!sort.keys_in || !sort.keys_out) return false;
+  const int device = sort.keys_out->device();
+  auto fits = [&](const BufferPtr& b, int64_t bytes) {
+    return b && b->device() == device && b->bytes() >= bytes;
+  };
+  return fits(sort.keys_in, *key_bytes) && fits(sort.keys_out, *key_bytes) &&
+         (!sort.indices_out || fits(sort.indices_out, *index_bytes)) &&
+         (!sort.scratch || sort.scratch->device() == device);
+}
+inline bool MergeRunsFit(DType dtype, const MergeRuns& merge) {
+  const int64_t size = DTypeSize(dtype);
+  const std::optional<int64_t> total = AddOrNull(merge.a_count, merge.b_count);
+  if (merge.a_count < 0 || merge.b_count < 0 || !total || !MulOrNull(*total, 8)) return false;
+  if (!merge.out_keys) return false;
+  const bool indices = merge.out_indices != nullptr;
+  if (indices != (merge.a_indices != nullptr) || indices != (merge.b_indices != nullptr)) {
+    return false;
+  }
+  const int device = merge.out_keys->device();
+  auto fits = [&](const BufferPtr& b, int64_t elements, int64_t element_size) {
+    return b && b->device() == device && b->bytes() >= elements * element_size;
+  };
+  return fits(merge.a_keys, merge.a_count, size) && fits(merge.b_keys, merge.b_count, size) &&
+         fits(merge.out_keys, *total, size) &&
+         (!indices ||
+          (fits(merge.a_indices, merge.a_count, 8) && fits(merge.b_indices, merge.b_count, 8) &&
+           fits(merge.out_indices, *total, 8))) &&
+         (!merge.scratch || merge.scratch->device() == device);
+}
+
 class DeviceOps {
  public:
   virtual ~DeviceOps() = default;
@@ -163,6 +231,13 @@ class DeviceOps {
         GemmShape{.m = m, .n = n, .k = k, .stride_a = m * k, .stride_b = k * n, .stride_c = m * n},
         allow_tf32);
   }
+
+  // Sorts runs of `dtype` (real or bool; SortRuns). The engine checked the buffers' sizes and
+  // allocated `scratch` on their device with SortScratchBytes.
+  virtual absl::Status Sort(DType dtype, const SortRuns& sort) = 0;
+  virtual int64_t SortScratchBytes(DType dtype, const SortRuns& sort) const { return 0; }
+  virtual absl::Status Merge(DType dtype, const MergeRuns& merge) = 0;
+  virtual int64_t MergeScratchBytes(DType dtype, const MergeRuns& merge) const { return 0; }
 
   // Counts `bytes` a relayout copied into `device` (reshards, mode changes and the reshards of
   // compute operands), for the daemon's metrics. A recording counts them once, when recorded.

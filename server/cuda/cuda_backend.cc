@@ -262,6 +262,24 @@ absl::Status CudaBackend::Reduce(ReduceKind kind, DType in, DType storage, const
       .status();
 }
 
+absl::Status CudaBackend::Sort(DType dtype, const SortRuns& sort) {
+  ASSIGN_OR_RETURN(CudaWork work, cuda::SortWork(dtype, sort));
+  return Submit(std::move(work)).status();
+}
+
+int64_t CudaBackend::SortScratchBytes(DType dtype, const SortRuns& sort) const {
+  return cuda::SortScratchBytes(dtype, sort);
+}
+
+absl::Status CudaBackend::Merge(DType dtype, const MergeRuns& merge) {
+  ASSIGN_OR_RETURN(CudaWork work, cuda::MergeWork(dtype, merge));
+  return Submit(std::move(work)).status();
+}
+
+int64_t CudaBackend::MergeScratchBytes(DType dtype, const MergeRuns& merge) const {
+  return cuda::MergeScratchBytes(dtype, merge);
+}
+
 absl::Status CudaBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b,
                                const BufferPtr& c, const GemmShape& shape, bool allow_tf32) {
   ASSIGN_OR_RETURN(CudaWork work, cuda::GemmWork(devices_, dtype, a, b, c, shape, allow_tf32));

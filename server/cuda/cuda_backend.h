@@ -65,6 +65,10 @@ class CudaBackend final : public Backend {
   using Backend::Gemm;
   absl::Status Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b, const BufferPtr& c,
                     const GemmShape& shape, bool allow_tf32) override;
+  absl::Status Sort(DType dtype, const SortRuns& sort) override;
+  int64_t SortScratchBytes(DType dtype, const SortRuns& sort) const override;
+  absl::Status Merge(DType dtype, const MergeRuns& merge) override;
+  int64_t MergeScratchBytes(DType dtype, const MergeRuns& merge) const override;
   absl::Status WriteFromHost(const BufferPtr& dst, int64_t offset, const void* src,
                              int64_t bytes) override;
   absl::StatusOr<std::unique_ptr<StagedRead>> ReadToStaging(const BufferPtr& src, int64_t offset,

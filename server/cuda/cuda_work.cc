@@ -11,6 +11,7 @@
 #include "server/cuda/compute_kernels.h"
 #include "server/cuda/cuda_status.h"
 #include "server/cuda/kernels.h"
+#include "server/cuda/sort_kernels.h"
 
 namespace distarray {
 namespace {
@@ -147,6 +148,76 @@ CudaWork ReduceWork(const CudaDevices& devices, ReduceKind kind, DType in, DType
                                            static_cast<int64_t>(state->reduce_scratch->bytes()),
                                            state->sm_count, stream),
                         "reduction kernel");
+                  }};
+}
+
+int64_t SortScratchBytes(DType dtype, const SortRuns& sort) {
+  const SortKeyCodec codec = SortKeyCodecFor(dtype);
+  if (codec.bytes == 0) return 0;
+  return cuda::SortScratchBytes(codec, sort.lines, sort.length, sort.indices_out != nullptr);
+}
+
+int64_t MergeScratchBytes(DType dtype, const MergeRuns& merge) {
+  const SortKeyCodec codec = SortKeyCodecFor(dtype);
+  if (codec.bytes == 0) return 0;
+  return cuda::MergeScratchBytes(codec, merge.a_count, merge.b_count, merge.out_indices != nullptr);
+}
+
+absl::StatusOr<CudaWork> SortWork(DType dtype, const SortRuns& sort) {
+  const SortKeyCodec codec = SortKeyCodecFor(dtype);
+  if (codec.bytes == 0 || !SortRunsFit(dtype, sort) || !sort.scratch) {
+    return absl::InternalError(
+        absl::StrCat("sort: no sort of ", DTypeName(dtype), " over these buffers"));
+  }
+  CudaBuffer* in = AsCuda(sort.keys_in);
+  CudaBuffer* out = AsCuda(sort.keys_out);
+  CudaBuffer* indices = sort.indices_out ? AsCuda(sort.indices_out) : nullptr;
+  CudaBuffer* scratch = AsCuda(sort.scratch);
+  std::vector<CudaBuffer*> writes = {out, scratch};
+  if (indices) writes.push_back(indices);
+  SortLaunch launch{.lines = sort.lines,
+                    .length = sort.length,
+                    .index_base = sort.index_base,
+                    .descending = sort.descending};
+  return CudaWork{out->device(), {in}, std::move(writes), [=](cudaStream_t s) mutable {
+                    launch.keys_in = in->data();
+                    launch.keys_out = out->data();
+                    launch.indices_out =
+                        indices ? reinterpret_cast<int64_t*>(indices->data()) : nullptr;
+                    launch.scratch = scratch->data();
+                    launch.scratch_bytes = scratch->bytes();
+                    return cuda::CudaStatus(cuda::LaunchSort(codec, launch, s), "sort kernels");
+                  }};
+}
+
+absl::StatusOr<CudaWork> MergeWork(DType dtype, const MergeRuns& merge) {
+  const SortKeyCodec codec = SortKeyCodecFor(dtype);
+  if (codec.bytes == 0 || !MergeRunsFit(dtype, merge) || !merge.scratch) {
+    return absl::InternalError(
+        absl::StrCat("merge: no merge of ", DTypeName(dtype), " over these buffers"));
+  }
+  auto data = [](const BufferPtr& b) { return b ? AsCuda(b)->data() : nullptr; };
+  MergeLaunch launch{.a_keys = data(merge.a_keys),
+                     .a_indices = reinterpret_cast<const int64_t*>(data(merge.a_indices)),
+                     .b_keys = data(merge.b_keys),
+                     .b_indices = reinterpret_cast<const int64_t*>(data(merge.b_indices)),
+                     .out_keys = data(merge.out_keys),
+                     .out_indices = reinterpret_cast<int64_t*>(data(merge.out_indices)),
+                     .scratch = data(merge.scratch),
+                     .scratch_bytes = merge.scratch->bytes(),
+                     .a_count = merge.a_count,
+                     .b_count = merge.b_count,
+                     .descending = merge.descending};
+  std::vector<CudaBuffer*> reads = {AsCuda(merge.a_keys), AsCuda(merge.b_keys)};
+  std::vector<CudaBuffer*> writes = {AsCuda(merge.out_keys), AsCuda(merge.scratch)};
+  if (merge.out_indices) {
+    reads.push_back(AsCuda(merge.a_indices));
+    reads.push_back(AsCuda(merge.b_indices));
+    writes.push_back(AsCuda(merge.out_indices));
+  }
+  return CudaWork{merge.out_keys->device(), std::move(reads), std::move(writes),
+                  [=](cudaStream_t s) {
+                    return cuda::CudaStatus(cuda::LaunchMerge(codec, launch, s), "merge kernel");
                   }};
 }
 

@@ -44,6 +44,11 @@ CudaWork CastWork(const CudaDevices& devices, DType from, DType to, const Buffer
 CudaWork ReduceWork(const CudaDevices& devices, ReduceKind kind, DType in, DType storage,
                     const BufferPtr& src, const ReduceGeometry& geometry, const BufferPtr& dst,
                     double scale, const BufferPtr& extreme);
+// INTERNAL for a dtype without an order or runs that do not fit their buffers.
+absl::StatusOr<CudaWork> SortWork(DType dtype, const SortRuns& sort);
+absl::StatusOr<CudaWork> MergeWork(DType dtype, const MergeRuns& merge);
+int64_t SortScratchBytes(DType dtype, const SortRuns& sort);
+int64_t MergeScratchBytes(DType dtype, const MergeRuns& merge);
 // INTERNAL for a dtype without a cuBLAS path or a batch that does not fit its buffers.
 absl::StatusOr<CudaWork> GemmWork(const CudaDevices& devices, DType dtype, const BufferPtr& a,
                                   const BufferPtr& b, const BufferPtr& c, const GemmShape& shape,

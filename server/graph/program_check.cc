@@ -151,11 +151,15 @@ class StructureChecker {
         return absl::OkStatus();
       case v1::ManipulationSpec::kBroadcastTo:
         return CheckOperand(spec.broadcast_to().source(), field + ".broadcast_to.source");
+      case v1::ManipulationSpec::kSort:
+        return CheckOperand(spec.sort().source(), field + ".sort.source");
       case v1::ManipulationSpec::OP_NOT_SET:
         break;
     }
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": give an op (get_item, set_item, permute_dims, reshape, concat or broadcast_to)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field,
+                     ": give an op (get_item, set_item, permute_dims, reshape, concat, "
+                     "broadcast_to or sort)"));
   }
 
   static absl::Status CheckOperand(const v1::Operand& operand, const std::string& field) {

@@ -52,6 +52,8 @@ class RecordingProbe final : public GraphRecording {
                     bool) override {
     return absl::OkStatus();
   }
+  absl::Status Sort(DType, const SortRuns&) override { return absl::OkStatus(); }
+  absl::Status Merge(DType, const MergeRuns&) override { return absl::OkStatus(); }
   void CountReshardBytes(int, int64_t) override {}
 
   // Control flow: each condition's flags are counted per device. A fused loop is walked statement

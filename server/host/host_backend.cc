@@ -154,6 +154,16 @@ absl::Status HostBackend::Reduce(ReduceKind kind, DType in, DType storage, const
   return Submit(std::move(work)).status();
 }
 
+absl::Status HostBackend::Sort(DType dtype, const SortRuns& sort) {
+  ASSIGN_OR_RETURN(HostWork work, host::SortWork(dtype, sort));
+  return Submit(std::move(work)).status();
+}
+
+absl::Status HostBackend::Merge(DType dtype, const MergeRuns& merge) {
+  ASSIGN_OR_RETURN(HostWork work, host::MergeWork(dtype, merge));
+  return Submit(std::move(work)).status();
+}
+
 absl::Status HostBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b,
                                const BufferPtr& c, const GemmShape& shape, bool /*allow_tf32*/) {
   ASSIGN_OR_RETURN(HostWork work, host::GemmWork(dtype, a, b, c, shape));

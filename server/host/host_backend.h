@@ -54,6 +54,8 @@ class HostBackend final : public Backend {
   using Backend::Gemm;
   absl::Status Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b, const BufferPtr& c,
                     const GemmShape& shape, bool allow_tf32) override;
+  absl::Status Sort(DType dtype, const SortRuns& sort) override;
+  absl::Status Merge(DType dtype, const MergeRuns& merge) override;
   absl::Status WriteFromHost(const BufferPtr& dst, int64_t offset, const void* src,
                              int64_t bytes) override;
   absl::StatusOr<std::unique_ptr<StagedRead>> ReadToStaging(const BufferPtr& src, int64_t offset,

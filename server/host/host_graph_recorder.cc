@@ -344,6 +344,16 @@ absl::Status HostGraphRecording::Gemm(DType dtype, const BufferPtr& a, const Buf
   return Record("Gemm", std::move(work));
 }
 
+absl::Status HostGraphRecording::Sort(DType dtype, const SortRuns& sort) {
+  ASSIGN_OR_RETURN(HostWork work, host::SortWork(dtype, sort));
+  return Record("Sort", std::move(work));
+}
+
+absl::Status HostGraphRecording::Merge(DType dtype, const MergeRuns& merge) {
+  ASSIGN_OR_RETURN(HostWork work, host::MergeWork(dtype, merge));
+  return Record("Merge", std::move(work));
+}
+
 void HostGraphRecording::CountReshardBytes(int device, int64_t bytes) {
   backend_->CountReshardBytes(device, bytes);
 }

@@ -77,6 +77,8 @@ class HostGraphRecording final : public GraphRecording {
   using GraphRecording::Gemm;
   absl::Status Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b, const BufferPtr& c,
                     const GemmShape& shape, bool allow_tf32) override;
+  absl::Status Sort(DType dtype, const SortRuns& sort) override;
+  absl::Status Merge(DType dtype, const MergeRuns& merge) override;
   void CountReshardBytes(int device, int64_t bytes) override;
 
   absl::Status BeginWhile(const ConditionFlags& flag, int64_t max_iterations) override;

@@ -38,6 +38,9 @@ HostWork CastWork(DType from, DType to, const BufferPtr& src, const BufferPtr& d
 absl::StatusOr<HostWork> ReduceWork(ReduceKind kind, DType in, DType storage, const BufferPtr& src,
                                     const ReduceGeometry& geometry, const BufferPtr& dst,
                                     double scale, const BufferPtr& extreme);
+// Sort and merge (host_sort.cc); INTERNAL for a dtype without an order or runs that do not fit.
+absl::StatusOr<HostWork> SortWork(DType dtype, const SortRuns& sort);
+absl::StatusOr<HostWork> MergeWork(DType dtype, const MergeRuns& merge);
 absl::StatusOr<HostWork> GemmWork(DType dtype, const BufferPtr& a, const BufferPtr& b,
                                   const BufferPtr& c, const GemmShape& shape);
 

@@ -13,6 +13,7 @@
 #include "common/status_macros.h"
 #include "server/ops/flat_runs.h"
 #include "server/ops/reshard_planner.h"
+#include "server/ops/sort.h"
 
 namespace distarray {
 namespace {
@@ -396,11 +397,14 @@ absl::StatusOr<PlannedManipulation> PlanManipulation(const OpContext& context,
       RETURN_IF_ERROR(
           PlanBroadcastTo(context, spec.broadcast_to(), prefix + ".broadcast_to", planned));
       break;
+    case v1::ManipulationSpec::kSort:
+      RETURN_IF_ERROR(PlanSort(context, spec.sort(), prefix + ".sort", planned));
+      break;
     case v1::ManipulationSpec::OP_NOT_SET:
       return absl::InvalidArgumentError(
           absl::StrCat(field,
-                       ": give an op (get_item, set_item, permute_dims, reshape, concat or "
-                       "broadcast_to)"));
+                       ": give an op (get_item, set_item, permute_dims, reshape, concat, "
+                       "broadcast_to or sort)"));
   }
   return planned;
 }

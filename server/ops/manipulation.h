@@ -22,6 +22,18 @@ namespace distarray {
 // The most arrays one concat or stack joins.
 inline constexpr int kMaxConcatSources = 1024;
 
+// How a sort runs (sort.cc): where each chunk holds whole lines along the axis, in place;
+// otherwise in a working layout first, split along another axis (each chunk then holds whole
+// lines) or, when no other axis has two elements, along the axis itself in blocks that
+// neighbouring devices merge.
+struct SortPlan {
+  int axis = 0;
+  bool descending = false;
+  bool indices = false;  // argsort
+  IndexMap working;      // empty: the source's chunks sort their lines in place
+  bool merge_blocks = false;
+};
+
 struct PlannedManipulation {
   v1::ManipulationSpec::OpCase op = v1::ManipulationSpec::OP_NOT_SET;
   // get_item, permute_dims, reshape: the source; set_item: the target; concat: every source.
@@ -32,6 +44,7 @@ struct PlannedManipulation {
   BasicIndex index;               // get_item, set_item
   std::vector<int> axes;          // permute_dims: result axis i is source axis axes[i]
   bool reshape_in_place = false;  // reshape: every chunk keeps its buffer (relabelled)
+  SortPlan sort;
   ArrayMeta result;
 };
 

@@ -7,43 +7,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "server/ops/device_gather.h"
 #include "server/ops/flat_runs.h"
 #include "server/ops/manipulation.h"
+#include "server/ops/sort.h"
 
 namespace distarray {
 namespace {
-
-// The unsigned integer dtype (or complex128 for 16 bytes) of `dtype`'s size: a gather through
-// positive() in it copies every bit pattern exactly, NaN payloads and bool bytes included.
-DType BitCopyDType(DType dtype) {
-  switch (DTypeSize(dtype)) {
-    case 1:
-      return DType::kUInt8;
-    case 2:
-      return DType::kUInt16;
-    case 4:
-      return DType::kUInt32;
-    case 8:
-      return DType::kUInt64;
-    default:
-      return DType::kComplex128;
-  }
-}
-
-BufferBox FlatRun(const BufferPtr& buffer, int64_t buffer_elements, int64_t offset, int64_t count) {
-  return BufferBox{buffer, Shape{buffer_elements}, Box{Range{offset, 1, count}}};
-}
-
-// Whether `view` reads `n` consecutive elements upwards from its offset.
-bool IsForwardRun(const StridedBox& view) {
-  int64_t expected = 1;
-  for (int d = view.rank - 1; d >= 0; --d) {
-    if (view.count[d] == 1) continue;
-    if (view.stride[d] != expected) return false;
-    expected *= view.count[d];
-  }
-  return true;
-}
 
 // Whether `view` walks every axis with more than one element upwards (no reversed axis).
 bool Upwards(const StridedBox& view) {
@@ -51,19 +21,6 @@ bool Upwards(const StridedBox& view) {
     if (view.count[d] > 1 && view.stride[d] < 0) return false;
   }
   return true;
-}
-
-// dst[i] = src[BoxOffset(view, i)] for the n elements of dst, on src's (and dst's) device. A view
-// that is one forward run is a plain device copy.
-absl::Status Gather(DeviceOps& ops, DType dtype, const BufferPtr& src, int64_t src_elements,
-                    const StridedBox& view, const BufferPtr& dst, int64_t n) {
-  if (IsForwardRun(view)) {
-    return ops.Copy(dtype,
-                    {BoxCopy{FlatRun(src, src_elements, view.offset, n), FlatRun(dst, n, 0, n)}});
-  }
-  const DType bits = BitCopyDType(dtype);
-  const ElementwiseArg arg{src, view, /*contiguous=*/false, Scalar{}};
-  return ops.Elementwise(ElementwiseOpId::kPositive, bits, bits, dst, n, {arg});
 }
 
 // A chunk of the result that holds `source`'s elements in the same order under a new box: the
@@ -454,6 +411,8 @@ absl::StatusOr<OpResult> ExecuteManipulation(const OpContext& context,
         return ExecuteConcat(context, planned, sources);
       case v1::ManipulationSpec::kBroadcastTo:
         return ExecuteBroadcastTo(*context.ops, planned, sources);
+      case v1::ManipulationSpec::kSort:
+        return ExecuteSort(context, planned);
       case v1::ManipulationSpec::OP_NOT_SET:
         break;
     }

@@ -65,8 +65,8 @@ const std::vector<std::string>& ComputeFeatures() {
       list->push_back(absl::StrCat("reduce.", op));
     }
     list->push_back("matmul");
-    for (const char* op :
-         {"get_item", "set_item", "permute_dims", "reshape", "concat", "stack", "broadcast_to"}) {
+    for (const char* op : {"get_item", "set_item", "permute_dims", "reshape", "concat", "stack",
+                           "broadcast_to", "sort", "argsort"}) {
       list->push_back(absl::StrCat("manipulate.", op));
     }
     return list;

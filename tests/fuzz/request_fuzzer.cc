@@ -193,6 +193,9 @@ class Runner {
           case v1::ManipulationSpec::kBroadcastTo:
             operands = {spec.mutable_broadcast_to()->mutable_source()};
             break;
+          case v1::ManipulationSpec::kSort:
+            operands = {spec.mutable_sort()->mutable_source()};
+            break;
           case v1::ManipulationSpec::OP_NOT_SET:
             break;
         }

@@ -611,6 +611,11 @@ std::vector<std::pair<std::string, Case>> Seeds() {
     v1::BroadcastToSpec* broadcast = c.Manipulate({1}).mutable_broadcast_to();
     broadcast->mutable_shape()->add_dims(3);
     broadcast->mutable_shape()->add_dims(6);
+    c.Manipulate({0}).mutable_sort()->set_axis(0);
+    v1::SortSpec* argsort = c.Manipulate({0}).mutable_sort();
+    argsort->set_axis(-1);
+    argsort->set_descending(true);
+    argsort->set_indices(true);
     c.DownloadFrom(3);
   }
   {

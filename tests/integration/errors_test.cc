@@ -140,7 +140,7 @@ void AddManipulationCases(std::vector<BadCase>& cases) {
   };
   using grpc::StatusCode;
   add("Manipulate with no op", Manipulation([](auto&, auto&) {}), StatusCode::INVALID_ARGUMENT,
-      "spec: give an op (get_item, set_item, permute_dims, reshape, concat or broadcast_to)");
+      "spec: give an op (get_item, set_item, permute_dims, reshape, concat, broadcast_to or sort)");
   add("broadcast_to a shape that does not fit", Manipulation([](auto& spec, auto& bystander) {
         spec.mutable_broadcast_to()->mutable_source()->set_handle(bystander);
         spec.mutable_broadcast_to()->mutable_shape()->add_dims(10);

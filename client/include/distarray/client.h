@@ -335,6 +335,10 @@ absl::StatusOr<Array> Reshape(const Array& a, const std::vector<int64_t>& shape)
 // numpy.broadcast_to: axes aligned at the end, a length-1 axis repeated; each chunk stays on its
 // device, extended along the broadcast axes.
 absl::StatusOr<Array> BroadcastTo(const Array& a, const std::vector<int64_t>& shape);
+// numpy.sort along `axis` (stable; ascending puts NaNs last, descending is the exact reverse),
+// and argsort's int64 positions; the result takes a's layout (SortSpec says how it is sorted).
+absl::StatusOr<Array> Sort(const Array& a, int32_t axis = -1, bool descending = false);
+absl::StatusOr<Array> Argsort(const Array& a, int32_t axis = -1, bool descending = false);
 // numpy.concat along `axis`, and numpy.stack along a new axis `axis`; dtypes promote as NumPy's.
 absl::StatusOr<Array> Concat(const std::vector<Operand>& arrays, int32_t axis = 0);
 absl::StatusOr<Array> Stack(const std::vector<Operand>& arrays, int32_t axis = 0);

@@ -94,6 +94,8 @@ class ProgramBuilder {
   Var PermuteDims(const Var& a, const std::vector<int32_t>& axes);
   Var Reshape(const Var& a, const std::vector<int64_t>& shape);
   Var BroadcastTo(const Var& a, const std::vector<int64_t>& shape);
+  // Sorted along `axis`, or (indices) argsort's positions.
+  Var Sort(const Var& a, int32_t axis = -1, bool descending = false, bool indices = false);
   // Joined along `axis` (concat), or along a new axis there (stack).
   Var Concat(const Vars& vars, int32_t axis = 0, bool stack = false);
 
@@ -147,6 +149,8 @@ Var SetItem(const Var& target, const std::vector<Index>& key, const VarOperand& 
 Var PermuteDims(const Var& a, const std::vector<int32_t>& axes);
 Var Reshape(const Var& a, const std::vector<int64_t>& shape);
 Var BroadcastTo(const Var& a, const std::vector<int64_t>& shape);
+Var Sort(const Var& a, int32_t axis = -1, bool descending = false);
+Var Argsort(const Var& a, int32_t axis = -1, bool descending = false);
 Var Concat(const Vars& vars, int32_t axis = 0);  // `vars` not empty
 Var Stack(const Vars& vars, int32_t axis = 0);   // `vars` not empty
 

@@ -282,6 +282,24 @@ absl::Status CudaGraphRecording::Reduce(ReduceKind kind, DType in, DType storage
                                            scale, extreme));
 }
 
+absl::Status CudaGraphRecording::Sort(DType dtype, const SortRuns& sort) {
+  ASSIGN_OR_RETURN(CudaWork work, cuda::SortWork(dtype, sort));
+  return Submit("Sort", std::move(work));
+}
+
+int64_t CudaGraphRecording::SortScratchBytes(DType dtype, const SortRuns& sort) const {
+  return cuda::SortScratchBytes(dtype, sort);
+}
+
+absl::Status CudaGraphRecording::Merge(DType dtype, const MergeRuns& merge) {
+  ASSIGN_OR_RETURN(CudaWork work, cuda::MergeWork(dtype, merge));
+  return Submit("Merge", std::move(work));
+}
+
+int64_t CudaGraphRecording::MergeScratchBytes(DType dtype, const MergeRuns& merge) const {
+  return cuda::MergeScratchBytes(dtype, merge);
+}
+
 absl::Status CudaGraphRecording::Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b,
                                       const BufferPtr& c, const GemmShape& shape, bool allow_tf32) {
   ASSIGN_OR_RETURN(CudaWork work,

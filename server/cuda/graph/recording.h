@@ -92,6 +92,10 @@ class CudaGraphRecording final : public GraphRecording {
   using GraphRecording::Gemm;
   absl::Status Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b, const BufferPtr& c,
                     const GemmShape& shape, bool allow_tf32) override;
+  absl::Status Sort(DType dtype, const SortRuns& sort) override;
+  int64_t SortScratchBytes(DType dtype, const SortRuns& sort) const override;
+  absl::Status Merge(DType dtype, const MergeRuns& merge) override;
+  int64_t MergeScratchBytes(DType dtype, const MergeRuns& merge) const override;
   void CountReshardBytes(int device, int64_t bytes) override;
 
  private:
