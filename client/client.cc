@@ -990,6 +990,15 @@ absl::StatusOr<Array> Argsort(const Array& a, int32_t axis, bool descending) {
   return SortRequest(a, axis, descending, /*indices=*/true);
 }
 
+absl::StatusOr<Array> SearchSorted(const Array& sorted, const Array& values, bool right) {
+  v1::ManipulateRequest request;
+  v1::SearchSortedSpec* spec = request.mutable_spec()->mutable_search_sorted();
+  *spec->mutable_sorted() = sorted.AsOperand();
+  *spec->mutable_values() = values.AsOperand();
+  spec->set_right(right);
+  return sorted.client().Manipulate(request);
+}
+
 namespace {
 absl::StatusOr<Array> Join(const std::vector<Operand>& arrays, int32_t axis, bool stack) {
   const Client* client = nullptr;

@@ -225,6 +225,15 @@ Var ProgramBuilder::Sort(const Var& a, int32_t axis, bool descending, bool indic
   return Emit(std::move(s), "x");
 }
 
+Var ProgramBuilder::SearchSorted(const Var& sorted, const Var& values, bool right) {
+  v1::Statement s;
+  v1::SearchSortedSpec* spec = s.mutable_manipulate()->mutable_search_sorted();
+  spec->mutable_sorted()->set_variable(sorted.name());
+  spec->mutable_values()->set_variable(values.name());
+  spec->set_right(right);
+  return Emit(std::move(s), "x");
+}
+
 Var ProgramBuilder::Concat(const Vars& vars, int32_t axis, bool stack) {
   v1::Statement s;
   v1::ConcatSpec* spec = s.mutable_manipulate()->mutable_concat();
@@ -380,6 +389,9 @@ Var Sort(const Var& a, int32_t axis, bool descending) {
 }
 Var Argsort(const Var& a, int32_t axis, bool descending) {
   return a.builder().Sort(a, axis, descending, /*indices=*/true);
+}
+Var SearchSorted(const Var& sorted, const Var& values, bool right) {
+  return sorted.builder().SearchSorted(sorted, values, right);
 }
 
 namespace {

@@ -132,6 +132,29 @@ struct MergeRuns {
   bool descending = false;
 };
 
+// For each of `count` values, the position in the sorted run `sorted` (`sorted_count` elements,
+// ascending in SortRuns' order) where it would be inserted: before every equal element, or after
+// them with `right`. Written to `out` as int64.
+struct SearchRuns {
+  BufferPtr sorted;
+  BufferPtr values;
+  BufferPtr out;
+  int64_t sorted_count = 0;
+  int64_t count = 0;
+  bool right = false;
+};
+inline bool SearchRunsFit(DType dtype, const SearchRuns& search) {
+  const int64_t size = DTypeSize(dtype);
+  if (search.sorted_count < 0 || search.count < 0 || !search.sorted || !search.values ||
+      !search.out || !MulOrNull(search.sorted_count, 8) || !MulOrNull(search.count, 8)) {
+    return false;
+  }
+  const int device = search.out->device();
+  return search.sorted->device() == device && search.values->device() == device &&
+         search.sorted->bytes() >= search.sorted_count * size &&
+         search.values->bytes() >= search.count * size && search.out->bytes() >= search.count * 8;
+}
+
 // Whether a sort's or merge's runs lie within its buffers, all on one device (a backend's last
 // check before it hands pointers to a kernel).
 inline bool SortRunsFit(DType dtype, const SortRuns& sort) {
@@ -238,6 +261,7 @@ class DeviceOps {
   virtual int64_t SortScratchBytes(DType dtype, const SortRuns& sort) const { return 0; }
   virtual absl::Status Merge(DType dtype, const MergeRuns& merge) = 0;
   virtual int64_t MergeScratchBytes(DType dtype, const MergeRuns& merge) const { return 0; }
+  virtual absl::Status SearchSorted(DType dtype, const SearchRuns& search) = 0;
 
   // Counts `bytes` a relayout copied into `device` (reshards, mode changes and the reshards of
   // compute operands), for the daemon's metrics. A recording counts them once, when recorded.

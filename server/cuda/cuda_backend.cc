@@ -271,6 +271,11 @@ int64_t CudaBackend::SortScratchBytes(DType dtype, const SortRuns& sort) const {
   return cuda::SortScratchBytes(dtype, sort);
 }
 
+absl::Status CudaBackend::SearchSorted(DType dtype, const SearchRuns& search) {
+  ASSIGN_OR_RETURN(CudaWork work, cuda::SearchSortedWork(dtype, search));
+  return Submit(std::move(work)).status();
+}
+
 absl::Status CudaBackend::Merge(DType dtype, const MergeRuns& merge) {
   ASSIGN_OR_RETURN(CudaWork work, cuda::MergeWork(dtype, merge));
   return Submit(std::move(work)).status();

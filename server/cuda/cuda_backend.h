@@ -68,6 +68,7 @@ class CudaBackend final : public Backend {
   absl::Status Sort(DType dtype, const SortRuns& sort) override;
   int64_t SortScratchBytes(DType dtype, const SortRuns& sort) const override;
   absl::Status Merge(DType dtype, const MergeRuns& merge) override;
+  absl::Status SearchSorted(DType dtype, const SearchRuns& search) override;
   int64_t MergeScratchBytes(DType dtype, const MergeRuns& merge) const override;
   absl::Status WriteFromHost(const BufferPtr& dst, int64_t offset, const void* src,
                              int64_t bytes) override;

@@ -221,6 +221,26 @@ absl::StatusOr<CudaWork> MergeWork(DType dtype, const MergeRuns& merge) {
                   }};
 }
 
+absl::StatusOr<CudaWork> SearchSortedWork(DType dtype, const SearchRuns& search) {
+  const SortKeyCodec codec = SortKeyCodecFor(dtype);
+  if (codec.bytes == 0 || !SearchRunsFit(dtype, search)) {
+    return absl::InternalError(
+        absl::StrCat("searchsorted: no search of ", DTypeName(dtype), " over these buffers"));
+  }
+  CudaBuffer* sorted = AsCuda(search.sorted);
+  CudaBuffer* values = AsCuda(search.values);
+  CudaBuffer* out = AsCuda(search.out);
+  const int64_t sorted_count = search.sorted_count, count = search.count;
+  const bool right = search.right;
+  return CudaWork{
+      out->device(), {sorted, values}, {out}, [=](cudaStream_t s) {
+        return cuda::CudaStatus(
+            cuda::LaunchSearchSorted(codec, sorted->data(), sorted_count, values->data(), count,
+                                     reinterpret_cast<int64_t*>(out->data()), right, s),
+            "searchsorted kernel");
+      }};
+}
+
 absl::StatusOr<CudaWork> GemmWork(const CudaDevices& devices, DType dtype, const BufferPtr& a,
                                   const BufferPtr& b, const BufferPtr& c, const GemmShape& shape,
                                   bool allow_tf32) {

@@ -47,6 +47,7 @@ CudaWork ReduceWork(const CudaDevices& devices, ReduceKind kind, DType in, DType
 // INTERNAL for a dtype without an order or runs that do not fit their buffers.
 absl::StatusOr<CudaWork> SortWork(DType dtype, const SortRuns& sort);
 absl::StatusOr<CudaWork> MergeWork(DType dtype, const MergeRuns& merge);
+absl::StatusOr<CudaWork> SearchSortedWork(DType dtype, const SearchRuns& search);
 int64_t SortScratchBytes(DType dtype, const SortRuns& sort);
 int64_t MergeScratchBytes(DType dtype, const MergeRuns& merge);
 // INTERNAL for a dtype without a cuBLAS path or a batch that does not fit its buffers.

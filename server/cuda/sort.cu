@@ -219,6 +219,26 @@ cudaError_t MergeWidth(const SortKeyCodec& codec, const MergeLaunch& m, cudaStre
   return e;
 }
 
+template <typename U>
+__global__ void SearchSortedKernel(SortKeyCodec codec, const U* sorted, int64_t sorted_count,
+                                   const U* values, int64_t count, int64_t* out, bool right) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const U code = codec.Encode(values[i], false);
+    int64_t lo = 0, hi = sorted_count;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      const U at = codec.Encode(sorted[mid], false);
+      if (right ? at <= code : at < code) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    out[i] = lo;
+  }
+}
+
 template <typename Fn>
 auto DispatchWidth(int bytes, Fn&& fn) {
   switch (bytes) {
@@ -269,6 +289,19 @@ cudaError_t LaunchMerge(const SortKeyCodec& codec, const MergeLaunch& merge, cud
   if (merge.a_count + merge.b_count == 0) return cudaSuccess;
   return DispatchWidth(codec.bytes, [&](auto tag) {
     return MergeWidth<decltype(tag)>(codec, merge, stream, nullptr);
+  });
+}
+
+cudaError_t LaunchSearchSorted(const SortKeyCodec& codec, const void* sorted, int64_t sorted_count,
+                               const void* values, int64_t count, int64_t* out, bool right,
+                               cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  return DispatchWidth(codec.bytes, [&](auto tag) {
+    using U = decltype(tag);
+    SearchSortedKernel<U>
+        <<<Blocks(count), kThreads, 0, stream>>>(codec, static_cast<const U*>(sorted), sorted_count,
+                                                 static_cast<const U*>(values), count, out, right);
+    return cudaGetLastError();
   });
 }
 

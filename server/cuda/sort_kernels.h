@@ -45,6 +45,11 @@ int64_t MergeScratchBytes(const SortKeyCodec& codec, int64_t a_count, int64_t b_
                           bool indices);
 cudaError_t LaunchMerge(const SortKeyCodec& codec, const MergeLaunch& merge, cudaStream_t stream);
 
+// out[i] = the insertion position of values[i] in `sorted` (sorted_count elements), left or right.
+cudaError_t LaunchSearchSorted(const SortKeyCodec& codec, const void* sorted, int64_t sorted_count,
+                               const void* values, int64_t count, int64_t* out, bool right,
+                               cudaStream_t stream);
+
 }  // namespace distarray::cuda
 
 #endif  // DISTARRAY_SERVER_CUDA_SORT_KERNELS_H_

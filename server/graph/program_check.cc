@@ -153,13 +153,17 @@ class StructureChecker {
         return CheckOperand(spec.broadcast_to().source(), field + ".broadcast_to.source");
       case v1::ManipulationSpec::kSort:
         return CheckOperand(spec.sort().source(), field + ".sort.source");
+      case v1::ManipulationSpec::kSearchSorted:
+        RETURN_IF_ERROR(
+            CheckOperand(spec.search_sorted().sorted(), field + ".search_sorted.sorted"));
+        return CheckOperand(spec.search_sorted().values(), field + ".search_sorted.values");
       case v1::ManipulationSpec::OP_NOT_SET:
         break;
     }
     return absl::InvalidArgumentError(
         absl::StrCat(field,
                      ": give an op (get_item, set_item, permute_dims, reshape, concat, "
-                     "broadcast_to or sort)"));
+                     "broadcast_to, sort or search_sorted)"));
   }
 
   static absl::Status CheckOperand(const v1::Operand& operand, const std::string& field) {

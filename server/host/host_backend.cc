@@ -159,6 +159,11 @@ absl::Status HostBackend::Sort(DType dtype, const SortRuns& sort) {
   return Submit(std::move(work)).status();
 }
 
+absl::Status HostBackend::SearchSorted(DType dtype, const SearchRuns& search) {
+  ASSIGN_OR_RETURN(HostWork work, host::SearchSortedWork(dtype, search));
+  return Submit(std::move(work)).status();
+}
+
 absl::Status HostBackend::Merge(DType dtype, const MergeRuns& merge) {
   ASSIGN_OR_RETURN(HostWork work, host::MergeWork(dtype, merge));
   return Submit(std::move(work)).status();

@@ -349,6 +349,11 @@ absl::Status HostGraphRecording::Sort(DType dtype, const SortRuns& sort) {
   return Record("Sort", std::move(work));
 }
 
+absl::Status HostGraphRecording::SearchSorted(DType dtype, const SearchRuns& search) {
+  ASSIGN_OR_RETURN(HostWork work, host::SearchSortedWork(dtype, search));
+  return Record("SearchSorted", std::move(work));
+}
+
 absl::Status HostGraphRecording::Merge(DType dtype, const MergeRuns& merge) {
   ASSIGN_OR_RETURN(HostWork work, host::MergeWork(dtype, merge));
   return Record("Merge", std::move(work));

@@ -79,6 +79,7 @@ class HostGraphRecording final : public GraphRecording {
                     const GemmShape& shape, bool allow_tf32) override;
   absl::Status Sort(DType dtype, const SortRuns& sort) override;
   absl::Status Merge(DType dtype, const MergeRuns& merge) override;
+  absl::Status SearchSorted(DType dtype, const SearchRuns& search) override;
   void CountReshardBytes(int device, int64_t bytes) override;
 
   absl::Status BeginWhile(const ConditionFlags& flag, int64_t max_iterations) override;

@@ -63,6 +63,28 @@ void MergeOnHost(const SortKeyCodec& codec, const MergeRuns& merge) {
   while (j < merge.b_count) take(b, bi, j);
 }
 
+template <typename U>
+void SearchOnHost(const SortKeyCodec& codec, const SearchRuns& search) {
+  const U* sorted = AsHost(search.sorted)->as<U>();
+  const U* values = AsHost(search.values)->as<U>();
+  int64_t* out = AsHost(search.out)->as<int64_t>();
+  for (int64_t i = 0; i < search.count; ++i) {
+    const U code = codec.Encode(values[i], false);
+    // The first position whose code is above (right) or not below (left) the value's.
+    int64_t lo = 0, hi = search.sorted_count;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      const U at = codec.Encode(sorted[mid], false);
+      if (search.right ? at <= code : at < code) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    out[i] = lo;
+  }
+}
+
 // Calls fn with a value of the unsigned type of the codec's width.
 template <typename Fn>
 void DispatchWidth(int bytes, Fn&& fn) {
@@ -114,6 +136,21 @@ absl::StatusOr<HostWork> MergeWork(DType dtype, const MergeRuns& merge) {
     DispatchWidth(codec.bytes, [&](auto tag) { MergeOnHost<decltype(tag)>(codec, merge); });
   };
   return HostWork{merge.out_keys->device(), std::move(reads), std::move(writes), std::move(work)};
+}
+
+absl::StatusOr<HostWork> SearchSortedWork(DType dtype, const SearchRuns& search) {
+  const SortKeyCodec codec = SortKeyCodecFor(dtype);
+  if (codec.bytes == 0 || !SearchRunsFit(dtype, search)) {
+    return absl::InternalError(
+        absl::StrCat("searchsorted: no search of ", DTypeName(dtype), " over these buffers"));
+  }
+  auto work = [codec, search] {
+    DispatchWidth(codec.bytes, [&](auto tag) { SearchOnHost<decltype(tag)>(codec, search); });
+  };
+  return HostWork{search.out->device(),
+                  {AsHost(search.sorted).get(), AsHost(search.values).get()},
+                  {AsHost(search.out).get()},
+                  std::move(work)};
 }
 
 }  // namespace host

@@ -41,6 +41,7 @@ absl::StatusOr<HostWork> ReduceWork(ReduceKind kind, DType in, DType storage, co
 // Sort and merge (host_sort.cc); INTERNAL for a dtype without an order or runs that do not fit.
 absl::StatusOr<HostWork> SortWork(DType dtype, const SortRuns& sort);
 absl::StatusOr<HostWork> MergeWork(DType dtype, const MergeRuns& merge);
+absl::StatusOr<HostWork> SearchSortedWork(DType dtype, const SearchRuns& search);
 absl::StatusOr<HostWork> GemmWork(DType dtype, const BufferPtr& a, const BufferPtr& b,
                                   const BufferPtr& c, const GemmShape& shape);
 

@@ -400,11 +400,15 @@ absl::StatusOr<PlannedManipulation> PlanManipulation(const OpContext& context,
     case v1::ManipulationSpec::kSort:
       RETURN_IF_ERROR(PlanSort(context, spec.sort(), prefix + ".sort", planned));
       break;
+    case v1::ManipulationSpec::kSearchSorted:
+      RETURN_IF_ERROR(
+          PlanSearchSorted(context, spec.search_sorted(), prefix + ".search_sorted", planned));
+      break;
     case v1::ManipulationSpec::OP_NOT_SET:
       return absl::InvalidArgumentError(
           absl::StrCat(field,
                        ": give an op (get_item, set_item, permute_dims, reshape, concat, "
-                       "broadcast_to or sort)"));
+                       "broadcast_to, sort or search_sorted)"));
   }
   return planned;
 }

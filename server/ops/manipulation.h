@@ -32,6 +32,7 @@ struct SortPlan {
   bool indices = false;  // argsort
   IndexMap working;      // empty: the source's chunks sort their lines in place
   bool merge_blocks = false;
+  bool right = false;  // search_sorted: the side
 };
 
 struct PlannedManipulation {

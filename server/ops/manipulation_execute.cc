@@ -413,6 +413,8 @@ absl::StatusOr<OpResult> ExecuteManipulation(const OpContext& context,
         return ExecuteBroadcastTo(*context.ops, planned, sources);
       case v1::ManipulationSpec::kSort:
         return ExecuteSort(context, planned);
+      case v1::ManipulationSpec::kSearchSorted:
+        return ExecuteSearchSorted(context, planned);
       case v1::ManipulationSpec::OP_NOT_SET:
         break;
     }

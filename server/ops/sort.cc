@@ -252,24 +252,41 @@ absl::StatusOr<std::vector<Chunk>> SortAcrossBlocks(const OpContext& context, DT
   return ResultChunks(blocks, sorted, plan.indices);
 }
 
+// The distinct devices of `map`, ascending (device 0 for an empty map).
+std::vector<int> DevicesOf(const IndexMap& map) {
+  std::vector<int> devices;
+  for (const ChunkSpec& chunk : map) devices.push_back(chunk.device);
+  std::sort(devices.begin(), devices.end());
+  devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+  if (devices.empty()) devices.push_back(0);
+  return devices;
+}
+
+absl::StatusOr<ArrayPtr> ResolveArrayOperand(const OpContext& context, const v1::Operand& operand,
+                                             const std::string& field) {
+  if (operand.kind_case() == v1::Operand::KIND_NOT_SET || operand.has_scalar()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": give an array"));
+  }
+  return context.resolve(operand, field);
+}
+
+absl::Status CheckOrdered(const Array& array, const std::string& field) {
+  if (SortKeyCodecFor(array.dtype).bytes != 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, ": ", DTypeName(array.dtype), " has no order; give arrays of a real dtype or bool"));
+}
+
 }  // namespace
 
 absl::Status PlanSort(const OpContext& context, const v1::SortSpec& spec, const std::string& field,
                       PlannedManipulation& planned) {
-  if (spec.source().kind_case() == v1::Operand::KIND_NOT_SET || spec.source().has_scalar()) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ".source: give an array"));
-  }
-  ASSIGN_OR_RETURN(ArrayPtr source, context.resolve(spec.source(), field + ".source"));
+  ASSIGN_OR_RETURN(ArrayPtr source, ResolveArrayOperand(context, spec.source(), field + ".source"));
   const int rank = static_cast<int>(source->shape.size());
   if (rank == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ".source: a 0-d array has no axis to sort along"));
   }
-  if (SortKeyCodecFor(source->dtype).bytes == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ".source: ", DTypeName(source->dtype),
-                     " has no order; sort arrays of a real dtype or bool"));
-  }
+  RETURN_IF_ERROR(CheckOrdered(*source, field + ".source"));
   int axis = spec.axis();
   if (axis < -rank || axis >= rank) {
     return absl::InvalidArgumentError(
@@ -291,17 +308,13 @@ absl::Status PlanSort(const OpContext& context, const v1::SortSpec& spec, const 
       const std::optional<std::vector<int64_t>> gap,
       FindElementCoveredByNeither(shape, map, {}, kDefaultPlanWorkLimit, context.alive));
   if (!whole_lines || gap) {
-    std::vector<int> devices;
-    for (const ChunkSpec& chunk : map) devices.push_back(chunk.device);
-    std::sort(devices.begin(), devices.end());
-    devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
-    if (devices.empty()) devices.push_back(0);
+    const std::vector<int> devices = DevicesOf(map);
     int other = -1;
     for (int d = 0; d < rank && other < 0; ++d) {
       if (d != axis && shape[d] >= 2) other = d;
     }
-    plan.working = other >= 0 ? SplitAlong(shape, other, devices)
-                              : EqualBlocksAlong(shape, axis, devices);
+    plan.working =
+        other >= 0 ? SplitAlong(shape, other, devices) : EqualBlocksAlong(shape, axis, devices);
     plan.merge_blocks = other < 0 && plan.working.size() > 1;
   }
   planned.result = {shape, plan.indices ? DType::kInt64 : source->dtype, Mode::kReplica,
@@ -336,6 +349,69 @@ absl::StatusOr<std::vector<Chunk>> ExecuteSort(const OpContext& context,
   staged.mode = Mode::kReplica;
   staged.chunks = std::move(sorted);
   return Relayout(ops, staged, planned.result.map, Mode::kReplica, context.alive);
+}
+
+absl::Status PlanSearchSorted(const OpContext& context, const v1::SearchSortedSpec& spec,
+                              const std::string& field, PlannedManipulation& planned) {
+  ASSIGN_OR_RETURN(ArrayPtr sorted, ResolveArrayOperand(context, spec.sorted(), field + ".sorted"));
+  ASSIGN_OR_RETURN(ArrayPtr values, ResolveArrayOperand(context, spec.values(), field + ".values"));
+  if (sorted->shape.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".sorted: give a 1-D array (this one has ", sorted->shape.size(), " axes)"));
+  }
+  RETURN_IF_ERROR(CheckOrdered(*sorted, field + ".sorted"));
+  if (values->dtype != sorted->dtype) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".values: ", DTypeName(values->dtype), " differs from sorted's ",
+                     DTypeName(sorted->dtype), "; convert one (astype) so both have one dtype"));
+  }
+  planned.sort = SortPlan{.right = spec.right()};
+  // Elements no chunk of values covers read as 0, whose position need not be 0: such a values
+  // array gets a result split along its first axis, which covers every element.
+  const IndexMap map = values->index_map();
+  ASSIGN_OR_RETURN(
+      const std::optional<std::vector<int64_t>> gap,
+      FindElementCoveredByNeither(values->shape, map, {}, kDefaultPlanWorkLimit, context.alive));
+  IndexMap result_map = map;
+  if (gap) {
+    const std::vector<int> devices = DevicesOf(map);
+    result_map = values->shape.empty() ? IndexMap{ChunkSpec{devices.front(), {}}}
+                                       : SplitAlong(values->shape, 0, devices);
+  }
+  planned.result = {values->shape, DType::kInt64, Mode::kReplica, std::move(result_map)};
+  planned.sources = {std::move(sorted), std::move(values)};
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Chunk>> ExecuteSearchSorted(const OpContext& context,
+                                                       const PlannedManipulation& planned) {
+  DeviceOps& ops = *context.ops;
+  const Array& sorted = *planned.sources[0];
+  const Array& values = *planned.sources[1];
+  const IndexMap& map = planned.result.map;
+  // `sorted` whole on every device that holds values: the search reads all of it per value.
+  const std::vector<int> devices = DevicesOf(map);
+  IndexMap whole;
+  for (int device : devices) whole.push_back(ChunkSpec{device, FullBox(sorted.shape)});
+  ASSIGN_OR_RETURN(std::vector<Chunk> sorted_on,
+                   ReadOnlyChunksIn(ops, sorted, whole, context.alive));
+  ASSIGN_OR_RETURN(std::vector<Chunk> values_in, ReadOnlyChunksIn(ops, values, map, context.alive));
+  std::vector<Chunk> out;
+  for (const Chunk& chunk : values_in) {
+    RETURN_IF_ERROR(context.CheckAlive());
+    const int64_t n = NumElements(chunk.spec.box);
+    const auto at = std::find(devices.begin(), devices.end(), chunk.spec.device);
+    const Chunk& haystack = sorted_on[at - devices.begin()];
+    ASSIGN_OR_RETURN(BufferPtr positions, ops.Allocate(chunk.spec.device, n * 8));
+    RETURN_IF_ERROR(ops.SearchSorted(sorted.dtype, SearchRuns{.sorted = haystack.buffer,
+                                                              .values = chunk.buffer,
+                                                              .out = positions,
+                                                              .sorted_count = sorted.shape[0],
+                                                              .count = n,
+                                                              .right = planned.sort.right}));
+    out.push_back(Chunk{chunk.spec, std::move(positions)});
+  }
+  return out;
 }
 
 }  // namespace distarray

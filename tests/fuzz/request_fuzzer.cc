@@ -196,6 +196,10 @@ class Runner {
           case v1::ManipulationSpec::kSort:
             operands = {spec.mutable_sort()->mutable_source()};
             break;
+          case v1::ManipulationSpec::kSearchSorted:
+            operands = {spec.mutable_search_sorted()->mutable_sorted(),
+                        spec.mutable_search_sorted()->mutable_values()};
+            break;
           case v1::ManipulationSpec::OP_NOT_SET:
             break;
         }

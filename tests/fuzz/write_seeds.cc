@@ -616,6 +616,7 @@ std::vector<std::pair<std::string, Case>> Seeds() {
     argsort->set_axis(-1);
     argsort->set_descending(true);
     argsort->set_indices(true);
+    c.Manipulate({0, 1}).mutable_search_sorted()->set_right(true);
     c.DownloadFrom(3);
   }
   {

@@ -140,7 +140,8 @@ void AddManipulationCases(std::vector<BadCase>& cases) {
   };
   using grpc::StatusCode;
   add("Manipulate with no op", Manipulation([](auto&, auto&) {}), StatusCode::INVALID_ARGUMENT,
-      "spec: give an op (get_item, set_item, permute_dims, reshape, concat, broadcast_to or sort)");
+      "spec: give an op (get_item, set_item, permute_dims, reshape, concat, broadcast_to, sort or "
+      "search_sorted)");
   add("broadcast_to a shape that does not fit", Manipulation([](auto& spec, auto& bystander) {
         spec.mutable_broadcast_to()->mutable_source()->set_handle(bystander);
         spec.mutable_broadcast_to()->mutable_shape()->add_dims(10);

@@ -317,6 +317,79 @@ TEST_P(SortTest, BadRequestsNameTheField) {
   EXPECT_EQ(*a.Download<float>(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
 }
 
+// The reference: the first (left) or past-the-last (right) position of v among `sorted`.
+template <typename T>
+int64_t RefPosition(const std::vector<T>& sorted, T v, bool right) {
+  int64_t p = 0;
+  while (p < static_cast<int64_t>(sorted.size()) &&
+         (right ? !Before(v, sorted[p], false) : Before(sorted[p], v, false))) {
+    ++p;
+  }
+  return p;
+}
+
+// searchsorted over layouts of both arrays, with values equal to sorted elements (ties: left and
+// right differ), outside the range, NaN (after every number), and in SUM mode.
+TEST_P(SortTest, SearchSortedMatchesTheHost) {
+  std::mt19937_64 rng(307);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> sorted = RandomValues<double>(40, rng);
+  sorted[5] = sorted[6] = sorted[7];  // a run of equal elements
+  sorted.push_back(nan);
+  std::sort(sorted.begin(), sorted.end(),
+            [](double a, double b) { return Before(a, b, /*descending=*/false); });
+  const int64_t n = static_cast<int64_t>(sorted.size());
+  const Shape shape = {5, 6};
+  std::vector<double> values = RandomValues<double>(30, rng);
+  values[0] = sorted[7];
+  values[1] = sorted[0];
+  values[2] = sorted[n - 2];
+  values[3] = -1e9;
+  values[4] = 1e9;
+  values[5] = nan;
+  for (const v1::IndexMap& sorted_map :
+       {Split(1, 0, n, {dev(0), dev(1), dev(2)}), Split(1, 0, n, {dev(1)})}) {
+    ASSERT_OK_AND_ASSIGN(Array s, Put<double>(sorted, {n}, sorted_map));
+    for (const Layout& layout : Layouts(shape)) {
+      ASSERT_OK_AND_ASSIGN(Array v, Put<double>(values, shape, layout.map));
+      for (bool right : {false, true}) {
+        const std::string what = absl::StrCat(layout.name, right ? " right" : " left");
+        absl::StatusOr<Array> got = SearchSorted(s, v, right);
+        ASSERT_TRUE(got.ok()) << what << ": " << got.status();
+        EXPECT_EQ(got->shape(), shape) << what;
+        EXPECT_EQ(got->info().dtype(), v1::DTYPE_INT64) << what;
+        std::vector<int64_t> want;
+        for (double x : values) want.push_back(RefPosition(sorted, x, right));
+        EXPECT_EQ(*got->Download<int64_t>(), want) << what;
+      }
+    }
+  }
+  // A SUM-mode values array is searched by its logical values.
+  const std::vector<double> parts = RandomValues<double>(2 * 30, rng);
+  ASSERT_OK_AND_ASSIGN(Array split, Put<double>(parts, {2, 30}, Split(2, 0, 2, {dev(0), dev(1)})));
+  ASSERT_OK_AND_ASSIGN(Array summed,
+                       Reduce(split, v1::REDUCE_OP_SUM, {0}, false, /*combine=*/false));
+  ASSERT_OK_AND_ASSIGN(Array s, Put<double>(sorted, {n}, Split(1, 0, n, {dev(0), dev(1)})));
+  ASSERT_OK_AND_ASSIGN(Array got, SearchSorted(s, summed));
+  std::vector<int64_t> want;
+  for (int i = 0; i < 30; ++i) want.push_back(RefPosition(sorted, parts[i] + parts[30 + i], false));
+  EXPECT_EQ(*got.Download<int64_t>(), want);
+}
+
+TEST_P(SortTest, SearchSortedErrorsNameTheField) {
+  ASSERT_OK_AND_ASSIGN(Array grid, Put<float>({1, 2, 3, 4}, {2, 2}, Split(2, 0, 2, {dev(0)})));
+  ASSERT_OK_AND_ASSIGN(Array line, Put<float>({1, 2, 3}, {3}, Split(1, 0, 3, {dev(0)})));
+  ASSERT_OK_AND_ASSIGN(Array wide, Put<double>({1, 2}, {2}, Split(1, 0, 2, {dev(0)})));
+  ExpectError(SearchSorted(grid, line).status(), absl::StatusCode::kInvalidArgument,
+              "spec.search_sorted.sorted", "a 2-D sorted array");
+  ExpectError(SearchSorted(line, wide).status(), absl::StatusCode::kInvalidArgument,
+              "spec.search_sorted.values", "mixed dtypes");
+  ASSERT_OK_AND_ASSIGN(Array z,
+                       Put<std::complex<float>>({{1, 2}, {3, 4}}, {2}, Split(1, 0, 2, {dev(0)})));
+  ExpectError(SearchSorted(z, z).status(), absl::StatusCode::kInvalidArgument,
+              "spec.search_sorted.sorted", "complex");
+}
+
 DISTARRAY_INSTANTIATE_BACKENDS(SortTest);
 
 }  // namespace

@@ -339,6 +339,9 @@ absl::StatusOr<Array> BroadcastTo(const Array& a, const std::vector<int64_t>& sh
 // and argsort's int64 positions; the result takes a's layout (SortSpec says how it is sorted).
 absl::StatusOr<Array> Sort(const Array& a, int32_t axis = -1, bool descending = false);
 absl::StatusOr<Array> Argsort(const Array& a, int32_t axis = -1, bool descending = false);
+// numpy.searchsorted: where each of `values` goes in the 1-D ascending `sorted` (before equal
+// elements, or after them with `right`); int64, values' layout.
+absl::StatusOr<Array> SearchSorted(const Array& sorted, const Array& values, bool right = false);
 // numpy.concat along `axis`, and numpy.stack along a new axis `axis`; dtypes promote as NumPy's.
 absl::StatusOr<Array> Concat(const std::vector<Operand>& arrays, int32_t axis = 0);
 absl::StatusOr<Array> Stack(const std::vector<Operand>& arrays, int32_t axis = 0);

@@ -96,6 +96,7 @@ class ProgramBuilder {
   Var BroadcastTo(const Var& a, const std::vector<int64_t>& shape);
   // Sorted along `axis`, or (indices) argsort's positions.
   Var Sort(const Var& a, int32_t axis = -1, bool descending = false, bool indices = false);
+  Var SearchSorted(const Var& sorted, const Var& values, bool right = false);
   // Joined along `axis` (concat), or along a new axis there (stack).
   Var Concat(const Vars& vars, int32_t axis = 0, bool stack = false);
 
@@ -151,6 +152,7 @@ Var Reshape(const Var& a, const std::vector<int64_t>& shape);
 Var BroadcastTo(const Var& a, const std::vector<int64_t>& shape);
 Var Sort(const Var& a, int32_t axis = -1, bool descending = false);
 Var Argsort(const Var& a, int32_t axis = -1, bool descending = false);
+Var SearchSorted(const Var& sorted, const Var& values, bool right = false);
 Var Concat(const Vars& vars, int32_t axis = 0);  // `vars` not empty
 Var Stack(const Vars& vars, int32_t axis = 0);   // `vars` not empty
 

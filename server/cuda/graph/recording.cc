@@ -291,6 +291,11 @@ int64_t CudaGraphRecording::SortScratchBytes(DType dtype, const SortRuns& sort) 
   return cuda::SortScratchBytes(dtype, sort);
 }
 
+absl::Status CudaGraphRecording::SearchSorted(DType dtype, const SearchRuns& search) {
+  ASSIGN_OR_RETURN(CudaWork work, cuda::SearchSortedWork(dtype, search));
+  return Submit("SearchSorted", std::move(work));
+}
+
 absl::Status CudaGraphRecording::Merge(DType dtype, const MergeRuns& merge) {
   ASSIGN_OR_RETURN(CudaWork work, cuda::MergeWork(dtype, merge));
   return Submit("Merge", std::move(work));

@@ -95,6 +95,7 @@ class CudaGraphRecording final : public GraphRecording {
   absl::Status Sort(DType dtype, const SortRuns& sort) override;
   int64_t SortScratchBytes(DType dtype, const SortRuns& sort) const override;
   absl::Status Merge(DType dtype, const MergeRuns& merge) override;
+  absl::Status SearchSorted(DType dtype, const SearchRuns& search) override;
   int64_t MergeScratchBytes(DType dtype, const MergeRuns& merge) const override;
   void CountReshardBytes(int device, int64_t bytes) override;
 
