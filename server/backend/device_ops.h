@@ -116,6 +116,7 @@ struct SortRuns {
   int64_t length = 0;
   int64_t index_base = 0;
   bool descending = false;
+  bool zeros_equal = false;  // -0.0 ties with +0.0 (sort_keys.h); else it sorts first
 };
 
 // Two sorted runs on one device (each as SortRuns leaves it, with the same direction) merged into
@@ -130,11 +131,12 @@ struct MergeRuns {
   int64_t a_count = 0;
   int64_t b_count = 0;
   bool descending = false;
+  bool zeros_equal = false;  // as the sort that made the runs
 };
 
 // For each of `count` values, the position in the sorted run `sorted` (`sorted_count` elements,
-// ascending in SortRuns' order) where it would be inserted: before every equal element, or after
-// them with `right`. Written to `out` as int64.
+// ascending in SortRuns' order, -0.0 equal to +0.0) where it would be inserted: before every equal
+// element, or after them with `right`. Written to `out` as int64.
 struct SearchRuns {
   BufferPtr sorted;
   BufferPtr values;

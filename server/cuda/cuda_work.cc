@@ -164,7 +164,7 @@ int64_t MergeScratchBytes(DType dtype, const MergeRuns& merge) {
 }
 
 absl::StatusOr<CudaWork> SortWork(DType dtype, const SortRuns& sort) {
-  const SortKeyCodec codec = SortKeyCodecFor(dtype);
+  const SortKeyCodec codec = SortKeyCodecFor(dtype, sort.zeros_equal);
   if (codec.bytes == 0 || !SortRunsFit(dtype, sort) || !sort.scratch) {
     return absl::InternalError(
         absl::StrCat("sort: no sort of ", DTypeName(dtype), " over these buffers"));
@@ -191,7 +191,7 @@ absl::StatusOr<CudaWork> SortWork(DType dtype, const SortRuns& sort) {
 }
 
 absl::StatusOr<CudaWork> MergeWork(DType dtype, const MergeRuns& merge) {
-  const SortKeyCodec codec = SortKeyCodecFor(dtype);
+  const SortKeyCodec codec = SortKeyCodecFor(dtype, merge.zeros_equal);
   if (codec.bytes == 0 || !MergeRunsFit(dtype, merge) || !merge.scratch) {
     return absl::InternalError(
         absl::StrCat("merge: no merge of ", DTypeName(dtype), " over these buffers"));
@@ -222,7 +222,7 @@ absl::StatusOr<CudaWork> MergeWork(DType dtype, const MergeRuns& merge) {
 }
 
 absl::StatusOr<CudaWork> SearchSortedWork(DType dtype, const SearchRuns& search) {
-  const SortKeyCodec codec = SortKeyCodecFor(dtype);
+  const SortKeyCodec codec = SortKeyCodecFor(dtype, /*zeros_equal=*/true);
   if (codec.bytes == 0 || !SearchRunsFit(dtype, search)) {
     return absl::InternalError(
         absl::StrCat("searchsorted: no search of ", DTypeName(dtype), " over these buffers"));

@@ -224,46 +224,21 @@ __global__ void SearchSortedKernel(SortKeyCodec codec, const U* sorted, int64_t 
                                    const U* values, int64_t count, int64_t* out, bool right) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
        i += int64_t{gridDim.x} * blockDim.x) {
-    const U code = codec.Encode(values[i], false);
-    int64_t lo = 0, hi = sorted_count;
-    while (lo < hi) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      const U at = codec.Encode(sorted[mid], false);
-      if (right ? at <= code : at < code) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    out[i] = lo;
-  }
-}
-
-template <typename Fn>
-auto DispatchWidth(int bytes, Fn&& fn) {
-  switch (bytes) {
-    case 1:
-      return fn(uint8_t{});
-    case 2:
-      return fn(uint16_t{});
-    case 4:
-      return fn(uint32_t{});
-    default:
-      return fn(uint64_t{});
+    out[i] = InsertionPosition(codec, sorted, sorted_count, values[i], right);
   }
 }
 
 }  // namespace
 
 int64_t SortScratchBytes(const SortKeyCodec& codec, int64_t lines, int64_t length, bool indices) {
-  return DispatchWidth(codec.bytes, [&](auto tag) {
+  return DispatchSortWidth(codec.bytes, [&](auto tag) {
     return ScratchBytesFor<decltype(tag)>(lines, length, indices);
   });
 }
 
 cudaError_t LaunchSort(const SortKeyCodec& codec, const SortLaunch& sort, cudaStream_t stream) {
-  return DispatchWidth(codec.bytes,
-                       [&](auto tag) { return SortWidth<decltype(tag)>(codec, sort, stream); });
+  return DispatchSortWidth(codec.bytes,
+                           [&](auto tag) { return SortWidth<decltype(tag)>(codec, sort, stream); });
 }
 
 int64_t MergeScratchBytes(const SortKeyCodec& codec, int64_t a_count, int64_t b_count,
@@ -275,7 +250,7 @@ int64_t MergeScratchBytes(const SortKeyCodec& codec, int64_t a_count, int64_t b_
   probe.b_count = b_count;
   probe.a_indices = indices ? &kMarker : nullptr;
   size_t bytes = 0;
-  const cudaError_t e = DispatchWidth(codec.bytes, [&](auto tag) {
+  const cudaError_t e = DispatchSortWidth(codec.bytes, [&](auto tag) {
     return MergeWidth<decltype(tag)>(codec, probe, nullptr, &bytes);
   });
   if (e != cudaSuccess) {
@@ -287,7 +262,7 @@ int64_t MergeScratchBytes(const SortKeyCodec& codec, int64_t a_count, int64_t b_
 
 cudaError_t LaunchMerge(const SortKeyCodec& codec, const MergeLaunch& merge, cudaStream_t stream) {
   if (merge.a_count + merge.b_count == 0) return cudaSuccess;
-  return DispatchWidth(codec.bytes, [&](auto tag) {
+  return DispatchSortWidth(codec.bytes, [&](auto tag) {
     return MergeWidth<decltype(tag)>(codec, merge, stream, nullptr);
   });
 }
@@ -296,7 +271,7 @@ cudaError_t LaunchSearchSorted(const SortKeyCodec& codec, const void* sorted, in
                                const void* values, int64_t count, int64_t* out, bool right,
                                cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
-  return DispatchWidth(codec.bytes, [&](auto tag) {
+  return DispatchSortWidth(codec.bytes, [&](auto tag) {
     using U = decltype(tag);
     SearchSortedKernel<U>
         <<<Blocks(count), kThreads, 0, stream>>>(codec, static_cast<const U*>(sorted), sorted_count,

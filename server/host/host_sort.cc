@@ -69,34 +69,7 @@ void SearchOnHost(const SortKeyCodec& codec, const SearchRuns& search) {
   const U* values = AsHost(search.values)->as<U>();
   int64_t* out = AsHost(search.out)->as<int64_t>();
   for (int64_t i = 0; i < search.count; ++i) {
-    const U code = codec.Encode(values[i], false);
-    // The first position whose code is above (right) or not below (left) the value's.
-    int64_t lo = 0, hi = search.sorted_count;
-    while (lo < hi) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      const U at = codec.Encode(sorted[mid], false);
-      if (search.right ? at <= code : at < code) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    out[i] = lo;
-  }
-}
-
-// Calls fn with a value of the unsigned type of the codec's width.
-template <typename Fn>
-void DispatchWidth(int bytes, Fn&& fn) {
-  switch (bytes) {
-    case 1:
-      return fn(uint8_t{});
-    case 2:
-      return fn(uint16_t{});
-    case 4:
-      return fn(uint32_t{});
-    default:
-      return fn(uint64_t{});
+    out[i] = InsertionPosition(codec, sorted, search.sorted_count, values[i], search.right);
   }
 }
 
@@ -105,7 +78,7 @@ void DispatchWidth(int bytes, Fn&& fn) {
 namespace host {
 
 absl::StatusOr<HostWork> SortWork(DType dtype, const SortRuns& sort) {
-  const SortKeyCodec codec = SortKeyCodecFor(dtype);
+  const SortKeyCodec codec = SortKeyCodecFor(dtype, sort.zeros_equal);
   if (codec.bytes == 0 || !SortRunsFit(dtype, sort)) {
     return absl::InternalError(
         absl::StrCat("sort: no sort of ", DTypeName(dtype), " over these buffers"));
@@ -113,14 +86,14 @@ absl::StatusOr<HostWork> SortWork(DType dtype, const SortRuns& sort) {
   std::vector<HostBuffer*> writes = {AsHost(sort.keys_out).get()};
   if (sort.indices_out) writes.push_back(AsHost(sort.indices_out).get());
   auto work = [codec, sort] {
-    DispatchWidth(codec.bytes, [&](auto tag) { SortOnHost<decltype(tag)>(codec, sort); });
+    DispatchSortWidth(codec.bytes, [&](auto tag) { SortOnHost<decltype(tag)>(codec, sort); });
   };
   return HostWork{
       sort.keys_out->device(), {AsHost(sort.keys_in).get()}, std::move(writes), std::move(work)};
 }
 
 absl::StatusOr<HostWork> MergeWork(DType dtype, const MergeRuns& merge) {
-  const SortKeyCodec codec = SortKeyCodecFor(dtype);
+  const SortKeyCodec codec = SortKeyCodecFor(dtype, merge.zeros_equal);
   if (codec.bytes == 0 || !MergeRunsFit(dtype, merge)) {
     return absl::InternalError(
         absl::StrCat("merge: no merge of ", DTypeName(dtype), " over these buffers"));
@@ -133,19 +106,19 @@ absl::StatusOr<HostWork> MergeWork(DType dtype, const MergeRuns& merge) {
     writes.push_back(AsHost(merge.out_indices).get());
   }
   auto work = [codec, merge] {
-    DispatchWidth(codec.bytes, [&](auto tag) { MergeOnHost<decltype(tag)>(codec, merge); });
+    DispatchSortWidth(codec.bytes, [&](auto tag) { MergeOnHost<decltype(tag)>(codec, merge); });
   };
   return HostWork{merge.out_keys->device(), std::move(reads), std::move(writes), std::move(work)};
 }
 
 absl::StatusOr<HostWork> SearchSortedWork(DType dtype, const SearchRuns& search) {
-  const SortKeyCodec codec = SortKeyCodecFor(dtype);
+  const SortKeyCodec codec = SortKeyCodecFor(dtype, /*zeros_equal=*/true);
   if (codec.bytes == 0 || !SearchRunsFit(dtype, search)) {
     return absl::InternalError(
         absl::StrCat("searchsorted: no search of ", DTypeName(dtype), " over these buffers"));
   }
   auto work = [codec, search] {
-    DispatchWidth(codec.bytes, [&](auto tag) { SearchOnHost<decltype(tag)>(codec, search); });
+    DispatchSortWidth(codec.bytes, [&](auto tag) { SearchOnHost<decltype(tag)>(codec, search); });
   };
   return HostWork{search.out->device(),
                   {AsHost(search.sorted).get(), AsHost(search.values).get()},

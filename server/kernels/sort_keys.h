@@ -7,7 +7,9 @@
 // +inf < NaN, with every NaN first made the canonical quiet NaN (so NaNs tie with each other and
 // sort last). Descending is the bitwise complement of the ascending code: the exact reverse order,
 // NaNs first, and a stable sort of the codes keeps equal values in their input order either way.
-// NumPy calls -0.0 and +0.0 equal; here -0.0 sorts first (docs/api.md, "Sorting").
+// With `zeros_equal` -0.0 encodes as +0.0, so the two tie (NumPy's order, for argsort and
+// searchsorted, whose results are positions); without it -0.0 sorts first, which keeps a sort's
+// values bit for bit (docs/api.md, "Sorting").
 #ifndef DISTARRAY_SERVER_KERNELS_SORT_KEYS_H_
 #define DISTARRAY_SERVER_KERNELS_SORT_KEYS_H_
 
@@ -23,9 +25,10 @@ struct SortKeyCodec {
   enum Kind : uint8_t { kUnsigned, kSigned, kFloat };
   Kind kind = kUnsigned;
   int bytes = 0;
-  uint64_t sign = 0;       // the sign bit (kSigned, kFloat)
-  uint64_t infinity = 0;   // kFloat: +inf
-  uint64_t quiet_nan = 0;  // kFloat: the canonical quiet NaN
+  uint64_t sign = 0;         // the sign bit (kSigned, kFloat)
+  uint64_t infinity = 0;     // kFloat: +inf
+  uint64_t quiet_nan = 0;    // kFloat: the canonical quiet NaN
+  bool zeros_equal = false;  // kFloat: -0.0 encodes as +0.0
 
   template <typename U>
   DA_HD U Canonical(U bits) const {
@@ -42,6 +45,7 @@ struct SortKeyCodec {
       code = static_cast<U>(bits ^ s);
     } else if (kind == kFloat) {
       bits = Canonical(bits);
+      if (zeros_equal && static_cast<U>(bits & ~s) == 0) bits = 0;
       code = (bits & s) ? static_cast<U>(~bits) : static_cast<U>(bits | s);
     }
     return descending ? static_cast<U>(~code) : code;
@@ -56,8 +60,42 @@ struct SortKeyCodec {
   }
 };
 
-// The codec of a sortable dtype (bool, integers, floats); bytes 0 for complex, which has no order.
-inline SortKeyCodec SortKeyCodecFor(DType dtype) {
+// Where `value` goes among the `count` elements of `sorted` (ascending codes): before every equal
+// element, or after them with `right` (searchsorted's binary search, on both backends).
+template <typename U>
+DA_HD int64_t InsertionPosition(const SortKeyCodec& codec, const U* sorted, int64_t count, U value,
+                                bool right) {
+  const U code = codec.Encode(value, false);
+  int64_t lo = 0, hi = count;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    const U at = codec.Encode(sorted[mid], false);
+    if (right ? at <= code : at < code) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+// Calls fn with a value of the unsigned type of a codec's width (1, 2, 4 or 8 bytes).
+template <typename Fn>
+auto DispatchSortWidth(int bytes, Fn&& fn) {
+  switch (bytes) {
+    case 1:
+      return fn(uint8_t{});
+    case 2:
+      return fn(uint16_t{});
+    case 4:
+      return fn(uint32_t{});
+    default:
+      return fn(uint64_t{});
+  }
+}
+
+// The codec of a dtype's bits (SortKeyCodecFor adds the treatment of signed zeros).
+inline SortKeyCodec SortKeyCodecForBits(DType dtype) {
   using C = SortKeyCodec;
   switch (dtype) {
     case DType::kBool:
@@ -88,6 +126,13 @@ inline SortKeyCodec SortKeyCodecFor(DType dtype) {
     default:
       return {};
   }
+}
+
+// The codec of a sortable dtype (bool, integers, floats); bytes 0 for complex, which has no order.
+inline SortKeyCodec SortKeyCodecFor(DType dtype, bool zeros_equal = false) {
+  SortKeyCodec codec = SortKeyCodecForBits(dtype);
+  codec.zeros_equal = zeros_equal;
+  return codec;
 }
 
 }  // namespace distarray

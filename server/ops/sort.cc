@@ -116,7 +116,8 @@ absl::StatusOr<SortedChunk> SortChunk(DeviceOps& ops, DType dtype, const BufferP
                 .lines = n / length,
                 .length = length,
                 .index_base = index_base,
-                .descending = plan.descending};
+                .descending = plan.descending,
+                .zeros_equal = plan.indices};
   ASSIGN_OR_RETURN(sort.scratch, AllocateScratch(ops, device, ops.SortScratchBytes(dtype, sort)));
   RETURN_IF_ERROR(ops.Sort(dtype, sort));
   if (contiguous) return sorted;
@@ -173,7 +174,8 @@ absl::StatusOr<SortedChunk> MergeSplitSide(DeviceOps& ops, DType dtype, const So
                   .b_indices = high.indices,
                   .a_count = low_count,
                   .b_count = high_count,
-                  .descending = descending};
+                  .descending = descending,
+                  .zeros_equal = indices};
   ASSIGN_OR_RETURN(merge.out_keys, ops.Allocate(device, total * DTypeSize(dtype)));
   if (indices) {
     ASSIGN_OR_RETURN(merge.out_indices, ops.Allocate(device, total * 8));

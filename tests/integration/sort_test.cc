@@ -244,12 +244,15 @@ TEST_P(SortTest, EveryRealDTypeSorts) {
   });
 }
 
-// NaNs go last ascending and first descending; infinities sort at the ends of the numbers; the
-// extremes of the integer types sort at theirs.
+// NaNs go last ascending and first descending; infinities sort at the ends of the numbers; signed
+// zeros tie; the extremes of the integer types sort at theirs.
 TEST_P(SortTest, NaNsInfinitiesAndExtremes) {
   const double inf = std::numeric_limits<double>::infinity();
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  const std::vector<double> host = {3.5, nan, -inf, 1e-300, inf, -2.0, nan, -1e300, 7.0, -nan};
+  // -0.0 and +0.0 compare equal: argsort keeps their order (NumPy's stable argsort); the
+  // sorted values place them in either order (compared with ==).
+  const std::vector<double> host = {3.5,  nan, -inf,   0.0, 1e-300, inf,  -0.0,
+                                    -2.0, nan, -1e300, 0.0, 7.0,    -nan, -0.0};
   const int64_t n = static_cast<int64_t>(host.size());
   for (const v1::IndexMap& map : {Split(1, 0, n, {dev(0), dev(1)}), Split(1, 0, n, {dev(0)})}) {
     ASSERT_OK_AND_ASSIGN(Array a, Put<double>(host, {n}, map));

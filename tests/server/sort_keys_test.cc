@@ -126,6 +126,19 @@ TEST(SortKeysTest, FloatCodesOrderAsTheValuesWithNaNsLast) {
   CheckOrder(DType::kBFloat16, Draw<BFloat16>(rng, FloatSpecials<BFloat16>()));
 }
 
+TEST(SortKeysTest, SignedZerosTieWhenAsked) {
+  const SortKeyCodec ties = SortKeyCodecFor(DType::kFloat64, /*zeros_equal=*/true);
+  const SortKeyCodec total = SortKeyCodecFor(DType::kFloat64);
+  const uint64_t plus = Bits(0.0), minus = Bits(-0.0);
+  for (bool descending : {false, true}) {
+    EXPECT_EQ(ties.Encode(minus, descending), ties.Encode(plus, descending));
+    EXPECT_NE(total.Encode(minus, descending), total.Encode(plus, descending));
+    // Still ordered against their neighbours.
+    EXPECT_LT(ties.Encode(Bits(-1e-300), false), ties.Encode(minus, false));
+    EXPECT_LT(ties.Encode(minus, false), ties.Encode(Bits(1e-300), false));
+  }
+}
+
 TEST(SortKeysTest, ComplexHasNoCodec) {
   EXPECT_EQ(SortKeyCodecFor(DType::kComplex64).bytes, 0);
   EXPECT_EQ(SortKeyCodecFor(DType::kComplex128).bytes, 0);
