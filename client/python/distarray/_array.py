@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _functions, _numpy_dispatch, _transfer
+from . import _functions, _numpy_dispatch, _repr, _transfer
 from ._api_namespace import ArrayApiMethods
 from ._errors import translate_errors
 from ._index_map import IndexMap, IndexMapLike, from_proto_index_map, to_proto_index_map
@@ -149,11 +149,15 @@ class DistributedArray(ArrayOps, ManipulationOps, ArrayApiMethods):
         return self._finalizer is not None and self._finalizer.alive
 
     def __repr__(self) -> str:
-        name = f", name={self.name!r}" if self.name else ""
-        return (
-            f"DistributedArray(handle={self.handle!r}{name}, shape={self.shape}, "
-            f"dtype={self.dtype}, mode={self.mode!r}, devices={list(self.devices)})"
-        )
+        """The values as NumPy summarises them (arrays over 1000 elements: only the corners are
+        downloaded), then shape, dtype, handle and layout; the description alone when the
+        daemon cannot be reached. Never raises (``distarray._repr``)."""
+        return _repr.array_repr(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the values (the same bounded download as ``repr``) and a table of the
+        chunks: which device holds which box."""
+        return _repr.array_html(self)
 
     def __len__(self) -> int:
         if not self.shape:

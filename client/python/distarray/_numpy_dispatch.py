@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
-from . import _functions, _manipulation
+from . import _api_sorting, _functions, _manipulation
 from ._like import full_fill, new_like, ones_fill, zeros_fill
 from ._manipulation import ManipulationOps
 from ._ops import REDUCTION_ALIASES, REDUCTIONS, ArrayOps
@@ -114,6 +114,32 @@ def _full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, 
     return new_like(a, full_fill(fill_value), dtype, shape=shape)
 
 
+# The sort kinds NumPy's sort and argsort may be given: the daemon's sort is stable, which is
+# what 'stable' (and its alias 'mergesort') asks for and one of the orders 'quicksort' (NumPy's
+# default, which promises no order of ties) allows. 'heapsort' and the rest are refused rather
+# than quietly answered with another algorithm.
+_SORT_KINDS = (None, "stable", "mergesort", "quicksort")
+
+
+def _sorter(name: str) -> Callable[..., Any]:
+    def sort(a, axis: Optional[int] = -1, kind: Optional[str] = None, order=None, *,
+             stable: Optional[bool] = None):
+        _refuse_extras(name, order=order)
+        if kind is not None and stable is not None:
+            raise ValueError(f"numpy.{name}: `kind` and `stable` parameters can't be provided at "
+                             "the same time")
+        if kind not in _SORT_KINDS:
+            raise ValueError(
+                f"numpy.{name}: kind={kind!r} is not served on DistributedArrays; the daemon's "
+                "sort is stable: give kind=None, 'stable', 'mergesort' or 'quicksort'"
+            )
+        if axis is None:  # NumPy's: the flattened array
+            a, axis = _manipulation.ravel(a), -1
+        return getattr(_api_sorting, name)(a, axis=axis)
+
+    return sort
+
+
 def _size(a, axis: Optional[int] = None):
     return a.size if axis is None else a.shape[axis]
 
@@ -140,6 +166,8 @@ def _table() -> Dict[Callable, Callable]:
         "squeeze": lambda a, axis=None: _manipulation.squeeze(a, axis),
         "expand_dims": _manipulation.expand_dims,
         "flip": lambda m, axis=None: _manipulation.flip(m, axis),
+        "sort": _sorter("sort"),
+        "argsort": _sorter("argsort"),
         "where": _where,
         "clip": _clip,
         "astype": _astype,

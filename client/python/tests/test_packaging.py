@@ -44,3 +44,15 @@ def test_install_keeps_an_older_protobuf(daemon, tmp_path):
                          text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert ran.stdout.strip() == old, f"installing distarray changed protobuf to {ran.stdout}"
+
+
+def test_the_package_is_typed():
+    """PEP 561: the installed package (built as a wheel from the working tree) carries py.typed,
+    and the generated stubs their .pyi, so type checkers read the package's own hints."""
+    import pathlib
+
+    import distarray
+
+    root = pathlib.Path(distarray.__file__).parent
+    assert (root / "py.typed").is_file()
+    assert (root / "v1" / "distarray_pb2.pyi").is_file()
