@@ -15,7 +15,7 @@ functions); ``DistributedArray`` (``client.from_numpy``, ``client.attach``); cre
 signatures (``zeros``, ``ones``, ``full``, ``empty``, ``arange``, ``*_like``, ``asarray``: the
 explicit upload); dtype names (``float32``, ``bool``...); indexing (``x[1:, ::-1, None]``,
 ``x[key] = value``) and shapes (``reshape``, ``permute_dims``, ``concat``, ``stack``...);
-sorting (``sort``, ``argsort``);
+sorting and searching (``sort``, ``argsort``, ``searchsorted``);
 index-map helpers ``split_index_map``, ``replicated_index_map``,
 ``make_2d_index_map``, ``on_device``; NumPy's ufuncs and reductions as module functions
 (``sqrt``, ``where``, ``sum``...); programs: ``trace``, ``Program``, ``while_loop``, ``cond``;
@@ -65,7 +65,7 @@ from ._api_manipulation import __all__ as _api_manipulation_names  # noqa: E402
 from ._api_namespace import *  # noqa: F401,F403,E402
 from ._api_namespace import __all__ as _api_namespace_names  # noqa: E402
 from ._api_namespace import __array_api_version__  # noqa: E402
-from ._api_sorting import argsort, sort  # noqa: E402
+from ._api_sorting import argsort, searchsorted, sort  # noqa: E402
 from ._api_statistics import *  # noqa: F401,F403,E402
 from ._api_statistics import __all__ as _api_statistics_names  # noqa: E402
 
@@ -107,5 +107,5 @@ __all__ = [
      + list(_api_linalg_names) + list(_api_manipulation_names) + list(_api_namespace_names)
      + list(_api_statistics_names)
      + ["argsort", "can_cast", "cumulative_prod", "cumulative_sum", "finfo", "iinfo", "isdtype",
-        "result_type", "sort"])
+        "result_type", "searchsorted", "sort"])
 __all__ = sorted(set(__all__))

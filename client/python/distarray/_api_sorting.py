@@ -1,5 +1,6 @@
-"""The array API's sorting functions, ``sort`` and ``argsort``: the daemon's sort (a Manipulate
-request, or a program's ``manipulate`` statement for a traced value).
+"""The array API's sorting functions, ``sort`` and ``argsort``, and ``searchsorted``: the
+daemon's sort and search (a Manipulate request, or a program's ``manipulate`` statement for a
+traced value).
 
 The daemon's sort is always stable: equal elements keep their order, ascending and descending
 alike (descending is not the reverse of ascending, whose ties would come out reversed). NaNs go
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ._api_dtypes import result_type
+from ._api_namespace import astype
 from ._indexing import normalize_axis
 from ._manipulation import _array, _known_ndim
 from .v1 import distarray_pb2 as pb
@@ -51,4 +54,35 @@ def argsort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool
     return x._manipulate(spec, name)
 
 
-__all__ = ["argsort", "sort"]
+def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None,
+                 name: Optional[str] = None) -> Any:
+    """Where each element of ``x2`` goes in the 1-D ascending ``x1`` to keep it sorted: before
+    equal elements (``side="left"``) or after them (``"right"``), as int64 in ``x2``'s layout.
+    NaNs sort after every number, and -0.0 equals 0.0, as in NumPy.
+
+    ``sorter``, as in NumPy, must be the positions that sort ``x1`` (``argsort(x1)``); the daemon
+    then searches ``sort(x1)``, which holds the same values in the same order, instead of reading
+    ``x1`` through ``sorter``. Arrays of different dtypes are converted to their promoted dtype
+    first."""
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right', not {side!r}")
+    x1 = _array(x1, "searchsorted")
+    x2 = _array(x2, "searchsorted")
+    ndim = _known_ndim(x1)
+    if ndim is not None and ndim != 1:
+        raise ValueError(f"searchsorted: x1 must be 1-D, not of {ndim} axes")
+    if sorter is not None:
+        _array(sorter, "searchsorted")
+        x1 = sort(x1)
+    if getattr(x1, "dtype", None) is not None and getattr(x2, "dtype", None) is not None \
+            and x1.dtype != x2.dtype:
+        common = result_type(x1, x2)
+        x1, x2 = astype(x1, common), astype(x2, common)
+    spec = pb.ManipulationSpec()
+    spec.search_sorted.sorted.CopyFrom(x1._operand(x1))
+    spec.search_sorted.values.CopyFrom(x2._operand(x2))
+    spec.search_sorted.right = side == "right"
+    return x1._manipulate(spec, name)
+
+
+__all__ = ["argsort", "searchsorted", "sort"]

@@ -168,6 +168,8 @@ def _table() -> Dict[Callable, Callable]:
         "flip": lambda m, axis=None: _manipulation.flip(m, axis),
         "sort": _sorter("sort"),
         "argsort": _sorter("argsort"),
+        "searchsorted": lambda a, v, side="left", sorter=None: _api_sorting.searchsorted(
+            a, v, side=side, sorter=sorter),
         "where": _where,
         "clip": _clip,
         "astype": _astype,

@@ -172,9 +172,6 @@ def test_signed_zeros_sort_as_equal_values(client, dtype):
                  np.sort(v.astype(np.float64))[::-1].astype(dtype), "descending")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the daemon sorts by IEEE totalOrder (-0.0 before 0.0: server/kernels/sort_keys.h), where "
-    "NumPy's stable argsort ties them and keeps their order"))
 @pytest.mark.parametrize("descending", [False, True])
 def test_signed_zeros_tie_in_argsort(client, descending):
     a = client.from_numpy(SIGNED, distarray.split_index_map(SIGNED.shape, 0, [0, 1]))
@@ -246,3 +243,43 @@ def test_sort_in_a_program(client, rng):
     run = client.run_graph(program, {"a": a})
     values, _ = expected(a_np, 0, False)
     check(run.outputs["out"], expected(values, -1, True)[1], "argsort(sort(a))")
+
+
+@pytest.mark.parametrize("layout", ["rows2", "cols3", "replicated", "uneven"])
+def test_searchsorted_against_numpy(client, rng, layout):
+    """searchsorted, both sides, over a sorted x1 split over devices and values in several
+    layouts: values equal to x1's elements (where the sides differ), outside its range, NaN,
+    and -0.0 against 0.0; numpy.searchsorted dispatches to the same request."""
+    x1_np = np.sort(np.concatenate([rng.standard_normal(40), [0.0, 0.0, 1.5, 1.5, np.nan]]))
+    x2_np = rng.standard_normal((6, 5))
+    x2_np.flat[:6] = [x1_np[3], 1.5, -1e9, 1e9, np.nan, -0.0]
+    x1 = client.from_numpy(x1_np, distarray.split_index_map(x1_np.shape, 0, [0, 1]))
+    x2 = put(client, x2_np, layout)
+    for side in ("left", "right"):
+        want = np.searchsorted(x1_np, x2_np, side=side)
+        check(distarray.searchsorted(x1, x2, side=side), want, f"side={side}")
+        check(np.searchsorted(x1, x2, side=side), want, f"numpy.searchsorted side={side}")
+
+
+def test_searchsorted_with_a_sorter_and_mixed_dtypes(client, rng):
+    x1_np = rng.permutation(np.arange(30, dtype=np.int32))
+    x2_np = rng.uniform(-2, 33, 12)
+    x1 = client.from_numpy(x1_np)
+    x2 = client.from_numpy(x2_np)
+    sorter = distarray.argsort(x1)
+    want = np.searchsorted(x1_np, x2_np, sorter=np.argsort(x1_np))
+    check(distarray.searchsorted(x1, x2, sorter=sorter), want, "sorter, int32 with float64")
+
+
+def test_searchsorted_errors(client, rng):
+    keep, keep_np = bystander(client, rng)
+    grid = client.from_numpy(random_array(rng, (3, 4), np.float64))
+    line = client.from_numpy(np.sort(random_array(rng, (5,), np.float64)))
+    with pytest.raises(ValueError, match="1-D"):
+        distarray.searchsorted(grid, line)
+    with pytest.raises(ValueError, match="side"):
+        distarray.searchsorted(line, line, side="middle")
+    c = client.from_numpy(np.array([1 + 2j, 0j]))
+    with pytest.raises(distarray.InvalidArgumentError):
+        distarray.searchsorted(c, c)
+    assert_intact(keep, keep_np)
