@@ -315,6 +315,28 @@ TEST_P(ZeroSizeTest, IndexingAndShapes) {
                        {"spec.concat.sources[1]", "does not match"}));
 }
 
+TEST_P(ZeroSizeTest, SortAndSearchSorted) {
+  ASSERT_OK_AND_ASSIGN(Array e, Empty({3, 0}));
+  for (int32_t axis : {0, 1}) {
+    ASSERT_OK_AND_ASSIGN(Array sorted, Sort(e, axis));
+    ASSERT_NO_FATAL_FAILURE(ExpectEmpty(sorted, {3, 0}, absl::StrCat("sort along ", axis)));
+    ASSERT_OK_AND_ASSIGN(Array order, Argsort(e, axis, /*descending=*/true));
+    EXPECT_EQ(order.info().dtype(), v1::DTYPE_INT64);
+    ASSERT_NO_FATAL_FAILURE(ExpectEmpty(order, {3, 0}, absl::StrCat("argsort along ", axis)));
+  }
+  // Into no elements every value goes at 0; no value gives no position.
+  ASSERT_OK_AND_ASSIGN(Array none, Empty({0}));
+  ASSERT_OK_AND_ASSIGN(Array values,
+                       Values({2, 2}, {3, -1, 0, 7}, Split(2, 0, 2, {dev(0), dev(1)})));
+  for (bool right : {false, true}) {
+    ASSERT_OK_AND_ASSIGN(Array at, SearchSorted(none, values, right));
+    ASSERT_NO_FATAL_FAILURE(ExpectDoubles(at, {2, 2}, {0, 0, 0, 0}, "searchsorted into (0,)"));
+  }
+  ASSERT_OK_AND_ASSIGN(Array haystack, Values({3}, {1, 2, 3}, OnDevice(1, dev(1))));
+  ASSERT_OK_AND_ASSIGN(Array nothing, SearchSorted(haystack, none));
+  ASSERT_NO_FATAL_FAILURE(ExpectEmpty(nothing, {0}, "searchsorted of (0,)"));
+}
+
 // The same ops as program statements, eagerly and recorded: zero-size values flow through a
 // program like any other, and a reduction over them gives its identity.
 TEST_P(ZeroSizeTest, ProgramStatements) {
@@ -326,6 +348,8 @@ TEST_P(ZeroSizeTest, ProgramStatements) {
   const g::Var prod = p.Reduce(sum, v1::REDUCE_OP_PROD, {0});
   const g::Var picked = g::GetItem(y, {Slice{2, 2}});
   const g::Var grown = g::Reshape(x, {3, 0});
+  const g::Var empty_value = x * 2.0;
+  p.ValueOutput("empty", empty_value);
   p.Output("sum", sum);
   p.Output("total", total);
   p.Output("prod", prod);
@@ -343,6 +367,12 @@ TEST_P(ZeroSizeTest, ProgramStatements) {
       ASSERT_NO_FATAL_FAILURE(ExpectDoubles(run.outputs.at("prod"), {3}, {1, 1, 1}, "prod"));
       ASSERT_NO_FATAL_FAILURE(ExpectEmpty(run.outputs.at("picked"), {0, 3}, "y[2:2]"));
       ASSERT_NO_FATAL_FAILURE(ExpectEmpty(run.outputs.at("grown"), {3, 0}, "reshape"));
+      // A zero-size value output: its shape and dtype, no bytes.
+      const v1::Value& value = run.values.at("empty");
+      EXPECT_EQ(value.shape().dims_size(), 2);
+      EXPECT_EQ(value.shape().dims(0), 0);
+      EXPECT_EQ(value.dtype(), v1::DTYPE_FLOAT64);
+      EXPECT_TRUE(value.data().empty());
     }
   }
 }
