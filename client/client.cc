@@ -138,6 +138,8 @@ absl::Status StreamDownloadInto(const internal::RawDownloadStub& stub, AttachFn 
           return absl::FailedPreconditionError(absl::StrCat(
               "download of ", handle, " carried more than the ", capacity, " bytes expected"));
         }
+        // A zero-size array's one message has no bytes (and its destination may be null).
+        if (piece.empty()) return absl::OkStatus();
         std::memcpy(dst + got, piece.data(), piece.size());
         got += piece.size();
         return absl::OkStatus();

@@ -42,13 +42,15 @@ absl::StatusOr<Range> NormalizeSlice(const v1::Slice& slice, int64_t dim, absl::
 absl::StatusOr<DirectedRange> NormalizeDirectedSlice(const v1::Slice& slice, int64_t dim,
                                                      absl::string_view field);
 
-// Validates a shape (rank <= kMaxRank, every dim >= 1) and the size of an array of it in bytes.
+// Validates a shape (rank <= kMaxRank, every dim >= 0) and the size of an array of it in bytes
+// (for a zero-size array, of its axes of nonzero length, as NumPy counts).
 absl::Status ValidateShape(const Shape& shape, DType dtype, absl::string_view field);
 
 // Validates and normalizes an index map for an array of `shape` on devices [0, num_devices).
 // More than `max_chunks` chunks is INVALID_ARGUMENT. Errors are INVALID_ARGUMENT naming the
 // chunk and axis, e.g.
 // "index_map.chunks[2].slices[1]: stop 12 is out of bounds for axis 1 of size 10".
+// A zero-size array's map normalizes to no chunks (its chunks are checked, then dropped).
 absl::StatusOr<IndexMap> NormalizeIndexMap(const v1::IndexMap& index_map, const Shape& shape,
                                            int num_devices, absl::string_view field = "index_map",
                                            int64_t max_chunks = kDefaultMaxChunks);

@@ -208,6 +208,20 @@ absl::Status Engine::DownloadSlabs(const v1::DownloadArrayRequest& request, cons
   message_bytes = std::min(message_bytes, options_.max_download_piece_bytes);
 
   const Shape region_shape = BoxShape(region.box);
+  if (NumElements(region.box) == 0) {
+    // A zero-size region (a zero-size array, which has no chunks): no slab, no read, one message
+    // with the shape and dtype and no bytes.
+    if (emit == nullptr) {
+      if (destination_bytes == 0) return absl::OkStatus();
+      return absl::FailedPreconditionError(
+          absl::StrCat("handle: the region holds 0 bytes, the destination ", destination_bytes,
+                       " (was the array replaced under its handle during the call?); retry"));
+    }
+    if (!(*emit)(region_shape, array->dtype, absl::string_view())) {
+      return absl::CancelledError("the client stopped reading");
+    }
+    return absl::OkStatus();
+  }
   ASSIGN_OR_RETURN(SlabWalker walker, SlabWalker::Create(std::move(region), DTypeSize(array->dtype),
                                                          DownloadSlabTargetBytes(), "region"));
   if (emit == nullptr && walker.total_bytes() != destination_bytes) {

@@ -66,6 +66,8 @@ absl::Status ValidateFill(const v1::Fill& fill, DType dtype, const Shape& shape)
       if (!std::isfinite(start) || !std::isfinite(step)) {
         return absl::InvalidArgumentError("fill.arange: start and step must be finite");
       }
+      // A zero-size array generates no value to check.
+      if (num_elements == 0) return absl::OkStatus();
       // The values run monotonically from the first to the last, so both ends in the dtype's
       // range means every value is (a conversion from out of range is undefined behaviour).
       const double last = start + step * static_cast<double>(num_elements - 1);
@@ -253,7 +255,8 @@ Engine::Engine(std::unique_ptr<Backend> backend, EngineOptions options)
 
 absl::StatusOr<IndexMap> Engine::NormalizeMap(const v1::IndexMap& map, const Shape& shape,
                                               absl::string_view field) const {
-  if (map.chunks_size() == 0) {
+  // A zero-size array's map may be empty: it normalizes to no chunks either way.
+  if (map.chunks_size() == 0 && NumElements(shape) > 0) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": at least one chunk is required"));
   }
   ASSIGN_OR_RETURN(IndexMap normalized, NormalizeIndexMap(map, shape, backend_->device_count(),

@@ -57,6 +57,13 @@ struct ProgramRunner::CachedGraph {
 };
 
 absl::StatusOr<v1::Value> ReadValue(Backend& backend, const Array& array, const StopCheck& alive) {
+  if (NumElements(array.shape) == 0) {
+    // A zero-size value has no chunks to read: its shape and dtype, no bytes.
+    v1::Value value;
+    *value.mutable_shape() = ToProto(array.shape);
+    value.set_dtype(static_cast<v1::DType>(array.dtype));
+    return value;
+  }
   const int device = array.chunks.front().spec.device;
   const IndexMap whole{ChunkSpec{device, FullBox(array.shape)}};
   std::vector<Chunk> chunks = array.chunks;

@@ -104,10 +104,10 @@ absl::StatusOr<BasicIndex> NormalizeIndexKey(const v1::IndexKey& key, const Shap
               absl::StrCat(field, ".items[", i, "]: a key holds at most one integer array (items[",
                            list_item, "] is one)"));
         }
-        if (key.items(i).indices().values_size() < 1 ||
-            key.items(i).indices().values_size() > kMaxIndexListLength) {
+        // An empty list selects nothing (NumPy's a[[]]): a zero-size result.
+        if (key.items(i).indices().values_size() > kMaxIndexListLength) {
           return absl::InvalidArgumentError(
-              absl::StrCat(field, ".items[", i, "].indices.values: give 1 to ", kMaxIndexListLength,
+              absl::StrCat(field, ".items[", i, "].indices.values: give 0 to ", kMaxIndexListLength,
                            " positions; got ", key.items(i).indices().values_size()));
         }
         list_item = i;

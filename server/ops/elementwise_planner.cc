@@ -281,6 +281,10 @@ absl::StatusOr<ElementwisePlan> PlanElementwise(const ElementwiseInput& input) {
                           : ExpandedMap(*input.operands[first_array].array, plan.result_shape);
   }
 
+  // A zero-size result has no chunks (docs/design.md), whatever an operand of another shape
+  // would stretch to: with no result chunk, no operand is moved and no kernel runs.
+  if (NumElements(plan.result_shape) == 0) plan.result_map.clear();
+
   for (int i = 0; i < count; ++i) {
     const ArrayMeta* a = input.operands[i].array;
     if (a == nullptr) continue;

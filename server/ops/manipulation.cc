@@ -33,13 +33,9 @@ absl::Status PlanGetItem(const OpContext& context, const v1::GetItemSpec& spec,
                          const std::string& field, PlannedManipulation& planned) {
   ASSIGN_OR_RETURN(ArrayPtr source, ResolveArray(context, spec.source(), field + ".source"));
   ASSIGN_OR_RETURN(planned.index, NormalizeIndexKey(spec.key(), source->shape, field + ".key"));
-  if (planned.index.empty) {
-    return absl::UnimplementedError(
-        absl::StrCat(field, ".key: selects no element of an array of shape ",
-                     ShapeString(source->shape), "; zero-size arrays are not served yet"));
-  }
   planned.result = {planned.index.result_shape, source->dtype, source->mode, {}};
-  for (const Chunk& chunk : source->chunks) {
+  // A key that selects nothing gives a zero-size result, which has no chunks.
+  for (const Chunk& chunk : planned.index.empty ? std::vector<Chunk>() : source->chunks) {
     for (ChunkSelection& s : SelectFromChunk(planned.index, chunk.spec.box)) {
       planned.result.map.push_back(ChunkSpec{chunk.spec.device, std::move(s.result_box)});
     }
@@ -179,11 +175,19 @@ absl::StatusOr<Shape> ReshapeTarget(const Shape& from, const v1::Shape& to,
       inferred = static_cast<int>(d);
       continue;
     }
-    if (shape[d] < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ".dims[", d, "]: must be at least 1 (or one -1, inferred); got ", shape[d]));
+    if (shape[d] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".dims[", d,
+                       "]: must not be negative (but for one -1, inferred); got ", shape[d]));
     }
     ASSIGN_OR_RETURN(known, CheckedMul(known, shape[d], field));
+  }
+  if (inferred >= 0 && known == 0) {
+    // As NumPy: -1 beside an axis of length 0 could be any length.
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": cannot infer the -1 axis of shape ",
+                     ShapeString(Shape(to.dims().begin(), to.dims().end())),
+                     " for an array of shape ", ShapeString(from), ": another axis has length 0"));
   }
   if (inferred >= 0 && size % known == 0) shape[inferred] = size / known;
   const bool fits = inferred >= 0 ? size % known == 0 : known == size;
@@ -410,6 +414,9 @@ absl::StatusOr<PlannedManipulation> PlanManipulation(const OpContext& context,
                        ": give an op (get_item, set_item, permute_dims, reshape, concat, "
                        "broadcast_to, sort or search_sorted)"));
   }
+  // A zero-size result has no chunks (docs/design.md), whatever a source's chunks would become
+  // (broadcast_to of a (1,) array to (0,) would stretch them to empty boxes).
+  if (NumElements(planned.result.shape) == 0) planned.result.map.clear();
   return planned;
 }
 

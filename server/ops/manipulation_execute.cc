@@ -397,6 +397,10 @@ absl::StatusOr<OpResult> ExecuteManipulation(const OpContext& context,
                                              const PlannedManipulation& planned,
                                              SourceBuffers sources) {
   RETURN_IF_ERROR(context.CheckAlive());
+  // A zero-size result (PlanManipulation) has no chunks: nothing to allocate, copy or launch.
+  if (NumElements(planned.result.shape) == 0) {
+    return OpResult{planned.result.shape, planned.result.dtype, planned.result.mode, {}};
+  }
   auto chunks = [&]() -> absl::StatusOr<std::vector<Chunk>> {
     switch (planned.op) {
       case v1::ManipulationSpec::kGetItem:

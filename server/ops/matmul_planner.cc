@@ -200,7 +200,7 @@ absl::StatusOr<MatmulPlan> PlanMatrices(const ArrayMeta& a, const ArrayMeta& b,
           absl::StrCat("spec.b: shapes ", ShapeString(a.shape), " and ", ShapeString(b.shape),
                        " do not broadcast: batch axis ", t, " has ", from_a, " against ", from_b));
     }
-    batch[t] = std::max(from_a, from_b);
+    batch[t] = from_a == 1 ? from_b : from_a;  // 0 against 1 is 0, as NumPy broadcasts
   }
 
   MatmulPlan plan;
@@ -208,6 +208,16 @@ absl::StatusOr<MatmulPlan> PlanMatrices(const ArrayMeta& a, const ArrayMeta& b,
   plan.result_shape = batch;
   plan.result_shape.push_back(m);
   plan.result_shape.push_back(n);
+  if (k == 0 || NumElements(plan.result_shape) == 0) {
+    // Zero-size operands have no chunks to cut a grid from (docs/design.md).
+    plan.a_layout = a.map;
+    plan.b_layout = b.map;
+    if (NumElements(plan.result_shape) > 0) {
+      plan.fill_zeros = true;
+      plan.result_map = {ChunkSpec{0, FullBox(plan.result_shape)}};
+    }
+    return plan;
+  }
   plan.prepare_a = a.mode != Mode::kReplica || !UnitSteps(a.map);
   plan.prepare_b = b.mode != Mode::kReplica || !UnitSteps(b.map);
   plan.a_layout = plan.prepare_a ? SplitFirstAxis(a) : a.map;

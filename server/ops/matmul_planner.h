@@ -39,6 +39,10 @@ struct MatmulPlan {
   // b as a 1-column one (a unit axis after), so the blocks above are in those coordinates; the
   // added axes are dropped from result_shape and result_map (a vector @ vector is 0-d).
   bool a_vector = false, b_vector = false;
+  // The shared axis has length 0 and the result has elements: no product runs, and result_map
+  // (one chunk on device 0) is filled with zeros, as NumPy's sum over no terms. A zero-size
+  // result has no chunks and no products.
+  bool fill_zeros = false;
 };
 
 // `array` with a unit axis inserted at `axis` (same elements, same buffers' layout).

@@ -248,6 +248,21 @@ absl::StatusOr<OpResult> ExecuteReduce(const OpContext& context, const PlannedRe
   const Array& array = *planned.array;
   OpResult out{plan.result_shape, plan.result_dtype, plan.result_mode, {}};
   RETURN_IF_ERROR(context.CheckAlive());
+  if (plan.fill || NumElements(plan.result_shape) == 0) {
+    // Nothing to reduce (PlanReduce): the identity filled in, or a zero-size result.
+    if (into != nullptr) {
+      out.chunks = *into;
+    } else {
+      ASSIGN_OR_RETURN(out.chunks, AllocateChunks(ops, out.dtype, plan.result_map));
+    }
+    if (!plan.fill) return out;
+    for (const Chunk& chunk : out.chunks) {
+      const Shape shape = BoxShape(chunk.spec.box);
+      RETURN_IF_ERROR(ops.FillConstant(out.dtype, BufferBox{chunk.buffer, shape, FullBox(shape)},
+                                       plan.fill_value));
+    }
+    return out;
+  }
 
   std::vector<Chunk> source = array.chunks;
   if (plan.prepare) {
@@ -352,6 +367,25 @@ absl::StatusOr<OpResult> ExecuteMatmul(const OpContext& context, const PlannedMa
   const MatmulPlan& plan = planned.plan;
   OpResult out{plan.result_shape, plan.dtype, plan.result_mode, {}};
   RETURN_IF_ERROR(context.CheckAlive());
+  if (plan.gemms.empty() && (plan.fill_zeros || NumElements(plan.result_shape) == 0)) {
+    // No product (PlanMatmul): zeros where the shared axis is empty, else a zero-size result.
+    ASSIGN_OR_RETURN(out.chunks, AllocateChunks(ops, out.dtype, plan.result_map));
+    for (const Chunk& chunk : out.chunks) {
+      const Shape shape = BoxShape(chunk.spec.box);
+      RETURN_IF_ERROR(ops.FillConstant(out.dtype, BufferBox{chunk.buffer, shape, FullBox(shape)},
+                                       Scalar::Int(0)));
+    }
+    if (planned.result_map && !out.chunks.empty()) {
+      Array product;
+      product.shape = out.shape;
+      product.dtype = out.dtype;
+      product.mode = out.mode;
+      product.chunks = std::move(out.chunks);
+      ASSIGN_OR_RETURN(out.chunks,
+                       Relayout(ops, product, *planned.result_map, Mode::kReplica, context.alive));
+    }
+    return out;
+  }
 
   // Operands that needed a plain layout first, then each product's blocks on its device. A vector
   // is read as the matrix the plan made of it (a unit axis added: same buffers).

@@ -1,6 +1,7 @@
 #include "server/ops/reduce_planner.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -145,6 +146,39 @@ absl::StatusOr<ReducePlan> PlanReduce(const ReduceInput& input, const StopCheck&
       plan.result_shape.push_back(array.shape[d]);
     else if (input.keepdims)
       plan.result_shape.push_back(1);
+  }
+
+  // Zero-size cases: nothing to read. A zero-size result has no chunks; a reduction over no
+  // element is its identity everywhere (REPLICA, on device 0: the operand has no chunk to place
+  // it by).
+  const bool empty_result = NumElements(plan.result_shape) == 0;
+  if (empty_result || reduced_count == 0) {
+    plan.result_mode = Mode::kReplica;
+    if (!empty_result) {
+      plan.fill = true;
+      switch (rule.kind) {
+        case ReduceKind::kProd:
+          plan.fill_value = Scalar::Int(1);
+          break;
+        case ReduceKind::kAll:
+          plan.fill_value = Scalar::Bool(true);
+          break;
+        case ReduceKind::kAny:
+          plan.fill_value = Scalar::Bool(false);
+          break;
+        case ReduceKind::kMean: {
+          const double nan = std::numeric_limits<double>::quiet_NaN();
+          plan.fill_value =
+              IsComplex(plan.result_dtype) ? Scalar::ComplexValue(nan, nan) : Scalar::Float(nan);
+          break;
+        }
+        default:  // sum (max, min, argmax and argmin were refused above)
+          plan.fill_value = Scalar::Int(0);
+      }
+      plan.result_map = {ChunkSpec{0, FullBox(plan.result_shape)}};
+    }
+    plan.combine_map = plan.result_map;
+    return plan;
   }
 
   // What the kernels read. Partials combine by `rule.mode`, so an operand already in that mode

@@ -48,6 +48,12 @@ struct ReducePlan {
   IndexMap combine_map;
   // argmax/argmin: the first pass's dtype and mode (the extreme, in result_map's layout).
   Mode extreme_mode = Mode::kMax;
+
+  // A reduction over no element (an axis of length 0) with a non-empty result: no kernel runs;
+  // result_map (one chunk on device 0) is filled with `fill_value`, the op's identity (sum 0,
+  // prod 1, any false, all true) or NaN for mean, as NumPy gives.
+  bool fill = false;
+  Scalar fill_value;
 };
 
 absl::StatusOr<ReducePlan> PlanReduce(const ReduceInput& input, const StopCheck& stop = {});

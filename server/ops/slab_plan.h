@@ -81,6 +81,13 @@ class SlabWalker {
     Shape counts = BoxShape(box);
     ASSIGN_OR_RETURN(w.total_bytes_, CheckedProductOf(counts, element_size, field));
     target_bytes = std::max<int64_t>(target_bytes, 1);
+    if (w.total_bytes_ == 0) {
+      // A zero-size region: no slab at all.
+      w.box_ = w.region_.box;
+      w.mirrored_.assign(rank, false);
+      w.done_ = true;
+      return w;
+    }
     if (rank == 0) {
       w.split_ = -1;
       w.Update();

@@ -391,6 +391,17 @@ absl::StatusOr<std::vector<Chunk>> ExecuteSearchSorted(const OpContext& context,
   const Array& sorted = *planned.sources[0];
   const Array& values = *planned.sources[1];
   const IndexMap& map = planned.result.map;
+  if (NumElements(sorted.shape) == 0) {
+    // Every value goes before the first of no elements: position 0, with nothing to read or
+    // search (a zero-size array has no chunks).
+    ASSIGN_OR_RETURN(std::vector<Chunk> out, AllocateChunks(ops, DType::kInt64, map));
+    for (const Chunk& chunk : out) {
+      const Shape shape = BoxShape(chunk.spec.box);
+      RETURN_IF_ERROR(ops.FillConstant(
+          DType::kInt64, BufferBox{chunk.buffer, shape, FullBox(shape)}, Scalar::Int(0)));
+    }
+    return out;
+  }
   // `sorted` whole on every device that holds values: the search reads all of it per value.
   const std::vector<int> devices = DevicesOf(map);
   IndexMap whole;

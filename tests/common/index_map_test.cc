@@ -208,13 +208,18 @@ TEST(NormalizeRegionTest, OnlyBoundsOutsideTheArrayAreOutOfRange) {
   EXPECT_EQ(r.status().message(), "r.slices: has 1 slices for an array of rank 2");
 }
 
-TEST(ValidateShapeTest, RejectsZeroNegativeHugeAndDeep) {
+TEST(ValidateShapeTest, TakesZeroSizeRejectsNegativeHugeAndDeep) {
   EXPECT_TRUE(ValidateShape({3, 4}, DType::kFloat32, "shape").ok());
   EXPECT_TRUE(ValidateShape({}, DType::kFloat32, "shape").ok());  // a 0-d array
-  EXPECT_EQ(ValidateShape({3, 0}, DType::kFloat32, "shape").message(),
-            "shape.dims[1]: must be at least 1, got 0");
+  EXPECT_TRUE(ValidateShape({3, 0}, DType::kFloat32, "shape").ok());
+  EXPECT_TRUE(ValidateShape({0}, DType::kFloat32, "shape").ok());
   EXPECT_EQ(ValidateShape({-2}, DType::kFloat32, "shape").message(),
-            "shape.dims[0]: must be at least 1, got -2");
+            "shape.dims[0]: must not be negative, got -2");
+  // As in NumPy, the other axes of a zero-size array must still describe an array that fits.
+  EXPECT_TRUE(ValidateShape({1LL << 20, 0, 1LL << 20}, DType::kFloat32, "shape").ok());
+  EXPECT_TRUE(
+      absl::StartsWith(ValidateShape({1LL << 40, 0, 1LL << 40}, DType::kFloat32, "shape").message(),
+                       "shape: the array is too large"));
   EXPECT_TRUE(
       absl::StartsWith(ValidateShape({1LL << 40, 1LL << 40}, DType::kFloat32, "shape").message(),
                        "shape: the array is too large"));
@@ -223,6 +228,49 @@ TEST(ValidateShapeTest, RejectsZeroNegativeHugeAndDeep) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ValidateShape(Shape(9, 1), DType::kFloat32, "shape").message(),
             "shape: rank 9 exceeds the maximum of 8");
+}
+
+TEST(IndexMapTest, ZeroSizeArrayMapsNormalizeToNoChunks) {
+  v1::IndexMap map;
+  v1::Chunk* whole = map.add_chunks();  // OnDevice: unset slices
+  whole->set_device(0);
+  whole->add_slices();
+  whole->add_slices();
+  v1::Chunk* rows = map.add_chunks();  // a row split's empty share
+  rows->set_device(1);
+  *rows->add_slices() = S(2, 3);
+  *rows->add_slices() = S(0, 0);
+  auto normalized = NormalizeIndexMap(map, {3, 0}, 2);
+  ASSERT_TRUE(normalized.ok()) << normalized.status();
+  EXPECT_TRUE(normalized->empty());
+  EXPECT_TRUE(NormalizeIndexMap(v1::IndexMap(), {0}, 2).ok());
+  // Still checked: the device, the number of slices and bounds on the empty axis.
+  rows->set_device(2);
+  EXPECT_EQ(NormalizeIndexMap(map, {3, 0}, 2).status().message(),
+            "index_map.chunks[1].device: device 2 does not exist (2 devices)");
+  rows->set_device(1);
+  *rows->mutable_slices(1) = S(0, 1);
+  EXPECT_EQ(NormalizeIndexMap(map, {3, 0}, 2).status().message(),
+            "index_map.chunks[1].slices[1]: stop 1 is out of bounds for an axis of size 0");
+  // A non-empty array still refuses an empty chunk.
+  *rows->mutable_slices(1) = S(0, 0);
+  EXPECT_FALSE(NormalizeIndexMap(map, {3, 2}, 2).ok());
+}
+
+TEST(IndexMapTest, RegionOfZeroSizeArraySelectsNothing) {
+  auto all = NormalizeRegion(v1::Region(), {3, 0}, "r");
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(NumElements(*all), 0);
+  v1::Region rows;
+  *rows.add_slices() = S(1, 2);
+  *rows.add_slices() = S({}, {});
+  auto some = NormalizeRegion(rows, {3, 0}, "r");
+  ASSERT_TRUE(some.ok()) << some.status();
+  EXPECT_EQ(NumElements(*some), 0);
+  v1::Region outside;
+  *outside.add_slices() = S(0, 4);
+  *outside.add_slices() = S({}, {});
+  EXPECT_EQ(NormalizeRegion(outside, {3, 0}, "r").status().code(), absl::StatusCode::kOutOfRange);
 }
 
 TEST(BoxTest, ContiguousOffsetAndLocalCoordinates) {

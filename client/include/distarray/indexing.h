@@ -45,9 +45,10 @@ class Index {
     if (slice.stop) s->set_stop(*slice.stop);
     if (slice.step) s->set_step(*slice.step);
   }
-  Index(NewAxis) { item_.mutable_new_axis(); }  // NOLINT
-  Index(const Positions& positions) {           // NOLINT
-    for (int64_t v : positions.values) item_.mutable_indices()->add_values(v);
+  Index(NewAxis) { item_.mutable_new_axis(); }                 // NOLINT
+  Index(const Positions& positions) {                          // NOLINT
+    v1::IndexItem::IndexList* list = item_.mutable_indices();  // set even when empty: a[[]]
+    for (int64_t v : positions.values) list->add_values(v);
   }
   Index(Ellipsis) { item_.mutable_ellipsis(); }  // NOLINT
 

@@ -616,11 +616,23 @@ def failing_calls(client):
          lambda: a.write(np.zeros((3, 7)), (slice(0, 2),))),
         ("write outside", distarray.OutOfRangeError,
          lambda: a.write(np.zeros((1, 7)), (slice(9, 10),))),
-        ("empty shape", distarray.InvalidArgumentError,
-         lambda: client.from_numpy(np.zeros((0, 3)))),
+        ("no such device", distarray.InvalidArgumentError,
+         lambda: client.from_numpy(values, distarray.on_device(2, 99))),
         ("into a SUM array", distarray.FailedPreconditionError,
          lambda: client.from_numpy(values, mode="sum").write(values)),
     ]
+
+
+def test_zero_size_round_trip(shm_daemon):
+    """A zero-size array moves no bytes through shared memory or the streams."""
+    for use in ("always", "never"):
+        with distarray.connect(shm_daemon.address, shared_memory=use) as c:
+            for values in (np.zeros((0, 3)), np.zeros((4, 0), np.int16), np.zeros(0, bool)):
+                a = c.from_numpy(values)
+                assert a.devices == ()
+                got = a.to_numpy()
+                assert got.shape == values.shape and got.dtype == values.dtype, use
+                a.write(values)
 
 
 def test_errors_are_mapped_as_when_streaming(shm_daemon, monkeypatch):
