@@ -268,6 +268,20 @@ std::vector<std::pair<std::string, Case>> Seeds() {
     c.DownloadFrom(0, Region({S{1, 7, 2}, S{}}));
   }
   {
+    // Zero-size arrays: no chunks (an empty map), or chunks whose boxes hold no element, through
+    // the ops that plan around them (reduce over no element, sort, searchsorted, get_item).
+    Case& c = add("zero_size");
+    c.Create(Spec({0, 4}, kF32, v1::IndexMap()));
+    c.Create(Spec({3, 0}, kF32, RowBlocks({3, 0}, 2)));
+    c.Create(Spec({5}, kF32, RowBlocks({5}, 2))).mutable_fill()->mutable_uniform();
+    c.Reduce(v1::REDUCE_OP_SUM, 0, {0});
+    c.Reduce(v1::REDUCE_OP_MAX, 1, {1});
+    c.Manipulate({0}).mutable_sort()->set_axis(0);
+    c.Manipulate({2, 0}).mutable_search_sorted()->set_right(true);
+    c.DownloadFrom(0);
+    c.DownloadFrom(1);
+  }
+  {
     Case& c = add("describe_list_delete");
     c.Create(Spec({16}, v1::DTYPE_INT32, Replicated({16}, 2), v1::MODE_REPLICA, "named-1"));
     c.Create(Spec({3, 5}, v1::DTYPE_UINT8, RowBlocks({3, 5}, 3)));
