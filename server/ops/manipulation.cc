@@ -16,22 +16,23 @@
 #include "server/ops/sort.h"
 
 namespace distarray {
-namespace {
 
-absl::StatusOr<ArrayPtr> ResolveArray(const OpContext& context, const v1::Operand& operand,
-                                      const std::string& field) {
+absl::StatusOr<ArrayPtr> ResolveArrayOperand(const OpContext& context, const v1::Operand& operand,
+                                             const std::string& field) {
   if (operand.kind_case() == v1::Operand::KIND_NOT_SET || operand.has_scalar()) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": give an array"));
   }
   return context.resolve(operand, field);
 }
 
+namespace {
+
 // ---------------------------------------------------------------------------------------------
 // get_item and set_item
 
 absl::Status PlanGetItem(const OpContext& context, const v1::GetItemSpec& spec,
                          const std::string& field, PlannedManipulation& planned) {
-  ASSIGN_OR_RETURN(ArrayPtr source, ResolveArray(context, spec.source(), field + ".source"));
+  ASSIGN_OR_RETURN(ArrayPtr source, ResolveArrayOperand(context, spec.source(), field + ".source"));
   ASSIGN_OR_RETURN(planned.index, NormalizeIndexKey(spec.key(), source->shape, field + ".key"));
   planned.result = {planned.index.result_shape, source->dtype, source->mode, {}};
   // A key that selects nothing gives a zero-size result, which has no chunks.
@@ -68,7 +69,7 @@ absl::Status CheckBroadcastsTo(const Shape& value, const Shape& region, const st
 
 absl::Status PlanSetItem(const OpContext& context, const v1::SetItemSpec& spec,
                          const std::string& field, PlannedManipulation& planned) {
-  ASSIGN_OR_RETURN(ArrayPtr target, ResolveArray(context, spec.target(), field + ".target"));
+  ASSIGN_OR_RETURN(ArrayPtr target, ResolveArrayOperand(context, spec.target(), field + ".target"));
   ASSIGN_OR_RETURN(planned.index, NormalizeIndexKey(spec.key(), target->shape, field + ".key"));
   const std::string value_field = field + ".value";
   switch (spec.value().kind_case()) {
@@ -130,7 +131,7 @@ absl::Status PlanSetItem(const OpContext& context, const v1::SetItemSpec& spec,
 
 absl::Status PlanPermuteDims(const OpContext& context, const v1::PermuteDimsSpec& spec,
                              const std::string& field, PlannedManipulation& planned) {
-  ASSIGN_OR_RETURN(ArrayPtr source, ResolveArray(context, spec.source(), field + ".source"));
+  ASSIGN_OR_RETURN(ArrayPtr source, ResolveArrayOperand(context, spec.source(), field + ".source"));
   const int rank = static_cast<int>(source->shape.size());
   if (spec.axes_size() != rank) {
     return absl::InvalidArgumentError(absl::StrCat(field, ".axes: gives ", spec.axes_size(),
@@ -225,7 +226,7 @@ IndexMap SplitOverDevices(const Shape& shape, const IndexMap& source) {
 
 absl::Status PlanReshape(const OpContext& context, const v1::ReshapeSpec& spec,
                          const std::string& field, PlannedManipulation& planned) {
-  ASSIGN_OR_RETURN(ArrayPtr source, ResolveArray(context, spec.source(), field + ".source"));
+  ASSIGN_OR_RETURN(ArrayPtr source, ResolveArrayOperand(context, spec.source(), field + ".source"));
   ASSIGN_OR_RETURN(const Shape shape,
                    ReshapeTarget(source->shape, spec.shape(), field + ".shape", source->dtype));
   planned.result = {shape, source->dtype, source->mode, {}};
@@ -252,7 +253,7 @@ absl::Status PlanReshape(const OpContext& context, const v1::ReshapeSpec& spec,
 
 absl::Status PlanBroadcastTo(const OpContext& context, const v1::BroadcastToSpec& spec,
                              const std::string& field, PlannedManipulation& planned) {
-  ASSIGN_OR_RETURN(ArrayPtr source, ResolveArray(context, spec.source(), field + ".source"));
+  ASSIGN_OR_RETURN(ArrayPtr source, ResolveArrayOperand(context, spec.source(), field + ".source"));
   const Shape shape = FromProto(spec.shape());
   RETURN_IF_ERROR(ValidateShape(shape, source->dtype, field + ".shape"));
   const Shape& from = source->shape;
@@ -290,8 +291,9 @@ absl::Status PlanConcat(const OpContext& context, const v1::ConcatSpec& spec,
         absl::StrCat(field, ".sources: give 1 to ", kMaxConcatSources, " arrays; got ", n));
   }
   for (int i = 0; i < n; ++i) {
-    ASSIGN_OR_RETURN(ArrayPtr source, ResolveArray(context, spec.sources(i),
-                                                   absl::StrCat(field, ".sources[", i, "]")));
+    ASSIGN_OR_RETURN(
+        ArrayPtr source,
+        ResolveArrayOperand(context, spec.sources(i), absl::StrCat(field, ".sources[", i, "]")));
     planned.sources.push_back(std::move(source));
   }
   const Shape& first = planned.sources[0]->shape;

@@ -49,6 +49,10 @@ struct PlannedManipulation {
   ArrayMeta result;
 };
 
+// The array an operand names (INVALID_ARGUMENT naming `field` for a scalar or nothing).
+absl::StatusOr<ArrayPtr> ResolveArrayOperand(const OpContext& context, const v1::Operand& operand,
+                                             const std::string& field);
+
 // `field` prefixes error fields ("spec" for a request). Operands come from context.resolve.
 absl::StatusOr<PlannedManipulation> PlanManipulation(const OpContext& context,
                                                      const v1::ManipulationSpec& spec,

@@ -264,14 +264,6 @@ std::vector<int> DevicesOf(const IndexMap& map) {
   return devices;
 }
 
-absl::StatusOr<ArrayPtr> ResolveArrayOperand(const OpContext& context, const v1::Operand& operand,
-                                             const std::string& field) {
-  if (operand.kind_case() == v1::Operand::KIND_NOT_SET || operand.has_scalar()) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": give an array"));
-  }
-  return context.resolve(operand, field);
-}
-
 absl::Status CheckOrdered(const Array& array, const std::string& field) {
   if (SortKeyCodecFor(array.dtype).bytes != 0) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
