@@ -105,11 +105,12 @@ inline bool GemmFits(const GemmShape& shape, int64_t a_elements, int64_t b_eleme
 // `keys_in` (run r at r * length): ascending with NaNs last, or descending with NaNs first (the
 // exact reverse), stable. The sorted keys go to `keys_out` (NaNs as the canonical quiet NaN);
 // with `indices_out` set, the int64 position each key came from within its run plus
-// `index_base` (argsort; the base places a run that is one block of a longer axis). `scratch`
-// holds SortScratchBytes bytes (none: may be null).
+// `index_base` (argsort; the base places a run that is one block of a longer axis), and
+// `keys_out` may then be null (an argsort that needs the positions alone). `scratch` holds
+// SortScratchBytes bytes (none: may be null).
 struct SortRuns {
   BufferPtr keys_in;
-  BufferPtr keys_out;
+  BufferPtr keys_out;     // null: positions only (indices_out set)
   BufferPtr indices_out;  // null: keys only
   BufferPtr scratch;
   int64_t lines = 1;
@@ -164,12 +165,12 @@ inline bool SortRunsFit(DType dtype, const SortRuns& sort) {
   const std::optional<int64_t> key_bytes = n ? MulOrNull(*n, DTypeSize(dtype)) : std::nullopt;
   const std::optional<int64_t> index_bytes = n ? MulOrNull(*n, 8) : std::nullopt;
   if (sort.lines < 0 || sort.length < 0 || !key_bytes || !index_bytes) return false;
-  if (!sort.keys_in || !sort.keys_out) return false;
-  const int device = sort.keys_out->device();
+  if (!sort.keys_in || (!sort.keys_out && !sort.indices_out)) return false;
+  const int device = sort.keys_in->device();
   auto fits = [&](const BufferPtr& b, int64_t bytes) {
     return b && b->device() == device && b->bytes() >= bytes;
   };
-  return fits(sort.keys_in, *key_bytes) && fits(sort.keys_out, *key_bytes) &&
+  return fits(sort.keys_in, *key_bytes) && (!sort.keys_out || fits(sort.keys_out, *key_bytes)) &&
          (!sort.indices_out || fits(sort.indices_out, *index_bytes)) &&
          (!sort.scratch || sort.scratch->device() == device);
 }

@@ -170,18 +170,19 @@ absl::StatusOr<CudaWork> SortWork(DType dtype, const SortRuns& sort) {
         absl::StrCat("sort: no sort of ", DTypeName(dtype), " over these buffers"));
   }
   CudaBuffer* in = AsCuda(sort.keys_in);
-  CudaBuffer* out = AsCuda(sort.keys_out);
+  CudaBuffer* out = sort.keys_out ? AsCuda(sort.keys_out) : nullptr;
   CudaBuffer* indices = sort.indices_out ? AsCuda(sort.indices_out) : nullptr;
   CudaBuffer* scratch = AsCuda(sort.scratch);
-  std::vector<CudaBuffer*> writes = {out, scratch};
+  std::vector<CudaBuffer*> writes = {scratch};
+  if (out) writes.push_back(out);
   if (indices) writes.push_back(indices);
   SortLaunch launch{.lines = sort.lines,
                     .length = sort.length,
                     .index_base = sort.index_base,
                     .descending = sort.descending};
-  return CudaWork{out->device(), {in}, std::move(writes), [=](cudaStream_t s) mutable {
+  return CudaWork{in->device(), {in}, std::move(writes), [=](cudaStream_t s) mutable {
                     launch.keys_in = in->data();
-                    launch.keys_out = out->data();
+                    launch.keys_out = out ? out->data() : nullptr;
                     launch.indices_out =
                         indices ? reinterpret_cast<int64_t*>(indices->data()) : nullptr;
                     launch.scratch = scratch->data();

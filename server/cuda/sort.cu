@@ -165,9 +165,11 @@ cudaError_t SortWidth(const SortKeyCodec& codec, const SortLaunch& sort, cudaStr
     value_side = values.selector;
   }
 
-  DecodeKernel<U><<<Blocks(n), kThreads, 0, stream>>>(
-      codec, s.codes[key_side], static_cast<U*>(sort.keys_out), n, sort.descending);
-  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  if (sort.keys_out != nullptr) {
+    DecodeKernel<U><<<Blocks(n), kThreads, 0, stream>>>(
+        codec, s.codes[key_side], static_cast<U*>(sort.keys_out), n, sort.descending);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
   if (indices && value_side == 1) {
     return cudaMemcpyAsync(sort.indices_out, s.positions, n * 8, cudaMemcpyDeviceToDevice, stream);
   }

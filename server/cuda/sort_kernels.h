@@ -14,7 +14,7 @@ namespace distarray::cuda {
 
 struct SortLaunch {
   const void* keys_in = nullptr;
-  void* keys_out = nullptr;
+  void* keys_out = nullptr;        // null: positions only (indices_out set)
   int64_t* indices_out = nullptr;  // null: keys only
   void* scratch = nullptr;
   int64_t scratch_bytes = 0;

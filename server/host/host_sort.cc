@@ -15,7 +15,7 @@ namespace {
 template <typename U>
 void SortOnHost(const SortKeyCodec& codec, const SortRuns& sort) {
   const U* in = AsHost(sort.keys_in)->as<U>();
-  U* out = AsHost(sort.keys_out)->as<U>();
+  U* out = sort.keys_out ? AsHost(sort.keys_out)->as<U>() : nullptr;
   int64_t* indices = sort.indices_out ? AsHost(sort.indices_out)->as<int64_t>() : nullptr;
   std::vector<U> codes(sort.length);
   std::vector<int64_t> order(sort.length);
@@ -27,7 +27,7 @@ void SortOnHost(const SortKeyCodec& codec, const SortRuns& sort) {
     std::stable_sort(order.begin(), order.end(),
                      [&](int64_t a, int64_t b) { return codes[a] < codes[b]; });
     for (int64_t i = 0; i < sort.length; ++i) {
-      out[first + i] = codec.Decode(codes[order[i]], sort.descending);
+      if (out) out[first + i] = codec.Decode(codes[order[i]], sort.descending);
       if (indices) indices[first + i] = order[i] + sort.index_base;
     }
   }
@@ -83,13 +83,14 @@ absl::StatusOr<HostWork> SortWork(DType dtype, const SortRuns& sort) {
     return absl::InternalError(
         absl::StrCat("sort: no sort of ", DTypeName(dtype), " over these buffers"));
   }
-  std::vector<HostBuffer*> writes = {AsHost(sort.keys_out).get()};
+  std::vector<HostBuffer*> writes;
+  if (sort.keys_out) writes.push_back(AsHost(sort.keys_out).get());
   if (sort.indices_out) writes.push_back(AsHost(sort.indices_out).get());
   auto work = [codec, sort] {
     DispatchSortWidth(codec.bytes, [&](auto tag) { SortOnHost<decltype(tag)>(codec, sort); });
   };
   return HostWork{
-      sort.keys_out->device(), {AsHost(sort.keys_in).get()}, std::move(writes), std::move(work)};
+      sort.keys_in->device(), {AsHost(sort.keys_in).get()}, std::move(writes), std::move(work)};
 }
 
 absl::StatusOr<HostWork> MergeWork(DType dtype, const MergeRuns& merge) {

@@ -187,6 +187,12 @@ void SetMemoryReclaimer(const DeviceOps* ops, std::function<bool()> reclaimer) {
   }
 }
 
+absl::Status FillChunks(DeviceOps& ops, DType dtype, const std::vector<Chunk>& chunks,
+                        const Scalar& value) {
+  for (const Chunk& chunk : chunks) RETURN_IF_ERROR(ops.FillConstant(dtype, Whole(chunk), value));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<Chunk>> AllocateChunks(DeviceOps& ops, DType dtype,
                                                   const IndexMap& map) {
   std::vector<Chunk> chunks;

@@ -20,6 +20,10 @@ namespace distarray {
 // ran (SetMemoryReclaimer: the engine's cached graphs given up).
 absl::StatusOr<std::vector<Chunk>> AllocateChunks(DeviceOps& ops, DType dtype, const IndexMap& map);
 
+// Sets every element of `chunks` (dense buffers of their boxes) to `value`.
+absl::Status FillChunks(DeviceOps& ops, DType dtype, const std::vector<Chunk>& chunks,
+                        const Scalar& value);
+
 // What AllocateChunks on `ops` (the engine's backend) calls when a device refuses an allocation
 // for memory: frees what can be given up and returns whether anything was, so the allocation is
 // tried once more. The engine sets it at construction and clears it (nullptr) before it goes. A

@@ -255,12 +255,7 @@ absl::StatusOr<OpResult> ExecuteReduce(const OpContext& context, const PlannedRe
     } else {
       ASSIGN_OR_RETURN(out.chunks, AllocateChunks(ops, out.dtype, plan.result_map));
     }
-    if (!plan.fill) return out;
-    for (const Chunk& chunk : out.chunks) {
-      const Shape shape = BoxShape(chunk.spec.box);
-      RETURN_IF_ERROR(ops.FillConstant(out.dtype, BufferBox{chunk.buffer, shape, FullBox(shape)},
-                                       plan.fill_value));
-    }
+    if (plan.fill) RETURN_IF_ERROR(FillChunks(ops, out.dtype, out.chunks, plan.fill_value));
     return out;
   }
 
@@ -370,54 +365,40 @@ absl::StatusOr<OpResult> ExecuteMatmul(const OpContext& context, const PlannedMa
   if (plan.gemms.empty() && (plan.fill_zeros || NumElements(plan.result_shape) == 0)) {
     // No product (PlanMatmul): zeros where the shared axis is empty, else a zero-size result.
     ASSIGN_OR_RETURN(out.chunks, AllocateChunks(ops, out.dtype, plan.result_map));
-    for (const Chunk& chunk : out.chunks) {
-      const Shape shape = BoxShape(chunk.spec.box);
-      RETURN_IF_ERROR(ops.FillConstant(out.dtype, BufferBox{chunk.buffer, shape, FullBox(shape)},
-                                       Scalar::Int(0)));
-    }
-    if (planned.result_map && !out.chunks.empty()) {
-      Array product;
-      product.shape = out.shape;
-      product.dtype = out.dtype;
-      product.mode = out.mode;
-      product.chunks = std::move(out.chunks);
-      ASSIGN_OR_RETURN(out.chunks,
-                       Relayout(ops, product, *planned.result_map, Mode::kReplica, context.alive));
-    }
-    return out;
-  }
-
-  // Operands that needed a plain layout first, then each product's blocks on its device. A vector
-  // is read as the matrix the plan made of it (a unit axis added: same buffers).
-  auto blocks_of = [&](const Array& source, bool vector, int unit_axis, bool prepare,
-                       const IndexMap& layout,
-                       const IndexMap& blocks) -> absl::StatusOr<std::vector<Chunk>> {
-    Array array = source;
-    if (vector) {
-      array.shape.insert(array.shape.begin() + unit_axis, 1);
-      for (Chunk& chunk : array.chunks) {
-        chunk.spec.box.insert(chunk.spec.box.begin() + unit_axis, Range{0, 1, 1});
+    RETURN_IF_ERROR(FillChunks(ops, out.dtype, out.chunks, Scalar::Int(0)));
+  } else {
+    // Operands that needed a plain layout first, then each product's blocks on its device. A vector
+    // is read as the matrix the plan made of it (a unit axis added: same buffers).
+    auto blocks_of = [&](const Array& source, bool vector, int unit_axis, bool prepare,
+                         const IndexMap& layout,
+                         const IndexMap& blocks) -> absl::StatusOr<std::vector<Chunk>> {
+      Array array = source;
+      if (vector) {
+        array.shape.insert(array.shape.begin() + unit_axis, 1);
+        for (Chunk& chunk : array.chunks) {
+          chunk.spec.box.insert(chunk.spec.box.begin() + unit_axis, Range{0, 1, 1});
+        }
       }
+      if (!prepare) return ReadOnlyChunksIn(ops, array, blocks, context.alive);
+      Array plain = array;
+      ASSIGN_OR_RETURN(plain.chunks, Relayout(ops, array, layout, Mode::kReplica, context.alive));
+      plain.mode = Mode::kReplica;
+      return ReadOnlyChunksIn(ops, plain, blocks, context.alive);
+    };
+    ASSIGN_OR_RETURN(
+        std::vector<Chunk> a_blocks,
+        blocks_of(*planned.a, plan.a_vector, 0, plan.prepare_a, plan.a_layout, plan.a_blocks));
+    ASSIGN_OR_RETURN(
+        std::vector<Chunk> b_blocks,
+        blocks_of(*planned.b, plan.b_vector, 1, plan.prepare_b, plan.b_layout, plan.b_blocks));
+    ASSIGN_OR_RETURN(out.chunks, AllocateChunks(ops, out.dtype, plan.result_map));
+    for (size_t p = 0; p < plan.gemms.size(); ++p) {
+      RETURN_IF_ERROR(context.CheckAlive());
+      RETURN_IF_ERROR(ops.Gemm(plan.dtype, a_blocks[p].buffer, b_blocks[p].buffer,
+                               out.chunks[p].buffer, plan.gemms[p], planned.allow_tf32));
     }
-    if (!prepare) return ReadOnlyChunksIn(ops, array, blocks, context.alive);
-    Array plain = array;
-    ASSIGN_OR_RETURN(plain.chunks, Relayout(ops, array, layout, Mode::kReplica, context.alive));
-    plain.mode = Mode::kReplica;
-    return ReadOnlyChunksIn(ops, plain, blocks, context.alive);
-  };
-  ASSIGN_OR_RETURN(
-      std::vector<Chunk> a_blocks,
-      blocks_of(*planned.a, plan.a_vector, 0, plan.prepare_a, plan.a_layout, plan.a_blocks));
-  ASSIGN_OR_RETURN(
-      std::vector<Chunk> b_blocks,
-      blocks_of(*planned.b, plan.b_vector, 1, plan.prepare_b, plan.b_layout, plan.b_blocks));
-  ASSIGN_OR_RETURN(out.chunks, AllocateChunks(ops, out.dtype, plan.result_map));
-  for (size_t p = 0; p < plan.gemms.size(); ++p) {
-    RETURN_IF_ERROR(context.CheckAlive());
-    RETURN_IF_ERROR(ops.Gemm(plan.dtype, a_blocks[p].buffer, b_blocks[p].buffer,
-                             out.chunks[p].buffer, plan.gemms[p], planned.allow_tf32));
   }
-  if (planned.result_map) {
+  if (planned.result_map && !out.chunks.empty()) {
     Array product;
     product.shape = out.shape;
     product.dtype = out.dtype;

@@ -66,10 +66,11 @@ absl::StatusOr<BufferPtr> AllocateScratch(DeviceOps& ops, int device, int64_t by
 // Sorts the lines of one chunk (dense buffer of `shape`) along `plan.axis`. Lines that are not
 // contiguous (an axis after the sorted one has more than one element) are gathered into
 // contiguous runs first and the results scattered back, so the backend only ever sorts runs.
-// When `restore` is false the results stay in run order (the caller needs whole runs).
+// An argsort keeps the sorted keys only with `keep_keys` (the merges between devices compare
+// them); otherwise the positions are its whole result and the keys are never written.
 absl::StatusOr<SortedChunk> SortChunk(DeviceOps& ops, DType dtype, const BufferPtr& buffer,
-                                      const Shape& shape, const SortPlan& plan,
-                                      int64_t index_base) {
+                                      const Shape& shape, const SortPlan& plan, int64_t index_base,
+                                      bool keep_keys) {
   const int device = buffer->device();
   const int rank = static_cast<int>(shape.size());
   const int64_t n = NumElements(shape);
@@ -106,7 +107,9 @@ absl::StatusOr<SortedChunk> SortChunk(DeviceOps& ops, DType dtype, const BufferP
   }
 
   SortedChunk sorted;
-  ASSIGN_OR_RETURN(sorted.keys, ops.Allocate(device, n * DTypeSize(dtype)));
+  if (!plan.indices || keep_keys) {
+    ASSIGN_OR_RETURN(sorted.keys, ops.Allocate(device, n * DTypeSize(dtype)));
+  }
   if (plan.indices) {
     ASSIGN_OR_RETURN(sorted.indices, ops.Allocate(device, n * 8));
   }
@@ -129,7 +132,6 @@ absl::StatusOr<SortedChunk> SortChunk(DeviceOps& ops, DType dtype, const BufferP
   };
   if (plan.indices) {
     ASSIGN_OR_RETURN(sorted.indices, restore(sorted.indices, DType::kInt64));
-    sorted.keys = nullptr;  // argsort returns the positions alone
   } else {
     ASSIGN_OR_RETURN(sorted.keys, restore(sorted.keys, dtype));
   }
@@ -152,8 +154,9 @@ absl::StatusOr<std::vector<Chunk>> SortLines(const OpContext& context, DType dty
   std::vector<SortedChunk> sorted;
   for (const Chunk& chunk : chunks) {
     RETURN_IF_ERROR(context.CheckAlive());
-    ASSIGN_OR_RETURN(SortedChunk s, SortChunk(*context.ops, dtype, chunk.buffer,
-                                              BoxShape(chunk.spec.box), plan, /*index_base=*/0));
+    ASSIGN_OR_RETURN(SortedChunk s,
+                     SortChunk(*context.ops, dtype, chunk.buffer, BoxShape(chunk.spec.box), plan,
+                               /*index_base=*/0, /*keep_keys=*/false));
     sorted.push_back(std::move(s));
   }
   return ResultChunks(chunks, sorted, plan.indices);
@@ -227,8 +230,9 @@ absl::StatusOr<std::vector<Chunk>> SortAcrossBlocks(const OpContext& context, DT
   for (const Chunk& block : blocks) {
     RETURN_IF_ERROR(context.CheckAlive());
     const Range& along = block.spec.box[plan.axis];
-    ASSIGN_OR_RETURN(SortedChunk s, SortChunk(ops, dtype, block.buffer, BoxShape(block.spec.box),
-                                              plan, /*index_base=*/along.start));
+    ASSIGN_OR_RETURN(SortedChunk s,
+                     SortChunk(ops, dtype, block.buffer, BoxShape(block.spec.box), plan,
+                               /*index_base=*/along.start, /*keep_keys=*/true));
     sorted.push_back(std::move(s));
     counts.push_back(NumElements(block.spec.box));
   }
@@ -387,11 +391,7 @@ absl::StatusOr<std::vector<Chunk>> ExecuteSearchSorted(const OpContext& context,
     // Every value goes before the first of no elements: position 0, with nothing to read or
     // search (a zero-size array has no chunks).
     ASSIGN_OR_RETURN(std::vector<Chunk> out, AllocateChunks(ops, DType::kInt64, map));
-    for (const Chunk& chunk : out) {
-      const Shape shape = BoxShape(chunk.spec.box);
-      RETURN_IF_ERROR(ops.FillConstant(
-          DType::kInt64, BufferBox{chunk.buffer, shape, FullBox(shape)}, Scalar::Int(0)));
-    }
+    RETURN_IF_ERROR(FillChunks(ops, DType::kInt64, out, Scalar::Int(0)));
     return out;
   }
   // `sorted` whole on every device that holds values: the search reads all of it per value.

@@ -149,6 +149,24 @@ void AddManipulationCases(std::vector<BadCase>& cases) {
       }),
       StatusCode::INVALID_ARGUMENT,
       "spec.broadcast_to.shape: an array of shape (10, 10) does not broadcast to shape (10, 5)");
+  add("sort along an axis the array lacks", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_sort()->mutable_source()->set_handle(bystander);
+        spec.mutable_sort()->set_axis(-3);
+      }),
+      StatusCode::INVALID_ARGUMENT, "spec.sort.axis: -3 is out of range for an array of rank 2");
+  add("sort of a scalar", Manipulation([](auto& spec, auto&) {
+        spec.mutable_sort()->mutable_source()->mutable_scalar()->set_float_value(1);
+      }),
+      StatusCode::INVALID_ARGUMENT, "spec.sort.source: give an array");
+  add("search_sorted in a 2-D array", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_search_sorted()->mutable_sorted()->set_handle(bystander);
+        spec.mutable_search_sorted()->mutable_values()->set_handle(bystander);
+      }),
+      StatusCode::INVALID_ARGUMENT, "spec.search_sorted.sorted: give a 1-D array");
+  add("search_sorted with no values", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_search_sorted()->mutable_sorted()->set_handle(bystander);
+      }),
+      StatusCode::INVALID_ARGUMENT, "spec.search_sorted.values: give an array");
   add("get_item of an unknown handle", Manipulation([](auto& spec, auto&) {
         spec.mutable_get_item()->mutable_source()->set_handle("nope");
       }),

@@ -223,13 +223,6 @@ struct Layout {
 
 class ManipulationTest : public BackendTest {
  protected:
-  // A chunk on `device` holding [lo, hi) of `axis` and the other axes whole.
-  v1::Chunk Band(int device, int rank, int axis, int64_t lo, int64_t hi) const {
-    std::vector<SliceSpec> slices(rank);
-    slices[axis] = SliceSpec{lo, hi};
-    return MakeChunk(device, slices);
-  }
-
   // Rows split over two devices, the last axis split, overlapping copies (replication) and
   // uneven row blocks.
   std::vector<Layout> Layouts(const Shape& shape) const {

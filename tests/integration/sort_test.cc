@@ -97,12 +97,6 @@ class SortTest : public BackendTest {
     v1::IndexMap map;
   };
 
-  v1::Chunk Band(int device, int rank, int axis, int64_t lo, int64_t hi) const {
-    std::vector<SliceSpec> slices(rank);
-    slices[axis] = SliceSpec{lo, hi};
-    return MakeChunk(device, slices);
-  }
-
   // Every chunk holding whole lines along some axes and not others: split along the first and the
   // last axes, overlapping copies, and uneven blocks over three devices.
   std::vector<Layout> Layouts(const Shape& shape) const {

@@ -20,8 +20,10 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "distarray/client.h"
+#include "distarray/index_maps.h"
 #include "tests/support/daemon.h"
 #include "tests/support/required_backends.h"
 
@@ -148,6 +150,13 @@ inline ::testing::Environment* const kSharedDaemonsStopCleanly =
 #define DISTARRAY_INSTANTIATE_BACKENDS(suite)                                               \
   INSTANTIATE_TEST_SUITE_P(Backends, suite, ::testing::Values("host", "cuda", "cuda_nccl"), \
                            [](const ::testing::TestParamInfo<std::string>& p) { return p.param; })
+
+// A chunk on `device` holding [lo, hi) of `axis` and the other axes of a rank-`rank` array whole.
+inline v1::Chunk Band(int device, int rank, int axis, int64_t lo, int64_t hi) {
+  std::vector<SliceSpec> slices(rank);
+  slices[axis] = SliceSpec{lo, hi};
+  return MakeChunk(device, slices);
+}
 
 // Runs `fn(T{})` for every implemented dtype's C++ type.
 template <typename Fn>
