@@ -7,7 +7,9 @@
 
 namespace distarray {
 
-constexpr int kMaxRank = 8;
+// The most axes an array has. NumPy allows 64; 16 keeps a view small enough to pass by value to
+// every kernel (272 bytes) and covers the array API suite's 9-axis reshapes.
+constexpr int kMaxRank = 16;
 
 struct StridedBox {
   int rank = 0;

@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "server/cuda/compute_kernels.h"
 #include "server/cuda/occupancy.cuh"
+#include "server/cuda/transpose_kernels.cuh"
 #include "server/kernels/elementwise_loop.h"
 
 namespace distarray::cuda {
@@ -117,6 +119,19 @@ __global__ void ElementwiseDenseKernel(StoredOut<Op, T, kArity, S>* out, int64_t
   if (tail < n) out[tail] = static_cast<Out>(ElementwiseAt<Op, T, kArity>(a, b, c, tail));
 }
 
+// A gather that swaps the two fastest axes (positive() is how the shape ops move elements) goes
+// through shared-memory tiles; false for every other launch.
+template <typename Op, int kArity, typename Out, typename SA>
+bool LaunchedAsTranspose(void* out, const DeviceArg& arg, int sm_count, cudaStream_t stream) {
+  if constexpr (kArity == 1 && std::is_same_v<Op, ufunc::Positive> && std::is_same_v<Out, SA>) {
+    return arg.data != nullptr && !arg.contiguous &&
+           LaunchTransposeIfTiled(static_cast<Out*>(out), static_cast<const SA*>(arg.data),
+                                  arg.view, sm_count, stream);
+  } else {
+    return false;
+  }
+}
+
 template <typename U>
 bool AlignedFor(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % alignof(U) == 0;
@@ -176,6 +191,7 @@ cudaError_t LaunchGroup(ElementwiseOpId op, DType compute, DType storage, void* 
             ElementwiseDenseKernel<Op, T, kArity, S>
                 <<<blocks, kElementwiseThreads, 0, stream>>>(static_cast<Out*>(out), n, ka, kb, kc);
           } else {
+            if (LaunchedAsTranspose<Op, kArity, Out, SA>(out, args[0], sm_count, stream)) return;
             ElementwiseKernel<Op, T, kArity, S>
                 <<<ElementwiseBlocks(n, sm_count), kElementwiseThreads, 0, stream>>>(
                     static_cast<Out*>(out), n, ka, kb, kc);

@@ -10,9 +10,10 @@
 //  - sqrt: the stable half-angle form, scaled near overflow;
 //  - tanh and tan: Kahan's form through tan(y) and sinh(x), accurate near the poles;
 //  - arcsin and arccos: Kahan's, through sqrt(1 - z) and sqrt(1 + z), accurate near +-1.
-// Special values (infinities, NaN, signed zeros) follow C99 Annex G for exp, log, sqrt, sinh, cosh
-// and tanh, as NumPy's (libm's) do; the other functions propagate NaN and are not tuned on their
-// branch cuts' signed zeros.
+// Special values (infinities, NaN, signed zeros) follow C99 Annex G for exp, expm1, log, sqrt,
+// sinh, cosh, tanh, arccos, arcsinh, arccosh and arctanh (arctan through arctanh), as NumPy's
+// (libm's) do, with the array API standard's choices where the two differ (each function says
+// which); arcsin propagates NaN and is not tuned on its branch cuts' signed zeros.
 //
 // The ordering is NumPy's lexicographic one: by the real parts, then the imaginary parts, with
 // NaN in either part of either operand making every ordered comparison false.
@@ -132,11 +133,23 @@ DA_HD Complex<R> log10(Complex<R> z) {
   return {l.re * log10_e, l.im * log10_e};
 }
 
-// NumPy's expm1: exp(x) cos(y) - 1 as expm1(x) cos(y) - 2 sin^2(y / 2).
+// NumPy's expm1: exp(x) cos(y) - 1 as expm1(x) cos(y) - 2 sin^2(y / 2). Special values are exp's
+// (C99 Annex G) minus one, with the array API's zeros: expm1(+-0 + i0) = 0 + i0 and
+// expm1(-inf + i y) = -1 + i0 for every y.
 template <typename R>
 DA_HD Complex<R> expm1(Complex<R> z) {
-  const R half_sin = sin(z.im * R(0.5));
-  return {expm1(z.re) * cos(z.im) - R(2) * half_sin * half_sin, exp(z.re) * sin(z.im)};
+  using complex_detail::IsFinite;
+  using complex_detail::IsInf;
+  using complex_detail::NaN;
+  const R x = z.re, y = z.im;
+  if (y == 0) return {x == 0 ? R(0) : expm1(x), y};  // a real argument stays real
+  if (IsInf(x)) {
+    if (x < 0) return {R(-1), IsFinite(y) ? copysign(R(0), sin(y)) : R(0)};
+    if (!IsFinite(y)) return {x, NaN<R>()};  // +inf + i inf/NaN = inf + i NaN
+    return {x * cos(y), x * sin(y)};
+  }
+  const R half_sin = sin(y * R(0.5));
+  return {expm1(x) * cos(y) - R(2) * half_sin * half_sin, exp(x) * sin(y)};
 }
 
 template <typename R>
@@ -202,12 +215,13 @@ DA_HD Complex<R> tanh(Complex<R> z) {
   using complex_detail::IsNan;
   using complex_detail::NaN;
   const R x = z.re, y = z.im;
-  if (IsInf(x)) {
-    if (!IsFinite(y)) return {copysign(R(1), x), R(0)};
-    return {copysign(R(1), x), copysign(R(0), sin(R(2) * y))};
-  }
+  // Annex G's special values, with the array API's signed zero: tanh(+-inf + i y) = +-1 + i0
+  // signed by y (C99 signs it by sin(2y)).
+  if (IsInf(x)) return {copysign(R(1), x), IsFinite(y) ? copysign(R(0), y) : R(0)};
   if (IsNan(x) && y == 0) return z;
-  if (x == 0 && !IsFinite(y)) return {x, NaN<R>()};  // C11: tanh(0 + i inf) = 0 + i NaN
+  if (!IsFinite(y)) {  // C11: tanh(+-0 + i inf/NaN) = +-0 + i NaN; other finite x: NaN + i NaN
+    return {x == 0 ? x : NaN<R>(), NaN<R>()};
+  }
   const R large = std::is_same_v<R, float> ? R(9) : R(22);
   if (copysign(x, R(1)) >= large) {
     const R e = exp(-copysign(x, R(1)));
@@ -260,15 +274,30 @@ DA_HD Complex<R> asin(Complex<R> z) {
 
 // Kahan's arccos: Re = 2 atan(Re sqrt(1 - z) / Re sqrt(1 + z)),
 // Im = asinh(Im(conj(sqrt(1 + z)) sqrt(1 - z))).
+// Special values: C99 Annex G's cacos.
 template <typename R>
 DA_HD Complex<R> acos(Complex<R> z) {
-  using complex_detail::HasNan;
+  using complex_detail::Inf;
   using complex_detail::IsInf;
+  using complex_detail::IsNan;
   using complex_detail::NaN;
-  if (HasNan(z)) {
-    if (IsInf(z.re)) return {z.im, -z.re};  // acos(+-inf + i NaN) = NaN -+ i inf
-    if (IsInf(z.im)) return {z.re, -z.im};
+  const R x = z.re, y = z.im;
+  const R pi = R(3.14159265358979323846264338327950288);
+  if (IsNan(x)) return {x, IsInf(y) ? -y : NaN<R>()};  // NaN -+ i inf, or NaN + i NaN
+  if (IsNan(y)) {
+    if (IsInf(x)) return {y, -x};         // NaN -+ i inf
+    if (x == 0) return {R(0.5) * pi, y};  // pi/2 + i NaN
     return {NaN<R>(), NaN<R>()};
+  }
+  if (IsInf(x) || IsInf(y)) {
+    R re;
+    if (!IsInf(x))
+      re = R(0.5) * pi;
+    else if (IsInf(y))
+      re = x < 0 ? R(0.75) * pi : R(0.25) * pi;
+    else
+      re = x < 0 ? pi : R(0);
+    return {re, -copysign(Inf<R>(), y)};
   }
   const Complex<R> one_minus = sqrt(Complex<R>(R(1) - z.re, -z.im));
   const Complex<R> one_plus = sqrt(Complex<R>(R(1) + z.re, z.im));
@@ -278,11 +307,91 @@ DA_HD Complex<R> acos(Complex<R> z) {
 }
 
 // atanh z = (log1p(z) - log1p(-z)) / 2 with the accurate log1p: no cancellation for small z.
+// Special values: C99 Annex G's catanh (odd, and conj(atanh z) = atanh(conj z)).
 // arctan z = -i atanh(i z).
 template <typename R>
 DA_HD Complex<R> atanh(Complex<R> z) {
+  using complex_detail::IsInf;
+  using complex_detail::IsNan;
+  using complex_detail::NaN;
+  const R x = z.re, y = z.im;
+  const R half_pi = R(1.57079632679489661923132169163975144);
+  if (IsNan(x)) {
+    if (IsInf(y)) return {copysign(R(0), x), copysign(half_pi, y)};  // +-0 + i pi/2
+    return {NaN<R>(), NaN<R>()};
+  }
+  if (IsNan(y)) {
+    if (IsInf(x) || x == 0) return {copysign(R(0), x), y};  // +-0 + i NaN
+    return {NaN<R>(), NaN<R>()};
+  }
+  if (IsInf(x) || IsInf(y)) return {copysign(R(0), x), copysign(half_pi, y)};
   const Complex<R> up = log1p(z), down = log1p(-z);
-  return {R(0.5) * (up.re - down.re), R(0.5) * (up.im - down.im)};
+  // On the imaginary axis the real part is the argument's signed zero (atanh is odd).
+  return {x == 0 ? x : R(0.5) * (up.re - down.re), R(0.5) * (up.im - down.im)};
+}
+
+// asinh z = -i asin(i z), through Kahan's arcsin for finite z. Special values: C99 Annex G's
+// casinh (odd, and conj(asinh z) = asinh(conj z)).
+template <typename R>
+DA_HD Complex<R> asinh(Complex<R> z) {
+  using complex_detail::Inf;
+  using complex_detail::IsInf;
+  using complex_detail::IsNan;
+  using complex_detail::NaN;
+  const R x = z.re, y = z.im;
+  if (IsNan(x)) {
+    if (y == 0) return z;                       // NaN + i0
+    if (IsInf(y)) return {Inf<R>(), NaN<R>()};  // +-inf + i NaN (either sign)
+    return {NaN<R>(), NaN<R>()};
+  }
+  if (IsNan(y)) {
+    if (IsInf(x)) return z;  // +-inf + i NaN
+    return {NaN<R>(), NaN<R>()};
+  }
+  if (IsInf(x) || IsInf(y)) {
+    R im;
+    if (!IsInf(y))
+      im = R(0);
+    else if (IsInf(x))
+      im = R(0.785398163397448309615660845819875721);
+    else
+      im = R(1.57079632679489661923132169163975144);
+    return {copysign(Inf<R>(), x), copysign(im, y)};
+  }
+  return complex_detail::TimesMinusI(asin(complex_detail::TimesI(z)));
+}
+
+// Kahan's arccosh: Re = asinh(Re(conj(sqrt(z - 1)) sqrt(z + 1))), Im = 2 atan(Im sqrt(z - 1) /
+// Re sqrt(z + 1)); z - 1 and z + 1 are exact near +-1. Special values: C99 Annex G's cacosh
+// (conj(acosh z) = acosh(conj z)), and the array API's acosh(+0 + i NaN) = NaN + i pi/2.
+template <typename R>
+DA_HD Complex<R> acosh(Complex<R> z) {
+  using complex_detail::Inf;
+  using complex_detail::IsInf;
+  using complex_detail::IsNan;
+  using complex_detail::NaN;
+  const R x = z.re, y = z.im;
+  const R pi = R(3.14159265358979323846264338327950288);
+  if (IsNan(x)) return {IsInf(y) ? Inf<R>() : NaN<R>(), NaN<R>()};
+  if (IsNan(y)) {
+    if (IsInf(x)) return {Inf<R>(), y};   // +inf + i NaN
+    if (x == 0) return {y, R(0.5) * pi};  // NaN + i pi/2
+    return {NaN<R>(), NaN<R>()};
+  }
+  if (IsInf(x) || IsInf(y)) {
+    R im;
+    if (!IsInf(x))
+      im = R(0.5) * pi;
+    else if (IsInf(y))
+      im = x < 0 ? R(0.75) * pi : R(0.25) * pi;
+    else
+      im = x < 0 ? pi : R(0);
+    return {Inf<R>(), copysign(im, y)};
+  }
+  const Complex<R> minus = sqrt(Complex<R>(x - R(1), y));
+  const Complex<R> plus = sqrt(Complex<R>(x + R(1), y));
+  return {copysign(asinh(minus.re * plus.re + minus.im * plus.im), R(1)),
+          R(2) * atan2(minus.im, plus.re)};
 }
 template <typename R>
 DA_HD Complex<R> atan(Complex<R> z) {

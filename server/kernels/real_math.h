@@ -44,6 +44,8 @@ DA_MATH1(asin)
 DA_MATH1(acos)
 DA_MATH1(atan)
 DA_MATH1(asinh)
+DA_MATH1(acosh)
+DA_MATH1(atanh)
 DA_MATH1(sinh)
 DA_MATH1(cosh)
 DA_MATH1(tanh)
@@ -58,6 +60,7 @@ DA_MATH2(fmod)
 DA_MATH2(fmax)
 DA_MATH2(fmin)
 DA_MATH2(copysign)
+DA_MATH2(nextafter)
 }  // namespace math
 #undef DA_MATH1
 #undef DA_MATH2

@@ -42,6 +42,12 @@ DA_HD bool IsNegative(T v) {
     return v < T(0);
 }
 
+// Whether a float is neither infinite nor NaN (x - x is NaN for both).
+template <typename T>
+DA_HD bool IsFiniteValue(T x) {
+  return x - x == T(0);
+}
+
 // ---- Arithmetic: integers wrap as in NumPy; bool where NumPy defines it (add = or, mul = and).
 
 struct Add {
@@ -92,6 +98,14 @@ struct FloorDivide {
       return q;
     } else {
       if (b == 0) return a / b;
+      // The array API's special cases where NumPy's loop gives NaN and -1: an infinite dividend
+      // over a finite divisor is that infinity (signed by the quotient), and a finite dividend
+      // over the infinity of the other sign is -0 (floor(-0) is -0, as the exact quotient says).
+      if (!IsFiniteValue(a) && a == a && IsFiniteValue(b)) return a / b;
+      if (IsFiniteValue(a) && !IsFiniteValue(b) && b == b) {
+        if (a == 0 || (a < 0) == (b < 0)) return a / b;  // +-0 by the quotient's sign
+        return -T(0);
+      }
       T mod = math::fmod(a, b);
       T div = (a - mod) / b;
       if (mod != 0) {
@@ -418,7 +432,31 @@ DA_FLOAT_FN(Sinh, sinh)
 DA_FLOAT_FN(Cosh, cosh)
 DA_FLOAT_FN(Tanh, tanh)
 DA_FLOAT_FN(Rint, rint)
+DA_FLOAT_FN(Arcsinh, asinh)
+DA_FLOAT_FN(Arccosh, acosh)
+DA_FLOAT_FN(Arctanh, atanh)
 #undef DA_FLOAT_FN
+
+// The next float after a towards b. Real floats only: the planner refuses the 16-bit floats,
+// whose loops compute in float32 (the float32 neighbour would round back to a).
+struct Nextafter {
+  template <typename T, typename = std::enable_if_t<kIsFloat<T>>>
+  DA_HD T operator()(T a, T b) const {
+    return math::nextafter(a, b);
+  }
+};
+// The sign bit, read through copysign so a NaN's sign shows (a comparison cannot see it).
+struct Signbit {
+  template <typename T, typename = std::enable_if_t<!kIsComplex<T>>>
+  DA_HD bool operator()(T a) const {
+    if constexpr (kIsFloat<T>)
+      return math::copysign(T(1), a) < T(0);
+    else if constexpr (kIsBool<T>)
+      return false;
+    else
+      return IsNegative(a);
+  }
+};
 
 // ---- Ternary. `where`'s condition arrives as bool; clip is minimum(maximum(a, lo), hi).
 
@@ -487,6 +525,7 @@ enum class ComplexSupport {
   X(BITWISE_XOR, BitwiseXor, "bitwise_xor", 2, kNoFloat, kNumPyLacks)       \
   X(LEFT_SHIFT, LeftShift, "left_shift", 2, kShift, kNumPyLacks)            \
   X(RIGHT_SHIFT, RightShift, "right_shift", 2, kShift, kNumPyLacks)         \
+  X(NEXTAFTER, Nextafter, "nextafter", 2, kFloatMath, kNumPyLacks)          \
   X(NEGATIVE, Negative, "negative", 1, kSame, kYes)                         \
   X(POSITIVE, Positive, "positive", 1, kSame, kYes)                         \
   X(ABS, Absolute, "absolute", 1, kSame, kYes)                              \
@@ -517,6 +556,10 @@ enum class ComplexSupport {
   X(ISNAN, IsNan, "isnan", 1, kSame, kYes)                                  \
   X(ISINF, IsInf, "isinf", 1, kSame, kYes)                                  \
   X(ISFINITE, IsFinite, "isfinite", 1, kSame, kYes)                         \
+  X(SIGNBIT, Signbit, "signbit", 1, kSame, kNumPyLacks)                     \
+  X(ARCSINH, Arcsinh, "arcsinh", 1, kFloatMath, kYes)                       \
+  X(ARCCOSH, Arccosh, "arccosh", 1, kFloatMath, kYes)                       \
+  X(ARCTANH, Arctanh, "arctanh", 1, kFloatMath, kYes)                       \
   X(WHERE, Where, "where", 3, kWhere, kYes)                                 \
   X(CLIP, Clip, "clip", 3, kSame, kYes)
 

@@ -208,6 +208,12 @@ absl::StatusOr<ElementwisePlan> PlanElementwise(const ElementwiseInput& input) {
                                                      DTypeName(plan.compute),
                                                      " (NumPy has no complex loop for it)"));
     }
+    // The 16-bit float loops compute in float32, where the next float after a is a float32 that
+    // rounds back to a: nextafter would be the identity.
+    if (info->id == ElementwiseOpId::kNextafter &&
+        (plan.compute == DType::kFloat16 || plan.compute == DType::kBFloat16)) {
+      return NotBuilt(name, plan.compute, " (astype to float32 first)");
+    }
     // NumPy's loop dtype; a 16-bit float loop computes in float32 on operands stored in 16 bits.
     loop_dtype = plan.compute;
     plan.compute = KernelDType(loop_dtype);

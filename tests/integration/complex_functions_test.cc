@@ -78,6 +78,9 @@ void ComplexFunctionsTest::CheckFunctions(v1::DType dtype) {
       {v1::ELEMENTWISE_OP_SINH, [](CL z) { return std::sinh(z); }},
       {v1::ELEMENTWISE_OP_COSH, [](CL z) { return std::cosh(z); }},
       {v1::ELEMENTWISE_OP_TANH, [](CL z) { return std::tanh(z); }},
+      {v1::ELEMENTWISE_OP_ARCSINH, [](CL z) { return std::asinh(z); }},
+      {v1::ELEMENTWISE_OP_ARCCOSH, [](CL z) { return std::acosh(z); }},
+      {v1::ELEMENTWISE_OP_ARCTANH, [](CL z) { return std::atanh(z); }},
       {v1::ELEMENTWISE_OP_SIGN, [](CL z) { return z / std::abs(z); }},
   };
   for (const Function& f : functions) {

@@ -206,13 +206,13 @@ void AddManipulationCases(std::vector<BadCase>& cases) {
       }),
       StatusCode::INVALID_ARGUMENT,
       "spec.get_item.key.items[0]: give an index, a slice, new_axis or ellipsis");
-  add("get_item with a result of nine axes", Manipulation([](auto& spec, auto& bystander) {
+  add("get_item with a result of seventeen axes", Manipulation([](auto& spec, auto& bystander) {
         spec.mutable_get_item()->mutable_source()->set_handle(bystander);
-        for (int i = 0; i < 7; ++i)
+        for (int i = 0; i < 15; ++i)
           spec.mutable_get_item()->mutable_key()->add_items()->mutable_new_axis();
       }),
       StatusCode::INVALID_ARGUMENT,
-      "spec.get_item.key: the result would have 9 axes; the most is 8");
+      "spec.get_item.key: the result would have 17 axes; the most is 16");
   add("get_item with a listed position past its axis",
       Manipulation([](auto& spec, auto& bystander) {
         spec.mutable_get_item()->mutable_source()->set_handle(bystander);
@@ -1122,12 +1122,12 @@ std::vector<BadCase> Cases() {
   add("RegisterProgram resharding to more dimensions than an array has",
       register_reshard([](v1::IndexMap& m) {
         for (v1::Chunk& chunk : *m.mutable_chunks()) {
-          for (int d = 0; d < 9; ++d) chunk.add_slices();
+          for (int d = 0; d < 17; ++d) chunk.add_slices();
         }
       }),
       StatusCode::INVALID_ARGUMENT,
-      "program.statements[0].reshard.index_map.chunks[0].slices: 10 slices; an array has at "
-      "most 8");
+      "program.statements[0].reshard.index_map.chunks[0].slices: 18 slices; an array has at "
+      "most 16");
   add(
       "DeleteProgram of an unknown id",
       [](auto& stub, auto&) {

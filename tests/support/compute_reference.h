@@ -559,6 +559,8 @@ inline const std::vector<UfuncInfo>& Ufuncs() {
   const Domain exp{.float_lo = -20, .float_hi = 20, .int_lo = -20, .int_hi = 20};
   const Domain trig{.float_lo = -100, .float_hi = 100, .int_lo = -1000, .int_hi = 1000};
   const Domain unit{.float_lo = -1, .float_hi = 1, .int_lo = -1, .int_hi = 1};
+  const Domain at_least_one{.float_lo = 1, .float_hi = 100, .int_lo = 1};
+  const Domain open_unit{.float_lo = -0.99L, .float_hi = 0.99L, .int_lo = 0, .int_hi = 0};
   const Domain pow_base{.float_lo = 0.1L, .float_hi = 4};
   const Domain pow_exp{.float_lo = -8, .float_hi = 8, .int_lo = -3, .int_hi = 40};
   const Domain shift_count{.float_lo = -100, .float_hi = 100, .int_lo = -2, .int_hi = 70};
@@ -590,6 +592,7 @@ inline const std::vector<UfuncInfo>& Ufuncs() {
       {v1::ELEMENTWISE_OP_BITWISE_XOR, "bitwise_xor", 2, R::kNoFloat, false, {full, full}},
       {v1::ELEMENTWISE_OP_LEFT_SHIFT, "left_shift", 2, R::kShift, false, {full, shift_count}},
       {v1::ELEMENTWISE_OP_RIGHT_SHIFT, "right_shift", 2, R::kShift, false, {full, shift_count}},
+      {v1::ELEMENTWISE_OP_NEXTAFTER, "nextafter", 2, R::kFloatMath, false, {full, full}},
       {v1::ELEMENTWISE_OP_NEGATIVE, "negative", 1, R::kNoBool, false, {full}},
       {v1::ELEMENTWISE_OP_ABS, "absolute", 1, R::kSame, false, {full}},
       {v1::ELEMENTWISE_OP_SQRT, "sqrt", 1, R::kFloatMath, true, {non_negative}},
@@ -611,6 +614,9 @@ inline const std::vector<UfuncInfo>& Ufuncs() {
       {v1::ELEMENTWISE_OP_SINH, "sinh", 1, R::kFloatMath, true, {exp}},
       {v1::ELEMENTWISE_OP_COSH, "cosh", 1, R::kFloatMath, true, {exp}},
       {v1::ELEMENTWISE_OP_TANH, "tanh", 1, R::kFloatMath, true, {exp}},
+      {v1::ELEMENTWISE_OP_ARCSINH, "arcsinh", 1, R::kFloatMath, true, {trig}},
+      {v1::ELEMENTWISE_OP_ARCCOSH, "arccosh", 1, R::kFloatMath, true, {at_least_one}},
+      {v1::ELEMENTWISE_OP_ARCTANH, "arctanh", 1, R::kFloatMath, true, {open_unit}},
       {v1::ELEMENTWISE_OP_FLOOR, "floor", 1, R::kSame, false, {full}},
       {v1::ELEMENTWISE_OP_CEIL, "ceil", 1, R::kSame, false, {full}},
       {v1::ELEMENTWISE_OP_TRUNC, "trunc", 1, R::kSame, false, {full}},
@@ -620,6 +626,7 @@ inline const std::vector<UfuncInfo>& Ufuncs() {
       {v1::ELEMENTWISE_OP_ISNAN, "isnan", 1, R::kToBool, false, {full}},
       {v1::ELEMENTWISE_OP_ISINF, "isinf", 1, R::kToBool, false, {full}},
       {v1::ELEMENTWISE_OP_ISFINITE, "isfinite", 1, R::kToBool, false, {full}},
+      {v1::ELEMENTWISE_OP_SIGNBIT, "signbit", 1, R::kToBool, false, {full}},
       {v1::ELEMENTWISE_OP_WHERE, "where", 3, R::kWhere, false, {full, full, full}},
       {v1::ELEMENTWISE_OP_CLIP, "clip", 3, R::kSame, false, {full, full, full}},
   };
@@ -676,6 +683,11 @@ inline UfuncTyping TypeUfunc(const UfuncInfo& u, const std::vector<v1::DType>& d
       break;
     case UfuncRule::kFloatMath:
       t.compute = t.result = float_loop;
+      // nextafter is not served in the 16-bit floats, whose loops compute in float32.
+      if (u.op == v1::ELEMENTWISE_OP_NEXTAFTER &&
+          (float_loop == v1::DTYPE_FLOAT16 || float_loop == v1::DTYPE_BFLOAT16)) {
+        t.code = absl::StatusCode::kUnimplemented;
+      }
       break;
     case UfuncRule::kNoFloat:
       if (is_float) t.code = absl::StatusCode::kInvalidArgument;
@@ -876,6 +888,19 @@ inline long double ApplyUfunc(v1::ElementwiseOp op, v1::DType c, const long doub
       return std::cosh(a);
     case v1::ELEMENTWISE_OP_TANH:
       return std::tanh(a);
+    case v1::ELEMENTWISE_OP_ARCSINH:
+      return std::asinh(a);
+    case v1::ELEMENTWISE_OP_ARCCOSH:
+      return std::acosh(a);
+    case v1::ELEMENTWISE_OP_ARCTANH:
+      return std::atanh(a);
+    case v1::ELEMENTWISE_OP_NEXTAFTER:  // exact in the compute dtype
+      if (c == v1::DTYPE_FLOAT32) {
+        return std::nextafter(static_cast<float>(a), static_cast<float>(b));
+      }
+      return std::nextafter(static_cast<double>(a), static_cast<double>(b));
+    case v1::ELEMENTWISE_OP_SIGNBIT:
+      return truth(std::signbit(a));
     case v1::ELEMENTWISE_OP_FLOOR:
       return IsFloatDType(c) ? std::floor(a) : a;
     case v1::ELEMENTWISE_OP_CEIL:

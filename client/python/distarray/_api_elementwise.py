@@ -1,10 +1,9 @@
 """The array API's elementwise functions the daemon has no op for, composed from ops it has:
-``reciprocal``, ``round``, ``signbit``, ``copysign``, ``logaddexp``, ``asinh``, ``acosh``,
-``atanh``, ``real``, ``imag``, ``conj``, and ``clip`` in the array API's signature. Each is a few
-elementwise requests on the daemon; nothing is downloaded.
+``reciprocal``, ``round``, ``copysign``, ``logaddexp``, ``real``, ``imag``, ``conj``, and
+``clip`` in the array API's signature. Each is a few elementwise requests on the daemon; nothing
+is downloaded.
 
-Limits of the compositions: ``signbit`` (and ``copysign``, which uses it) cannot
-see the sign bit of a NaN; ``imag`` and ``conj`` of a complex number with an infinite part give
+Limits of the compositions: ``imag`` and ``conj`` of a complex number with an infinite part give
 NaN in the other part.
 """
 
@@ -17,9 +16,6 @@ import numpy as np
 
 from . import _functions as f
 from ._ops import ArrayOps
-
-_LARGE = 1e8  # above this, x*x would lose x's bits (and overflow near 1e154)
-
 
 def _dtype(x: Any) -> np.dtype:
     return np.dtype(x.dtype)
@@ -37,17 +33,8 @@ def round(x: Any, /) -> Any:  # noqa: A001: the array API's name
     return f.rint(x)
 
 
-def signbit(x: Any, /) -> Any:
-    """Whether the sign bit is set: ``x < 0``, and for zeros whether ``1 / x`` is ``-inf``
-    (-0.0). The sign bit of a NaN is not visible to arithmetic: NaN gives False."""
-    if _dtype(x).kind in "biu":
-        return f.less(x, 0)
-    return f.logical_or(f.less(x, 0), f.logical_and(f.equal(x, 0), f.less(f.divide(1.0, x), 0)))
-
-
 def copysign(x1: Any, x2: Any, /) -> Any:
-    """``|x1|`` with the sign of ``x2`` (``signbit``'s limit for NaN ``x2``), in the promoted
-    dtype."""
+    """``|x1|`` with the sign bit of ``x2`` (a NaN's included), in the promoted dtype."""
     if not isinstance(x2, ArrayOps):
         return f.absolute(x1) if math.copysign(1.0, x2) > 0 else f.negative(f.absolute(x1))
     magnitude = f.absolute(x1)
@@ -57,7 +44,7 @@ def copysign(x1: Any, x2: Any, /) -> Any:
             magnitude = magnitude.astype(dtype)
     else:
         magnitude = f.add(f.multiply(x2, 0), abs(x1))  # a scalar x1, in x2's dtype
-    return f.where(signbit(x2), f.negative(magnitude), magnitude)
+    return f.where(f.signbit(x2), f.negative(magnitude), magnitude)
 
 
 def logaddexp(x1: Any, x2: Any, /) -> Any:
@@ -66,38 +53,6 @@ def logaddexp(x1: Any, x2: Any, /) -> Any:
     spread = f.log1p(f.exp(f.negative(f.absolute(f.subtract(x1, x2)))))
     # Equal operands (infinities included, where x1 - x2 is NaN) give x + log(2).
     return f.where(f.equal(x1, x2), f.add(x1, math.log(2.0)), f.add(top, spread))
-
-
-def _real_only(x: Any, name: str) -> None:
-    if _dtype(x).kind == "c":
-        raise TypeError(f"{name} of complex numbers is not served yet (real dtypes only)")
-
-
-def asinh(x: Any, /) -> Any:
-    """``sign(x) * log1p(|x| + x**2 / (1 + sqrt(1 + x**2)))``, ``log(2|x|)`` for large |x|;
-    zeros keep their sign. Real dtypes."""
-    _real_only(x, "asinh")
-    a = f.absolute(x)
-    sq = f.multiply(a, a)
-    small = f.log1p(f.add(a, f.divide(sq, f.add(f.sqrt(f.add(sq, 1.0)), 1.0))))
-    large = f.add(f.log(a), math.log(2.0))
-    r = f.where(f.greater(a, _LARGE), large, small)
-    return f.where(f.equal(x, 0), x, f.where(f.less(x, 0), f.negative(r), r))
-
-
-def acosh(x: Any, /) -> Any:
-    """``log(x + sqrt((x - 1)(x + 1)))``, ``log(2x)`` for large x, NaN below 1. Real dtypes."""
-    _real_only(x, "acosh")
-    small = f.log(f.add(x, f.sqrt(f.multiply(f.subtract(x, 1.0), f.add(x, 1.0)))))
-    large = f.add(f.log(x), math.log(2.0))
-    return f.where(f.less(x, 1.0), math.nan, f.where(f.greater(x, _LARGE), large, small))
-
-
-def atanh(x: Any, /) -> Any:
-    """``log1p(2x / (1 - x)) / 2``; zeros keep their sign. Real dtypes."""
-    _real_only(x, "atanh")
-    r = f.multiply(f.log1p(f.divide(f.multiply(x, 2.0), f.subtract(1.0, x))), 0.5)
-    return f.where(f.equal(x, 0), x, r)
 
 
 def _real_dtype(dtype: np.dtype) -> np.dtype:
@@ -140,5 +95,4 @@ def clip(x: Any, /, min: Optional[Any] = None, max: Optional[Any] = None) -> Any
     return out if out.dtype == x.dtype else out.astype(x.dtype)
 
 
-__all__ = ["acosh", "asinh", "atanh", "clip", "conj", "copysign", "imag", "logaddexp", "real",
-           "reciprocal", "round", "signbit"]
+__all__ = ["clip", "conj", "copysign", "imag", "logaddexp", "real", "reciprocal", "round"]

@@ -44,6 +44,7 @@ UFUNCS: Dict[str, Tuple[int, int]] = {
     "bitwise_xor": (pb.ELEMENTWISE_OP_BITWISE_XOR, 2),
     "left_shift": (pb.ELEMENTWISE_OP_LEFT_SHIFT, 2),
     "right_shift": (pb.ELEMENTWISE_OP_RIGHT_SHIFT, 2),
+    "nextafter": (pb.ELEMENTWISE_OP_NEXTAFTER, 2),
     "negative": (pb.ELEMENTWISE_OP_NEGATIVE, 1),
     "positive": (pb.ELEMENTWISE_OP_POSITIVE, 1),
     "absolute": (pb.ELEMENTWISE_OP_ABS, 1),
@@ -74,6 +75,10 @@ UFUNCS: Dict[str, Tuple[int, int]] = {
     "isnan": (pb.ELEMENTWISE_OP_ISNAN, 1),
     "isinf": (pb.ELEMENTWISE_OP_ISINF, 1),
     "isfinite": (pb.ELEMENTWISE_OP_ISFINITE, 1),
+    "signbit": (pb.ELEMENTWISE_OP_SIGNBIT, 1),
+    "arcsinh": (pb.ELEMENTWISE_OP_ARCSINH, 1),
+    "arccosh": (pb.ELEMENTWISE_OP_ARCCOSH, 1),
+    "arctanh": (pb.ELEMENTWISE_OP_ARCTANH, 1),
     "where": (pb.ELEMENTWISE_OP_WHERE, 3),
     "clip": (pb.ELEMENTWISE_OP_CLIP, 3),
 }
@@ -92,6 +97,9 @@ ALIASES = {
     "asin": "arcsin",
     "acos": "arccos",
     "atan": "arctan",
+    "asinh": "arcsinh",
+    "acosh": "arccosh",
+    "atanh": "arctanh",
 }
 
 # Reductions: NumPy name -> ReduceOp ("reduce.<name>" in GetServerInfo.features).
