@@ -65,6 +65,7 @@ from ._api_manipulation import __all__ as _api_manipulation_names  # noqa: E402
 from ._api_namespace import *  # noqa: F401,F403,E402
 from ._api_namespace import __all__ as _api_namespace_names  # noqa: E402
 from ._api_namespace import __array_api_version__  # noqa: E402
+from ._api_searching import nonzero  # noqa: E402
 from ._api_sorting import argsort, searchsorted, sort  # noqa: E402
 from . import linalg  # noqa: E402  (the array API's linalg extension)
 from ._api_statistics import *  # noqa: F401,F403,E402
@@ -108,5 +109,5 @@ __all__ = [
      + list(_api_linalg_names) + list(_api_manipulation_names) + list(_api_namespace_names)
      + list(_api_statistics_names)
      + ["argsort", "can_cast", "cumulative_prod", "cumulative_sum", "finfo", "iinfo", "isdtype",
-        "linalg", "result_type", "searchsorted", "sort"])
+        "linalg", "nonzero", "result_type", "searchsorted", "sort"])
 __all__ = sorted(set(__all__))

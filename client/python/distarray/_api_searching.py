@@ -1,0 +1,80 @@
+"""The array API's ``nonzero``, composed from the daemon's ops: no element leaves the devices but
+one count.
+
+The positions of the True elements of a flat mask are found without a gather: ``c`` is the
+running count of the mask (``cumulative_sum``), so the k-th True element (counting from 1) sits
+at the first position where ``c`` reaches k, which ``searchsorted(c, [1, 2, ..., n],
+side='left')`` finds for every k at once. ``n``, the number of True elements, is the result's
+length, and a shape must be known before the daemon can make the array: it is the one value read
+back (a download of one 0-d element), as CuPy's ``nonzero`` synchronizes to learn it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Tuple
+
+import numpy as np
+
+from . import _functions as f
+from ._api_cumulative import cumulative_sum
+from ._api_namespace import astype
+from ._api_sorting import searchsorted
+from ._index_map import split_index_map
+from ._like import new_like
+from ._manipulation import _array, reshape
+from .v1 import distarray_pb2 as pb
+
+
+def count_arange(like: Any, n: int) -> Any:
+    """``[start, start + 1, ...]`` of length ``n`` (int64) on ``like``'s client, split over
+    ``like``'s devices (a one-device layout when ``like`` is empty)."""
+    devices = list(like.devices) or [0]
+    index_map = split_index_map((n,), 0, devices) if n else None
+    fill = pb.Fill(arange=pb.Fill.Arange(start=1.0, step=1.0))
+    return new_like(like, fill, np.int64, shape=(n,), index_map=index_map)
+
+
+def true_positions(flat_mask: Any) -> Tuple[Any, Any]:
+    """The int64 positions of the True elements of the 1-D boolean ``flat_mask``, in order, and
+    the mask's running count (int64, ``c[i]`` = True elements in ``flat_mask[:i + 1]``). Reads
+    back one element: the count."""
+    counts = cumulative_sum(astype(flat_mask, np.int64))
+    n = int(counts[-1]) if flat_mask.shape[0] else 0
+    ranks = count_arange(flat_mask, n)  # 1, 2, ..., n
+    return searchsorted(counts, ranks, side="left"), counts
+
+
+def unravel(flat: Any, shape: Tuple[int, ...]) -> Tuple[Any, ...]:
+    """Positions into the C-order flattening of ``shape`` as one index array per axis."""
+    if len(shape) == 1:
+        return (flat,)
+    if flat.shape[0] == 0:
+        return tuple(astype(flat, np.int64) for _ in shape)  # a separate array per axis
+    out = []
+    stride = int(np.prod(shape, dtype=np.int64))
+    for i, length in enumerate(shape):
+        stride //= length
+        index = flat if i == 0 else f.remainder(flat, stride * length)
+        out.append(f.floor_divide(index, stride) if stride != 1 else index)
+    return tuple(out)
+
+
+def nonzero(x: Any, /) -> Tuple[Any, ...]:
+    """The indices of the elements of ``x`` that are not zero (True for bool; a NaN is not
+    zero), one int64 array per axis, in C order (row-major), as ``numpy.nonzero``.
+
+    Computed on the devices (a running count of the mask and a search into it), except the
+    number of such elements, which sets the results' length: that one element is downloaded,
+    as CuPy's ``nonzero`` synchronizes with the device for it. A 0-d ``x`` is ValueError, as
+    the array API says (NumPy 2 refuses it too)."""
+    x = _array(x, "nonzero")
+    if x.ndim == 0:
+        raise ValueError("nonzero of a 0-d array: use nonzero(atleast_1d(x)) (the array API "
+                         "leaves 0-d inputs out)")
+    flat = reshape(x, (-1,))
+    mask = flat if x.dtype == np.bool_ else astype(flat, np.bool_)
+    positions, _ = true_positions(mask)
+    return unravel(positions, tuple(x.shape))
+
+
+__all__ = ["nonzero"]

@@ -1,0 +1,76 @@
+"""The functions whose result shape depends on the values (``nonzero``, boolean masks, the
+``unique_*`` functions, ``repeat`` with an array of counts), composed from the daemon's ops,
+against NumPy on fresh random data over several layouts; and ``asarray`` of nested lists of
+arrays, joined on the daemon."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import distarray
+from _layouts import LAYOUTS, check, put
+
+SHAPES = [(11,), (6, 5), (3, 4, 5)]
+DTYPES = [np.bool_, np.int8, np.int64, np.uint16, np.float32, np.float64, np.complex128]
+
+
+def sparse(rng: np.random.Generator, shape, dtype, density: float = 0.4) -> np.ndarray:
+    """Random values of ``dtype`` with about ``1 - density`` of them zero (False)."""
+    dtype = np.dtype(dtype)
+    keep = rng.random(shape) < density
+    if dtype == np.bool_:
+        return keep
+    if dtype.kind == "c":
+        values = rng.integers(-5, 6, shape) + 1j * rng.integers(-5, 6, shape)
+    elif dtype.kind == "u":
+        values = rng.integers(1, 100, shape)
+    else:
+        values = rng.integers(-50, 50, shape)
+    return np.where(keep, values, 0).astype(dtype)
+
+
+# ---- nonzero -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nonzero_matches_numpy(client, rng, layout, shape, dtype):
+    values = sparse(rng, shape, dtype)
+    result = distarray.nonzero(put(client, values, layout))
+    expected = np.nonzero(values)
+    assert isinstance(result, tuple) and len(result) == len(expected)
+    for axis, (got, want) in enumerate(zip(result, expected)):
+        check(got, want.astype(np.int64), f"nonzero {layout} {shape} {dtype} axis {axis}")
+
+
+def test_nonzero_counts_nan_and_negative_zero_as_numpy(client):
+    values = np.array([0.0, np.nan, -0.0, 1e-300, -np.inf, 0.0])
+    (got,) = distarray.nonzero(client.from_numpy(values))
+    check(got, np.nonzero(values)[0])
+    values = np.array([0j, complex(0, -1), complex(-0.0, 0.0), complex(np.nan, 0)])
+    (got,) = distarray.nonzero(client.from_numpy(values))
+    check(got, np.nonzero(values)[0])
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (4, 3)])
+def test_nonzero_of_nothing(client, shape):
+    """Zero-size inputs and inputs without a nonzero element: one empty int64 array per axis."""
+    values = np.zeros(shape)
+    result = distarray.nonzero(client.from_numpy(values))
+    assert len(result) == len(shape)
+    for got in result:
+        check(got, np.zeros(0, np.int64))
+
+
+def test_nonzero_all_true_split(client, rng):
+    values = np.ones((9, 4), bool)
+    x = client.from_numpy(values, distarray.split_index_map((9, 4), 0, [0, 1, 2, 3]))
+    for got, want in zip(distarray.nonzero(x), np.nonzero(values)):
+        check(got, want)
+
+
+def test_nonzero_of_0d_is_value_error(client):
+    with pytest.raises(ValueError, match="0-d"):
+        distarray.nonzero(client.from_numpy(np.array(3.0)))
