@@ -74,3 +74,53 @@ def test_nonzero_all_true_split(client, rng):
 def test_nonzero_of_0d_is_value_error(client):
     with pytest.raises(ValueError, match="0-d"):
         distarray.nonzero(client.from_numpy(np.array(3.0)))
+
+
+# ---- asarray of nested lists of arrays -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_asarray_of_0d_elements_joins_on_the_daemon(client, rng, layout):
+    """The array API suite's way to build an expected matrix: a nested list of 0-d arrays
+    (``x[i, j]``), here the transpose."""
+    values = rng.integers(-100, 100, (4, 3)).astype(np.int32)
+    x = put(client, values, layout)
+    got = distarray.asarray([[x[i, j] for i in range(4)] for j in range(3)], dtype=x.dtype)
+    check(got, values.T.copy())
+    assert len(got.index_map) == 1 and sum(len(v) for v in got.index_map.values()) == 1
+
+
+def test_asarray_of_arrays_scalars_and_dtype(client, rng):
+    a = rng.uniform(-1, 1, (2, 3))
+    x = client.from_numpy(a, distarray.split_index_map((2, 3), 0, [0, 1]))
+    rows = [x[0], x[1], x[0] * 2]
+    check(distarray.asarray(rows), np.asarray([a[0], a[1], a[0] * 2]))
+    check(distarray.asarray([[x[0, 0], 2.5], (x[1, 2], -1.0)], dtype=np.float32),
+          np.asarray([[a[0, 0], 2.5], [a[1, 2], -1.0]], np.float32))
+    named = distarray.asarray([x[0, 0], x[1, 1]], name="asarray-joined")
+    try:
+        assert named.name == "asarray-joined"
+        check(named, np.asarray([a[0, 0], a[1, 1]]))
+    finally:
+        client.delete("asarray-joined")
+    placed = distarray.asarray([x[0, 0], x[1, 1], x[0, 2], x[1, 0]],
+                               index_map=distarray.split_index_map((4,), 0, [2, 3]))
+    assert placed.devices == (2, 3)
+    check(placed, np.asarray([a[0, 0], a[1, 1], a[0, 2], a[1, 0]]))
+
+
+def test_asarray_of_many_0d_elements(client, rng):
+    """More leaves than one concat takes (1,024)."""
+    values = rng.integers(0, 10, 1100)
+    x = client.from_numpy(values)
+    check(distarray.asarray([x[i] for i in range(1100)]), values)
+
+
+def test_asarray_of_ragged_arrays_is_value_error(client):
+    x = client.from_numpy(np.arange(6.0).reshape(2, 3))
+    with pytest.raises(ValueError, match="ragged"):
+        distarray.asarray([x[0], x[0, 0]])
+    with pytest.raises(ValueError, match="ragged"):
+        distarray.asarray([[x[0, 0]], [x[0, 1], x[0, 2]]])
+    with pytest.raises(ValueError, match="copy=False"):
+        distarray.asarray([x[0, 0]], copy=False)
