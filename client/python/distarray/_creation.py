@@ -173,6 +173,32 @@ def asarray(obj: Any, dtype: Optional[DTypeLike] = None, *, device: Any = None,
     return _default.client_for(client).from_numpy(values, index_map, name=name)
 
 
+def from_dlpack(x: Any, /, *, device: Any = None, copy: Optional[bool] = None,
+                index_map: Optional[IndexMapLike] = None, name: Optional[str] = None,
+                client: Any = None) -> DistributedArray:
+    """An array of another library (anything with ``__dlpack__``: NumPy, PyTorch, CuPy...)
+    uploaded to the daemon, as ``asarray`` uploads (``index_map``, default: device 0). The
+    values are read through ``numpy.from_dlpack`` on the host (a GPU array of another library
+    is asked for a host copy first): the daemon's devices are not this process's, so no buffer
+    can be shared and the result is always a copy. ``copy=False`` is ValueError, as the array
+    API says where only a copy can exchange the data. A DistributedArray is ``asarray``'s."""
+    check_device(device)
+    if isinstance(x, DistributedArray):
+        return asarray(x, copy=copy)
+    if copy is False:
+        raise ValueError(
+            "from_dlpack(copy=False): the daemon's memory is not this process's, so the values "
+            "can only be copied there (copy=None or True)"
+        )
+    if not hasattr(x, "__dlpack__"):
+        raise TypeError(f"from_dlpack takes an object with __dlpack__, not {type(x).__name__}")
+    try:
+        values = np.from_dlpack(x, device="cpu")  # a host copy of a device array, if need be
+    except TypeError:  # NumPy before 2.1 has no device=
+        values = np.from_dlpack(x)
+    return _default.client_for(client).from_numpy(values, index_map, name=name)
+
+
 def _nested_shape(obj: Any) -> tuple:
     """The shape of the nesting of lists and tuples (its leaves excluded); ValueError, as
     NumPy's, when the nesting is ragged."""
@@ -251,6 +277,7 @@ __all__ = [
     "empty",
     "empty_like",
     "full",
+    "from_dlpack",
     "full_like",
     "ones",
     "ones_like",

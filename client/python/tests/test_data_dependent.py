@@ -124,3 +124,57 @@ def test_asarray_of_ragged_arrays_is_value_error(client):
         distarray.asarray([[x[0, 0]], [x[0, 1], x[0, 2]]])
     with pytest.raises(ValueError, match="copy=False"):
         distarray.asarray([x[0, 0]], copy=False)
+
+
+# ---- DLPack --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint32, np.float32, np.complex128])
+def test_from_dlpack_uploads_numpy(client, rng, dtype):
+    values = (rng.uniform(-10, 10, (5, 4)) > 0 if dtype == np.bool_
+              else rng.uniform(-10, 10, (5, 4)).astype(dtype))
+    got = distarray.from_dlpack(values.T)  # a strided view: uploaded in C order
+    check(got, values.T.copy())
+    assert got.devices == (0,)
+    placed = distarray.from_dlpack(values, index_map=distarray.split_index_map((5, 4), 0, [1, 2]))
+    assert placed.devices == (1, 2)
+    check(placed, values)
+
+
+def test_from_dlpack_copy_and_device(client, rng):
+    values = rng.uniform(size=3)
+    with pytest.raises(ValueError, match="copy=False"):
+        distarray.from_dlpack(values, copy=False)
+    with pytest.raises(ValueError, match="device"):
+        distarray.from_dlpack(values, device="cuda:0")
+    check(distarray.from_dlpack(values, device=distarray.Device(), copy=True), values)
+    x = client.from_numpy(values)
+    assert distarray.from_dlpack(x) is x
+    assert distarray.from_dlpack(x, copy=True).handle != x.handle
+    with pytest.raises(TypeError, match="__dlpack__"):
+        distarray.from_dlpack([1, 2])
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_dlpack_exports_a_host_copy(client, rng, layout):
+    values = rng.integers(-1000, 1000, (6, 5)).astype(np.int32)
+    x = put(client, values, layout)
+    device = x.__dlpack_device__()
+    assert device == (1, 0) and device[0].name == "kDLCPU"
+    got = np.from_dlpack(x)
+    assert got.dtype == values.dtype
+    np.testing.assert_array_equal(got, values)
+    got[0, 0] += 1  # a copy: the daemon's array is untouched
+    np.testing.assert_array_equal(x.to_numpy(), values)
+    # The round trip through DLPack on both sides.
+    check(distarray.from_dlpack(np.from_dlpack(x)), values)
+
+
+def test_dlpack_refuses_to_share(client):
+    x = client.from_numpy(np.arange(4.0))
+    with pytest.raises(BufferError, match="copy"):
+        x.__dlpack__(copy=False)
+    with pytest.raises(BufferError):
+        x.__dlpack__(dl_device=(2, 0))  # kDLCUDA: the daemon's GPUs are not this process's
+    capsule = x.__dlpack__(max_version=(1, 0), dl_device=(1, 0))
+    assert "dltensor" in repr(capsule)
