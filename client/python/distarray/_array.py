@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _functions, _numpy_dispatch, _repr, _transfer
+from . import _functions, _masking, _numpy_dispatch, _repr, _transfer
 from ._api_namespace import ArrayApiMethods
 from ._errors import translate_errors
 from ._index_map import IndexMap, IndexMapLike, from_proto_index_map, to_proto_index_map
@@ -184,6 +184,8 @@ class DistributedArray(ArrayOps, ManipulationOps, ArrayApiMethods):
         """``self[key] = value``: ``value`` (a scalar, or a DistributedArray of this client)
         broadcast to the selected elements and converted to this dtype, on the devices. The
         array keeps its handle; its description (``info``) is refreshed from the response.
+        ``key`` may be a boolean DistributedArray matching the leading axes (``x[mask] = 0``:
+        ``where(mask, value, x)`` written into this array).
 
         NumPy arrays and lists are refused rather than uploaded behind the caller's back: upload
         them explicitly (``distarray.asarray(values)``, ``client.from_numpy(values)``), or write
@@ -195,6 +197,10 @@ class DistributedArray(ArrayOps, ManipulationOps, ArrayApiMethods):
                 "first (x[key] = distarray.asarray(values), or client.from_numpy(values)), or "
                 "write a region of slices with x.write(values, region)"
             )
+        mask = _masking.mask_of(key, DistributedArray)
+        if mask is not None:
+            _masking.set_masked(self, mask, value, DistributedArray)
+            return
         spec = set_item_spec(self, key, value)
         self._rpc.require(_manipulate_feature(spec))
         response = self._rpc.call("Manipulate", pb.ManipulateRequest(spec=spec))

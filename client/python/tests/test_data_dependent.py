@@ -178,3 +178,56 @@ def test_dlpack_refuses_to_share(client):
         x.__dlpack__(dl_device=(2, 0))  # kDLCUDA: the daemon's GPUs are not this process's
     capsule = x.__dlpack__(max_version=(1, 0), dl_device=(1, 0))
     assert "dltensor" in repr(capsule)
+
+
+# ---- boolean masks -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("dtype", [np.bool_, np.int16, np.uint8, np.float32, np.complex64])
+def test_set_masked_scalar(client, rng, layout, dtype):
+    values = sparse(rng, (6, 5), dtype, density=0.9)
+    mask = rng.random((6, 5)) < 0.5
+    x = put(client, values, layout)
+    handle = x.handle
+    scalar = {np.bool_: True, np.int16: -7, np.uint8: 200, np.float32: 2.5,
+              np.complex64: 1 - 2j}[dtype]
+    x[put(client, mask, "cols3")] = scalar
+    values[mask] = scalar
+    assert x.handle == handle
+    check(x, values, f"{layout} {dtype}")
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_set_masked_leading_axes_and_arrays(client, rng, layout):
+    values = rng.uniform(-1, 1, (4, 3, 2))
+    x = put(client, values, layout)
+    # A mask of the first axis, a 0-d value of another dtype.
+    rows = rng.random(4) < 0.5
+    x[client.from_numpy(rows)] = client.from_numpy(np.array(7, np.int32))
+    values[rows] = 7
+    check(x, values)
+    # A mask of two axes, a value of the trailing shape.
+    plane = rng.random((4, 3)) < 0.5
+    row = rng.uniform(-1, 1, 2)
+    x[(client.from_numpy(plane),)] = client.from_numpy(row)
+    values[plane] = row
+    check(x, values)
+    # Every element, none, and a float into an integer array (NumPy's truncation).
+    ints = rng.integers(-9, 9, (4, 3, 2))
+    y = put(client, ints, layout)
+    y[client.from_numpy(np.zeros((4, 3, 2), bool))] = 100
+    check(y, ints)
+    y[client.from_numpy(np.ones((4, 3, 2), bool))] = 3.9
+    check(y, np.full_like(ints, 3))
+
+
+def test_set_masked_errors(client):
+    x = client.from_numpy(np.zeros((3, 2), np.int8))
+    with pytest.raises(IndexError, match="did not match"):
+        x[client.from_numpy(np.ones(2, bool))] = 1
+    with pytest.raises(IndexError, match="too many indices"):
+        x[client.from_numpy(np.ones((3, 2, 1), bool))] = 1
+    with pytest.raises(OverflowError):
+        x[client.from_numpy(np.ones((3, 2), bool))] = 1000
+    check(x, np.zeros((3, 2), np.int8))
