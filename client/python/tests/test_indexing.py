@@ -244,7 +244,6 @@ def test_bad_keys_fail_clearly(client, rng):
         (True, IndexError, "boolean-mask"),
         (np.ones(SHAPE, bool), IndexError, "boolean-mask"),  # a 2-D mask
         ([True, False], IndexError, "did not match"),  # a 1-D mask of the wrong length
-        (mask, IndexError, "on the devices"),  # a mask held on the devices
         (np.ones((2, 2), np.int64), IndexError, "integer-array"),  # a 2-D index array
         (([0, 1], [0, 1]), IndexError, "one integer-array"),
         (a[:, 0].astype(np.int64), IndexError, "on the devices"),
