@@ -117,6 +117,9 @@ OpContext Engine::RequestContext(const CallContext& call) const {
     return NormalizeMap(map, shape, field);
   };
   context.alive = call.alive;
+  context.read_positions = [this, call](const ArrayPtr& array, const std::string& field) {
+    return ReadPositions(array, field, call);
+  };
   context.max_chunks = options_.max_chunks;
   return context;
 }

@@ -3,6 +3,7 @@
 // overlaps the device reads of the next slab with emitting the current one.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -197,6 +198,12 @@ absl::Status Engine::DownloadSlabs(const v1::DownloadArrayRequest& request, cons
                                    char* destination, int64_t destination_bytes,
                                    const CallContext& call) {
   ASSIGN_OR_RETURN(ArrayPtr array, registry_.Find(call.tenant, request.handle(), "handle"));
+  return ReadSlabs(array, request, emit, destination, destination_bytes, call);
+}
+
+absl::Status Engine::ReadSlabs(const ArrayPtr& array, const v1::DownloadArrayRequest& request,
+                               const EmitFn* emit, char* destination, int64_t destination_bytes,
+                               const CallContext& call) const {
   ASSIGN_OR_RETURN(RegionSelection region,
                    NormalizeRegionSelection(request.region(), array->shape, "region"));
   int64_t message_bytes = request.max_message_bytes();
@@ -274,6 +281,39 @@ absl::Status Engine::DownloadSlabs(const v1::DownloadArrayRequest& request, cons
     current = std::move(*next);
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int64_t>> Engine::ReadPositions(const ArrayPtr& array,
+                                                           const std::string& field,
+                                                           const CallContext& call) const {
+  const int64_t n = NumElements(array->shape);
+  std::vector<char> bytes(static_cast<size_t>(n * DTypeSize(array->dtype)));
+  RETURN_IF_ERROR(ReadSlabs(array, v1::DownloadArrayRequest(), nullptr, bytes.data(),
+                            static_cast<int64_t>(bytes.size()), call));
+  std::vector<int64_t> positions(static_cast<size_t>(n));
+  absl::Status status;
+  DispatchStorageDType(array->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      const T* values = reinterpret_cast<const T*>(bytes.data());
+      for (int64_t k = 0; k < n; ++k) {
+        if constexpr (std::is_same_v<T, uint64_t>) {
+          // Past int64's range is past every axis.
+          if (values[k] > static_cast<uint64_t>(INT64_MAX)) {
+            status = absl::OutOfRangeError(absl::StrCat(field, "[", k, "]: index ", values[k],
+                                                        " is out of bounds for every axis"));
+            return;
+          }
+        }
+        positions[k] = static_cast<int64_t>(values[k]);
+      }
+    } else {
+      status = absl::InvalidArgumentError(absl::StrCat(
+          field, ": an index array must have an integer dtype, not ", DTypeName(array->dtype)));
+    }
+  });
+  RETURN_IF_ERROR(status);
+  return positions;
 }
 
 absl::Status Engine::Download(const v1::DownloadArrayRequest& request, const EmitFn& emit,

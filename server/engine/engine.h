@@ -214,6 +214,16 @@ class Engine {
   // Download and DownloadInto: exactly one of `emit` and `destination` is set.
   absl::Status DownloadSlabs(const v1::DownloadArrayRequest& request, const EmitFn* emit,
                              char* destination, int64_t destination_bytes, const CallContext& call);
+  // DownloadSlabs of an array already found (the region and message size from `request`).
+  absl::Status ReadSlabs(const ArrayPtr& array, const v1::DownloadArrayRequest& request,
+                         const EmitFn* emit, char* destination, int64_t destination_bytes,
+                         const CallContext& call) const;
+  // The values of an integer index array (IndexItem.array), read whole to the host as a download
+  // reads them (any layout and mode; the call's deadline and cancellation honoured between
+  // slabs), as int64. A uint64 value past int64's range is OUT_OF_RANGE naming `field`.
+  absl::StatusOr<std::vector<int64_t>> ReadPositions(const ArrayPtr& array,
+                                                     const std::string& field,
+                                                     const CallContext& call) const;
   // Registers a result unless the call was abandoned meanwhile (CANCELLED/DEADLINE_EXCEEDED).
   absl::StatusOr<ArrayPtr> Register(Array array, bool in_place, const CallContext& call = {});
   // Index map normalization with this daemon's chunk limit and the ArrayInfo size bound.

@@ -130,13 +130,28 @@ class StructureChecker {
     return absl::OkStatus();
   }
 
+  // An index array held in the daemon decides the plan by its values, which a program's check
+  // does not read: programs index with listed positions (IndexList) only.
+  static absl::Status CheckKey(const v1::IndexKey& key, const std::string& field) {
+    for (int i = 0; i < key.items_size(); ++i) {
+      if (!key.items(i).has_array()) continue;
+      return absl::UnimplementedError(absl::StrCat(
+          field, ".items[", i,
+          "].array: an index array held in the daemon is served by Manipulate, not inside "
+          "programs (its values decide the plan); index with a listed IndexList there"));
+    }
+    return absl::OkStatus();
+  }
+
   // Every array operand names a variable; the op's planner checks the rest per run.
   static absl::Status CheckManipulation(const v1::ManipulationSpec& spec,
                                         const std::string& field) {
     switch (spec.op_case()) {
       case v1::ManipulationSpec::kGetItem:
+        RETURN_IF_ERROR(CheckKey(spec.get_item().key(), field + ".get_item.key"));
         return CheckOperand(spec.get_item().source(), field + ".get_item.source");
       case v1::ManipulationSpec::kSetItem:
+        RETURN_IF_ERROR(CheckKey(spec.set_item().key(), field + ".set_item.key"));
         RETURN_IF_ERROR(CheckOperand(spec.set_item().target(), field + ".set_item.target"));
         return CheckOperand(spec.set_item().value(), field + ".set_item.value");
       case v1::ManipulationSpec::kPermuteDims:

@@ -46,14 +46,16 @@ AxisSelection ClampSlice(const v1::Slice& slice, int64_t n, int64_t step) {
 
 // An integer list cut into maximal runs in arithmetic progression (a repeated position starts a
 // new run: a range cannot step by 0). Positions outside the axis are OUT_OF_RANGE.
-absl::StatusOr<std::vector<AxisSelection>> RunsOf(const v1::IndexItem::IndexList& list, int64_t n,
+// `values` are the list's (IndexList) or an array's (IndexItem.array); `field` names position k
+// as field[k].
+absl::StatusOr<std::vector<AxisSelection>> RunsOf(absl::Span<const int64_t> values, int64_t n,
                                                   int axis, const std::string& field) {
   std::vector<int64_t> positions;
-  positions.reserve(list.values_size());
-  for (int k = 0; k < list.values_size(); ++k) {
-    const int64_t value = list.values(k);
+  positions.reserve(values.size());
+  for (size_t k = 0; k < values.size(); ++k) {
+    const int64_t value = values[k];
     if (value < -n || value >= n) {
-      return absl::OutOfRangeError(absl::StrCat(field, ".values[", k, "]: index ", value,
+      return absl::OutOfRangeError(absl::StrCat(field, "[", k, "]: index ", value,
                                                 " is out of bounds for axis ", axis, " with size ",
                                                 n));
     }
@@ -87,7 +89,8 @@ int64_t LocalIndex(const Range& chunk, int64_t position) {
 }  // namespace
 
 absl::StatusOr<BasicIndex> NormalizeIndexKey(const v1::IndexKey& key, const Shape& shape,
-                                             absl::string_view field) {
+                                             absl::string_view field,
+                                             const std::vector<int64_t>* held_positions) {
   const int rank = static_cast<int>(shape.size());
   if (key.items_size() > kMaxIndexItems) {
     return absl::InvalidArgumentError(absl::StrCat(field, ".items: ", key.items_size(),
@@ -98,14 +101,22 @@ absl::StatusOr<BasicIndex> NormalizeIndexKey(const v1::IndexKey& key, const Shap
   int list_item = -1;
   for (int i = 0; i < key.items_size(); ++i) {
     switch (key.items(i).kind_case()) {
+      case v1::IndexItem::kArray:
+        if (held_positions == nullptr) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              field, ".items[", i, "].array: an index array is read by the request's handler"));
+        }
+        [[fallthrough]];
       case v1::IndexItem::kIndices:
         if (list_item >= 0) {
           return absl::InvalidArgumentError(
               absl::StrCat(field, ".items[", i, "]: a key holds at most one integer array (items[",
                            list_item, "] is one)"));
         }
-        // An empty list selects nothing (NumPy's a[[]]): a zero-size result.
-        if (key.items(i).indices().values_size() > kMaxIndexListLength) {
+        // An empty list selects nothing (NumPy's a[[]]): a zero-size result. An array's length
+        // was bounded before its values were read.
+        if (key.items(i).has_indices() &&
+            key.items(i).indices().values_size() > kMaxIndexListLength) {
           return absl::InvalidArgumentError(
               absl::StrCat(field, ".items[", i, "].indices.values: give 0 to ", kMaxIndexListLength,
                            " positions; got ", key.items(i).indices().values_size()));
@@ -172,9 +183,15 @@ absl::StatusOr<BasicIndex> NormalizeIndexKey(const v1::IndexKey& key, const Shap
         ++axis;
         break;
       }
-      case v1::IndexItem::kIndices: {
-        ASSIGN_OR_RETURN(index.runs,
-                         RunsOf(item.indices(), shape[axis], axis, item_field + ".indices"));
+      case v1::IndexItem::kIndices:
+      case v1::IndexItem::kArray: {
+        if (item.has_indices()) {
+          ASSIGN_OR_RETURN(index.runs, RunsOf(item.indices().values(), shape[axis], axis,
+                                              item_field + ".indices.values"));
+        } else {
+          ASSIGN_OR_RETURN(index.runs,
+                           RunsOf(*held_positions, shape[axis], axis, item_field + ".array"));
+        }
         int64_t offset = 0;
         for (const AxisSelection& run : index.runs) {
           index.run_offsets.push_back(offset);
@@ -264,7 +281,8 @@ std::optional<ChunkSelection> SelectOne(const BasicIndex& index, const Box& chun
 
 }  // namespace
 
-std::vector<ChunkSelection> SelectFromChunk(const BasicIndex& index, const Box& chunk_box) {
+std::vector<ChunkSelection> SelectFromChunk(const BasicIndex& index, const Box& chunk_box,
+                                            int64_t max_selections) {
   std::vector<ChunkSelection> selections;
   if (index.list_axis < 0) {
     if (std::optional<ChunkSelection> s = SelectOne(index, chunk_box)) {
@@ -275,11 +293,18 @@ std::vector<ChunkSelection> SelectFromChunk(const BasicIndex& index, const Box& 
   const size_t result_axis = static_cast<size_t>(
       std::find(index.result_axes.begin(), index.result_axes.end(), index.list_axis) -
       index.result_axes.begin());
-  BasicIndex one_run = index;
-  one_run.list_axis = -1;
-  one_run.runs.clear();
-  one_run.run_offsets.clear();
+  // The key without its list (a copy of the runs per chunk would cost as much as the runs).
+  BasicIndex one_run;
+  one_run.axes = index.axes;
+  one_run.result_axes = index.result_axes;
+  one_run.result_shape = index.result_shape;
+  one_run.empty = index.empty;
+  const Range& along = chunk_box[index.list_axis];
   for (size_t k = 0; k < index.runs.size(); ++k) {
+    if (static_cast<int64_t>(selections.size()) > max_selections) break;
+    // Most runs of a long list miss a chunk split along the list's axis: skipped cheaply.
+    const Range& run = index.runs[k].range;
+    if (run.last() < along.start || run.start > along.last()) continue;
     one_run.axes[index.list_axis] = index.runs[k];
     std::optional<ChunkSelection> s = SelectOne(one_run, chunk_box);
     if (!s) continue;

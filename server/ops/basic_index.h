@@ -5,11 +5,13 @@
 #ifndef DISTARRAY_SERVER_OPS_BASIC_INDEX_H_
 #define DISTARRAY_SERVER_OPS_BASIC_INDEX_H_
 
+#include <cstdint>
 #include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "common/box.h"
 #include "common/strided_box.h"
 #include "distarray/v1/distarray.pb.h"
@@ -20,6 +22,11 @@ namespace distarray {
 inline constexpr int kMaxIndexItems = 64;
 // The most positions an integer-array index (IndexItem.indices) may list.
 inline constexpr int kMaxIndexListLength = 65536;
+// The most positions an integer array held in the daemon (IndexItem.array) may hold. Its values
+// are read to the host once (8 bytes a position there) and cut into runs, so the bound keeps that
+// copy at 128 MiB; the result's chunks are bounded separately (--max_chunks), so random positions
+// reach it only where they form few runs.
+inline constexpr int64_t kMaxIndexArrayLength = int64_t{1} << 24;
 
 // What a key selects along one axis of the source.
 struct AxisSelection {
@@ -48,9 +55,11 @@ struct BasicIndex {
 // negative positions counting from the end). An integer outside its axis is OUT_OF_RANGE naming
 // the item and the axis; malformed keys (a zero step, two ellipses, more indices than axes, a
 // result of more than kMaxRank axes, more than kMaxIndexItems items) are INVALID_ARGUMENT naming
-// `field` and the item.
+// `field` and the item. `held_positions` are the values of the key's IndexItem.array, read from
+// the devices by the caller (an array item with none given is INVALID_ARGUMENT).
 absl::StatusOr<BasicIndex> NormalizeIndexKey(const v1::IndexKey& key, const Shape& shape,
-                                             absl::string_view field);
+                                             absl::string_view field,
+                                             const std::vector<int64_t>* held_positions = nullptr);
 
 // How one chunk of the source meets a key.
 struct ChunkSelection {
@@ -70,7 +79,10 @@ struct ChunkSelection {
 
 // The chunk's selected elements: one selection for a basic key (none when the chunk holds no
 // selected element, or the selection is empty), one per run of an integer list that meets it.
-std::vector<ChunkSelection> SelectFromChunk(const BasicIndex& index, const Box& chunk_box);
+// Stops once it has more than `max_selections` (the caller's chunk bound), so a list of millions
+// of runs is refused without building them all.
+std::vector<ChunkSelection> SelectFromChunk(const BasicIndex& index, const Box& chunk_box,
+                                            int64_t max_selections = INT64_MAX);
 
 }  // namespace distarray
 

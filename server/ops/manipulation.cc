@@ -30,14 +30,57 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // get_item and set_item
 
+// The key normalized for `shape`, the values of its index array (IndexItem.array) read from the
+// devices first. The array is checked (an integer dtype, one axis, at most kMaxIndexArrayLength
+// positions) before anything is read or allocated; a key with another integer array beside it is
+// left to NormalizeIndexKey to refuse, unread.
+absl::StatusOr<BasicIndex> NormalizeKey(const OpContext& context, const v1::IndexKey& key,
+                                        const Shape& shape, const std::string& field) {
+  int arrays = 0, held = -1;
+  for (int i = 0; i < key.items_size(); ++i) {
+    if (key.items(i).has_indices() || key.items(i).has_array()) ++arrays;
+    if (key.items(i).has_array() && held < 0) held = i;
+  }
+  if (held < 0) return NormalizeIndexKey(key, shape, field);
+  std::vector<int64_t> positions;
+  if (arrays == 1 && key.items_size() <= kMaxIndexItems) {
+    const std::string item_field = absl::StrCat(field, ".items[", held, "].array");
+    if (!context.read_positions) {
+      return absl::UnimplementedError(absl::StrCat(
+          item_field,
+          ": an index array held in the daemon is served by Manipulate, not inside programs "
+          "(its values decide the plan); index with a listed IndexList there"));
+    }
+    ASSIGN_OR_RETURN(ArrayPtr array,
+                     ResolveArrayOperand(context, key.items(held).array(), item_field));
+    if (!IsSignedInteger(array->dtype) && !IsUnsignedInteger(array->dtype)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(item_field, ": an index array must have an integer dtype, not ",
+                       DTypeName(array->dtype)));
+    }
+    if (array->shape.size() != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(item_field, ": an index array must have one axis, not ", array->shape.size(),
+                       " (shape ", ShapeString(array->shape), ")"));
+    }
+    if (array->shape[0] > kMaxIndexArrayLength) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          item_field, ": give 0 to ", kMaxIndexArrayLength, " positions; got ", array->shape[0]));
+    }
+    ASSIGN_OR_RETURN(positions, context.read_positions(array, item_field));
+  }
+  return NormalizeIndexKey(key, shape, field, &positions);
+}
+
 absl::Status PlanGetItem(const OpContext& context, const v1::GetItemSpec& spec,
                          const std::string& field, PlannedManipulation& planned) {
   ASSIGN_OR_RETURN(ArrayPtr source, ResolveArrayOperand(context, spec.source(), field + ".source"));
-  ASSIGN_OR_RETURN(planned.index, NormalizeIndexKey(spec.key(), source->shape, field + ".key"));
+  ASSIGN_OR_RETURN(planned.index, NormalizeKey(context, spec.key(), source->shape, field + ".key"));
   planned.result = {planned.index.result_shape, source->dtype, source->mode, {}};
   // A key that selects nothing gives a zero-size result, which has no chunks.
   for (const Chunk& chunk : planned.index.empty ? std::vector<Chunk>() : source->chunks) {
-    for (ChunkSelection& s : SelectFromChunk(planned.index, chunk.spec.box)) {
+    const int64_t room = context.max_chunks - static_cast<int64_t>(planned.result.map.size());
+    for (ChunkSelection& s : SelectFromChunk(planned.index, chunk.spec.box, room)) {
       planned.result.map.push_back(ChunkSpec{chunk.spec.device, std::move(s.result_box)});
     }
     // An integer list cuts each chunk into a piece per run; the pieces are the result's chunks.
@@ -70,7 +113,7 @@ absl::Status CheckBroadcastsTo(const Shape& value, const Shape& region, const st
 absl::Status PlanSetItem(const OpContext& context, const v1::SetItemSpec& spec,
                          const std::string& field, PlannedManipulation& planned) {
   ASSIGN_OR_RETURN(ArrayPtr target, ResolveArrayOperand(context, spec.target(), field + ".target"));
-  ASSIGN_OR_RETURN(planned.index, NormalizeIndexKey(spec.key(), target->shape, field + ".key"));
+  ASSIGN_OR_RETURN(planned.index, NormalizeKey(context, spec.key(), target->shape, field + ".key"));
   const std::string value_field = field + ".value";
   switch (spec.value().kind_case()) {
     case v1::Operand::KIND_NOT_SET:
@@ -101,7 +144,8 @@ absl::Status PlanSetItem(const OpContext& context, const v1::SetItemSpec& spec,
   if (!planned.index.empty) {
     IndexMap pieces;
     for (const ChunkSpec& chunk : map) {
-      for (ChunkSelection& s : SelectFromChunk(planned.index, chunk.box)) {
+      const int64_t room = context.max_chunks - static_cast<int64_t>(pieces.size());
+      for (ChunkSelection& s : SelectFromChunk(planned.index, chunk.box, room)) {
         pieces.push_back(ChunkSpec{chunk.device, std::move(s.result_box)});
       }
       if (static_cast<int64_t>(pieces.size()) > context.max_chunks) {

@@ -37,6 +37,11 @@ struct OpContext {
                                          absl::string_view field)>
       normalize_map;
   StopCheck alive;
+  // The values of an integer index array (IndexItem.array) as positions, read from the devices;
+  // unset where the plan must not read data (a program's check and run: the key is refused).
+  std::function<absl::StatusOr<std::vector<int64_t>>(const ArrayPtr& array,
+                                                     const std::string& field)>
+      read_positions;
   // The most chunks a result may have (--max_chunks): ops whose result layout is derived from
   // their operands' (concat) are bounded by it.
   int64_t max_chunks = kDefaultMaxChunks;

@@ -66,7 +66,7 @@ const std::vector<std::string>& ComputeFeatures() {
     }
     list->push_back("matmul");
     for (const char* op : {"get_item", "set_item", "permute_dims", "reshape", "concat", "stack",
-                           "broadcast_to", "sort", "argsort", "search_sorted"}) {
+                           "broadcast_to", "sort", "argsort", "search_sorted", "take"}) {
       list->push_back(absl::StrCat("manipulate.", op));
     }
     return list;

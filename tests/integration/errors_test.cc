@@ -224,6 +224,19 @@ void AddManipulationCases(std::vector<BadCase>& cases) {
       StatusCode::OUT_OF_RANGE,
       "spec.get_item.key.items[0].indices.values[1]: index 10 is out of bounds for axis 0 with "
       "size 10");
+  add("get_item with a float index array", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_get_item()->mutable_source()->set_handle(bystander);
+        spec.mutable_get_item()->mutable_key()->add_items()->mutable_array()->set_handle(bystander);
+      }),
+      StatusCode::INVALID_ARGUMENT,
+      "spec.get_item.key.items[0].array: an index array must have an integer dtype, not float32");
+  add("get_item with an index array and a list", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_get_item()->mutable_source()->set_handle(bystander);
+        spec.mutable_get_item()->mutable_key()->add_items()->mutable_array()->set_handle(bystander);
+        spec.mutable_get_item()->mutable_key()->add_items()->mutable_indices()->add_values(0);
+      }),
+      StatusCode::INVALID_ARGUMENT,
+      "spec.get_item.key.items[1]: a key holds at most one integer array");
   add("get_item with two integer arrays", Manipulation([](auto& spec, auto& bystander) {
         spec.mutable_get_item()->mutable_source()->set_handle(bystander);
         spec.mutable_get_item()->mutable_key()->add_items()->mutable_indices()->add_values(0);

@@ -9,6 +9,7 @@
 #define DISTARRAY_CLIENT_INDEXING_H_
 
 #include <cstdint>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -28,6 +29,14 @@ struct Ellipsis {};
 // allowed, negative counting from the end. At most one per key.
 struct Positions {
   std::vector<int64_t> values;
+};
+// An integer-array index whose positions are an array held in the daemon, named by its handle
+// (take(x, idx), x[idx] with idx an Array: HeldPositions{idx.handle()}). A 1-D array of any integer
+// dtype, read as Positions are; the daemon reads its values back once, so it may hold far more
+// positions than a listed Positions (docs/api.md). GetItem and SetItem only: a graph statement
+// with it is refused (UNIMPLEMENTED).
+struct HeldPositions {
+  std::string handle;
 };
 
 // One item of a key. Implicit from each kind, so a key is written as a braced list.
@@ -49,6 +58,9 @@ class Index {
   Index(const Positions& positions) {                          // NOLINT
     v1::IndexItem::IndexList* list = item_.mutable_indices();  // set even when empty: a[[]]
     for (int64_t v : positions.values) list->add_values(v);
+  }
+  Index(const HeldPositions& positions) {  // NOLINT
+    item_.mutable_array()->set_handle(positions.handle);
   }
   Index(Ellipsis) { item_.mutable_ellipsis(); }  // NOLINT
 

@@ -15,7 +15,8 @@ functions); ``DistributedArray`` (``client.from_numpy``, ``client.attach``); cre
 signatures (``zeros``, ``ones``, ``full``, ``empty``, ``arange``, ``*_like``, ``asarray``: the
 explicit upload); dtype names (``float32``, ``bool``...); indexing (``x[1:, ::-1, None]``,
 ``x[key] = value``) and shapes (``reshape``, ``permute_dims``, ``concat``, ``stack``...);
-sorting and searching (``sort``, ``argsort``, ``searchsorted``);
+sorting and searching (``sort``, ``argsort``, ``searchsorted``); ``take`` and
+``take_along_axis`` (indices held on the devices or listed);
 index-map helpers ``split_index_map``, ``replicated_index_map``,
 ``make_2d_index_map``, ``on_device``; NumPy's ufuncs and reductions as module functions
 (``sqrt``, ``where``, ``sum``...); programs: ``trace``, ``Program``, ``while_loop``, ``cond``;
@@ -57,6 +58,7 @@ from ._api_cumulative import cumulative_prod, cumulative_sum  # noqa: E402
 from ._api_dtypes import can_cast, finfo, iinfo, isdtype, result_type  # noqa: E402
 from ._api_elementwise import *  # noqa: F401,F403,E402
 from ._api_elementwise import __all__ as _api_elementwise_names  # noqa: E402
+from ._api_indexing import take, take_along_axis  # noqa: E402
 from ._api_info import __array_namespace_info__  # noqa: E402
 from ._api_linalg import *  # noqa: F401,F403,E402
 from ._api_linalg import __all__ as _api_linalg_names  # noqa: E402
@@ -109,5 +111,5 @@ __all__ = [
      + list(_api_linalg_names) + list(_api_manipulation_names) + list(_api_namespace_names)
      + list(_api_statistics_names)
      + ["argsort", "can_cast", "cumulative_prod", "cumulative_sum", "finfo", "iinfo", "isdtype",
-        "linalg", "nonzero", "result_type", "searchsorted", "sort"])
+        "linalg", "nonzero", "result_type", "searchsorted", "sort", "take", "take_along_axis"])
 __all__ = sorted(set(__all__))

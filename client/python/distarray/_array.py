@@ -481,6 +481,10 @@ class DistributedArray(ArrayOps, ManipulationOps, ArrayApiMethods):
 def _manipulate_feature(spec: "pb.ManipulationSpec") -> str:
     """GetServerInfo's feature for a manipulation ("manipulate.get_item", "manipulate.stack")."""
     op = spec.WhichOneof("op")
+    if op in ("get_item", "set_item"):
+        key = spec.get_item.key if op == "get_item" else spec.set_item.key
+        if any(item.WhichOneof("kind") == "array" for item in key.items):
+            return "manipulate.take"  # an index array held in the daemon (IndexItem.array)
     return "manipulate." + ("stack" if op == "concat" and spec.concat.stack else str(op))
 
 

@@ -51,16 +51,33 @@ def _is_bool(item: Any) -> bool:
     return dtype is not None and np.dtype(dtype) == np.bool_
 
 
+def _held(item: Any) -> Optional[str]:
+    """The handle of a 1-D integer DistributedArray index (``a[idx]``, take): the daemon reads its
+    values where they are (IndexItem.array); None for anything else. Other arrays held on the
+    devices (masks, other ranks) raise IndexError."""
+    if isinstance(item, (list, tuple, np.ndarray)) or not hasattr(item, "handle"):
+        return None
+    if getattr(item, "ndim", 0) == 0 or _is_bool(item):
+        return None  # a 0-d array is an integer (``__index__``); a mask is refused as one
+    dtype = np.dtype(item.dtype)
+    if item.ndim != 1 or not np.issubdtype(dtype, np.integer):
+        raise IndexError(
+            "an index held on the devices (a DistributedArray) must be a 1-D integer array, not "
+            f"a {item.ndim}-D {dtype} one"
+        )
+    return item.handle
+
+
 def _positions(item: Any) -> Optional["np.ndarray"]:
     """The positions of a 1-D integer array or list (``a[[0, 2]]``), or of a 1-D boolean mask
-    (``a[mask]``: its True positions, as NumPy's ``nonzero``); None for anything else. A
-    DistributedArray index is not taken: its values live on the devices, and reading them back
-    is an explicit download (``np.asarray(idx)``)."""
+    (``a[mask]``: its True positions, as NumPy's ``nonzero``); None for anything else. A 1-D
+    integer DistributedArray index is _held's; other ones are refused."""
     if not isinstance(item, (list, tuple, np.ndarray)):
         if getattr(item, "ndim", 0) > 0:  # an array that is not NumPy's: a DistributedArray
             raise IndexError(
-                "an index held on the devices (a DistributedArray) is not served yet; pass its "
-                "values explicitly: a[np.asarray(idx)]"
+                "this index held on the devices (a DistributedArray) is not served yet: a 1-D "
+                "integer one is (a[idx], take); pass other ones' values explicitly: "
+                "a[np.asarray(idx)]"
             )
         return None
     values = np.asarray(item)
@@ -153,6 +170,14 @@ def index_key(key: Any, shape: Optional[Sequence[int]] = None) -> "pb.IndexKey":
             out.ellipsis.SetInParent()
         elif isinstance(item, slice):
             out.slice.CopyFrom(_slice(item))
+            axes_used += 1
+        elif (handle := _held(item)) is not None:
+            lists += 1
+            if lists > 1:
+                raise IndexError(
+                    "distarray serves one integer-array (or mask) index per key, as take does"
+                )
+            out.array.handle = handle  # read on the daemon; it checks the positions
             axes_used += 1
         elif (positions := _positions(item)) is not None:
             lists += 1

@@ -246,7 +246,7 @@ def test_bad_keys_fail_clearly(client, rng):
         ([True, False], IndexError, "did not match"),  # a 1-D mask of the wrong length
         (np.ones((2, 2), np.int64), IndexError, "integer-array"),  # a 2-D index array
         (([0, 1], [0, 1]), IndexError, "one integer-array"),
-        (a[:, 0].astype(np.int64), IndexError, "on the devices"),
+        (a.astype(np.int64), IndexError, "1-D integer array"),  # a 2-D index on the devices
         ([0, 9], IndexError, "out of bounds"),
         ((0,) * 65, IndexError, "at most 64"),
     ]
