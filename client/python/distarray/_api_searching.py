@@ -34,14 +34,18 @@ def count_arange(like: Any, n: int) -> Any:
     return new_like(like, fill, np.int64, shape=(n,), index_map=index_map)
 
 
-def true_positions(flat_mask: Any) -> Tuple[Any, Any]:
-    """The int64 positions of the True elements of the 1-D boolean ``flat_mask``, in order, and
-    the mask's running count (int64, ``c[i]`` = True elements in ``flat_mask[:i + 1]``). Reads
-    back one element: the count."""
+def running_count(flat_mask: Any) -> Tuple[Any, int]:
+    """The running count of the 1-D boolean ``flat_mask`` (int64, ``c[i]`` = True elements in
+    ``flat_mask[:i + 1]``) and its total, the one element read back."""
     counts = cumulative_sum(astype(flat_mask, np.int64))
-    n = int(counts[-1]) if flat_mask.shape[0] else 0
-    ranks = count_arange(flat_mask, n)  # 1, 2, ..., n
-    return searchsorted(counts, ranks, side="left"), counts
+    return counts, (int(counts[-1]) if flat_mask.shape[0] else 0)
+
+
+def true_positions(flat_mask: Any) -> Any:
+    """The int64 positions of the True elements of the 1-D boolean ``flat_mask``, in order.
+    Reads back one element: their count."""
+    counts, n = running_count(flat_mask)
+    return searchsorted(counts, count_arange(flat_mask, n), side="left")  # ranks 1, 2, ..., n
 
 
 def unravel(flat: Any, shape: Tuple[int, ...]) -> Tuple[Any, ...]:
@@ -73,7 +77,7 @@ def nonzero(x: Any, /) -> Tuple[Any, ...]:
                          "leaves 0-d inputs out)")
     flat = reshape(x, (-1,))
     mask = flat if x.dtype == np.bool_ else astype(flat, np.bool_)
-    positions, _ = true_positions(mask)
+    positions = true_positions(mask)
     return unravel(positions, tuple(x.shape))
 
 

@@ -179,13 +179,23 @@ class DistributedArray(ArrayOps, ManipulationOps, ArrayApiMethods):
         response = self._rpc.call("Manipulate", request)
         return DistributedArray(self._client, response.array, owned=True)
 
+    def __getitem__(self, key: Key) -> "DistributedArray":
+        """NumPy's basic indexing (integers, slices, None, ``...``), one integer array along one
+        axis, and a boolean DistributedArray ``mask`` matching the leading axes (``x[mask]``:
+        the selected elements, their count read back). A new array."""
+        mask = _masking.mask_of(key, DistributedArray)
+        if mask is not None:
+            return _masking.get_masked(self, mask)
+        return ManipulationOps.__getitem__(self, key)
+
     @translate_errors
     def __setitem__(self, key: Key, value: Any) -> None:
         """``self[key] = value``: ``value`` (a scalar, or a DistributedArray of this client)
         broadcast to the selected elements and converted to this dtype, on the devices. The
         array keeps its handle; its description (``info``) is refreshed from the response.
         ``key`` may be a boolean DistributedArray matching the leading axes (``x[mask] = 0``:
-        ``where(mask, value, x)`` written into this array).
+        ``where(mask, value, x)`` written into this array; a value of one row per selected
+        element is gathered to the selected positions first).
 
         NumPy arrays and lists are refused rather than uploaded behind the caller's back: upload
         them explicitly (``distarray.asarray(values)``, ``client.from_numpy(values)``), or write

@@ -231,3 +231,62 @@ def test_set_masked_errors(client):
     with pytest.raises(OverflowError):
         x[client.from_numpy(np.ones((3, 2), bool))] = 1000
     check(x, np.zeros((3, 2), np.int8))
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("dtype", [np.bool_, np.int32, np.uint64, np.float64, np.complex64])
+def test_get_masked_matches_numpy(client, rng, layout, dtype):
+    values = sparse(rng, (6, 5, 3), dtype, density=0.9)
+    x = put(client, values, layout)
+    for k in (1, 2, 3):
+        mask = rng.random(values.shape[:k]) < 0.4
+        got = x[put(client, mask, layout)]
+        check(got, values[mask], f"{layout} {dtype} mask of {k} axes")
+    # The mask's own layout does not matter.
+    mask = rng.random(values.shape) < 0.5
+    check(x[client.from_numpy(mask, distarray.split_index_map(mask.shape, 1, [3, 2]))],
+          values[mask])
+
+
+def test_get_masked_edges(client, rng):
+    values = rng.uniform(-1, 1, (4, 3))
+    x = client.from_numpy(values, distarray.split_index_map((4, 3), 0, [0, 1]))
+    # Nothing selected, everything selected.
+    check(x[client.from_numpy(np.zeros((4, 3), bool))], values[np.zeros((4, 3), bool)])
+    check(x[client.from_numpy(np.ones(4, bool))], values)
+    # A 0-d mask: a new leading axis of length 1 or 0, as NumPy's x[True], x[False].
+    check(x[client.from_numpy(np.array(True))], values[np.array(True)])
+    check(x[client.from_numpy(np.array(False))], values[np.array(False)])
+    scalar = client.from_numpy(np.array(2.5))
+    check(scalar[client.from_numpy(np.array(True))], np.array([2.5]))
+    # Zero-size arrays and masks.
+    empty = client.from_numpy(np.zeros((0, 3)))
+    check(empty[client.from_numpy(np.zeros((0, 3), bool))], np.zeros((0,)))
+    check(empty[client.from_numpy(np.zeros(0, bool))], np.zeros((0, 3)))
+    with pytest.raises(IndexError, match="did not match"):
+        x[client.from_numpy(np.ones(3, bool))]
+    with pytest.raises(IndexError, match="too many indices"):
+        x[client.from_numpy(np.ones((4, 3, 1), bool))]
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_set_masked_one_value_per_element(client, rng, layout):
+    values = rng.integers(-100, 100, (5, 4, 2))
+    x = put(client, values, layout)
+    for k in (1, 2, 3):
+        mask = rng.random(values.shape[:k]) < 0.5
+        n = int(mask.sum())
+        new = rng.integers(1000, 2000, (n,) + values.shape[k:])
+        x[client.from_numpy(mask)] = put(client, new, layout)
+        values[mask] = new
+        check(x, values, f"{layout} mask of {k} axes")
+    # A value broadcast to every selected element: one per selected row, the same columns.
+    mask = rng.random(5) < 0.6
+    column = rng.integers(-5, 5, (int(mask.sum()), 1, 1))
+    x[client.from_numpy(mask)] = client.from_numpy(column)
+    values[mask] = column
+    check(x, values)
+    with pytest.raises(ValueError, match="broadcasts neither"):
+        x[client.from_numpy(mask)] = client.from_numpy(np.zeros((int(mask.sum()) + 1, 4, 2),
+                                                                 np.int64))
+    check(x, values)
