@@ -68,6 +68,7 @@ from ._api_namespace import *  # noqa: F401,F403,E402
 from ._api_namespace import __all__ as _api_namespace_names  # noqa: E402
 from ._api_namespace import __array_api_version__  # noqa: E402
 from ._api_searching import nonzero  # noqa: E402
+from ._api_set import unique_all, unique_counts, unique_inverse, unique_values  # noqa: E402
 from ._api_sorting import argsort, searchsorted, sort  # noqa: E402
 from . import linalg  # noqa: E402  (the array API's linalg extension)
 from ._api_statistics import *  # noqa: F401,F403,E402
@@ -111,5 +112,6 @@ __all__ = [
      + list(_api_linalg_names) + list(_api_manipulation_names) + list(_api_namespace_names)
      + list(_api_statistics_names)
      + ["argsort", "can_cast", "cumulative_prod", "cumulative_sum", "finfo", "iinfo", "isdtype",
-        "linalg", "nonzero", "result_type", "searchsorted", "sort", "take", "take_along_axis"])
+        "linalg", "nonzero", "result_type", "searchsorted", "sort", "take", "take_along_axis",
+        "unique_all", "unique_counts", "unique_inverse", "unique_values"])
 __all__ = sorted(set(__all__))

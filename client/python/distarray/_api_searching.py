@@ -25,12 +25,12 @@ from ._manipulation import _array, reshape
 from .v1 import distarray_pb2 as pb
 
 
-def count_arange(like: Any, n: int) -> Any:
+def count_arange(like: Any, n: int, start: int = 1) -> Any:
     """``[start, start + 1, ...]`` of length ``n`` (int64) on ``like``'s client, split over
     ``like``'s devices (a one-device layout when ``like`` is empty)."""
     devices = list(like.devices) or [0]
     index_map = split_index_map((n,), 0, devices) if n else None
-    fill = pb.Fill(arange=pb.Fill.Arange(start=1.0, step=1.0))
+    fill = pb.Fill(arange=pb.Fill.Arange(start=float(start), step=1.0))
     return new_like(like, fill, np.int64, shape=(n,), index_map=index_map)
 
 

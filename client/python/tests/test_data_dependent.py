@@ -290,3 +290,77 @@ def test_set_masked_one_value_per_element(client, rng, layout):
         x[client.from_numpy(mask)] = client.from_numpy(np.zeros((int(mask.sum()) + 1, 4, 2),
                                                                  np.int64))
     check(x, values)
+
+
+# ---- unique_* ------------------------------------------------------------------------------------
+
+
+def numpy_unique_all(values: np.ndarray):
+    """NumPy's unique_all with the array API's NaN rule (each NaN its own value, sorted last),
+    which NumPy 2 follows for ``equal_nan=False``."""
+    out = np.unique(values.reshape(-1), return_index=True, return_inverse=True,
+                    return_counts=True, equal_nan=False)
+    return out[0], out[1].astype(np.int64), out[2].reshape(values.shape).astype(np.int64), \
+        out[3].astype(np.int64)
+
+
+def with_repeats(rng, shape, dtype) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.3
+    pool = rng.integers(-6, 6, 5)
+    if dtype.kind == "u":
+        pool = np.abs(pool)
+    if dtype.kind == "c":
+        return (rng.choice(pool, shape) + 1j * rng.choice(pool[:2], shape)).astype(dtype)
+    return rng.choice(pool, shape).astype(dtype)
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint32, np.int64, np.float32,
+                                   np.float64, np.complex128])
+def test_unique_matches_numpy(client, rng, layout, dtype):
+    values = with_repeats(rng, (7, 4), dtype)
+    x = put(client, values, layout)
+    want_values, want_indices, want_inverse, want_counts = numpy_unique_all(values)
+    msg = f"{layout} {dtype}"
+    check(distarray.unique_values(x), want_values, msg)
+    counts = distarray.unique_counts(x)
+    check(counts.values, want_values, msg)
+    check(counts.counts, want_counts, msg)
+    inverse = distarray.unique_inverse(x)
+    check(inverse.values, want_values, msg)
+    check(inverse.inverse_indices, want_inverse, msg)
+    everything = distarray.unique_all(x)
+    assert type(everything).__name__ == "UniqueAllResult"
+    check(everything.values, want_values, msg)
+    check(everything.indices, want_indices, msg)  # the first occurrences: a stable sort
+    check(everything.inverse_indices, want_inverse, msg)
+    check(everything.counts, want_counts, msg)
+
+
+def test_unique_nans_are_distinct(client, rng):
+    values = np.array([[np.nan, 1.0, -0.0], [0.0, np.nan, 1.0], [np.inf, np.nan, -np.inf]])
+    x = client.from_numpy(values, distarray.split_index_map((3, 3), 1, [0, 1, 2]))
+    out = distarray.unique_all(x)
+    got = out.values.to_numpy()
+    np.testing.assert_array_equal(got, [-np.inf, 0.0, 1.0, np.inf, np.nan, np.nan, np.nan])
+    check(out.counts, np.array([1, 2, 2, 1, 1, 1, 1]))
+    check(out.indices, np.array([8, 2, 1, 6, 0, 4, 7]))
+    # Every NaN is its own value, and values[inverse] rebuilds x (NaNs at NaNs).
+    inverse = out.inverse_indices.to_numpy()
+    assert sorted(inverse[np.isnan(values)].tolist()) == [4, 5, 6]
+    np.testing.assert_array_equal(got[inverse], values)
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (0,), (2, 0)])
+def test_unique_small_and_empty(client, shape):
+    values = np.full(shape, 3.5)
+    x = client.from_numpy(values)
+    want = numpy_unique_all(values)
+    out = distarray.unique_all(x)
+    for got, expected, name in zip(out, want, out._fields):
+        check(got, expected, f"{shape} {name}")
+    check(distarray.unique_values(x), want[0])
+    check(distarray.unique_counts(x).counts, want[3])
+    check(distarray.unique_inverse(x).inverse_indices, want[2])
