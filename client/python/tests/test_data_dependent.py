@@ -364,3 +364,44 @@ def test_unique_small_and_empty(client, shape):
     check(distarray.unique_values(x), want[0])
     check(distarray.unique_counts(x).counts, want[3])
     check(distarray.unique_inverse(x).inverse_indices, want[2])
+
+
+# ---- repeat with an array of counts --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_repeat_counts_on_the_devices(client, rng, layout, axis):
+    values = rng.uniform(-1, 1, (5, 4, 3)).astype(np.float32)
+    x = put(client, values, layout)
+    n = values.size if axis is None else values.shape[axis]
+    counts = rng.integers(0, 4, n).astype(np.int16)
+    r = client.from_numpy(counts, distarray.split_index_map((n,), 0, [2, 0]))
+    check(distarray.repeat(x, r, axis=axis), np.repeat(values, counts, axis=axis),
+          f"{layout} axis {axis}")
+    # The same counts from the host: listed positions.
+    check(distarray.repeat(x, counts, axis=axis), np.repeat(values, counts, axis=axis))
+    # One count in an array of one element, and in a 0-d array.
+    check(distarray.repeat(x, client.from_numpy(np.array([2])), axis=axis),
+          np.repeat(values, 2, axis=axis))
+    check(distarray.repeat(x, client.from_numpy(np.array(3, np.uint8)), axis=axis),
+          np.repeat(values, 3, axis=axis))
+
+
+def test_repeat_counts_edges(client, rng):
+    values = rng.integers(0, 9, (3, 2))
+    x = client.from_numpy(values)
+    zeros = np.zeros(3, np.int64)
+    check(distarray.repeat(x, client.from_numpy(zeros), axis=0), np.repeat(values, zeros, axis=0))
+    check(distarray.repeat(x, zeros, axis=0), np.repeat(values, zeros, axis=0))
+    empty = client.from_numpy(np.zeros((0, 2)))
+    check(distarray.repeat(empty, client.from_numpy(np.zeros(0, np.int64)), axis=0),
+          np.zeros((0, 2)))
+    with pytest.raises(ValueError, match="negative"):
+        distarray.repeat(x, client.from_numpy(np.array([1, -1, 2])), axis=0)
+    with pytest.raises(ValueError, match="negative"):
+        distarray.repeat(x, np.array([1, -1, 2]), axis=0)
+    with pytest.raises(ValueError, match="axis of length 3"):
+        distarray.repeat(x, client.from_numpy(np.array([1, 2])), axis=0)
+    with pytest.raises(TypeError, match="integer"):
+        distarray.repeat(x, client.from_numpy(np.array([1.0, 2.0, 3.0])), axis=0)
