@@ -282,6 +282,7 @@ def test_set_masked_one_value_per_element(client, rng, layout):
         check(x, values, f"{layout} mask of {k} axes")
     # A value broadcast to every selected element: one per selected row, the same columns.
     mask = rng.random(5) < 0.6
+    mask[0] = True  # a value of count + 1 rows must not be one of a single row
     column = rng.integers(-5, 5, (int(mask.sum()), 1, 1))
     x[client.from_numpy(mask)] = client.from_numpy(column)
     values[mask] = column
