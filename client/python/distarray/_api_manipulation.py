@@ -11,9 +11,8 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ._api_cumulative import cumulative_sum
-from ._api_indexing import take
 from ._api_namespace import astype
-from ._api_searching import count_arange
+from ._api_searching import count_arange, gather
 from ._api_sorting import searchsorted
 from ._indexing import normalize_axes, normalize_axis
 from ._manipulation import ManipulationOps, _array, concat, expand_dims, reshape
@@ -99,12 +98,12 @@ def _repeat_each(x: Any, repeats: Any, axis: int) -> Any:
         return x[head + (slice(0, 0),)]
     ends = cumulative_sum(counts)
     source = searchsorted(ends, count_arange(x, total, start=0), side="right")
-    return take(x, source, axis=axis)
+    return gather(x, source, axis=axis)
 
 
 def _repeat_listed(x: Any, counts: np.ndarray, axis: int) -> Any:
     """``repeat`` with counts held here: the positions are listed in the request (as a NumPy
-    index is), one ``take``."""
+    index is), gathered by ``take`` in batches."""
     n = x.shape[axis]
     if counts.shape != (n,):
         raise ValueError(
@@ -116,7 +115,7 @@ def _repeat_listed(x: Any, counts: np.ndarray, axis: int) -> Any:
     positions = np.repeat(np.arange(n, dtype=np.int64), counts)
     if positions.size == 0:
         return x[(slice(None),) * axis + (slice(0, 0),)]
-    return take(x, positions, axis=axis)
+    return gather(x, positions, axis=axis)
 
 
 def repeat(x: Any, repeats: Any, /, *, axis: Optional[int] = None) -> Any:

@@ -17,11 +17,12 @@ import numpy as np
 
 from . import _functions as f
 from ._api_cumulative import cumulative_sum
+from ._api_indexing import take
 from ._api_namespace import astype
 from ._api_sorting import searchsorted
 from ._index_map import split_index_map
 from ._like import new_like
-from ._manipulation import _array, reshape
+from ._manipulation import _array, concat, reshape
 from .v1 import distarray_pb2 as pb
 
 
@@ -32,6 +33,35 @@ def count_arange(like: Any, n: int, start: int = 1) -> Any:
     index_map = split_index_map((n,), 0, devices) if n else None
     fill = pb.Fill(arange=pb.Fill.Arange(start=float(start), step=1.0))
     return new_like(like, fill, np.int64, shape=(n,), index_map=index_map)
+
+
+#: Positions per take in ``gather``: the daemon cuts an index array into runs in arithmetic
+#: progression and makes each run's piece of each chunk it meets a chunk of the result, bounded
+#: by --max_chunks (65,536); scattered positions are a run each, so 8,192 of them stay under it
+#: for a source split into up to 8 pieces along the other axes.
+GATHER_BATCH = 8192
+
+
+def _pieces(x: Any) -> int:
+    return sum(len(boxes) for boxes in x.index_map.values())
+
+
+def gather(x: Any, positions: Any, axis: int = 0) -> Any:
+    """``take(x, positions, axis=axis)`` for any number of positions: in batches of
+    ``GATHER_BATCH``, each batch's result (up to one chunk per position) gathered into one
+    piece per device of ``x`` (split along ``axis``) before the batches are joined, so that
+    scattered positions (a permutation, a sparse mask) do not leave one chunk per element."""
+    n = positions.shape[0]
+    if n <= GATHER_BATCH:
+        return take(x, positions, axis=axis)
+    devices = list(x.devices) or [0]
+    parts = []
+    for start in range(0, n, GATHER_BATCH):
+        part = take(x, positions[start:start + GATHER_BATCH], axis=axis)
+        if _pieces(part) > len(devices):
+            part = part.reshard(split_index_map(tuple(part.shape), axis, devices))
+        parts.append(part)
+    return concat(parts, axis=axis)
 
 
 def running_count(flat_mask: Any) -> Tuple[Any, int]:

@@ -23,9 +23,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._api_elementwise import imag, real
-from ._api_indexing import take
 from ._api_namespace import astype
-from ._api_searching import count_arange, running_count
+from ._api_searching import count_arange, gather, running_count
 from ._api_sorting import argsort, searchsorted, sort
 from ._like import full_fill, new_like, ones_fill, zeros_fill
 from ._manipulation import _array, concat, reshape
@@ -57,11 +56,11 @@ def _order(flat: Any) -> Any:
     if flat.dtype.kind != "c":
         return argsort(flat)
     by_imag = argsort(imag(flat))
-    return take(by_imag, argsort(take(real(flat), by_imag)))
+    return gather(by_imag, argsort(gather(real(flat), by_imag)))
 
 
 def _sorted(flat: Any) -> Any:
-    return sort(flat) if flat.dtype.kind != "c" else take(flat, _order(flat))
+    return sort(flat) if flat.dtype.kind != "c" else gather(flat, _order(flat))
 
 
 def _starts(s: Any) -> Any:
@@ -97,7 +96,7 @@ def unique_values(x: Any, /) -> Any:
         return astype(flat, flat.dtype)
     s = _sorted(flat)
     _, positions = _groups(s)
-    return take(s, positions)
+    return gather(s, positions)
 
 
 def unique_counts(x: Any, /) -> UniqueCountsResult:
@@ -107,13 +106,13 @@ def unique_counts(x: Any, /) -> UniqueCountsResult:
         return UniqueCountsResult(astype(flat, flat.dtype), _empty(x))
     s = _sorted(flat)
     _, positions = _groups(s)
-    return UniqueCountsResult(take(s, positions), _counts(positions, flat.shape[0]))
+    return UniqueCountsResult(gather(s, positions), _counts(positions, flat.shape[0]))
 
 
 def _inverse(x: Any, order: Any, counts: Any) -> Any:
     """Each element's value number (int64, ``x``'s shape): the running count of starts at its
     sorted place, less one, read through the inverse permutation of ``order``."""
-    return reshape(take(counts - 1, argsort(order)), tuple(x.shape))
+    return reshape(gather(counts - 1, argsort(order)), tuple(x.shape))
 
 
 def unique_inverse(x: Any, /) -> UniqueInverseResult:
@@ -123,9 +122,9 @@ def unique_inverse(x: Any, /) -> UniqueInverseResult:
     if flat.shape[0] == 0:
         return UniqueInverseResult(astype(flat, flat.dtype), _empty(x, tuple(x.shape)))
     order = _order(flat)
-    s = take(flat, order)
+    s = gather(flat, order)
     counts, positions = _groups(s)
-    return UniqueInverseResult(take(s, positions), _inverse(x, order, counts))
+    return UniqueInverseResult(gather(s, positions), _inverse(x, order, counts))
 
 
 def unique_all(x: Any, /) -> UniqueAllResult:
@@ -136,9 +135,9 @@ def unique_all(x: Any, /) -> UniqueAllResult:
         return UniqueAllResult(astype(flat, flat.dtype), _empty(x), _empty(x, tuple(x.shape)),
                                _empty(x))
     order = _order(flat)
-    s = take(flat, order)
+    s = gather(flat, order)
     counts, positions = _groups(s)
-    return UniqueAllResult(take(s, positions), take(order, positions),
+    return UniqueAllResult(gather(s, positions), gather(order, positions),
                            _inverse(x, order, counts), _counts(positions, flat.shape[0]))
 
 

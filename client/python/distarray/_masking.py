@@ -17,10 +17,9 @@ from typing import Any, Optional, Tuple
 import numpy as np
 
 from . import _functions as f
-from ._api_indexing import take
 from ._api_manipulation import broadcast_to
 from ._api_namespace import astype
-from ._api_searching import running_count, true_positions
+from ._api_searching import gather, running_count, true_positions
 from ._manipulation import reshape
 
 
@@ -81,7 +80,7 @@ def get_masked(x: Any, mask: Any) -> Any:
     positions = true_positions(reshape(mask, (-1,)))
     if positions.shape[0] == 0:
         return rows[0:0]
-    return take(rows, positions, axis=0)
+    return gather(rows, positions)
 
 
 def _fits(shape: Tuple[int, ...], target: Tuple[int, ...]) -> bool:
@@ -114,7 +113,7 @@ def set_masked(x: Any, mask: Any, value: Any, array_type: type) -> None:
         if tuple(value.shape) != selected:
             value = broadcast_to(value, selected)
         rank = f.maximum(counts - 1, 0)  # the row of value each position would take
-        value = reshape(take(value, rank, axis=0), tuple(x.shape))
+        value = reshape(gather(value, rank), tuple(x.shape))
         f.where(_broadcast_mask(x, mask, k), value, x, out=x)
         return
     f.where(_broadcast_mask(x, mask, k), value, x, out=x)

@@ -406,3 +406,34 @@ def test_repeat_counts_edges(client, rng):
         distarray.repeat(x, client.from_numpy(np.array([1, 2])), axis=0)
     with pytest.raises(TypeError, match="integer"):
         distarray.repeat(x, client.from_numpy(np.array([1.0, 2.0, 3.0])), axis=0)
+
+
+# ---- gathers in batches --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_scattered_positions_gather_in_batches(client, rng, layout, monkeypatch):
+    """Scattered positions are one piece each in a take; gather joins batches of them, each
+    gathered into one piece per device (the batch made small here, so a few dozen positions
+    span several). The results stay few chunks."""
+    from distarray import _api_searching
+
+    monkeypatch.setattr(_api_searching, "GATHER_BATCH", 7)
+    values = rng.integers(0, 6, (9, 8))
+    x = put(client, values, layout)
+    mask = rng.random((9, 8)) < 0.5
+    got = x[client.from_numpy(mask)]
+    check(got, values[mask])
+    assert sum(len(b) for b in got.index_map.values()) <= 4 * (-(-int(mask.sum()) // 7))
+    want = numpy_unique_all(values)
+    out = distarray.unique_all(x)
+    for got_part, expected, name in zip(out, want, out._fields):
+        check(got_part, expected, name)
+    counts = rng.integers(0, 3, 9)
+    check(distarray.repeat(x, client.from_numpy(counts), axis=0),
+          np.repeat(values, counts, axis=0))
+    check(distarray.repeat(x, counts, axis=0), np.repeat(values, counts, axis=0))
+    new = rng.integers(100, 200, int(mask.sum()))
+    x[client.from_numpy(mask)] = client.from_numpy(new)
+    values[mask] = new
+    check(x, values)
