@@ -15,7 +15,9 @@ functions); ``DistributedArray`` (``client.from_numpy``, ``client.attach``); cre
 signatures (``zeros``, ``ones``, ``full``, ``empty``, ``arange``, ``*_like``, ``asarray``: the
 explicit upload); dtype names (``float32``, ``bool``...); indexing (``x[1:, ::-1, None]``,
 ``x[key] = value``) and shapes (``reshape``, ``permute_dims``, ``concat``, ``stack``...);
-sorting and searching (``sort``, ``argsort``, ``searchsorted``); ``take`` and
+sorting and searching (``sort``, ``argsort``, ``searchsorted``, ``nonzero``, ``take``,
+``unique_values`` and the other ``unique_*``: the ones whose length depends on the values read
+back one count); boolean masks on the devices (``x[mask]``, ``x[mask] = v``); ``take`` and
 ``take_along_axis`` (indices held on the devices or listed);
 index-map helpers ``split_index_map``, ``replicated_index_map``,
 ``make_2d_index_map``, ``on_device``; NumPy's ufuncs and reductions as module functions

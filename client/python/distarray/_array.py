@@ -59,7 +59,8 @@ class DistributedArray(ArrayOps, ManipulationOps, ArrayApiMethods):
     are the only downloads: NumPy functions distarray does not serve raise TypeError rather than
     download the array behind the caller's back (``__array_function__``).
     Indexing (NumPy's basic indexing, on the devices): ``x[1:, ::-1, None, ...]`` is a new array,
-    ``x[key] = value`` (a scalar or a DistributedArray) updates this one in place; ``len(x)``,
+    ``x[key] = value`` (a scalar or a DistributedArray) updates this one in place; one integer
+    array per key, and a boolean DistributedArray mask (``x[x > 0]``); ``len(x)``,
     ``for row in x``. Shapes: ``T``, ``mT``, ``transpose``, ``reshape``, ``flatten``, ``ravel``,
     ``squeeze``, ``swapaxes``; ``distarray.concat``, ``stack``, ``expand_dims``, ``flip``...
     Layout: ``reshard(index_map, mode=None)``, ``change_mode(mode)``.
