@@ -287,10 +287,15 @@ absl::StatusOr<std::vector<int64_t>> Engine::ReadPositions(const ArrayPtr& array
                                                            const std::string& field,
                                                            const CallContext& call) const {
   const int64_t n = NumElements(array->shape);
+  std::vector<int64_t> positions(static_cast<size_t>(n));
+  if (array->dtype == DType::kInt64) {  // read in place: no second copy of the indices
+    RETURN_IF_ERROR(ReadSlabs(array, v1::DownloadArrayRequest(), nullptr,
+                              reinterpret_cast<char*>(positions.data()), n * 8, call));
+    return positions;
+  }
   std::vector<char> bytes(static_cast<size_t>(n * DTypeSize(array->dtype)));
   RETURN_IF_ERROR(ReadSlabs(array, v1::DownloadArrayRequest(), nullptr, bytes.data(),
                             static_cast<int64_t>(bytes.size()), call));
-  std::vector<int64_t> positions(static_cast<size_t>(n));
   absl::Status status;
   DispatchStorageDType(array->dtype, [&](auto tag) {
     using T = decltype(tag);

@@ -50,8 +50,6 @@ AxisSelection ClampSlice(const v1::Slice& slice, int64_t n, int64_t step) {
 // as field[k].
 absl::StatusOr<std::vector<AxisSelection>> RunsOf(absl::Span<const int64_t> values, int64_t n,
                                                   int axis, const std::string& field) {
-  std::vector<int64_t> positions;
-  positions.reserve(values.size());
   for (size_t k = 0; k < values.size(); ++k) {
     const int64_t value = values[k];
     if (value < -n || value >= n) {
@@ -59,21 +57,22 @@ absl::StatusOr<std::vector<AxisSelection>> RunsOf(absl::Span<const int64_t> valu
                                                 " is out of bounds for axis ", axis, " with size ",
                                                 n));
     }
-    positions.push_back(value < 0 ? value + n : value);
   }
+  // Normalized where read (no copy: an index array may hold 1<<24 positions).
+  auto position = [&](size_t k) { return values[k] < 0 ? values[k] + n : values[k]; };
   std::vector<AxisSelection> runs;
   size_t k = 0;
-  while (k < positions.size()) {
+  while (k < values.size()) {
     size_t end = k + 1;
-    const int64_t step = end < positions.size() ? positions[end] - positions[k] : 1;
+    const int64_t step = end < values.size() ? position(end) - position(k) : 1;
     if (step != 0) {
-      while (end < positions.size() && positions[end] - positions[end - 1] == step) ++end;
+      while (end < values.size() && position(end) - position(end - 1) == step) ++end;
     }
     AxisSelection run;
     const int64_t count = static_cast<int64_t>(end - k);
     run.range.count = count;
     run.range.step = count > 1 ? (step > 0 ? step : -step) : 1;
-    run.range.start = step > 0 || count == 1 ? positions[k] : positions[end - 1];
+    run.range.start = step > 0 || count == 1 ? position(k) : position(end - 1);
     run.reversed = count > 1 && step < 0;
     runs.push_back(run);
     k = end;

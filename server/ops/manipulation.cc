@@ -72,6 +72,30 @@ absl::StatusOr<BasicIndex> NormalizeKey(const OpContext& context, const v1::Inde
   return NormalizeIndexKey(key, shape, field, &positions);
 }
 
+// The result of a list's get_item split along the list's axis into near-equal parts, one per
+// device that holds pieces (in the order the pieces meet them), each whole along the other axes.
+IndexMap CompactListLayout(const BasicIndex& index, const IndexMap& pieces) {
+  std::vector<int> devices;
+  for (const ChunkSpec& piece : pieces) {
+    if (std::find(devices.begin(), devices.end(), piece.device) == devices.end()) {
+      devices.push_back(piece.device);
+    }
+  }
+  const size_t axis = static_cast<size_t>(
+      std::find(index.result_axes.begin(), index.result_axes.end(), index.list_axis) -
+      index.result_axes.begin());
+  const int64_t length = index.result_shape[axis];
+  const int64_t parts = std::min<int64_t>(static_cast<int64_t>(devices.size()), length);
+  IndexMap map;
+  for (int64_t k = 0; k < parts; ++k) {
+    const int64_t start = length * k / parts, stop = length * (k + 1) / parts;
+    Box box = FullBox(index.result_shape);
+    box[axis] = Range{start, 1, stop - start};
+    map.push_back(ChunkSpec{devices[k], std::move(box)});
+  }
+  return map;
+}
+
 absl::Status PlanGetItem(const OpContext& context, const v1::GetItemSpec& spec,
                          const std::string& field, PlannedManipulation& planned) {
   ASSIGN_OR_RETURN(ArrayPtr source, ResolveArrayOperand(context, spec.source(), field + ".source"));
@@ -90,6 +114,11 @@ absl::Status PlanGetItem(const OpContext& context, const v1::GetItemSpec& spec,
           " chunks (an integer list of many short runs over many chunks); take fewer positions "
           "per call"));
     }
+  }
+  if (planned.index.list_axis >= 0 && source->mode == Mode::kReplica &&
+      static_cast<int64_t>(planned.result.map.size()) > kCompactListPieces) {
+    planned.compact_list = true;
+    planned.result.map = CompactListLayout(planned.index, planned.result.map);
   }
   planned.sources = {std::move(source)};
   return absl::OkStatus();

@@ -21,6 +21,11 @@ namespace distarray {
 
 // The most arrays one concat or stack joins.
 inline constexpr int kMaxConcatSources = 1024;
+// get_item with an integer list or array: the most pieces (a piece per run per source chunk it
+// meets) the result keeps as its chunks. Past it, as random positions give, the pieces are gathered
+// into a compact layout (CompactListLayout): an array of thousands of tiny chunks costs every later
+// op (a reduction's plan over it can run out of its budget).
+inline constexpr int64_t kCompactListPieces = 64;
 
 // How a sort runs (sort.cc): where each chunk holds whole lines along the axis, in place;
 // otherwise in a working layout first, split along another axis (each chunk then holds whole
@@ -42,7 +47,10 @@ struct PlannedManipulation {
   // set_item: the value, an array (broadcast to the region) or a scalar (`value` null).
   ArrayPtr value;
   Scalar scalar;
-  BasicIndex index;               // get_item, set_item
+  BasicIndex index;  // get_item, set_item
+  // get_item: the result is the pieces the list cuts (index map `pieces`) gathered into
+  // result.map (a REPLICA source whose list cuts more than kCompactListPieces pieces).
+  bool compact_list = false;
   std::vector<int> axes;          // permute_dims: result axis i is source axis axes[i]
   bool reshape_in_place = false;  // reshape: every chunk keeps its buffer (relabelled)
   SortPlan sort;

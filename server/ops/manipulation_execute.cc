@@ -51,8 +51,10 @@ absl::StatusOr<std::vector<Chunk>> RelabelledAll(DeviceOps& ops, const Array& so
 
 // ---------------------------------------------------------------------------------------------
 
-absl::StatusOr<std::vector<Chunk>> ExecuteGetItem(DeviceOps& ops, const PlannedManipulation& p,
+absl::StatusOr<std::vector<Chunk>> ExecuteGetItem(const OpContext& context,
+                                                  const PlannedManipulation& p,
                                                   SourceBuffers sources) {
+  DeviceOps& ops = *context.ops;
   const Array& source = *p.sources[0];
   std::vector<Chunk> out;
   std::vector<std::pair<const Chunk*, ChunkSelection>> gathers;
@@ -91,7 +93,15 @@ absl::StatusOr<std::vector<Chunk>> ExecuteGetItem(DeviceOps& ops, const PlannedM
     RETURN_IF_ERROR(Gather(ops, source.dtype, from->buffer, NumElements(from->spec.box),
                            selection.view, chunk.buffer, NumElements(chunk.spec.box)));
   }
-  return out;
+  if (!p.compact_list) return out;
+  // The list's many pieces gathered into the planned compact layout (one relayout of the
+  // result's bytes); the pieces are freed as it completes.
+  Array pieces;
+  pieces.shape = p.result.shape;
+  pieces.dtype = source.dtype;
+  pieces.mode = Mode::kReplica;
+  pieces.chunks = std::move(out);
+  return Relayout(ops, pieces, p.result.map, Mode::kReplica, context.alive);
 }
 
 // The value's elements that land in one chunk's selected region, and how to read them in the
@@ -404,7 +414,7 @@ absl::StatusOr<OpResult> ExecuteManipulation(const OpContext& context,
   auto chunks = [&]() -> absl::StatusOr<std::vector<Chunk>> {
     switch (planned.op) {
       case v1::ManipulationSpec::kGetItem:
-        return ExecuteGetItem(*context.ops, planned, sources);
+        return ExecuteGetItem(context, planned, sources);
       case v1::ManipulationSpec::kSetItem:
         return ExecuteSetItem(context, planned, sources);
       case v1::ManipulationSpec::kPermuteDims:

@@ -203,6 +203,15 @@ class Runner {
           case v1::ManipulationSpec::OP_NOT_SET:
             break;
         }
+        // Index arrays held in the daemon (IndexItem.array) take the operands after the spec's.
+        v1::IndexKey* key = spec.has_get_item()   ? spec.mutable_get_item()->mutable_key()
+                            : spec.has_set_item() ? spec.mutable_set_item()->mutable_key()
+                                                  : nullptr;
+        if (key != nullptr) {
+          for (v1::IndexItem& item : *key->mutable_items()) {
+            if (item.has_array()) operands.push_back(item.mutable_array());
+          }
+        }
         for (int i = 0; i < action.operands_from_size() && i < static_cast<int>(operands.size());
              ++i) {
           if (!handles_.empty()) {

@@ -596,6 +596,10 @@ std::vector<std::pair<std::string, Case>> Seeds() {
         c.Create(Spec({6}, v1::DTYPE_INT32, Replicated({6}, 2))).mutable_fill()->mutable_integers();
     draws->set_low(-3);
     draws->set_high(9);
+    // a[idx] and a[idx] = b with the index an array held in the daemon (IndexItem.array: the
+    // operand after the spec's own), here the draws (int32; a draw past the axis is OUT_OF_RANGE).
+    c.Manipulate({0, 6}).mutable_get_item()->mutable_key()->add_items()->mutable_array();
+    c.Manipulate({0, 2, 6}).mutable_set_item()->mutable_key()->add_items()->mutable_array();
     auto slice = [](v1::IndexKey* key, int64_t start, int64_t stop, int64_t step) {
       v1::Slice* s = key->add_items()->mutable_slice();
       s->set_start(start);

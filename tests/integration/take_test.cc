@@ -167,6 +167,38 @@ TEST_P(TakeTest, HeldPositionsBeyondTheListedBound) {
   EXPECT_EQ(*taken.Download<float>(), want);
 }
 
+TEST_P(TakeTest, RandomPositionsGiveACompactResult) {
+  // Random positions cut the source into a piece per run; the result gathers them into one chunk
+  // per device along the list's axis, which later ops (a reduction) take as any array.
+  std::mt19937_64 rng(9);
+  const int64_t n = 20000, count = 30000;
+  const std::vector<float> values = RandomValues<float>(n, rng);
+  std::vector<int> all;
+  for (int d = 0; d < devices(); ++d) all.push_back(d);
+  const std::vector<int64_t> positions = RandomPositions<int64_t>(count, n, rng);
+  ASSERT_OK_AND_ASSIGN(Array a, client().Upload<float>(values, {n}, {Split(1, 0, n, all)}));
+  ASSERT_OK_AND_ASSIGN(Array idx,
+                       client().Upload<int64_t>(positions, {count}, {Replicated(1, {all.back()})}));
+  ASSERT_OK_AND_ASSIGN(Array taken, GetItem(a, {HeldPositions{idx.handle()}}));
+  EXPECT_LE(taken.info().index_map().chunks_size(), devices());
+  std::vector<float> want;
+  double sum = 0;
+  for (int64_t p : positions) {
+    want.push_back(values[p < 0 ? p + n : p]);
+    sum += want.back();
+  }
+  EXPECT_EQ(*taken.Download<float>(), want);
+  v1::ReduceRequest reduce;
+  reduce.mutable_spec()->set_op(v1::REDUCE_OP_SUM);
+  reduce.mutable_spec()->mutable_operand()->set_handle(taken.handle());
+  ASSERT_OK_AND_ASSIGN(Array total, client().Reduce(reduce));
+  EXPECT_NEAR((*total.Download<float>())[0], sum, 1.0);  // float32 sums of 30,000 values
+  // The same positions listed give the same values (a list of this length is within its bound).
+  ASSERT_OK_AND_ASSIGN(Array listed, GetItem(a, {Positions{positions}}));
+  EXPECT_EQ(*listed.Download<float>(), want);
+  EXPECT_EQ(*a.Download<float>(), values);
+}
+
 TEST_P(TakeTest, HeldPositionsRefusals) {
   std::vector<int> on = {0};
   ASSERT_OK_AND_ASSIGN(

@@ -1,15 +1,16 @@
 // Basic indexing and flat runs as pure functions: the key normalization against Python's own
 // slice rules (computed here by brute force), each chunk's selection against element-by-element
 // enumeration, and reshape's runs against the positions they must hold.
+#include "server/ops/basic_index.h"
 #include <map>
 #include <optional>
 #include <random>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "common/box.h"
 #include "gtest/gtest.h"
 #include "server/kernels/ops.h"
-#include "server/ops/basic_index.h"
 #include "server/ops/flat_runs.h"
 
 namespace distarray {
@@ -314,6 +315,48 @@ TEST(BasicIndexTest, BadIntegerListsNameTheirPosition) {
   EXPECT_EQ(index.status().code(), absl::StatusCode::kInvalidArgument);
   index = NormalizeIndexKey(Key({List({})}), {5}, "k");
   EXPECT_EQ(index.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// An index array held in the daemon (IndexItem.array) normalizes as the same positions listed,
+// with its own field in errors; without the values read it is refused.
+TEST(BasicIndexTest, HeldPositionsNormalizeAsListedOnes) {
+  const std::vector<int64_t> positions = {7, -1, 0, 0, 2, 3, 4, 5, -3};
+  v1::IndexItem held;
+  held.mutable_array()->set_handle("idx");
+  absl::StatusOr<BasicIndex> listed =
+      NormalizeIndexKey(Key({SliceItem(1, std::nullopt, 1), List(positions)}), {4, 8}, "k");
+  absl::StatusOr<BasicIndex> read =
+      NormalizeIndexKey(Key({SliceItem(1, std::nullopt, 1), held}), {4, 8}, "k", &positions);
+  ASSERT_TRUE(listed.ok() && read.ok()) << listed.status() << read.status();
+  EXPECT_EQ(read->result_shape, listed->result_shape);
+  EXPECT_EQ(read->list_axis, 1);
+  EXPECT_EQ(read->run_offsets, listed->run_offsets);
+  ASSERT_EQ(read->runs.size(), listed->runs.size());
+  for (size_t k = 0; k < read->runs.size(); ++k) {
+    EXPECT_EQ(read->runs[k].range, listed->runs[k].range) << k;
+    EXPECT_EQ(read->runs[k].reversed, listed->runs[k].reversed) << k;
+  }
+  const std::vector<int64_t> past = {0, 8};
+  read = NormalizeIndexKey(Key({Index(0), held}), {4, 8}, "k", &past);
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(read.status().message(),
+            "k.items[1].array[1]: index 8 is out of bounds for axis 1 with size 8");
+  read = NormalizeIndexKey(Key({held}), {4}, "k");
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument);
+  read = NormalizeIndexKey(Key({held, List({0})}), {4, 4}, "k", &positions);
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(read.status().message(), "at most one integer array"));
+}
+
+// SelectFromChunk stops past its bound: a list of many runs is refused without building them all.
+TEST(BasicIndexTest, SelectionsStopPastTheirBound) {
+  std::vector<int64_t> positions;
+  for (int64_t k = 0; k < 1000; ++k) positions.push_back((k * 7919) % 1000);  // no runs
+  absl::StatusOr<BasicIndex> index = NormalizeIndexKey(Key({List(positions)}), {1000}, "k");
+  ASSERT_TRUE(index.ok()) << index.status();
+  const Box chunk = {Range{0, 1, 1000}};
+  EXPECT_EQ(SelectFromChunk(*index, chunk).size(), index->runs.size());
+  EXPECT_EQ(SelectFromChunk(*index, chunk, 10).size(), 11u);
 }
 
 TEST(FlatRunsTest, RunsCoverExactlyTheirPositionsInOrder) {

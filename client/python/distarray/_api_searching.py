@@ -36,9 +36,9 @@ def count_arange(like: Any, n: int, start: int = 1) -> Any:
 
 
 #: Positions per take in ``gather``: the daemon cuts an index array into runs in arithmetic
-#: progression and makes each run's piece of each chunk it meets a chunk of the result, bounded
-#: by --max_chunks (65,536); scattered positions are a run each, so 8,192 of them stay under it
-#: for a source split into up to 8 pieces along the other axes.
+#: progression and plans each run's piece of each chunk it meets, bounded by --max_chunks
+#: (65,536; the result is compacted afterwards); scattered positions are a run each, so 8,192
+#: of them stay under it for a source split into up to 8 pieces along the other axes.
 GATHER_BATCH = 8192
 
 
