@@ -15,7 +15,9 @@ functions); ``DistributedArray`` (``client.from_numpy``, ``client.attach``); cre
 signatures (``zeros``, ``ones``, ``full``, ``empty``, ``arange``, ``*_like``, ``asarray``: the
 explicit upload); dtype names (``float32``, ``bool``...); indexing (``x[1:, ::-1, None]``,
 ``x[key] = value``) and shapes (``reshape``, ``permute_dims``, ``concat``, ``stack``...);
-sorting and searching (``sort``, ``argsort``, ``searchsorted``); ``take`` and
+sorting and searching (``sort``, ``argsort``, ``searchsorted``, ``nonzero``, ``take``,
+``unique_values`` and the other ``unique_*``: the ones whose length depends on the values read
+back one count); boolean masks on the devices (``x[mask]``, ``x[mask] = v``); ``take`` and
 ``take_along_axis`` (indices held on the devices or listed);
 index-map helpers ``split_index_map``, ``replicated_index_map``,
 ``make_2d_index_map``, ``on_device``; NumPy's ufuncs and reductions as module functions
@@ -67,6 +69,8 @@ from ._api_manipulation import __all__ as _api_manipulation_names  # noqa: E402
 from ._api_namespace import *  # noqa: F401,F403,E402
 from ._api_namespace import __all__ as _api_namespace_names  # noqa: E402
 from ._api_namespace import __array_api_version__  # noqa: E402
+from ._api_searching import nonzero  # noqa: E402
+from ._api_set import unique_all, unique_counts, unique_inverse, unique_values  # noqa: E402
 from ._api_sorting import argsort, searchsorted, sort  # noqa: E402
 from . import linalg  # noqa: E402  (the array API's linalg extension)
 from ._api_statistics import *  # noqa: F401,F403,E402
@@ -110,5 +114,6 @@ __all__ = [
      + list(_api_linalg_names) + list(_api_manipulation_names) + list(_api_namespace_names)
      + list(_api_statistics_names)
      + ["argsort", "can_cast", "cumulative_prod", "cumulative_sum", "finfo", "iinfo", "isdtype",
-        "linalg", "result_type", "searchsorted", "sort", "take", "take_along_axis"])
+        "linalg", "nonzero", "result_type", "searchsorted", "sort", "take", "take_along_axis",
+        "unique_all", "unique_counts", "unique_inverse", "unique_values"])
 __all__ = sorted(set(__all__))

@@ -60,9 +60,11 @@ class ArrayNamespaceInfo:
     __module__ = "distarray"
 
     def capabilities(self) -> Dict[str, Any]:
-        """Boolean-mask indexing and functions whose output shape depends on the values
-        (``nonzero``, ``unique_*``) are not served yet; the daemon bounds index keys, not ranks."""
-        return {"boolean indexing": False, "data-dependent shapes": False,
+        """Boolean-mask indexing (a mask held on the devices) and the functions whose output
+        shape depends on the values (``nonzero``, ``unique_*``, ``repeat`` with an array of
+        counts) are served, each reading back one count; the daemon bounds index keys, not
+        ranks."""
+        return {"boolean indexing": True, "data-dependent shapes": True,
                 "max dimensions": None}
 
     def default_device(self) -> Device:

@@ -1,7 +1,7 @@
 """What makes the ``distarray`` module an array API namespace (2024.12) beyond its functions:
 the version, the constants, ``astype`` in the array API's signature, and the methods the array
-object needs (``__array_namespace__``, ``device``, ``to_device``, the 0-d conversions), which
-``DistributedArray`` takes from ``ArrayApiMethods``.
+object needs (``__array_namespace__``, ``device``, ``to_device``, the 0-d conversions, DLPack's
+export of a host copy), which ``DistributedArray`` takes from ``ArrayApiMethods``.
 
 ``DistributedArray.__array_namespace__()`` is the ``distarray`` module itself; its functions use
 the default client (``distarray.connect(address)``) to create arrays, and the arrays' own client
@@ -10,10 +10,11 @@ otherwise. ``docs/testing.md`` says how the standard's test suite runs against i
 
 from __future__ import annotations
 
+import enum
 import math
 import operator
 import sys
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 from ._api_info import DEVICE, Device, check_device
 
@@ -34,6 +35,12 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Optional[Device]
     if not copy and x.dtype == dtype:
         return x
     return x._ufunc("astype", (x,), dtype=dtype, **({"result_name": name} if name else {}))
+
+
+class DLDeviceType(enum.IntEnum):
+    """DLPack's device types, of which distarray exports one: the host's memory."""
+
+    kDLCPU = 1
 
 
 class ArrayApiMethods:
@@ -61,6 +68,32 @@ class ArrayApiMethods:
         if stream is not None:
             raise ValueError("to_device: distarray takes no stream")
         return self
+
+    def __dlpack__(self, /, *, stream: Any = None, max_version: Optional[tuple] = None,
+                   dl_device: Optional[tuple] = None, copy: Optional[bool] = None) -> Any:
+        """A DLPack capsule of a host copy of the values: the array lives in the daemon's
+        memory, which no other library of this process can read, so exporting is a download
+        (``to_numpy()``), which the consumer asked for by name (``numpy.from_dlpack(x)``,
+        ``torch.from_dlpack(x)``), as ``numpy.asarray(x)`` is. The capsule says it is a copy.
+        ``copy=False`` is BufferError (there is no buffer to share); ``dl_device`` may only be
+        the CPU (``__dlpack_device__``), and ``stream`` only None, as for NumPy's arrays."""
+        if copy is False:
+            raise BufferError(
+                "a DistributedArray lives in the daemon's memory: DLPack can only export a copy "
+                "(copy=None or True), downloaded to the host"
+            )
+        values = self.to_numpy()  # type: ignore[attr-defined]
+        kwargs: dict = {"copy": True}  # sets DLPack's IS_COPIED flag
+        if max_version is not None:
+            kwargs["max_version"] = max_version
+        if dl_device is not None:
+            kwargs["dl_device"] = dl_device
+        return values.__dlpack__(stream=stream, **kwargs)
+
+    def __dlpack_device__(self) -> Tuple[DLDeviceType, int]:
+        """``(kDLCPU, 0)``: the device of what ``__dlpack__`` exports, a host copy (the daemon's
+        devices are another process's, out of DLPack's reach)."""
+        return (DLDeviceType.kDLCPU, 0)
 
     def __index__(self) -> int:
         if self.dtype.kind not in "iu" or self.ndim != 0:  # type: ignore[attr-defined]

@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _functions, _numpy_dispatch, _repr, _transfer
+from . import _functions, _masking, _numpy_dispatch, _repr, _transfer
 from ._api_namespace import ArrayApiMethods
 from ._errors import translate_errors
 from ._index_map import IndexMap, IndexMapLike, from_proto_index_map, to_proto_index_map
@@ -59,7 +59,8 @@ class DistributedArray(ArrayOps, ManipulationOps, ArrayApiMethods):
     are the only downloads: NumPy functions distarray does not serve raise TypeError rather than
     download the array behind the caller's back (``__array_function__``).
     Indexing (NumPy's basic indexing, on the devices): ``x[1:, ::-1, None, ...]`` is a new array,
-    ``x[key] = value`` (a scalar or a DistributedArray) updates this one in place; ``len(x)``,
+    ``x[key] = value`` (a scalar or a DistributedArray) updates this one in place; one integer
+    array per key, and a boolean DistributedArray mask (``x[x > 0]``); ``len(x)``,
     ``for row in x``. Shapes: ``T``, ``mT``, ``transpose``, ``reshape``, ``flatten``, ``ravel``,
     ``squeeze``, ``swapaxes``; ``distarray.concat``, ``stack``, ``expand_dims``, ``flip``...
     Layout: ``reshard(index_map, mode=None)``, ``change_mode(mode)``.
@@ -179,11 +180,23 @@ class DistributedArray(ArrayOps, ManipulationOps, ArrayApiMethods):
         response = self._rpc.call("Manipulate", request)
         return DistributedArray(self._client, response.array, owned=True)
 
+    def __getitem__(self, key: Key) -> "DistributedArray":
+        """NumPy's basic indexing (integers, slices, None, ``...``), one integer array along one
+        axis, and a boolean DistributedArray ``mask`` matching the leading axes (``x[mask]``:
+        the selected elements, their count read back). A new array."""
+        mask = _masking.mask_of(key, DistributedArray)
+        if mask is not None:
+            return _masking.get_masked(self, mask)
+        return ManipulationOps.__getitem__(self, key)
+
     @translate_errors
     def __setitem__(self, key: Key, value: Any) -> None:
         """``self[key] = value``: ``value`` (a scalar, or a DistributedArray of this client)
         broadcast to the selected elements and converted to this dtype, on the devices. The
         array keeps its handle; its description (``info``) is refreshed from the response.
+        ``key`` may be a boolean DistributedArray matching the leading axes (``x[mask] = 0``:
+        ``where(mask, value, x)`` written into this array; a value of one row per selected
+        element is gathered to the selected positions first).
 
         NumPy arrays and lists are refused rather than uploaded behind the caller's back: upload
         them explicitly (``distarray.asarray(values)``, ``client.from_numpy(values)``), or write
@@ -195,6 +208,10 @@ class DistributedArray(ArrayOps, ManipulationOps, ArrayApiMethods):
                 "first (x[key] = distarray.asarray(values), or client.from_numpy(values)), or "
                 "write a region of slices with x.write(values, region)"
             )
+        mask = _masking.mask_of(key, DistributedArray)
+        if mask is not None:
+            _masking.set_masked(self, mask, value, DistributedArray)
+            return
         spec = set_item_spec(self, key, value)
         self._rpc.require(_manipulate_feature(spec))
         response = self._rpc.call("Manipulate", pb.ManipulateRequest(spec=spec))

@@ -36,7 +36,8 @@ _VALID = (
 )
 _MASK = (
     "this boolean-mask index is not served yet by distarray: a 1-D mask along one axis is "
-    "(a[mask], a[:, mask]); a 0-d or multi-dimensional one is not"
+    "(a[mask], a[:, mask]), and so is a mask held on the devices of any rank, alone "
+    "(a[distarray.asarray(mask)]); a 0-d or multi-dimensional NumPy one is not"
 )
 _INTEGER_ARRAY = (
     "this integer-array index is not served yet by distarray: one 1-D integer array or list "
