@@ -114,4 +114,80 @@ def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1) -> Any:
     return reshape(flat, out_shape)
 
 
+def _integer_array(item: Any) -> bool:
+    """Whether a key item is an integer array of at least one axis (held, NumPy or a list)."""
+    if hasattr(item, "handle"):
+        return item.ndim > 0 and np.issubdtype(np.dtype(item.dtype), np.integer)
+    if isinstance(item, (list, tuple, np.ndarray)):
+        values = np.asarray(item)
+        return values.ndim > 0 and (values.size == 0 or np.issubdtype(values.dtype, np.integer))
+    return False
+
+
+def _integer(item: Any) -> bool:
+    return (isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))) or (
+        hasattr(item, "handle") and item.ndim == 0
+        and np.issubdtype(np.dtype(item.dtype), np.integer))
+
+
+def arrays_key(x: Any, key: Any) -> bool:
+    """Whether ``x[key]`` is the advanced indexing ``integer_arrays_get`` serves: one item per axis
+    of ``x``, each an integer or an integer array, with several arrays or one of more than one
+    axis (one 1-D array among integers is the daemon's own integer-array index)."""
+    if not isinstance(key, tuple) or len(key) != x.ndim or x.ndim == 0:
+        return False
+    arrays = [item for item in key if _integer_array(item)]
+    if not arrays or len(arrays) + sum(_integer(item) for item in key) != len(key):
+        return False
+    return len(arrays) > 1 or np.ndim(arrays[0]) > 1
+
+
+def integer_arrays_get(x: Any, key: Tuple[Any, ...]) -> Any:
+    """``x[i0, i1, ...]`` with every axis indexed by an integer or an integer array (NumPy's
+    advanced indexing: the arrays broadcast together, and the result has their broadcast shape).
+    Computed on the devices as ``take_along_axis`` is: the flat positions ``sum_d i_d *
+    stride_d`` by elementwise ops, one ``take`` from ``x`` flattened, a reshape. NumPy index
+    arrays are uploaded as indices (they are the key, not data). The positions are checked against
+    their axes first (one reduction read back): IndexError as NumPy's."""
+    shape = tuple(x.shape)
+    strides = [int(np.prod(shape[d + 1:])) for d in range(len(shape))]
+    arrays = []
+    constant = 0
+    for d, item in enumerate(key):
+        n = shape[d]
+        if _integer(item):
+            i = int(item)
+            if i < -n or i >= n:
+                raise IndexError(f"index {i} is out of bounds for axis {d} with size {n}")
+            constant += (i + n if i < 0 else i) * strides[d]
+            continue
+        if not hasattr(item, "handle"):
+            item = x._client.from_numpy(np.asarray(item, dtype=np.int64))
+        arrays.append((d, item))
+    out_shape = tuple(np.broadcast_shapes(*(tuple(a.shape) for _, a in arrays)))
+    if 0 in out_shape:
+        return new_like(x, pb.Fill(zeros=pb.Fill.Zeros()), x.dtype, shape=out_shape)
+    outside = None
+    for d, a in arrays:
+        bad = ((a < -shape[d]) | (a >= shape[d])).any()
+        outside = bad if outside is None else outside | bad
+    if bool(outside):
+        raise IndexError("an index array holds a position out of bounds for its axis "
+                         f"(the array's shape is {shape})")
+    positions = None
+    for d, a in arrays:
+        term = a.astype(np.int64)
+        term = term + (term < 0) * shape[d]
+        if strides[d] != 1:
+            term = term * strides[d]
+        positions = term if positions is None else positions + term
+    if constant:
+        positions = positions + constant
+    if tuple(positions.shape) != out_shape:
+        positions = positions + new_like(x, pb.Fill(zeros=pb.Fill.Zeros()), np.int64,
+                                         shape=out_shape)
+    flat = take(reshape(x, (-1,)), reshape(positions, (-1,)))
+    return reshape(flat, out_shape)
+
+
 __all__ = ["take", "take_along_axis"]

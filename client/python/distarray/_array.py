@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _functions, _masking, _numpy_dispatch, _repr, _transfer
+from . import _api_indexing, _functions, _masking, _numpy_dispatch, _repr, _transfer
 from ._api_namespace import ArrayApiMethods
 from ._errors import translate_errors
 from ._index_map import IndexMap, IndexMapLike, from_proto_index_map, to_proto_index_map
@@ -182,11 +182,14 @@ class DistributedArray(ArrayOps, ManipulationOps, ArrayApiMethods):
 
     def __getitem__(self, key: Key) -> "DistributedArray":
         """NumPy's basic indexing (integers, slices, None, ``...``), one integer array along one
-        axis, and a boolean DistributedArray ``mask`` matching the leading axes (``x[mask]``:
-        the selected elements, their count read back). A new array."""
+        axis, integer arrays (and integers) on every axis (``x[i, j]``: broadcast together, as
+        NumPy's advanced indexing), and a boolean DistributedArray ``mask`` matching the leading
+        axes (``x[mask]``: the selected elements, their count read back). A new array."""
         mask = _masking.mask_of(key, DistributedArray)
         if mask is not None:
             return _masking.get_masked(self, mask)
+        if _api_indexing.arrays_key(self, key):
+            return _api_indexing.integer_arrays_get(self, key)
         return ManipulationOps.__getitem__(self, key)
 
     @translate_errors

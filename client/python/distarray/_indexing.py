@@ -176,7 +176,8 @@ def index_key(key: Any, shape: Optional[Sequence[int]] = None) -> "pb.IndexKey":
             lists += 1
             if lists > 1:
                 raise IndexError(
-                    "distarray serves one integer-array (or mask) index per key, as take does"
+                    "distarray serves one integer-array (or mask) index per key among slices, as "
+                    "take does, or an integer or integer array on every axis (x[i, j])"
                 )
             out.array.handle = handle  # read on the daemon; it checks the positions
             axes_used += 1
@@ -184,7 +185,8 @@ def index_key(key: Any, shape: Optional[Sequence[int]] = None) -> "pb.IndexKey":
             lists += 1
             if lists > 1:
                 raise IndexError(
-                    "distarray serves one integer-array (or mask) index per key, as take does"
+                    "distarray serves one integer-array (or mask) index per key among slices, as "
+                    "take does, or an integer or integer array on every axis (x[i, j])"
                 )
             if np.asarray(item).dtype == np.bool_ and shape is not None and axes_used < len(shape):
                 size = tuple(shape)[axes_used]
