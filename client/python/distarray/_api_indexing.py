@@ -42,6 +42,16 @@ def take(x: Any, indices: Any, /, *, axis: Any = None) -> Any:
     return get_item(x, (slice(None),) * axis + (indices,))
 
 
+def _take_flat(x: Any, positions: Any, out_shape: Tuple[int, ...]) -> Any:
+    """The elements of ``x`` flattened at ``positions`` (flat positions, broadcast to
+    ``out_shape`` first), shaped ``out_shape``: one held-index take and two reshapes."""
+    if tuple(positions.shape) != out_shape:
+        positions = positions + new_like(x, pb.Fill(zeros=pb.Fill.Zeros()), np.int64,
+                                         shape=out_shape)
+    flat = take(reshape(x, (-1,)), reshape(positions, (-1,)))
+    return reshape(flat, out_shape)
+
+
 def _broadcast(a: Tuple[int, ...], b: Tuple[int, ...], axis: int) -> Tuple[int, ...]:
     """The shape of ``a`` and ``b`` broadcast on every axis but ``axis`` (which takes ``b``'s)."""
     out = []
@@ -107,11 +117,7 @@ def take_along_axis(x: Any, indices: Any, /, *, axis: int = -1) -> Any:
         coords = new_like(x, pb.Fill(arange=pb.Fill.Arange(start=0.0, step=float(strides[d]))),
                           np.int64, shape=tuple(dims))
         positions = positions + coords
-    if tuple(positions.shape) != out_shape:
-        positions = positions + new_like(x, pb.Fill(zeros=pb.Fill.Zeros()), np.int64,
-                                         shape=out_shape)
-    flat = take(reshape(x, (-1,)), reshape(positions, (-1,)))
-    return reshape(flat, out_shape)
+    return _take_flat(x, positions, out_shape)
 
 
 def _integer_array(item: Any) -> bool:
@@ -183,11 +189,7 @@ def integer_arrays_get(x: Any, key: Tuple[Any, ...]) -> Any:
         positions = term if positions is None else positions + term
     if constant:
         positions = positions + constant
-    if tuple(positions.shape) != out_shape:
-        positions = positions + new_like(x, pb.Fill(zeros=pb.Fill.Zeros()), np.int64,
-                                         shape=out_shape)
-    flat = take(reshape(x, (-1,)), reshape(positions, (-1,)))
-    return reshape(flat, out_shape)
+    return _take_flat(x, positions, out_shape)
 
 
 __all__ = ["take", "take_along_axis"]
