@@ -146,6 +146,15 @@ def _slice(s: slice) -> "pb.Slice":
     return out
 
 
+def _one_array_per_key(arrays: int) -> None:
+    """Raises NumPy's IndexError past the one integer array (or mask) a daemon key holds."""
+    if arrays > 1:
+        raise IndexError(
+            "distarray serves one integer-array (or mask) index per key among slices, as take "
+            "does, or an integer or integer array on every axis (x[i, j])"
+        )
+
+
 def index_key(key: Any, shape: Optional[Sequence[int]] = None) -> "pb.IndexKey":
     """The IndexKey for a Python key; ``shape`` (when known) checks the key against the array.
 
@@ -174,20 +183,12 @@ def index_key(key: Any, shape: Optional[Sequence[int]] = None) -> "pb.IndexKey":
             axes_used += 1
         elif (handle := _held(item)) is not None:
             lists += 1
-            if lists > 1:
-                raise IndexError(
-                    "distarray serves one integer-array (or mask) index per key among slices, as "
-                    "take does, or an integer or integer array on every axis (x[i, j])"
-                )
+            _one_array_per_key(lists)
             out.array.handle = handle  # read on the daemon; it checks the positions
             axes_used += 1
         elif (positions := _positions(item)) is not None:
             lists += 1
-            if lists > 1:
-                raise IndexError(
-                    "distarray serves one integer-array (or mask) index per key among slices, as "
-                    "take does, or an integer or integer array on every axis (x[i, j])"
-                )
+            _one_array_per_key(lists)
             if np.asarray(item).dtype == np.bool_ and shape is not None and axes_used < len(shape):
                 size = tuple(shape)[axes_used]
                 if len(item) != size:
