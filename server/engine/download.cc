@@ -312,9 +312,9 @@ absl::StatusOr<std::vector<int64_t>> Engine::ReadPositions(const ArrayPtr& array
         }
         positions[k] = static_cast<int64_t>(values[k]);
       }
-    } else {
-      status = absl::InvalidArgumentError(absl::StrCat(
-          field, ": an index array must have an integer dtype, not ", DTypeName(array->dtype)));
+    } else {  // the planner (NormalizeKey) refuses other dtypes before reading
+      status =
+          absl::InternalError(absl::StrCat(field, ": ReadPositions of ", DTypeName(array->dtype)));
     }
   });
   RETURN_IF_ERROR(status);

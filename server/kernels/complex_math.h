@@ -64,6 +64,16 @@ DA_HD Complex<R> TimesMinusI(Complex<R> z) {
   return {z.im, -z.re};
 }
 
+// arccos's real part, and the magnitude of arccosh's imaginary part, where x or y is infinite
+// (neither NaN): the angle of x + i|y| seen from far away (C99 Annex G's cacos and cacosh).
+template <typename R>
+DA_HD R AngleAtInfinity(R x, R y) {
+  const R pi = R(3.14159265358979323846264338327950288);
+  if (!IsInf(x)) return R(0.5) * pi;
+  if (IsInf(y)) return x < 0 ? R(0.75) * pi : R(0.25) * pi;
+  return x < 0 ? pi : R(0);
+}
+
 }  // namespace complex_detail
 
 // ---- NumPy's lexicographic order (its CLT/CLE/CGT/CGE macros).
@@ -289,16 +299,7 @@ DA_HD Complex<R> acos(Complex<R> z) {
     if (x == 0) return {R(0.5) * pi, y};  // pi/2 + i NaN
     return {NaN<R>(), NaN<R>()};
   }
-  if (IsInf(x) || IsInf(y)) {
-    R re;
-    if (!IsInf(x))
-      re = R(0.5) * pi;
-    else if (IsInf(y))
-      re = x < 0 ? R(0.75) * pi : R(0.25) * pi;
-    else
-      re = x < 0 ? pi : R(0);
-    return {re, -copysign(Inf<R>(), y)};
-  }
+  if (IsInf(x) || IsInf(y)) return {complex_detail::AngleAtInfinity(x, y), -copysign(Inf<R>(), y)};
   const Complex<R> one_minus = sqrt(Complex<R>(R(1) - z.re, -z.im));
   const Complex<R> one_plus = sqrt(Complex<R>(R(1) + z.re, z.im));
   const Complex<R> one_plus_conj = sqrt(Complex<R>(R(1) + z.re, -z.im));
@@ -378,16 +379,7 @@ DA_HD Complex<R> acosh(Complex<R> z) {
     if (x == 0) return {y, R(0.5) * pi};  // NaN + i pi/2
     return {NaN<R>(), NaN<R>()};
   }
-  if (IsInf(x) || IsInf(y)) {
-    R im;
-    if (!IsInf(x))
-      im = R(0.5) * pi;
-    else if (IsInf(y))
-      im = x < 0 ? R(0.75) * pi : R(0.25) * pi;
-    else
-      im = x < 0 ? pi : R(0);
-    return {Inf<R>(), copysign(im, y)};
-  }
+  if (IsInf(x) || IsInf(y)) return {Inf<R>(), copysign(complex_detail::AngleAtInfinity(x, y), y)};
   const Complex<R> minus = sqrt(Complex<R>(x - R(1), y));
   const Complex<R> plus = sqrt(Complex<R>(x + R(1), y));
   return {copysign(asinh(minus.re * plus.re + minus.im * plus.im), R(1)),

@@ -569,6 +569,13 @@ std::vector<std::pair<std::string, Case>> Seeds() {
     c.Create(Spec({4}, v1::DTYPE_INT32, Replicated({4}, 2))).mutable_fill()->mutable_ones();
     c.Binary(v1::ELEMENTWISE_OP_HYPOT, 0, 1);
     c.Binary(v1::ELEMENTWISE_OP_FLOOR_DIVIDE, 1, 1);
+    // The ops added after the first table: nextafter (float32, and int32 computing in float64),
+    // signbit, the inverse hyperbolics.
+    c.Binary(v1::ELEMENTWISE_OP_NEXTAFTER, 0, 1);
+    c.Unary(v1::ELEMENTWISE_OP_SIGNBIT, 1);
+    c.Unary(v1::ELEMENTWISE_OP_ARCSINH, 0);
+    c.Unary(v1::ELEMENTWISE_OP_ARCCOSH, 0);
+    c.Unary(v1::ELEMENTWISE_OP_ARCTANH, 1);
     c.Unary(v1::ELEMENTWISE_OP_ASTYPE, 0).mutable_spec()->set_dtype(v1::DTYPE_UINT8);
     c.Binary(v1::ELEMENTWISE_OP_ADD, 0, 0);
     c.SetHandleFrom(0);  // out = array 0
