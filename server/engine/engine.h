@@ -165,6 +165,10 @@ class Engine {
                                        const CallContext& call = {});
   absl::StatusOr<ArrayPtr> Reduce(const v1::ReduceRequest& request, const CallContext& call = {});
   absl::StatusOr<ArrayPtr> Matmul(const v1::MatmulRequest& request, const CallContext& call = {});
+  // Ops on CSR matrices other than products (SparseOpSpec): to_dense's one result, or
+  // transpose's three (indptr, indices, data), registered in that order.
+  absl::StatusOr<std::vector<ArrayPtr>> Sparse(const v1::SparseRequest& request,
+                                               const CallContext& call = {});
   // Indexing and shape ops (get_item, set_item, permute_dims, reshape, concat); set_item replaces
   // its target in place.
   absl::StatusOr<ArrayPtr> Manipulate(const v1::ManipulateRequest& request,

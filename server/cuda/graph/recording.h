@@ -96,6 +96,8 @@ class CudaGraphRecording final : public GraphRecording {
   int64_t SortScratchBytes(DType dtype, const SortRuns& sort) const override;
   absl::Status Merge(DType dtype, const MergeRuns& merge) override;
   absl::Status SearchSorted(DType dtype, const SearchRuns& search) override;
+  absl::Status CsrMatmul(DType dtype, const CsrProduct& product) override;
+  absl::Status CsrToDense(DType dtype, const CsrProduct& block) override;
   int64_t MergeScratchBytes(DType dtype, const MergeRuns& merge) const override;
   void CountReshardBytes(int device, int64_t bytes) override;
 
