@@ -141,32 +141,41 @@ def test_cg_matches_scipy(client, rng, devices):
 
 
 LSMR_CASES = [
-    ("square", 50, 50, 0.2, 1.0),
-    ("tall", 80, 30, 0.15, 1.0),  # overdetermined: a least-squares solution
-    ("wide", 30, 70, 0.15, 1.0),  # underdetermined: the minimum-norm solution
-    ("ill", 40, 40, 0.3, 1e-6),   # ill-conditioned: columns scaled over six decades
+    ("square", 50, 50, 0.2, 1.0),  # an empty row and column: singular, a least-squares solution
+    ("tall", 80, 30, 0.15, 1.0),   # overdetermined
+    ("wide", 30, 70, 0.15, 1.0),   # underdetermined: the minimum-norm solution
+    ("ill", 40, 40, 0.3, 1e-6),    # ill-conditioned: columns scaled over six decades
 ]
 
 
 @pytest.mark.parametrize("case", LSMR_CASES, ids=[c[0] for c in LSMR_CASES])
 @pytest.mark.parametrize("devices", [[0], [1, 0]])
 def test_lsmr_matches_scipy(client, rng, case, devices):
+    """The documented tolerance (docs/api.md, "Solvers"): the same istop; iterations within 5%
+    (at least 2); x, ||r|| and ||x|| as close to the exact least-squares solution as SciPy's
+    (SciPy's error there, times 10, plus rounding); the ||A|| estimate (a sum over the iterations)
+    within 5%; the cond(A) estimate (a
+    running min/max of the recurrence's values, sensitive to rounding) within a factor of 20."""
     _, m, n, density, smallest = case
     s = random_scipy(rng, m, n, density, empty_rows=(0,), empty_cols=(1,))
     s = (s @ scipy_sparse.diags(np.geomspace(1.0, smallest, n))).tocsr()
     b = rng.random(m) - 0.5
-    want = scipy_linalg.lsmr(s, b)
+    tol, maxiter = 1e-6, 10 * min(m, n)  # room to converge: istop 1 or 2
+    want = scipy_linalg.lsmr(s, b, atol=tol, btol=tol, maxiter=maxiter)
+    exact = scipy_linalg.lsmr(s, b, atol=1e-14, btol=1e-14, maxiter=100 * min(m, n))
     a = distarray.sparse.csr_matrix(s, devices=devices, client=client)
-    got = distarray.sparse.linalg.lsmr(a, client.from_numpy(b))
+    got = distarray.sparse.linalg.lsmr(a, client.from_numpy(b), atol=tol, btol=tol,
+                                       maxiter=maxiter)
     x, istop, itn, normr, normar, norma, conda, normx = got
-    assert istop == want[1], (istop, want[1])
-    assert abs(itn - want[2]) <= max(1, want[2] // 20), (itn, want[2])
-    np.testing.assert_allclose(x.to_numpy(), want[0], rtol=1e-6,
-                               atol=1e-6 * np.linalg.norm(want[0]))
-    for ours, theirs in zip((normr, norma, normx), (want[3], want[5], want[7])):
-        assert ours == pytest.approx(theirs, rel=1e-6, abs=1e-9)
-    assert normar == pytest.approx(want[4], rel=1e-3, abs=1e-9)
-    assert conda == pytest.approx(want[6], rel=1e-3)
+    assert istop == want[1] and istop in (1, 2), (istop, want[1])
+    assert abs(itn - want[2]) <= max(2, want[2] // 20), (itn, want[2])
+    scale = np.linalg.norm(exact[0])
+    for ours, theirs, truth in ((x.to_numpy(), want[0], exact[0]), (normr, want[3], exact[3]),
+                                (normx, want[7], exact[7])):
+        error, scipy_error = np.linalg.norm(ours - truth), np.linalg.norm(theirs - truth)
+        assert error <= 10 * scipy_error + 1e-10 * (scale + 1), (error, scipy_error)
+    assert norma == pytest.approx(want[5], rel=0.05)  # grows with each iteration run
+    assert 1 / 20 <= conda / want[6] <= 20
 
 
 def test_lsmr_caps_and_damps_as_scipy(client, rng):

@@ -74,9 +74,21 @@ def _sym_ortho(a: Var, b: Var) -> Tuple[Var, Var, Var]:
     return a / safe, b / safe, r
 
 
-def _constant(program: Program, client: Any, dtype: Any) -> Var:
-    """A 0-d 1 of `dtype`, an input of the program (constants derive from it)."""
-    return program.capture(client.from_numpy(np.ones((), dtype=dtype)))
+def _scalar_layout(cols: dict) -> dict:
+    """Where a solver keeps its 0-d values: a copy on every device of the system, so they
+    broadcast into the vectors' chunks without a copy, and a loop carries them in one layout."""
+    return {device: [()] for device in cols}
+
+
+def _constant(program: Program, client: Any, dtype: Any, scalars: dict) -> Var:
+    """A 0-d 1 of `dtype` in the scalars' layout, an input of the program (constants derive
+    from it)."""
+    return program.capture(client.from_numpy(np.ones((), dtype=dtype), scalars))
+
+
+def _carried(value: Var, layout: dict, ndim: int) -> Var:
+    """`value` in the layout a loop carries it in (REPLICA)."""
+    return value.reshard(layout, "replica", ndim=ndim)
 
 
 def cg(A: Any, b: DistributedArray, x0: Optional[DistributedArray] = None, *, rtol: float = 1e-5,
@@ -96,11 +108,12 @@ def cg(A: Any, b: DistributedArray, x0: Optional[DistributedArray] = None, *, rt
     rows, cols = _layouts(A)
     dtype = np.dtype(b.dtype)
     p = Program()
-    one = _constant(p, client, dtype)
+    scalars = _scalar_layout(cols)
+    one = _constant(p, client, dtype, scalars)
     bv = p.input("b").reshard(cols, "replica", ndim=1)
     x = (p.input("x0") if x0 is not None else bv * 0.0).reshard(cols, "replica", ndim=1)
     r = bv - _matvec(A, x).reshard(cols, "replica", ndim=1) if x0 is not None else bv * 1.0
-    bnrm2 = _norm(bv)
+    bnrm2 = _carried(_norm(bv), scalars, 0)
     tol = f.maximum(one * atol, bnrm2 * rtol)
     k = one * 0.0
     rho_prev = one * 1.0
@@ -116,8 +129,8 @@ def cg(A: Any, b: DistributedArray, x0: Optional[DistributedArray] = None, *, rt
             beta = f.where(k > 0, rho / rho_prev, 0.0)
             d = r + beta * d
             q = _matvec(A, d).reshard(cols, "replica", ndim=1)
-            alpha = rho / f.sum(d * q)
-            return x + alpha * d, r - alpha * q, d, rho, k + 1.0
+            alpha = _carried(rho / f.sum(d * q), scalars, 0)
+            return x + alpha * d, r - alpha * q, d, _carried(rho, scalars, 0), k + 1.0
 
         x, r, direction, rho_prev, k = p.while_loop(cond, body, (x, r, direction, rho_prev, k),
                                                     max_iterations=maxiter)
@@ -149,7 +162,8 @@ def lsmr(A: Any, b: DistributedArray, damp: float = 0.0, atol: float = 1e-6, bto
     dtype = np.dtype(b.dtype)
     At = A.T
     p = Program()
-    one = _constant(p, client, dtype)
+    scalars = _scalar_layout(cols)
+    one = _constant(p, client, dtype, scalars)
     zero = one * 0.0
 
     def at_times(u: Var) -> Var:
@@ -174,6 +188,13 @@ def lsmr(A: Any, b: DistributedArray, damp: float = 0.0, atol: float = 1e-6, bto
         d=zero * 1.0, normA2=alpha * alpha, maxrbar=zero * 1.0, minrbar=one * 1e100,
         normA=f.sqrt(alpha * alpha), condA=one * 1.0, normx=zero * 1.0, normr=beta * 1.0,
         normar=alpha * beta, istop=zero * 1.0, itn=zero * 1.0)
+    vectors = {"x": cols, "u": rows, "v": cols, "h": cols, "hbar": cols}
+
+    def carried(values: dict) -> dict:
+        return {k: _carried(v, vectors[k], 1) if k in vectors else _carried(v, scalars, 0)
+                for k, v in values.items()}
+
+    state = carried(state)
     names = list(state)
     ctol = 1.0 / conlim if conlim > 0 else 0.0
 
@@ -252,6 +273,7 @@ def lsmr(A: Any, b: DistributedArray, damp: float = 0.0, atol: float = 1e-6, bto
             betad=betad, rhodold=rhodold, tautildeold=tautildeold, thetatilde=thetatilde,
             zeta=zeta, d=d, normA2=normA2, maxrbar=maxrbar, minrbar=minrbar, normA=normA,
             condA=condA, normx=normx, normr=normr, normar=normar, istop=istop, itn=itn)
+        new = carried(new)
         return tuple(new[k] for k in names)
 
     values = tuple(state[k] for k in names)
