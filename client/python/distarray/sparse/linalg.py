@@ -125,12 +125,12 @@ def cg(A: Any, b: DistributedArray, x0: Optional[DistributedArray] = None, *, rt
 
         def body(state):
             x, r, d, rho_prev, k = state
-            rho = f.sum(r * r)
+            rho = _carried(f.sum(r * r), scalars, 0)
             beta = f.where(k > 0, rho / rho_prev, 0.0)
             d = r + beta * d
             q = _matvec(A, d).reshard(cols, "replica", ndim=1)
-            alpha = _carried(rho / f.sum(d * q), scalars, 0)
-            return x + alpha * d, r - alpha * q, d, _carried(rho, scalars, 0), k + 1.0
+            alpha = rho / f.sum(d * q)
+            return x + alpha * d, r - alpha * q, d, rho, k + 1.0
 
         x, r, direction, rho_prev, k = p.while_loop(cond, body, (x, r, direction, rho_prev, k),
                                                     max_iterations=maxiter)
@@ -207,11 +207,11 @@ def lsmr(A: Any, b: DistributedArray, damp: float = 0.0, atol: float = 1e-6, bto
         itn = s["itn"] + 1.0
         # Bidiagonalization.
         u = (A @ s["v"]) - s["alpha"] * s["u"]
-        beta = _norm(u)
+        beta = _carried(_norm(u), scalars, 0)
         positive = beta > 0
         u = u * (1.0 / f.where(positive, beta, 1.0))
         v = f.where(positive, at_times(u) - beta * s["v"], s["v"])
-        alpha = f.where(positive, _norm(v), s["alpha"])
+        alpha = f.where(positive, _carried(_norm(v), scalars, 0), s["alpha"])
         v = v * (1.0 / f.where(f.logical_and(positive, alpha > 0), alpha, 1.0))
         # Rotations: eliminate damp, then the subdiagonal.
         chat, shat, alphahat = _sym_ortho(s["alphabar"], zero + damp)
@@ -253,7 +253,7 @@ def lsmr(A: Any, b: DistributedArray, damp: float = 0.0, atol: float = 1e-6, bto
         condA = f.maximum(maxrbar, rhotemp) / f.minimum(minrbar, rhotemp)
         # The stopping tests, in SciPy's order (a later test wins).
         normar = abs(zetabar)
-        normx = _norm(x)
+        normx = _carried(_norm(x), scalars, 0)
         test1 = normr / normb
         product = normA * normr
         test2 = f.where(product != 0, normar / f.where(product != 0, product, 1.0), np.inf)
@@ -273,7 +273,9 @@ def lsmr(A: Any, b: DistributedArray, damp: float = 0.0, atol: float = 1e-6, bto
             betad=betad, rhodold=rhodold, tautildeold=tautildeold, thetatilde=thetatilde,
             zeta=zeta, d=d, normA2=normA2, maxrbar=maxrbar, minrbar=minrbar, normA=normA,
             condA=condA, normx=normx, normr=normr, normar=normar, istop=istop, itn=itn)
-        new = carried(new)
+        # Every value is already in its loop layout (the reductions were moved there, and an
+        # elementwise result takes its first array operand's), so the loop carries it into its
+        # slot without a copy.
         return tuple(new[k] for k in names)
 
     values = tuple(state[k] for k in names)
