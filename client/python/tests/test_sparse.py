@@ -133,6 +133,11 @@ def test_cg_matches_scipy(client, rng, devices):
     assert info == want_info == 0
     np.testing.assert_allclose(x.to_numpy(), want, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(s @ x.to_numpy(), b, atol=1e-8 * np.linalg.norm(b))
+    # A dense operator, rows split over the devices: the same solve.
+    dense = client.from_numpy(s.toarray(), distarray.split_index_map((n, n), 0, devices))
+    xd, info_d = distarray.sparse.linalg.cg(dense, client.from_numpy(b), rtol=1e-10)
+    assert info_d == 0
+    np.testing.assert_allclose(xd.to_numpy(), want, rtol=1e-8, atol=1e-10)
     # A cap short of convergence reports the iterations run, as SciPy's info does.
     x3, info3 = distarray.sparse.linalg.cg(a, client.from_numpy(b), rtol=1e-14, maxiter=3)
     want3, want_info3 = scipy_linalg.cg(s, b, rtol=1e-14, maxiter=3)

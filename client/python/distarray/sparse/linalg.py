@@ -110,9 +110,16 @@ def cg(A: Any, b: DistributedArray, x0: Optional[DistributedArray] = None, *, rt
     p = Program()
     scalars = _scalar_layout(cols)
     one = _constant(p, client, dtype, scalars)
-    bv = p.input("b").reshard(cols, "replica", ndim=1)
-    x = (p.input("x0") if x0 is not None else bv * 0.0).reshard(cols, "replica", ndim=1)
-    r = bv - _matvec(A, x).reshard(cols, "replica", ndim=1) if x0 is not None else bv * 1.0
+
+    def times(d: Var) -> Var:
+        """A @ d in the rows' layout, d (split as the rows) first gathered whole on each device."""
+        return _matvec(A, d.reshard(cols, "replica", ndim=1)).reshard(rows, "replica", ndim=1)
+
+    # x, r and the direction stay split as A's rows: each device updates its part, and only the
+    # direction is gathered, once per iteration, for the product.
+    bv = p.input("b").reshard(rows, "replica", ndim=1)
+    x = (p.input("x0") if x0 is not None else bv * 0.0).reshard(rows, "replica", ndim=1)
+    r = bv - times(x) if x0 is not None else bv * 1.0
     bnrm2 = _carried(_norm(bv), scalars, 0)
     tol = f.maximum(one * atol, bnrm2 * rtol)
     k = one * 0.0
@@ -121,15 +128,15 @@ def cg(A: Any, b: DistributedArray, x0: Optional[DistributedArray] = None, *, rt
     if maxiter > 0:
         def cond(state):
             x, r, d, rho_prev, k = state
-            return f.logical_and(k < maxiter, _norm(r) >= tol)
+            return f.logical_and(k < maxiter, _carried(_norm(r), scalars, 0) >= tol)
 
         def body(state):
             x, r, d, rho_prev, k = state
             rho = _carried(f.sum(r * r), scalars, 0)
             beta = f.where(k > 0, rho / rho_prev, 0.0)
             d = r + beta * d
-            q = _matvec(A, d).reshard(cols, "replica", ndim=1)
-            alpha = rho / f.sum(d * q)
+            q = times(d)
+            alpha = rho / _carried(f.sum(d * q), scalars, 0)
             return x + alpha * d, r - alpha * q, d, rho, k + 1.0
 
         x, r, direction, rho_prev, k = p.while_loop(cond, body, (x, r, direction, rho_prev, k),
