@@ -165,6 +165,10 @@ class Engine {
                                        const CallContext& call = {});
   absl::StatusOr<ArrayPtr> Reduce(const v1::ReduceRequest& request, const CallContext& call = {});
   absl::StatusOr<ArrayPtr> Matmul(const v1::MatmulRequest& request, const CallContext& call = {});
+  // Dense linear algebra (solve, inv, cholesky, qr, eigh, svd, det, slogdet): every result, in
+  // LinalgOp's order, registered together (none when any fails). Waits for the factorization.
+  absl::StatusOr<std::vector<ArrayPtr>> Linalg(const v1::LinalgRequest& request,
+                                               const CallContext& call = {});
   // Indexing and shape ops (get_item, set_item, permute_dims, reshape, concat); set_item replaces
   // its target in place.
   absl::StatusOr<ArrayPtr> Manipulate(const v1::ManipulateRequest& request,

@@ -44,6 +44,9 @@ absl::StatusOr<HostWork> MergeWork(DType dtype, const MergeRuns& merge);
 absl::StatusOr<HostWork> SearchSortedWork(DType dtype, const SearchRuns& search);
 absl::StatusOr<HostWork> GemmWork(DType dtype, const BufferPtr& a, const BufferPtr& b,
                                   const BufferPtr& c, const GemmShape& shape);
+// LAPACK's factorizations (host_linalg.cc); UNAVAILABLE where LAPACK cannot be loaded, INTERNAL
+// for a dtype without a LAPACK path or matrices that do not fit their buffers.
+absl::StatusOr<HostWork> FactorizeWork(DType dtype, const DenseFactorization& f);
 
 }  // namespace host
 }  // namespace distarray

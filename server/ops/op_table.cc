@@ -65,6 +65,9 @@ const std::vector<std::string>& ComputeFeatures() {
       list->push_back(absl::StrCat("reduce.", op));
     }
     list->push_back("matmul");
+    for (const char* op : {"solve", "inv", "cholesky", "qr", "eigh", "svd", "det", "slogdet"}) {
+      list->push_back(absl::StrCat("linalg.", op));
+    }
     for (const char* op : {"get_item", "set_item", "permute_dims", "reshape", "concat", "stack",
                            "broadcast_to", "sort", "argsort", "search_sorted", "take"}) {
       list->push_back(absl::StrCat("manipulate.", op));
