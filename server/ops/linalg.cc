@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/checked.h"
 #include "common/status_macros.h"
 #include "server/ops/device_gather.h"
@@ -185,8 +186,8 @@ absl::StatusOr<PlannedLinalg> PlanLinalgOp(const OpContext& context, const v1::L
       return absl::InvalidArgumentError(absl::StrCat(
           b_field, ": shape ", ShapeString(b.shape), " does not match ", a_field, "'s ",
           ShapeString(a.shape), ": solve takes b of shape ", ShapeString(vector),
-          " (one right-hand side per matrix) or ", ShapeString(Appended(p.stack, {p.n})),
-          " + (k,) (k of them); broadcast the stack axes first"));
+          " (one right-hand side per matrix) or (", absl::StrJoin(p.stack, ", "),
+          p.stack.empty() ? "" : ", ", p.n, ", k) (k of them); broadcast the stack axes first"));
     }
   } else if (spec.b().kind_case() != v1::Operand::KIND_NOT_SET) {
     return absl::InvalidArgumentError(
