@@ -54,7 +54,7 @@ absl::StatusOr<int> WorkspaceElements(const cuda::CusolverRoutines<T, R>& r,
       const int q = f.full_matrices ? m : k;
       RETURN_IF_ERROR(
           SolverStatus(r.geqrf_buffer_size(dev.handle, m, n, a, lda, &lwork), "geqrf_bufferSize"));
-      // tau is only read for its address here; a's serves.
+      // The queries read no data, only sizes: a's address stands for tau, w, S, U and V.
       RETURN_IF_ERROR(SolverStatus(r.orgqr_buffer_size(dev.handle, m, q, k, a, lda, a, &other),
                                    "orgqr_bufferSize"));
       lwork = std::max(lwork, other);
@@ -62,17 +62,18 @@ absl::StatusOr<int> WorkspaceElements(const cuda::CusolverRoutines<T, R>& r,
     }
     case Factorization::kEigh:
       RETURN_IF_ERROR(SolverStatus(
-          r.syevd_buffer_size(dev.handle,
-                              f.compute_uv ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR,
-                              CUBLAS_FILL_MODE_LOWER, n, a, lda, nullptr, &lwork),
+          r.syevd_buffer_size(
+              dev.handle, f.compute_uv ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR,
+              CUBLAS_FILL_MODE_LOWER, n, a, lda, reinterpret_cast<const R*>(a), &lwork),
           "syevd_bufferSize"));
       break;
     case Factorization::kSvd: {
       const int econ = f.full_matrices ? 0 : 1;
       RETURN_IF_ERROR(SolverStatus(
-          r.gesvdj_buffer_size(
-              dev.handle, f.compute_uv ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR,
-              econ, m, n, a, lda, nullptr, a, lda, a, std::max(1, n), &lwork, dev.gesvdj),
+          r.gesvdj_buffer_size(dev.handle,
+                               f.compute_uv ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR,
+                               econ, m, n, a, lda, reinterpret_cast<const R*>(a), a, lda, a,
+                               std::max(1, n), &lwork, dev.gesvdj),
           "gesvdj_bufferSize"));
       break;
     }
