@@ -691,6 +691,19 @@ TEST_P(LinalgTest, DetMatchesLongDoubleLu) {
   });
 }
 
+// Past LAPACK's block sizes (32 to 64 columns): the blocked factorizations, and orgqr's blocked
+// generation of a complete Q from fewer reflectors.
+TEST_P(LinalgTest, LargerMatricesTakeTheBlockedPaths) {
+  CheckSolve<double>({}, 130, 7, /*ill=*/true, /*vector=*/false);
+  CheckInv<std::complex<double>>({}, 97, /*ill=*/false);
+  CheckCholesky<double>({}, 128, /*upper=*/false, /*ill=*/true);
+  CheckQr<std::complex<float>>({}, 150, 90, /*complete=*/true, /*ill=*/false);
+  CheckEigh<double>({}, 120, /*ill=*/true);
+  CheckSvd<double>({}, 140, 100, /*full=*/true, /*ill=*/false);
+  CheckSvd<float>({}, 70, 133, /*full=*/false, /*ill=*/true);
+  CheckDet<double>({}, 100);
+}
+
 TEST_P(LinalgTest, EmptyMatricesGiveNumPysResults) {
   // A stack of 0 x 0 matrices: det 1, sign 1, logabsdet 0; a complete Q of m x 0 is I_m.
   const std::vector<double> none;
