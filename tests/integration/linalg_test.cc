@@ -704,6 +704,27 @@ TEST_P(LinalgTest, LargerMatricesTakeTheBlockedPaths) {
   CheckDet<double>({}, 100);
 }
 
+// An operand replicated on several devices, or in SUM mode (copies that add up), is factorized
+// by its logical values.
+TEST_P(LinalgTest, ReplicatedAndSumModeOperandsUseTheirLogicalValues) {
+  std::mt19937_64 rng(91);
+  const Mats a = SquareMats<double>(1, 9, false, rng);
+  ASSERT_OK_AND_ASSIGN(Array replicated,
+                       Up<double>(a, {9, 9}, Replicated(2, {dev(1), dev(2), dev(3)})));
+  ASSERT_OK_AND_ASSIGN(Array sum, replicated.ChangeMode(v1::MODE_SUM));
+  for (const Array* operand : {&replicated, &sum}) {
+    ASSERT_OK_AND_ASSIGN(Array D, Det(*operand));
+    ASSERT_OK_AND_ASSIGN(std::vector<double> det, D.Download<double>());
+    EXPECT_NEAR(det[0], static_cast<double>(DetReference(a, 0).real()),
+                1e-12 * std::abs(static_cast<double>(DetReference(a, 0).real())))
+        << v1::Mode_Name(operand->info().mode());
+    ASSERT_OK_AND_ASSIGN(Array X, Inv(*operand));
+    ASSERT_OK_AND_ASSIGN(Mats x, Down<double>(X, 1, 9, 9));
+    EXPECT_LE(MaxDiff(Product(a, x), Identity(1, 9)), 1e-12)
+        << v1::Mode_Name(operand->info().mode());
+  }
+}
+
 TEST_P(LinalgTest, EmptyMatricesGiveNumPysResults) {
   // A stack of 0 x 0 matrices: det 1, sign 1, logabsdet 0; a complete Q of m x 0 is I_m.
   const std::vector<double> none;
