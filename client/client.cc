@@ -835,6 +835,17 @@ absl::StatusOr<Array> Client::Manipulate(const v1::ManipulateRequest& request) c
       request, &v1::ArrayService::Stub::Manipulate, !request.spec().has_set_item());
 }
 
+absl::StatusOr<std::vector<Array>> Client::Sparse(const v1::SparseRequest& request) const {
+  grpc::ClientContext context;
+  AttachSession(context);
+  v1::SparseResponse response;
+  absl::Status s = FromGrpc(stub_->Sparse(&context, request, &response));
+  if (!s.ok()) return s;
+  std::vector<Array> arrays;
+  for (const v1::ArrayInfo& info : response.arrays()) arrays.emplace_back(*this, info, true);
+  return arrays;
+}
+
 absl::StatusOr<GraphRun> Client::RunGraph(const v1::RunGraphRequest& request,
                                           int64_t timeout_ms) const {
   grpc::ClientContext context;

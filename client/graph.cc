@@ -27,7 +27,10 @@ bool Reads(const v1::Statement& s, const std::string& name) {
     case v1::Statement::kReduce:
       return ReadsOperand(s.reduce().operand(), name);
     case v1::Statement::kMatmul:
-      return ReadsOperand(s.matmul().a(), name) || ReadsOperand(s.matmul().b(), name);
+      return ReadsOperand(s.matmul().a(), name) || ReadsOperand(s.matmul().b(), name) ||
+             ReadsOperand(s.matmul().sparse_a().indptr(), name) ||
+             ReadsOperand(s.matmul().sparse_a().indices(), name) ||
+             ReadsOperand(s.matmul().sparse_a().data(), name);
     case v1::Statement::kReshard:
       return s.reshard().source() == name;
     case v1::Statement::kChangeMode:
@@ -152,6 +155,19 @@ Var ProgramBuilder::Matmul(const Var& a, const Var& b, bool allow_tf32) {
   s.mutable_matmul()->mutable_a()->set_variable(a.name());
   s.mutable_matmul()->mutable_b()->set_variable(b.name());
   s.mutable_matmul()->set_allow_tf32(allow_tf32);
+  return Emit(std::move(s), "m");
+}
+
+Var ProgramBuilder::SparseMatmul(const Var& indptr, const Var& indices, const Var& data,
+                                 const v1::CsrMatrix& shape_and_blocks, const Var& b) {
+  v1::Statement s;
+  v1::CsrMatrix* a = s.mutable_matmul()->mutable_sparse_a();
+  *a->mutable_shape() = shape_and_blocks.shape();
+  *a->mutable_blocks() = shape_and_blocks.blocks();
+  a->mutable_indptr()->set_variable(indptr.name());
+  a->mutable_indices()->set_variable(indices.name());
+  a->mutable_data()->set_variable(data.name());
+  s.mutable_matmul()->mutable_b()->set_variable(b.name());
   return Emit(std::move(s), "m");
 }
 

@@ -102,6 +102,46 @@ inline bool GemmFits(const GemmShape& shape, int64_t a_elements, int64_t b_eleme
          (shape.batch == 1 || shape.stride_c >= shape.m * shape.n);
 }
 
+// One CSR block's product on its device (DeviceOps::CsrMatmul): y = A @ x, A the block (`rows` x
+// `cols`, `capacity` stored entries: indptr rows + 1 int64 offsets, indices `index_dtype` columns,
+// data values), x dense row-major `cols` x `k`, y dense row-major `rows` x `k`. The kernels clamp
+// each row's offsets to [0, capacity] and skip columns outside [0, cols): the values come from a
+// client and are never trusted to lie within the buffers. DeviceOps::CsrToDense reads the same
+// fields but writes the block itself into y (`rows` x `cols`, duplicates summed; x unset, k
+// unused).
+struct CsrProduct {
+  BufferPtr indptr, indices, data;
+  BufferPtr x, y;
+  DType index_dtype = DType::kInt64;
+  int64_t rows = 0, cols = 0, k = 1;
+  int64_t capacity = 0;
+};
+// Whether a CsrProduct (`product`) or a CsrToDense (not) lies within its buffers, all on one
+// device.
+inline bool CsrBlockFits(DType dtype, const CsrProduct& p, bool product) {
+  if (p.rows < 0 || p.cols < 0 || p.k < 0 || p.capacity < 0) return false;
+  if (p.index_dtype != DType::kInt32 && p.index_dtype != DType::kInt64) return false;
+  const int64_t size = DTypeSize(dtype);
+  const std::optional<int64_t> indptr_bytes =
+      AddOrNull(p.rows, 1) ? MulOrNull(p.rows + 1, 8) : std::nullopt;
+  const std::optional<int64_t> index_bytes = MulOrNull(p.capacity, DTypeSize(p.index_dtype));
+  const std::optional<int64_t> data_bytes = MulOrNull(p.capacity, size);
+  const std::optional<int64_t> x_elements = MulOrNull(p.cols, p.k);
+  const std::optional<int64_t> y_elements = MulOrNull(p.rows, product ? p.k : p.cols);
+  if (!indptr_bytes || !index_bytes || !data_bytes || !x_elements || !y_elements ||
+      !MulOrNull(*x_elements, size) || !MulOrNull(*y_elements, size)) {
+    return false;
+  }
+  if (!p.indptr || !p.indices || !p.data || !p.y || (product && !p.x)) return false;
+  const int device = p.y->device();
+  auto fits = [&](const BufferPtr& b, int64_t bytes) {
+    return b->device() == device && b->bytes() >= bytes;
+  };
+  return fits(p.indptr, *indptr_bytes) && fits(p.indices, *index_bytes) &&
+         fits(p.data, *data_bytes) && fits(p.y, *y_elements * size) &&
+         (!product || fits(p.x, *x_elements * size));
+}
+
 // One device's sort of `lines` runs of `length` elements, each run contiguous in the dense buffer
 // `keys_in` (run r at r * length): ascending with NaNs last, or descending with NaNs first (the
 // exact reverse), stable. The sorted keys go to `keys_out` (NaNs as the canonical quiet NaN);
@@ -335,6 +375,12 @@ class DeviceOps {
   virtual absl::Status Merge(DType dtype, const MergeRuns& merge) = 0;
   virtual int64_t MergeScratchBytes(DType dtype, const MergeRuns& merge) const { return 0; }
   virtual absl::Status SearchSorted(DType dtype, const SearchRuns& search) = 0;
+
+  // One CSR block times a dense block (CsrProduct), or the block written out densely
+  // (CsrToDense), in float32, float64, complex64 or complex128. The engine checked the
+  // buffers' sizes (CsrBlockFits); a backend checks again before it hands pointers to a kernel.
+  virtual absl::Status CsrMatmul(DType dtype, const CsrProduct& product) = 0;
+  virtual absl::Status CsrToDense(DType dtype, const CsrProduct& block) = 0;
 
   // One dense factorization (DenseFactorization) of float32, float64, complex64 or complex128,
   // on a's device. Eager only: a recording refuses it (UNIMPLEMENTED), so no program holds one.

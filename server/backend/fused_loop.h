@@ -21,9 +21,13 @@
 
 namespace distarray {
 
+// The same struct describes a straight-line chain (GraphRecording::RecordFusedChain): the ops run
+// once over `elements`, no condition (`all`, `predicate`, `condition`, `entry_flag` and
+// `max_iterations` unused).
 struct FusedLoop {
-  // The most buffers (inputs and stores) one fused loop addresses.
+  // The most buffers (inputs and stores) one fused loop addresses, and one chain.
   static constexpr int kMaxBuffers = 16;
+  static constexpr int kMaxChainBuffers = 64;
 
   struct Input {
     BufferPtr buffer;

@@ -105,6 +105,16 @@ class GraphRecording : public DeviceOps {
     (void)loops;
     return absl::UnimplementedError("this backend records loops statement by statement");
   }
+  // Records a straight-line elementwise chain (fused_loop.h) as one kernel per device: the same
+  // values as its ops recorded one by one. `chains` holds it once per device of the recording, in
+  // its order. UNIMPLEMENTED (nothing recorded) where the backend does not fuse or cannot compile
+  // it: the caller records the statements one by one.
+  // Whether RecordFusedChain may record chains here (asked before buffers are set aside for one).
+  virtual bool fuses_chains() const { return false; }
+  virtual absl::Status RecordFusedChain(absl::Span<const FusedLoop> chains) {
+    (void)chains;
+    return absl::UnimplementedError("this backend records statements one by one");
+  }
   // Opens an IF on the 0-d bool in `flag`: work recorded until Else/EndIf runs only when it is
   // true; after Else, only when it is false.
   virtual absl::Status BeginIf(const ConditionFlags& flag) = 0;

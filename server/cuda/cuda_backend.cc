@@ -276,6 +276,16 @@ absl::Status CudaBackend::SearchSorted(DType dtype, const SearchRuns& search) {
   return Submit(std::move(work)).status();
 }
 
+absl::Status CudaBackend::CsrMatmul(DType dtype, const CsrProduct& product) {
+  ASSIGN_OR_RETURN(CudaWork work, cuda::CsrMatmulWork(dtype, product));
+  return Submit(std::move(work)).status();
+}
+
+absl::Status CudaBackend::CsrToDense(DType dtype, const CsrProduct& block) {
+  ASSIGN_OR_RETURN(CudaWork work, cuda::CsrToDenseWork(dtype, block));
+  return Submit(std::move(work)).status();
+}
+
 absl::Status CudaBackend::Merge(DType dtype, const MergeRuns& merge) {
   ASSIGN_OR_RETURN(CudaWork work, cuda::MergeWork(dtype, merge));
   return Submit(std::move(work)).status();

@@ -72,6 +72,8 @@ class CudaBackend final : public Backend {
   int64_t SortScratchBytes(DType dtype, const SortRuns& sort) const override;
   absl::Status Merge(DType dtype, const MergeRuns& merge) override;
   absl::Status SearchSorted(DType dtype, const SearchRuns& search) override;
+  absl::Status CsrMatmul(DType dtype, const CsrProduct& product) override;
+  absl::Status CsrToDense(DType dtype, const CsrProduct& block) override;
   int64_t MergeScratchBytes(DType dtype, const MergeRuns& merge) const override;
   absl::Status WriteFromHost(const BufferPtr& dst, int64_t offset, const void* src,
                              int64_t bytes) override;

@@ -12,6 +12,7 @@
 #include "server/cuda/cuda_status.h"
 #include "server/cuda/kernels.h"
 #include "server/cuda/sort_kernels.h"
+#include "server/cuda/sparse_kernels.h"
 
 namespace distarray {
 namespace {
@@ -240,6 +241,48 @@ absl::StatusOr<CudaWork> SearchSortedWork(DType dtype, const SearchRuns& search)
                                      reinterpret_cast<int64_t*>(out->data()), right, s),
             "searchsorted kernel");
       }};
+}
+
+namespace {
+
+// The product (`product`) or the densification of one block.
+absl::StatusOr<CudaWork> CsrWork(DType dtype, const CsrProduct& p, bool product) {
+  const bool supported = dtype == DType::kFloat32 || dtype == DType::kFloat64 ||
+                         dtype == DType::kComplex64 || dtype == DType::kComplex128;
+  if (!supported || !CsrBlockFits(dtype, p, product)) {
+    return absl::InternalError(absl::StrCat(product ? "csr matmul" : "csr to dense", ": no ",
+                                            DTypeName(dtype), " block over these buffers"));
+  }
+  CudaBuffer* indptr = AsCuda(p.indptr);
+  CudaBuffer* indices = AsCuda(p.indices);
+  CudaBuffer* data = AsCuda(p.data);
+  CudaBuffer* x = product ? AsCuda(p.x) : nullptr;
+  CudaBuffer* y = AsCuda(p.y);
+  std::vector<CudaBuffer*> reads = {indptr, indices, data};
+  if (x) reads.push_back(x);
+  const CsrLaunch base{dtype,  p.index_dtype, nullptr, nullptr, nullptr, p.capacity,
+                       p.rows, p.cols,        p.k,     nullptr, nullptr};
+  return CudaWork{y->device(), std::move(reads), {y}, [=](cudaStream_t s) {
+                    CsrLaunch launch = base;
+                    launch.indptr = reinterpret_cast<const int64_t*>(indptr->data());
+                    launch.indices = indices->data();
+                    launch.data = data->data();
+                    launch.x = x ? x->data() : nullptr;
+                    launch.y = y->data();
+                    return cuda::CudaStatus(
+                        product ? LaunchCsrMatmul(launch, s) : LaunchCsrToDense(launch, s),
+                        product ? "csr matmul kernel" : "csr to dense kernel");
+                  }};
+}
+
+}  // namespace
+
+absl::StatusOr<CudaWork> CsrMatmulWork(DType dtype, const CsrProduct& product) {
+  return CsrWork(dtype, product, /*product=*/true);
+}
+
+absl::StatusOr<CudaWork> CsrToDenseWork(DType dtype, const CsrProduct& block) {
+  return CsrWork(dtype, block, /*product=*/false);
 }
 
 absl::StatusOr<CudaWork> GemmWork(const CudaDevices& devices, DType dtype, const BufferPtr& a,

@@ -50,6 +50,9 @@ absl::StatusOr<CudaWork> MergeWork(DType dtype, const MergeRuns& merge);
 absl::StatusOr<CudaWork> SearchSortedWork(DType dtype, const SearchRuns& search);
 int64_t SortScratchBytes(DType dtype, const SortRuns& sort);
 int64_t MergeScratchBytes(DType dtype, const MergeRuns& merge);
+// INTERNAL for a dtype without CSR kernels or a block that does not fit its buffers.
+absl::StatusOr<CudaWork> CsrMatmulWork(DType dtype, const CsrProduct& product);
+absl::StatusOr<CudaWork> CsrToDenseWork(DType dtype, const CsrProduct& block);
 // INTERNAL for a dtype without a cuBLAS path or a batch that does not fit its buffers.
 absl::StatusOr<CudaWork> GemmWork(const CudaDevices& devices, DType dtype, const BufferPtr& a,
                                   const BufferPtr& b, const BufferPtr& c, const GemmShape& shape,

@@ -12,6 +12,8 @@
 #include "server/ops/linalg.h"
 #include "server/ops/manipulation.h"
 #include "server/ops/op_executors.h"
+#include "server/ops/sparse.h"
+#include "server/ops/sparse_transpose.h"
 
 namespace distarray {
 namespace {
@@ -161,6 +163,53 @@ absl::StatusOr<ArrayPtr> Engine::Matmul(const v1::MatmulRequest& request, const 
   ASSIGN_OR_RETURN(OpResult result, ExecuteMatmul(context, planned));
   Adopt(std::move(result), out);
   return Register(std::move(out), /*in_place=*/false, call);
+}
+
+absl::StatusOr<std::vector<ArrayPtr>> Engine::Sparse(const v1::SparseRequest& request,
+                                                     const CallContext& call) {
+  const OpContext context = RequestContext(call);
+  const v1::SparseOpSpec& spec = request.spec();
+  if (spec.op_case() == v1::SparseOpSpec::OP_NOT_SET) {
+    return absl::InvalidArgumentError("spec: give an op (to_dense or transpose)");
+  }
+  const bool to_dense = spec.op_case() == v1::SparseOpSpec::kToDense;
+  const int results = to_dense ? 1 : 3;
+  if (request.result_names_size() != 0 && request.result_names_size() != results) {
+    return absl::InvalidArgumentError(absl::StrCat("result_names: ",
+                                                   to_dense ? "to_dense has one result"
+                                                            : "transpose has three results "
+                                                              "(indptr, indices, data)",
+                                                   "; give as many names or none, not ",
+                                                   request.result_names_size()));
+  }
+  for (int i = 0; i < request.result_names_size(); ++i) {
+    const std::string field = absl::StrCat("result_names[", i, "]");
+    RETURN_IF_ERROR(ValidateName(request.result_names(i), field));
+    RETURN_IF_ERROR(registry_.CheckNameFree(call.tenant, request.result_names(i), field));
+  }
+  std::vector<OpResult> computed;
+  if (to_dense) {
+    ASSIGN_OR_RETURN(const CsrOperand matrix,
+                     ResolveCsr(context, spec.to_dense(), "spec.to_dense"));
+    ASSIGN_OR_RETURN(OpResult dense, SparseToDense(context, matrix));
+    computed.push_back(std::move(dense));
+  } else {
+    ASSIGN_OR_RETURN(const CsrOperand matrix,
+                     ResolveCsr(context, spec.transpose(), "spec.transpose"));
+    ASSIGN_OR_RETURN(CsrParts parts, TransposeOnHost(*backend_, matrix, call.alive));
+    computed.push_back(std::move(parts.indptr));
+    computed.push_back(std::move(parts.indices));
+    computed.push_back(std::move(parts.data));
+  }
+  std::vector<ArrayPtr> registered;
+  for (int i = 0; i < results; ++i) {
+    ASSIGN_OR_RETURN(
+        Array out, NewResult(i < request.result_names_size() ? request.result_names(i) : "", call));
+    Adopt(std::move(computed[i]), out);
+    ASSIGN_OR_RETURN(ArrayPtr array, Register(std::move(out), /*in_place=*/false, call));
+    registered.push_back(std::move(array));
+  }
+  return registered;
 }
 
 absl::StatusOr<std::vector<ArrayPtr>> Engine::Linalg(const v1::LinalgRequest& request,

@@ -165,6 +165,10 @@ class Engine {
                                        const CallContext& call = {});
   absl::StatusOr<ArrayPtr> Reduce(const v1::ReduceRequest& request, const CallContext& call = {});
   absl::StatusOr<ArrayPtr> Matmul(const v1::MatmulRequest& request, const CallContext& call = {});
+  // Ops on CSR matrices other than products (SparseOpSpec): to_dense's one result, or
+  // transpose's three (indptr, indices, data), registered in that order.
+  absl::StatusOr<std::vector<ArrayPtr>> Sparse(const v1::SparseRequest& request,
+                                               const CallContext& call = {});
   // Dense linear algebra (solve, inv, cholesky, qr, eigh, svd, det, slogdet): every result, in
   // LinalgOp's order, registered together (none when any fails). Waits for the factorization.
   absl::StatusOr<std::vector<ArrayPtr>> Linalg(const v1::LinalgRequest& request,

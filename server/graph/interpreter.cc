@@ -9,6 +9,7 @@
 #include "common/names.h"
 #include "common/proto_convert.h"
 #include "common/status_macros.h"
+#include "server/graph/chain_fusion.h"
 #include "server/graph/loop_fusion.h"
 #include "server/ops/layout.h"
 #include "server/ops/manipulation.h"
@@ -131,11 +132,79 @@ absl::Status Interpreter::Run(const v1::Program& program, absl::string_view fiel
 }
 
 absl::Status Interpreter::RunBlock(const Block& block, const std::string& field) {
-  for (int i = 0; i < block.size(); ++i) {
+  for (int i = 0; i < block.size();) {
     if (mode_ == RunMode::kEager) RETURN_IF_ERROR(context_.CheckAlive());
+    if (mode_ == RunMode::kRecord && recording_ != nullptr && recording_->fuses_chains() &&
+        (block[i].has_elementwise() || block[i].has_copy())) {
+      ASSIGN_OR_RETURN(const int fused, RecordChain(block, i));
+      if (fused > 0) {
+        i += fused;
+        continue;
+      }
+    }
     RETURN_IF_ERROR(RunStatement(block[i], absl::StrCat(field, "[", i, "]")));
+    ++i;
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<int> Interpreter::RecordChain(const Block& block, int start) {
+  std::optional<FusedChainPlan> plan = PlanFusedChain(block, start, env_, context_);
+  if (!plan) return 0;
+  const IndexMap& map = plan->layout.map;
+  // Each store's buffers: a loop-carried variable's slot where it has the chain's layout, else
+  // new chunks.
+  std::vector<ArrayPtr> slots;
+  std::vector<std::vector<Chunk>> stored;
+  for (size_t k = 0; k < plan->stores.size(); ++k) {
+    const DType dtype = plan->chain.DTypeOf(plan->chain.stores[k].value);
+    ArrayPtr slot = SlotFor(plan->stores[k]);
+    if (slot != nullptr && (slot->mode != Mode::kReplica || slot->dtype != dtype ||
+                            slot->shape != plan->layout.shape || slot->index_map() != map)) {
+      slot = nullptr;
+    }
+    if (slot != nullptr) {
+      stored.push_back(slot->chunks);
+    } else {
+      ASSIGN_OR_RETURN(std::vector<Chunk> chunks, AllocateChunks(*context_.ops, dtype, map));
+      stored.push_back(std::move(chunks));
+    }
+    slots.push_back(std::move(slot));
+  }
+  // The chain once per chunk (one per device), over that chunk's buffers.
+  std::vector<FusedLoop> chains;
+  for (size_t c = 0; c < map.size(); ++c) {
+    FusedLoop chain = plan->chain;
+    chain.elements = NumElements(map[c].box);
+    for (size_t k = 0; k < plan->inputs.size(); ++k) {
+      chain.inputs[k].buffer = env_.at(plan->inputs[k])->chunks[c].buffer;
+    }
+    for (size_t k = 0; k < plan->stores.size(); ++k) chain.stores[k].buffer = stored[k][c].buffer;
+    chains.push_back(std::move(chain));
+  }
+  const absl::Status recorded = recording_->RecordFusedChain(chains);
+  if (absl::IsUnimplemented(recorded)) return 0;
+  RETURN_IF_ERROR(recorded);
+  for (size_t k = 0; k < plan->stores.size(); ++k) {
+    if (slots[k] != nullptr) {
+      AssignSlot(plan->stores[k], slots[k]);
+    } else {
+      Assign(plan->stores[k], Array{{},
+                                    {},
+                                    {},
+                                    plan->layout.shape,
+                                    plan->chain.DTypeOf(plan->chain.stores[k].value),
+                                    Mode::kReplica,
+                                    std::move(stored[k])});
+    }
+  }
+  ++fused_chains_;
+  fused_chain_statements_ += plan->statements;
+  if (!slot_scopes_.empty()) {  // inside a loop or branch body
+    ++fused_chains_in_bodies_;
+    fused_chain_statements_in_bodies_ += plan->statements;
+  }
+  return plan->statements;
 }
 
 absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string& field) {

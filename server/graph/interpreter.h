@@ -60,6 +60,12 @@ class Interpreter {
   const GraphRunStats& stats() const { return stats_; }
   // kRecord: the loops recorded as one fused kernel per iteration.
   int fused_loops() const { return fused_loops_; }
+  // kRecord: the straight-line chains recorded as one kernel per device, and the statements they
+  // cover; the same for those inside loop and branch bodies.
+  int fused_chains() const { return fused_chains_; }
+  int fused_chain_statements() const { return fused_chain_statements_; }
+  int fused_chains_in_bodies() const { return fused_chains_in_bodies_; }
+  int fused_chain_statements_in_bodies() const { return fused_chain_statements_in_bodies_; }
   // kCheck: every device any value of the program lives on.
   const std::set<int>& devices() const { return devices_; }
   // kRecord: why the program cannot be recorded as a graph (it then runs eagerly), once Run
@@ -77,6 +83,10 @@ class Interpreter {
   // compile it; false (nothing recorded) otherwise. Its carried variables are bound to their slots.
   absl::StatusOr<bool> RecordFused(const v1::WhileLoop& loop, const ConditionFlags& entry,
                                    const std::string& field);
+  // kRecord: records the run of elementwise statements at block[start] as one kernel per device
+  // (chain_fusion.h) where it fuses and the recording can compile it; returns the statements it
+  // covered (0: none, nothing recorded). Loop-carried results go straight into their slots.
+  absl::StatusOr<int> RecordChain(const Block& block, int start);
 
   absl::StatusOr<ArrayPtr> Lookup(const std::string& name, const std::string& field) const;
   // Lookup for a value an op reads: FAILED_PRECONDITION for one left uncombined.
@@ -124,6 +134,10 @@ class Interpreter {
   // reduction that the program asked combined; only conditions may read them.
   absl::flat_hash_set<std::string> uncombined_;
   int fused_loops_ = 0;
+  int fused_chains_ = 0;
+  int fused_chain_statements_ = 0;
+  int fused_chains_in_bodies_ = 0;
+  int fused_chain_statements_in_bodies_ = 0;
 };
 
 }  // namespace distarray

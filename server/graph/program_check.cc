@@ -64,7 +64,15 @@ class StructureChecker {
       case v1::Statement::kReduce:
         return CheckOperand(s.reduce().operand(), field + ".reduce.operand");
       case v1::Statement::kMatmul:
-        RETURN_IF_ERROR(CheckOperand(s.matmul().a(), field + ".matmul.a"));
+        if (s.matmul().has_sparse_a()) {
+          const v1::CsrMatrix& a = s.matmul().sparse_a();
+          RETURN_IF_ERROR(CheckOperand(a.indptr(), field + ".matmul.sparse_a.indptr"));
+          RETURN_IF_ERROR(CheckOperand(a.indices(), field + ".matmul.sparse_a.indices"));
+          RETURN_IF_ERROR(CheckOperand(a.data(), field + ".matmul.sparse_a.data"));
+          RETURN_IF_ERROR(CheckIndexMap(a.blocks(), field + ".matmul.sparse_a.blocks"));
+        } else {
+          RETURN_IF_ERROR(CheckOperand(s.matmul().a(), field + ".matmul.a"));
+        }
         return CheckOperand(s.matmul().b(), field + ".matmul.b");
       case v1::Statement::kReshard:
         RETURN_IF_ERROR(ValidateVariableName(s.reshard().source(), field + ".reshard.source"));

@@ -300,6 +300,10 @@ struct RecordedWalk {
   std::vector<ArrayPtr> input_slots;             // per program input
   std::map<std::string, ArrayPtr> result_slots;  // outputs and value_outputs, by variable
   int fused_loops = 0;
+  // Straight-line chains recorded as one kernel each, and the statements they cover (all, and
+  // inside loop and branch bodies).
+  int fused_chains = 0, fused_chain_statements = 0;
+  int fused_chains_in_bodies = 0, fused_chain_statements_in_bodies = 0;
   // Why a graph cannot express the program (the interpreter's answer), or nullopt.
   std::optional<std::string> not_recordable;
 };
@@ -331,6 +335,10 @@ absl::StatusOr<RecordedWalk> WalkInto(GraphRecording& recording, const v1::Progr
   if (walk.not_recordable) return walk;
   RETURN_IF_ERROR(walked);
   walk.fused_loops = interpreter.fused_loops();
+  walk.fused_chains = interpreter.fused_chains();
+  walk.fused_chain_statements = interpreter.fused_chain_statements();
+  walk.fused_chains_in_bodies = interpreter.fused_chains_in_bodies();
+  walk.fused_chain_statements_in_bodies = interpreter.fused_chain_statements_in_bodies();
   return walk;
 }
 
@@ -370,6 +378,13 @@ absl::StatusOr<std::shared_ptr<ProgramRunner::CachedGraph>> ProgramRunner::Recor
   ASSIGN_OR_RETURN(cached->graph, recording->Finish());
   cached->fused_loops = walk.fused_loops;
   cached->held = tally.charges();
+  if (walk.fused_chains > 0) {
+    spdlog::info(
+        "RunGraph: {} statements recorded as {} straight-line chain kernel(s) per device ({} "
+        "statements as {} kernel(s) inside loop and branch bodies)",
+        walk.fused_chain_statements, walk.fused_chains, walk.fused_chain_statements_in_bodies,
+        walk.fused_chains_in_bodies);
+  }
   return cached;
 }
 

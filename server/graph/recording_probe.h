@@ -55,6 +55,8 @@ class RecordingProbe final : public GraphRecording {
   absl::Status Sort(DType, const SortRuns&) override { return absl::OkStatus(); }
   absl::Status Merge(DType, const MergeRuns&) override { return absl::OkStatus(); }
   absl::Status SearchSorted(DType, const SearchRuns&) override { return absl::OkStatus(); }
+  absl::Status CsrMatmul(DType, const CsrProduct&) override { return absl::OkStatus(); }
+  absl::Status CsrToDense(DType, const CsrProduct&) override { return absl::OkStatus(); }
   void CountReshardBytes(int, int64_t) override {}
 
   // Control flow: each condition's flags are counted per device. A fused loop is walked statement

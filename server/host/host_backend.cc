@@ -164,6 +164,16 @@ absl::Status HostBackend::SearchSorted(DType dtype, const SearchRuns& search) {
   return Submit(std::move(work)).status();
 }
 
+absl::Status HostBackend::CsrMatmul(DType dtype, const CsrProduct& product) {
+  ASSIGN_OR_RETURN(HostWork work, host::CsrMatmulWork(dtype, product));
+  return Submit(std::move(work)).status();
+}
+
+absl::Status HostBackend::CsrToDense(DType dtype, const CsrProduct& block) {
+  ASSIGN_OR_RETURN(HostWork work, host::CsrToDenseWork(dtype, block));
+  return Submit(std::move(work)).status();
+}
+
 absl::Status HostBackend::Merge(DType dtype, const MergeRuns& merge) {
   ASSIGN_OR_RETURN(HostWork work, host::MergeWork(dtype, merge));
   return Submit(std::move(work)).status();

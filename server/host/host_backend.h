@@ -58,6 +58,8 @@ class HostBackend final : public Backend {
   absl::Status Sort(DType dtype, const SortRuns& sort) override;
   absl::Status Merge(DType dtype, const MergeRuns& merge) override;
   absl::Status SearchSorted(DType dtype, const SearchRuns& search) override;
+  absl::Status CsrMatmul(DType dtype, const CsrProduct& product) override;
+  absl::Status CsrToDense(DType dtype, const CsrProduct& block) override;
   absl::Status WriteFromHost(const BufferPtr& dst, int64_t offset, const void* src,
                              int64_t bytes) override;
   absl::StatusOr<std::unique_ptr<StagedRead>> ReadToStaging(const BufferPtr& src, int64_t offset,

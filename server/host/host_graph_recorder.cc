@@ -354,6 +354,16 @@ absl::Status HostGraphRecording::SearchSorted(DType dtype, const SearchRuns& sea
   return Record("SearchSorted", std::move(work));
 }
 
+absl::Status HostGraphRecording::CsrMatmul(DType dtype, const CsrProduct& product) {
+  ASSIGN_OR_RETURN(HostWork work, host::CsrMatmulWork(dtype, product));
+  return Record("CsrMatmul", std::move(work));
+}
+
+absl::Status HostGraphRecording::CsrToDense(DType dtype, const CsrProduct& block) {
+  ASSIGN_OR_RETURN(HostWork work, host::CsrToDenseWork(dtype, block));
+  return Record("CsrToDense", std::move(work));
+}
+
 absl::Status HostGraphRecording::Merge(DType dtype, const MergeRuns& merge) {
   ASSIGN_OR_RETURN(HostWork work, host::MergeWork(dtype, merge));
   return Record("Merge", std::move(work));

@@ -80,6 +80,8 @@ class HostGraphRecording final : public GraphRecording {
   absl::Status Sort(DType dtype, const SortRuns& sort) override;
   absl::Status Merge(DType dtype, const MergeRuns& merge) override;
   absl::Status SearchSorted(DType dtype, const SearchRuns& search) override;
+  absl::Status CsrMatmul(DType dtype, const CsrProduct& product) override;
+  absl::Status CsrToDense(DType dtype, const CsrProduct& block) override;
   void CountReshardBytes(int device, int64_t bytes) override;
 
   absl::Status BeginWhile(const ConditionFlags& flag, int64_t max_iterations) override;

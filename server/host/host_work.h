@@ -42,6 +42,10 @@ absl::StatusOr<HostWork> ReduceWork(ReduceKind kind, DType in, DType storage, co
 absl::StatusOr<HostWork> SortWork(DType dtype, const SortRuns& sort);
 absl::StatusOr<HostWork> MergeWork(DType dtype, const MergeRuns& merge);
 absl::StatusOr<HostWork> SearchSortedWork(DType dtype, const SearchRuns& search);
+// CSR block products and densification (host_sparse.cc); INTERNAL for a dtype without them or a
+// block that does not fit its buffers.
+absl::StatusOr<HostWork> CsrMatmulWork(DType dtype, const CsrProduct& product);
+absl::StatusOr<HostWork> CsrToDenseWork(DType dtype, const CsrProduct& block);
 absl::StatusOr<HostWork> GemmWork(DType dtype, const BufferPtr& a, const BufferPtr& b,
                                   const BufferPtr& c, const GemmShape& shape);
 // LAPACK's factorizations (host_linalg.cc); UNAVAILABLE where LAPACK cannot be loaded, INTERNAL

@@ -9,6 +9,7 @@
 #include "common/status_macros.h"
 #include "server/ops/layout.h"
 #include "server/ops/op_table.h"
+#include "server/ops/sparse.h"
 
 namespace distarray {
 namespace {
@@ -330,6 +331,28 @@ absl::StatusOr<PlannedMatmul> PlanMatmulOp(const OpContext& context, const v1::M
     }
     return context.resolve(operand, operand_field);
   };
+  if (spec.has_sparse_a()) {
+    if (spec.a().kind_case() != v1::Operand::KIND_NOT_SET) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".a: give a dense a or a sparse_a, not both"));
+    }
+    if (spec.allow_tf32()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".allow_tf32: sparse products do not use tensor cores"));
+    }
+    auto sparse = std::make_shared<PlannedSparseMatmul>();
+    ASSIGN_OR_RETURN(sparse->a,
+                     ResolveCsr(context, spec.sparse_a(), absl::StrCat(field, ".sparse_a")));
+    ASSIGN_OR_RETURN(sparse->b, resolve(spec.b(), "b"));
+    ASSIGN_OR_RETURN(sparse->plan, PlanSparseMatmul(sparse->a.meta, MetaOf(*sparse->b), field));
+    if (spec.has_result_index_map()) {
+      ASSIGN_OR_RETURN(planned.result_map,
+                       context.normalize_map(spec.result_index_map(), sparse->plan.result_shape,
+                                             absl::StrCat(field, ".result_index_map")));
+    }
+    planned.sparse = std::move(sparse);
+    return planned;
+  }
   ASSIGN_OR_RETURN(planned.a, resolve(spec.a(), "a"));
   ASSIGN_OR_RETURN(planned.b, resolve(spec.b(), "b"));
   absl::StatusOr<MatmulPlan> plan =
@@ -350,6 +373,13 @@ absl::StatusOr<PlannedMatmul> PlanMatmulOp(const OpContext& context, const v1::M
 }
 
 ArrayMeta MatmulResultMeta(const PlannedMatmul& planned) {
+  if (planned.sparse) {
+    const SparseMatmulPlan& plan = planned.sparse->plan;
+    if (planned.result_map) {
+      return ArrayMeta{plan.result_shape, plan.dtype, Mode::kReplica, *planned.result_map};
+    }
+    return ArrayMeta{plan.result_shape, plan.dtype, plan.result_mode, plan.result_map};
+  }
   const MatmulPlan& plan = planned.plan;
   if (planned.result_map) {
     return ArrayMeta{plan.result_shape, plan.dtype, Mode::kReplica, *planned.result_map};
@@ -362,7 +392,9 @@ absl::StatusOr<OpResult> ExecuteMatmul(const OpContext& context, const PlannedMa
   const MatmulPlan& plan = planned.plan;
   OpResult out{plan.result_shape, plan.dtype, plan.result_mode, {}};
   RETURN_IF_ERROR(context.CheckAlive());
-  if (plan.gemms.empty() && (plan.fill_zeros || NumElements(plan.result_shape) == 0)) {
+  if (planned.sparse) {
+    ASSIGN_OR_RETURN(out, ExecuteSparseMatmul(context, *planned.sparse));
+  } else if (plan.gemms.empty() && (plan.fill_zeros || NumElements(plan.result_shape) == 0)) {
     // No product (PlanMatmul): zeros where the shared axis is empty, else a zero-size result.
     ASSIGN_OR_RETURN(out.chunks, AllocateChunks(ops, out.dtype, plan.result_map));
     RETURN_IF_ERROR(FillChunks(ops, out.dtype, out.chunks, Scalar::Int(0)));

@@ -9,6 +9,7 @@
 #define DISTARRAY_SERVER_OPS_OP_EXECUTORS_H_
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -94,9 +95,13 @@ bool CanWriteReduceInto(const PlannedReduce& planned, const Array& target);
 // The metadata ExecuteReduce will produce (combine applied).
 ArrayMeta ReduceResultMeta(const PlannedReduce& planned);
 
+struct PlannedSparseMatmul;  // sparse.h
+
 struct PlannedMatmul {
   ArrayPtr a, b;
   MatmulPlan plan;
+  // Set for a sparse `a` (MatmulOpSpec.sparse_a): then `a` and `plan` are unused.
+  std::shared_ptr<const PlannedSparseMatmul> sparse;
   std::optional<IndexMap> result_map;
   bool allow_tf32 = false;
 };

@@ -65,6 +65,10 @@ const std::vector<std::string>& ComputeFeatures() {
       list->push_back(absl::StrCat("reduce.", op));
     }
     list->push_back("matmul");
+    // CSR matrices: products (MatmulOpSpec.sparse_a), to_dense and transpose (Sparse).
+    for (const char* op : {"matmul", "to_dense", "transpose"}) {
+      list->push_back(absl::StrCat("sparse.", op));
+    }
     for (const char* op : {"solve", "inv", "cholesky", "qr", "eigh", "svd", "det", "slogdet"}) {
       list->push_back(absl::StrCat("linalg.", op));
     }

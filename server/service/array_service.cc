@@ -591,6 +591,16 @@ grpc::Status ArrayServiceImpl::Manipulate(grpc::ServerContext* context,
   });
 }
 
+grpc::Status ArrayServiceImpl::Sparse(grpc::ServerContext* context,
+                                      const v1::SparseRequest* request,
+                                      v1::SparseResponse* response) {
+  return Handle("Sparse", context, response, [&](const CallContext& call) -> absl::Status {
+    ASSIGN_OR_RETURN(std::vector<ArrayPtr> arrays, engine_.Sparse(*request, call));
+    for (const ArrayPtr& array : arrays) *response->add_arrays() = ToArrayInfo(*array);
+    return absl::OkStatus();
+  });
+}
+
 grpc::Status ArrayServiceImpl::RunGraph(grpc::ServerContext* context,
                                         const v1::RunGraphRequest* request,
                                         v1::RunGraphResponse* response) {

@@ -95,6 +95,8 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
                       v1::LinalgResponse* response) override;
   grpc::Status Manipulate(grpc::ServerContext* context, const v1::ManipulateRequest* request,
                           v1::ManipulateResponse* response) override;
+  grpc::Status Sparse(grpc::ServerContext* context, const v1::SparseRequest* request,
+                      v1::SparseResponse* response) override;
   grpc::Status RunGraph(grpc::ServerContext* context, const v1::RunGraphRequest* request,
                         v1::RunGraphResponse* response) override;
   grpc::Status RegisterProgram(grpc::ServerContext* context,

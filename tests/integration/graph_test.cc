@@ -701,6 +701,52 @@ TEST_P(GraphTest, BadProgramsGetExactErrors) {
                        absl::StatusCode::kInvalidArgument, {"max_iterations"}));
 }
 
+// A loop body that does not fuse as a whole (a reduction in it) holding a straight-line run of
+// 0-d ops, as a solver's recurrence does: the run is recorded as one kernel per device on the GPU
+// (chain_fusion.h) and must compute what the ops compute one by one, on every device its values
+// are kept on.
+TEST_P(GraphTest, StraightLineChainsComputeWhatTheirStatementsCompute) {
+  std::vector<int> on = {dev(0)};
+  if (devices() > 1) on.push_back(dev(1));
+  g::ProgramBuilder p;
+  g::Vars out =
+      p.WhileLoop([](auto v) { return g::All(v[2] < 10.0); },
+                  [](auto v) {
+                    g::ProgramBuilder& b = v[0].builder();
+                    g::Var n = b.Reduce(v[1] * v[1], v1::REDUCE_OP_SUM);  // breaks the chain
+                    g::Var a = b.Ufunc(v1::ELEMENTWISE_OP_HYPOT, {v[0], n});
+                    g::Var c = v[0] / b.Ufunc(v1::ELEMENTWISE_OP_WHERE, {a == 0.0, 1.0, a});
+                    g::Var s = b.Ufunc(v1::ELEMENTWISE_OP_SQRT, {c * c + 1.0}) - c * 0.5 + n * 1e-3;
+                    return g::Vars{s, v[1] * 0.5, v[2] + 1.0};
+                  },
+                  {p.Input("s"), p.Input("v"), p.Input("k")}, 100);
+  p.Output("s", out[0]);
+  const std::vector<double> v0 = {0.25, -1.5, 2.0, 0.125, 3.0};
+  auto s_in = client().Upload<double>(std::vector<double>{0.75}, {}, ArrayOpts(Replicated(0, on)));
+  auto v_in = client().Upload<double>(v0, {5}, ArrayOpts(Replicated(1, on)));
+  auto k_in = client().Upload<double>(std::vector<double>{0}, {}, ArrayOpts(Replicated(0, on)));
+  ASSERT_TRUE(s_in.ok() && v_in.ok() && k_in.ok());
+  // The host model, in long double.
+  long double s = 0.75L;
+  std::vector<long double> v(v0.begin(), v0.end());
+  for (int k = 0; k < 10; ++k) {
+    long double n = 0;
+    for (long double x : v) n += x * x;
+    const long double a = std::hypot(s, n);
+    const long double c = s / (a == 0 ? 1 : a);
+    s = std::sqrt(c * c + 1) - c * 0.5L + n * 1e-3L;
+    for (long double& x : v) x *= 0.5L;
+  }
+  for (int run = 0; run < 2; ++run) {  // recorded, then replayed from the cache
+    auto result = client().RunGraph(p.program(), {{"s", &*s_in}, {"v", &*v_in}, {"k", &*k_in}});
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->iterations, 10);
+    const std::vector<double> got = result->outputs.at("s").Download<double>().value();
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_NEAR(got[0], static_cast<double>(s), 1e-13 * std::abs(static_cast<double>(s)));
+  }
+}
+
 DISTARRAY_INSTANTIATE_BACKENDS(GraphTest);
 
 }  // namespace

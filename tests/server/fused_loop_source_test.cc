@@ -178,6 +178,44 @@ TEST(FusedLoopSourceTest, SixteenBitFloatsRoundEachResultAndCompile) {
   }
 }
 
+// A straight-line chain (RecordFusedChain) of a solver's recurrence: c = a / hypot(a, b);
+// r = where(r0 == 0, 1.0, hypot(a, b)) over float64 0-d values; every value stored, no condition.
+TEST(FusedChainSourceTest, StoresEveryValueAndCompiles) {
+  FusedLoop chain;
+  chain.inputs = {{nullptr, DType::kFloat64}, {nullptr, DType::kFloat64}};
+  chain.ops = {
+      {ElementwiseOpId::kHypot,
+       DType::kFloat64,
+       DType::kFloat64,
+       {ValueArg(true, 0, DType::kFloat64), ValueArg(true, 1, DType::kFloat64)}},
+      {ElementwiseOpId::kEqual,
+       DType::kFloat64,
+       DType::kBool,
+       {ValueArg(false, 0, DType::kFloat64), ScalarArg(Scalar::Float(0), DType::kFloat64)}},
+      {ElementwiseOpId::kWhere,
+       DType::kFloat64,
+       DType::kFloat64,
+       {ValueArg(false, 1, DType::kBool), ScalarArg(Scalar::Float(1), DType::kFloat64),
+        ValueArg(false, 0, DType::kFloat64)}},
+      {ElementwiseOpId::kTrueDivide,
+       DType::kFloat64,
+       DType::kFloat64,
+       {ValueArg(true, 0, DType::kFloat64), ValueArg(false, 2, DType::kFloat64)}}};
+  chain.stores = {{FusedLoop::Value{false, 3}, nullptr},
+                  {FusedLoop::Value{false, 2}, nullptr},
+                  {FusedLoop::Value{false, 1}, nullptr}};
+  chain.elements = 1;
+  const std::string source = cuda::FusedChainSource(chain);
+  EXPECT_NE(source.find(cuda::kFusedChainKernelName), std::string::npos) << source;
+  EXPECT_NE(source.find("u::Hypot{}(x0, x1)"), std::string::npos) << source;
+  EXPECT_NE(source.find("out0[i] = v3;"), std::string::npos) << source;
+  EXPECT_NE(source.find("out2[i] = v1;"), std::string::npos) << source;
+  EXPECT_EQ(source.find("local"), std::string::npos) << source;  // no condition
+  RequireNvrtc();
+  absl::StatusOr<std::string> cubin = cuda::CompileToCubin(source, "sm_90");
+  ASSERT_TRUE(cubin.ok()) << cubin.status() << "\n" << source;
+}
+
 }  // namespace
 }  // namespace distarray
 

@@ -130,6 +130,9 @@ class Client {
   // Indexing and shapes (get_item, set_item, permute_dims, reshape, concat); GetItem and the
   // others below build the request. With set_item the result is the updated target (not owned).
   absl::StatusOr<Array> Manipulate(const v1::ManipulateRequest& request) const;
+  // Ops on sparse matrices other than products (distarray/sparse.h wraps them): the results in
+  // order, each owned.
+  absl::StatusOr<std::vector<Array>> Sparse(const v1::SparseRequest& request) const;
 
   // Runs a program (distarray/graph.h builds one) on arrays bound to its inputs by name. A
   // `timeout_ms` > 0 is the call's deadline: a loop still running then is stopped on the GPUs

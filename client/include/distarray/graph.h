@@ -85,6 +85,10 @@ class ProgramBuilder {
   Var Reduce(const Var& a, v1::ReduceOp op, std::vector<int32_t> axes = {}, bool keepdims = false,
              bool combine = true);
   Var Matmul(const Var& a, const Var& b, bool allow_tf32 = false);
+  // sparse @ b for a CSR matrix whose three arrays are bound to `indptr`, `indices` and `data`
+  // (CsrMatrix::proto() gives `shape` and `blocks`): MatmulOpSpec.sparse_a.
+  Var SparseMatmul(const Var& indptr, const Var& indices, const Var& data,
+                   const v1::CsrMatrix& shape_and_blocks, const Var& b);
   Var Reshard(const Var& a, const v1::IndexMap& index_map, std::optional<v1::Mode> mode = {});
   Var ChangeMode(const Var& a, v1::Mode mode);
   // Indexing and shapes (ManipulationSpec), as the client's GetItem and the others.

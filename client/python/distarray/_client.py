@@ -372,7 +372,9 @@ class Client:
             request.program_id = program
         else:
             request.program.CopyFrom(program_proto(program))
-        bound: Dict[str, Union[DistributedArray, str]] = dict(arguments or {})
+        bound: Dict[str, Union[DistributedArray, str]] = dict(
+            getattr(program, "captured_arguments", {}))
+        bound.update(arguments or {})
         bound.update(kwargs)
         for variable, value in bound.items():
             request.arguments[variable] = value.handle if isinstance(value, DistributedArray) else value

@@ -215,6 +215,9 @@ class Program:
         self._proto = pb.Program()
         self._blocks: List[Any] = [self._proto.statements]
         self._next_id = 0
+        # Arrays the traced code used directly (a sparse matrix's parts): inputs of their own,
+        # bound by client.run_graph without being named there.
+        self._captured: Dict[str, DistributedArray] = {}
 
     @property
     def proto(self) -> "pb.Program":
@@ -238,6 +241,21 @@ class Program:
         """A program input, bound to an array by name at run time."""
         self._proto.inputs.append(name)
         return Var(self, name)
+
+    def capture(self, array: DistributedArray) -> Var:
+        """``array`` as a Var of this program: an input of its own (once per array), which
+        ``client.run_graph`` binds to it."""
+        for name, captured in self._captured.items():
+            if captured is array:
+                return Var(self, name)
+        name = f"_captured{len(self._captured)}"
+        self._captured[name] = array
+        return self.input(name)
+
+    @property
+    def captured_arguments(self) -> Dict[str, DistributedArray]:
+        """The arrays ``capture`` made inputs of, by input name."""
+        return dict(self._captured)
 
     def output(self, name: str, var: Var) -> None:
         """Returns ``var`` as a new array under the output name ``name``."""

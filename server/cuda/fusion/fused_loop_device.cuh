@@ -33,6 +33,14 @@ constexpr int kFusedBlockThreads = 256;
 // rate needs; small arrays get fewer blocks, each thread still with this many packs.
 constexpr int kFusedPacksPerThread = 4;
 
+// A straight-line chain's kernel (fused_loop_source.h, FusedChainSource): its buffers, inputs then
+// stores, and the elements of each (small: the chains fused are of 0-d values).
+constexpr int kMaxChainBuffers = 64;
+struct FusedChainArgs {
+  void* buffers[kMaxChainBuffers];
+  int64_t elements;
+};
+
 struct FusedLoopArgs {
   void* buffers[kMaxFusedBuffers];  // inputs and stores, in the order the source names them
   int64_t elements;

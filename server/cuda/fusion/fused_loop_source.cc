@@ -137,7 +137,7 @@ namespace {
 void AppendElement(const FusedLoop& loop, const std::string& indent,
                    const std::function<std::string(size_t)>& input,
                    const std::function<std::string(size_t, const std::string&)>& store,
-                   std::string& s) {
+                   std::string& s, bool predicate = true) {
   for (size_t k = 0; k < loop.inputs.size(); ++k) {
     const DType dtype = loop.inputs[k].dtype;
     absl::StrAppend(&s, indent, "const ", TypeName(dtype), " x", k, " = ", Load(dtype, input(k)),
@@ -175,11 +175,40 @@ void AppendElement(const FusedLoop& loop, const std::string& indent,
     const FusedLoop::Value& value = loop.stores[k].value;
     absl::StrAppend(&s, indent, store(k, StoreBits(loop.DTypeOf(value), ValueName(value))), ";\n");
   }
+  if (!predicate) return;
   absl::StrAppend(&s, indent, "local = local ", loop.all ? "&&" : "||", " ",
                   ValueName(loop.predicate), ";\n");
 }
 
 }  // namespace
+
+std::string FusedChainSource(const FusedLoop& chain) {
+  std::string s =
+      "#include \"server/kernels/ufuncs.h\"\n"
+      "#include \"server/cuda/fusion/fused_loop_device.cuh\"\n\n";
+  absl::StrAppend(&s, "extern \"C\" __global__ void ", kFusedChainKernelName,
+                  "(const distarray::cuda::FusedChainArgs args) {\n",
+                  "  namespace u = distarray::ufunc;\n");
+  for (size_t k = 0; k < chain.inputs.size(); ++k) {
+    const char* type = MemoryTypeName(chain.inputs[k].dtype);
+    absl::StrAppend(&s, "  const ", type, "* const in", k, " = static_cast<const ", type,
+                    "*>(args.buffers[", k, "]);\n");
+  }
+  for (size_t k = 0; k < chain.stores.size(); ++k) {
+    const char* type = MemoryTypeName(chain.DTypeOf(chain.stores[k].value));
+    absl::StrAppend(&s, "  ", type, "* const out", k, " = static_cast<", type, "*>(args.buffers[",
+                    chain.inputs.size() + k, "]);\n");
+  }
+  absl::StrAppend(&s,
+                  "  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; "
+                  "i < args.elements; i += int64_t(gridDim.x) * blockDim.x) {\n");
+  AppendElement(
+      chain, "    ", [](size_t k) { return absl::StrCat("in", k, "[i]"); },
+      [](size_t k, const std::string& value) { return absl::StrCat("out", k, "[i] = ", value); }, s,
+      /*predicate=*/false);
+  absl::StrAppend(&s, "  }\n}\n");
+  return s;
+}
 
 std::string FusedLoopSource(const FusedLoop& loop, bool aligned) {
   std::string s =

@@ -19,6 +19,12 @@ inline constexpr char kFusedLoopKernelName[] = "distarray_fused_loop";
 // `aligned`: every buffer starts on 16 bytes, so arrays of one element size move as 16-byte packs.
 std::string FusedLoopSource(const FusedLoop& loop, bool aligned = true);
 
+inline constexpr char kFusedChainKernelName[] = "distarray_fused_chain";
+
+// A straight-line chain's kernel (FusedChainArgs): each thread computes the chain at its elements,
+// loading every input before it stores anything.
+std::string FusedChainSource(const FusedLoop& chain);
+
 // The elements one access of the kernel moves (its packs): 16 bytes' worth when every array has
 // one element size and `aligned`, else 1.
 int FusedLoopPackWidth(const FusedLoop& loop, bool aligned);

@@ -296,6 +296,16 @@ absl::Status CudaGraphRecording::SearchSorted(DType dtype, const SearchRuns& sea
   return Submit("SearchSorted", std::move(work));
 }
 
+absl::Status CudaGraphRecording::CsrMatmul(DType dtype, const CsrProduct& product) {
+  ASSIGN_OR_RETURN(CudaWork work, cuda::CsrMatmulWork(dtype, product));
+  return Submit("CsrMatmul", std::move(work));
+}
+
+absl::Status CudaGraphRecording::CsrToDense(DType dtype, const CsrProduct& block) {
+  ASSIGN_OR_RETURN(CudaWork work, cuda::CsrToDenseWork(dtype, block));
+  return Submit("CsrToDense", std::move(work));
+}
+
 absl::Status CudaGraphRecording::Merge(DType dtype, const MergeRuns& merge) {
   ASSIGN_OR_RETURN(CudaWork work, cuda::MergeWork(dtype, merge));
   return Submit("Merge", std::move(work));

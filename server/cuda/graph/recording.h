@@ -68,6 +68,8 @@ class CudaGraphRecording final : public GraphRecording {
   // fused_loop.cc: NVRTC compiles the chain into one kernel (fusion/), and each
   // device's WHILE body holds the backend's loop_unroll copies of it.
   absl::Status RecordFusedWhile(absl::Span<const FusedLoop> loops) override;
+  bool fuses_chains() const override { return context_.loop_unroll >= 1; }
+  absl::Status RecordFusedChain(absl::Span<const FusedLoop> chains) override;
   absl::Status BeginIf(const ConditionFlags& flag) override;
   absl::Status Else() override;
   absl::Status EndIf() override;
@@ -96,6 +98,8 @@ class CudaGraphRecording final : public GraphRecording {
   int64_t SortScratchBytes(DType dtype, const SortRuns& sort) const override;
   absl::Status Merge(DType dtype, const MergeRuns& merge) override;
   absl::Status SearchSorted(DType dtype, const SearchRuns& search) override;
+  absl::Status CsrMatmul(DType dtype, const CsrProduct& product) override;
+  absl::Status CsrToDense(DType dtype, const CsrProduct& block) override;
   int64_t MergeScratchBytes(DType dtype, const MergeRuns& merge) const override;
   void CountReshardBytes(int device, int64_t bytes) override;
 

@@ -1,0 +1,196 @@
+"""distarray.sparse against SciPy on fresh random matrices (empty rows and columns included, one
+device and split): construction from COO, SciPy and dense input, products, the transpose, and
+the solvers cg and lsmr, whose solutions, iteration counts and istop codes match SciPy's; bad
+input fails clearly and leaves other arrays intact."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import distarray
+import distarray.sparse
+import distarray.sparse.linalg
+from _layouts import assert_intact, bystander
+
+scipy_sparse = pytest.importorskip("scipy.sparse")
+scipy_linalg = pytest.importorskip("scipy.sparse.linalg")
+
+DEVICE_SETS = [[0], [0, 1], [2, 0, 1, 3]]
+
+
+def random_scipy(rng, m, n, density, dtype=np.float64, empty_rows=(), empty_cols=()):
+    s = scipy_sparse.random(m, n, density=density, format="coo", dtype=np.float64,
+                            random_state=rng)
+    data = s.data - 0.5
+    if np.dtype(dtype).kind == "c":
+        data = data + 1j * (rng.random(len(data)) - 0.5)
+    keep = ~np.isin(s.row, empty_rows) & ~np.isin(s.col, empty_cols)
+    return scipy_sparse.coo_matrix((data[keep].astype(dtype), (s.row[keep], s.col[keep])),
+                                   shape=(m, n)).tocsr()
+
+
+def tolerance(dtype):
+    return 1e-4 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-11
+
+
+@pytest.mark.parametrize("devices", DEVICE_SETS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+def test_products_match_scipy(client, rng, devices, dtype):
+    keep, keep_np = bystander(client, rng)
+    s = random_scipy(rng, 41, 29, 0.15, dtype, empty_rows=(0, 40, 7), empty_cols=(3,))
+    a = distarray.sparse.csr_matrix(s, devices=devices, client=client)
+    assert a.shape == (41, 29) and a.nnz == s.nnz and a.dtype == np.dtype(dtype)
+    x = (rng.random(29) - 0.5).astype(dtype)
+    xd = client.from_numpy(x, distarray.on_device(1, devices[-1]))
+    np.testing.assert_allclose((a @ xd).to_numpy(), s @ x, rtol=tolerance(dtype),
+                               atol=tolerance(dtype))
+    xs = (rng.random((29, 4)) - 0.5).astype(dtype)
+    xsd = client.from_numpy(xs, distarray.split_index_map(xs.shape, 0, devices))
+    np.testing.assert_allclose((a @ xsd).to_numpy(), s @ xs, rtol=tolerance(dtype),
+                               atol=tolerance(dtype))
+    y = (rng.random(41) - 0.5).astype(dtype)
+    yd = client.from_numpy(y, distarray.split_index_map(y.shape, 0, devices))
+    np.testing.assert_allclose((a.T @ yd).to_numpy(), s.T @ y, rtol=tolerance(dtype),
+                               atol=tolerance(dtype))
+    np.testing.assert_allclose(a.toarray().to_numpy(), s.toarray(), rtol=0, atol=0)
+    np.testing.assert_allclose(a.T.toarray().to_numpy(), s.T.toarray(), rtol=0, atol=0)
+    assert (a.to_scipy() != s).nnz == 0
+    assert_intact(keep, keep_np)
+
+
+def test_construction_forms_agree(client, rng):
+    dense = np.zeros((6, 5))
+    dense[0, 1], dense[2, 4], dense[5, 0] = 1.5, -2.0, 3.25
+    row, col = np.nonzero(dense)
+    forms = [
+        distarray.sparse.csr_matrix(dense, client=client),
+        distarray.sparse.csr_matrix((dense[row, col], (row, col)), shape=(6, 5), client=client),
+        distarray.sparse.csr_matrix(scipy_sparse.csr_matrix(dense), devices=[1, 2], client=client),
+    ]
+    s = scipy_sparse.csr_matrix(dense)
+    forms.append(distarray.sparse.csr_matrix((s.data, s.indices, s.indptr), shape=(6, 5),
+                                             client=client))
+    for a in forms:
+        np.testing.assert_array_equal(a.toarray().to_numpy(), dense)
+        assert a.nnz == 3
+    # Duplicates are summed, unsorted entries accepted.
+    dup = distarray.sparse.csr_matrix(([1.0, 2.0, 4.0], ([1, 1, 0], [2, 2, 0])), shape=(2, 3),
+                                      client=client)
+    assert dup.nnz == 2
+    np.testing.assert_array_equal(dup.toarray().to_numpy(), [[4, 0, 0], [0, 0, 3]])
+    # The same seed gives the same random matrix whatever the devices.
+    r1 = distarray.sparse.random(30, 20, density=0.1, random_state=5, client=client)
+    r2 = distarray.sparse.random(30, 20, density=0.1, random_state=5, devices=[3, 1],
+                                 client=client)
+    assert r1.nnz == 60
+    np.testing.assert_array_equal(r1.toarray().to_numpy(), r2.toarray().to_numpy())
+
+
+def test_bad_input_fails_clearly(client, rng):
+    keep, keep_np = bystander(client, rng)
+    with pytest.raises(ValueError, match=r"row\[1\]: 2 is out of range for 2 rows"):
+        distarray.sparse.csr_matrix(([1.0, 1.0], ([0, 2], [0, 0])), shape=(2, 2), client=client)
+    with pytest.raises(ValueError, match="lengths 2, 1 and 2 differ"):
+        distarray.sparse.csr_matrix(([1.0, 1.0], ([0, 1], [0])), shape=(2, 2), client=client)
+    with pytest.raises(ValueError, match="indptr: 2 offsets for 2 rows"):
+        distarray.sparse.csr_matrix(([1.0], [0], [0, 1]), shape=(2, 2), client=client)
+    with pytest.raises(TypeError, match="sparse values are"):
+        distarray.sparse.csr_matrix(np.eye(2, dtype=np.float16), client=client)
+    a = distarray.sparse.csr_matrix(np.eye(3), client=client)
+    wrong = client.from_numpy(np.ones(4))
+    with pytest.raises(distarray.InvalidArgumentError, match=r"spec.b: shape \(4,\)"):
+        a @ wrong
+    with pytest.raises(distarray.InvalidArgumentError, match="spec.b: dtype float32"):
+        a @ client.from_numpy(np.ones(3, np.float32))
+    with pytest.raises(TypeError, match="upload NumPy arrays"):
+        a @ np.ones(3)
+    with pytest.raises(ValueError, match="cg: A must be square"):
+        distarray.sparse.linalg.cg(distarray.sparse.csr_matrix(np.ones((2, 3)), client=client),
+                                   client.from_numpy(np.ones(2)))
+    with pytest.raises(TypeError, match="real float32 or float64"):
+        distarray.sparse.linalg.lsmr(
+            distarray.sparse.csr_matrix(np.eye(2, dtype=np.complex128), client=client),
+            client.from_numpy(np.ones(2, np.complex128)))
+    assert_intact(keep, keep_np)
+
+
+def spd(rng, n, density):
+    """A sparse symmetric positive definite matrix: B B^T + n I, B sparse."""
+    b = scipy_sparse.random(n, n, density=density, random_state=rng)
+    return (b @ b.T + n * scipy_sparse.identity(n)).tocsr()
+
+
+@pytest.mark.parametrize("devices", [[0], [0, 1, 2]])
+def test_cg_matches_scipy(client, rng, devices):
+    n = 60
+    s = spd(rng, n, 0.05)
+    b = rng.random(n) - 0.5
+    iterations = []
+    want, want_info = scipy_linalg.cg(s, b, rtol=1e-10, callback=lambda xk: iterations.append(1))
+    a = distarray.sparse.csr_matrix(s, devices=devices, client=client)
+    x, info = distarray.sparse.linalg.cg(a, client.from_numpy(b), rtol=1e-10)
+    assert info == want_info == 0
+    np.testing.assert_allclose(x.to_numpy(), want, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(s @ x.to_numpy(), b, atol=1e-8 * np.linalg.norm(b))
+    # A cap short of convergence reports the iterations run, as SciPy's info does.
+    x3, info3 = distarray.sparse.linalg.cg(a, client.from_numpy(b), rtol=1e-14, maxiter=3)
+    want3, want_info3 = scipy_linalg.cg(s, b, rtol=1e-14, maxiter=3)
+    assert info3 == want_info3 == 3
+    np.testing.assert_allclose(x3.to_numpy(), want3, rtol=1e-9, atol=1e-12)
+
+
+LSMR_CASES = [
+    ("square", 50, 50, 0.2, 1.0),  # an empty row and column: singular, a least-squares solution
+    ("tall", 80, 30, 0.15, 1.0),   # overdetermined
+    ("wide", 30, 70, 0.15, 1.0),   # underdetermined: the minimum-norm solution
+    ("ill", 40, 40, 0.3, 1e-6),    # ill-conditioned: columns scaled over six decades
+]
+
+
+@pytest.mark.parametrize("case", LSMR_CASES, ids=[c[0] for c in LSMR_CASES])
+@pytest.mark.parametrize("devices", [[0], [1, 0]])
+def test_lsmr_matches_scipy(client, rng, case, devices):
+    """The documented tolerance (docs/api.md, "Solvers"): the same istop; iterations within 10%
+    (at least 2); x, ||r|| and ||x|| as close to the exact least-squares solution as SciPy's
+    (SciPy's error there, times 10, plus rounding); the ||A|| estimate (a sum over the iterations)
+    within 5%; the cond(A) estimate (a
+    running min/max of the recurrence's values, sensitive to rounding) within a factor of 20."""
+    _, m, n, density, smallest = case
+    s = random_scipy(rng, m, n, density, empty_rows=(0,), empty_cols=(1,))
+    s = (s @ scipy_sparse.diags(np.geomspace(1.0, smallest, n))).tocsr()
+    b = rng.random(m) - 0.5
+    tol, maxiter = 1e-6, 10 * min(m, n)  # room to converge: istop 1 or 2
+    want = scipy_linalg.lsmr(s, b, atol=tol, btol=tol, maxiter=maxiter)
+    exact = scipy_linalg.lsmr(s, b, atol=1e-14, btol=1e-14, maxiter=100 * min(m, n))
+    a = distarray.sparse.csr_matrix(s, devices=devices, client=client)
+    got = distarray.sparse.linalg.lsmr(a, client.from_numpy(b), atol=tol, btol=tol,
+                                       maxiter=maxiter)
+    x, istop, itn, normr, normar, norma, conda, normx = got
+    assert istop == want[1] and istop in (1, 2), (istop, want[1])
+    assert abs(itn - want[2]) <= max(2, want[2] // 10), (itn, want[2])
+    scale = np.linalg.norm(exact[0])
+    for ours, theirs, truth in ((x.to_numpy(), want[0], exact[0]), (normr, want[3], exact[3]),
+                                (normx, want[7], exact[7])):
+        error, scipy_error = np.linalg.norm(ours - truth), np.linalg.norm(theirs - truth)
+        assert error <= 10 * scipy_error + 1e-10 * (scale + 1), (error, scipy_error)
+    assert norma == pytest.approx(want[5], rel=0.05)  # grows with each iteration run
+    assert 1 / 20 <= conda / want[6] <= 20
+
+
+def test_lsmr_caps_and_damps_as_scipy(client, rng):
+    s = random_scipy(rng, 40, 25, 0.2)
+    b = rng.random(40) - 0.5
+    a = distarray.sparse.csr_matrix(s, devices=[0, 1], client=client)
+    capped = distarray.sparse.linalg.lsmr(a, client.from_numpy(b), maxiter=4)
+    want = scipy_linalg.lsmr(s, b, maxiter=4)
+    assert (capped[1], capped[2]) == (want[1], want[2]) == (7, 4)
+    np.testing.assert_allclose(capped[0].to_numpy(), want[0], rtol=1e-9, atol=1e-12)
+    damped = distarray.sparse.linalg.lsmr(a, client.from_numpy(b), damp=0.5)
+    want = scipy_linalg.lsmr(s, b, damp=0.5)
+    assert damped[1] == want[1]
+    np.testing.assert_allclose(damped[0].to_numpy(), want[0], rtol=1e-6, atol=1e-9)
+    # b = 0: x = 0 at once, as SciPy.
+    zero = distarray.sparse.linalg.lsmr(a, client.from_numpy(np.zeros(40)))
+    assert zero[1:3] == (0, 0)
+    np.testing.assert_array_equal(zero[0].to_numpy(), np.zeros(25))
