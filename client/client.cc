@@ -817,6 +817,19 @@ absl::StatusOr<Array> Client::Matmul(const v1::MatmulRequest& request) const {
                                                         true);
 }
 
+absl::StatusOr<std::vector<Array>> Client::Linalg(const v1::LinalgRequest& request) const {
+  grpc::ClientContext context;
+  AttachSession(context);
+  v1::LinalgResponse response;
+  absl::Status s = FromGrpc(stub_->Linalg(&context, request, &response));
+  if (!s.ok()) return s;
+  std::vector<Array> arrays;
+  for (const v1::ArrayInfo& info : response.arrays()) {
+    arrays.push_back(Array(*this, info, /*owned=*/true));
+  }
+  return arrays;
+}
+
 absl::StatusOr<Array> Client::Manipulate(const v1::ManipulateRequest& request) const {
   return Compute<v1::ManipulateRequest, v1::ManipulateResponse>(
       request, &v1::ArrayService::Stub::Manipulate, !request.spec().has_set_item());
@@ -946,6 +959,36 @@ absl::StatusOr<Array> Matmul(const Array& a, const Array& b) {
   *request.mutable_spec()->mutable_b() = b.AsOperand();
   return a.client().Matmul(request);
 }
+
+absl::StatusOr<std::vector<Array>> Linalg(v1::LinalgOp op, const Array& a, const Array* b,
+                                          const LinalgOptions& options) {
+  v1::LinalgRequest request;
+  v1::LinalgOpSpec* spec = request.mutable_spec();
+  spec->set_op(op);
+  *spec->mutable_a() = a.AsOperand();
+  if (b != nullptr) *spec->mutable_b() = b->AsOperand();
+  spec->set_upper(options.upper);
+  spec->set_full_matrices(options.full_matrices);
+  spec->set_compute_uv(options.compute_uv);
+  return a.client().Linalg(request);
+}
+
+namespace {
+absl::StatusOr<Array> OnlyResult(absl::StatusOr<std::vector<Array>> results) {
+  if (!results.ok()) return results.status();
+  if (results->size() != 1) {
+    return absl::InternalError(
+        absl::StrCat("linalg: the daemon gave ", results->size(), " results for one"));
+  }
+  return std::move(results->front());
+}
+}  // namespace
+
+absl::StatusOr<Array> Solve(const Array& a, const Array& b) {
+  return OnlyResult(Linalg(v1::LINALG_OP_SOLVE, a, &b));
+}
+absl::StatusOr<Array> Inv(const Array& a) { return OnlyResult(Linalg(v1::LINALG_OP_INV, a)); }
+absl::StatusOr<Array> Det(const Array& a) { return OnlyResult(Linalg(v1::LINALG_OP_DET, a)); }
 
 absl::StatusOr<Array> GetItem(const Array& a, const std::vector<Index>& key) {
   v1::ManipulateRequest request;

@@ -7,7 +7,7 @@
 # (client/python/array-api-xfails.txt: each remaining failure and why).
 # MAX_EXAMPLES (default 20, the suite's own: docs/testing.md says why) is hypothesis' examples per test, drawn from
 # HYPOTHESIS_SEED (default 0: the same examples every run, so the xfails stay exact; another seed
-# explores). The linalg and fft extensions are not served, so their tests are left out. Extra
+# explores). The fft extension is not served, so its tests are left out; linalg's run. Extra
 # arguments go to pytest (e.g. `scripts/test-array-api.sh -k test_add -x`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,7 +71,7 @@ ARRAY_API_TESTS_MODULE="exec('import distarray; distarray.connect(\"$address\");
 ARRAY_API_TESTS_VERSION=2024.12 \
   "$venv/bin/python" -m pytest -p no:cacheprovider -q -rfE --disable-deadline \
     --max-examples="${MAX_EXAMPLES:-20}" --hypothesis-seed="${HYPOTHESIS_SEED:-0}" \
-    --disable-extension linalg fft --xfails-file="$xfails" \
+    --disable-extension fft --xfails-file="$xfails" \
     --json-report --json-report-file="$work/report.json" --json-report-omit=log,streams \
     "$@" array_api_tests/ || status=$?
 echo "test-array-api: $(( $(date +%s) - start )) s; report in $work/report.json"

@@ -12,6 +12,7 @@
 #ifndef DISTARRAY_SERVER_BACKEND_DEVICE_OPS_H_
 #define DISTARRAY_SERVER_BACKEND_DEVICE_OPS_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -235,6 +236,75 @@ inline bool MergeRunsFit(DType dtype, const MergeRuns& merge) {
          (!merge.scratch || merge.scratch->device() == device);
 }
 
+// A dense factorization of a stack of `batch` matrices on one device (DeviceOps::Factorize), in
+// LAPACK's terms: every matrix is column-major and dense, matrix i at element i * (rows * cols)
+// of its buffer. `a` holds the input (m x n) and is scratch: the op may overwrite it, and for
+// some kinds leaves a result there. What each kind reads and writes:
+//   kSolve:    b (n x nrhs) is replaced by x with a x = b; a by its LU factors.
+//   kCholesky: a's lower triangle (upper with `upper`) is replaced by the factor; the other
+//              triangle keeps what it held.
+//   kQr:       a is replaced by geqrf's result (R in its upper triangle); out0 gets Q
+//              (m x q, q = m with `full_matrices`, else min(m, n)), whose columns past min(m, n)
+//              the caller sets to the identity's beforehand.
+//   kEigh:     out0 gets the eigenvalues (n, the real dtype, ascending); with `compute_uv`, a is
+//              replaced by the eigenvectors (columns). Only the lower triangle of a is read.
+//   kSvd:      out0 gets S (min(m, n), the real dtype, descending); with `compute_uv`, out1 gets
+//              U (m x ucols) and out2 gets V^H (vrows x n), ucols = vrows = m and n with
+//              `full_matrices`, else min(m, n).
+//   kSlogdet:  out0 gets sign (a's dtype) and out1 log|det| (the real dtype), one per matrix,
+//              from a's LU factors (a is replaced by them); with `det`, out0 gets det instead
+//              and out1 is unused.
+// `info` (int32, one per matrix) gets LAPACK's info: 0, or > 0 for a singular matrix (solve),
+// one not positive definite (cholesky), or no convergence (eigh, svd); kSlogdet writes 0.
+enum class Factorization { kSolve, kCholesky, kQr, kEigh, kSvd, kSlogdet };
+struct DenseFactorization {
+  Factorization kind = Factorization::kSolve;
+  int64_t batch = 1;
+  int64_t m = 0, n = 0;  // each matrix of `a`: m x n (square but for kQr and kSvd)
+  int64_t nrhs = 0;      // kSolve: columns of b
+  bool upper = false;
+  bool full_matrices = false;
+  bool compute_uv = false;
+  bool det = false;
+  BufferPtr a, b, out0, out1, out2, info;
+};
+
+// Whether `f`'s matrices lie within its buffers, all on a's device (a backend's last check before
+// it hands pointers to LAPACK or cuSOLVER).
+inline bool DenseFactorizationFits(DType dtype, const DenseFactorization& f) {
+  if (f.batch < 0 || f.m < 0 || f.n < 0 || f.nrhs < 0 || !f.a || !f.info) return false;
+  const bool square = f.kind != Factorization::kQr && f.kind != Factorization::kSvd;
+  if (square && f.m != f.n) return false;
+  const int64_t size = DTypeSize(dtype);
+  const int64_t real_size = IsComplex(dtype) ? size / 2 : size;
+  const int device = f.a->device();
+  // `count` elements per matrix, `element` bytes each.
+  auto fits = [&](const BufferPtr& buffer, std::optional<int64_t> count, int64_t element) {
+    const std::optional<int64_t> per = count ? MulOrNull(*count, element) : std::nullopt;
+    const std::optional<int64_t> bytes = per ? MulOrNull(*per, f.batch) : std::nullopt;
+    return buffer && bytes && buffer->device() == device && buffer->bytes() >= *bytes;
+  };
+  const int64_t k = std::min(f.m, f.n);
+  if (!fits(f.a, MulOrNull(f.m, f.n), size) || !fits(f.info, 1, 4)) return false;
+  switch (f.kind) {
+    case Factorization::kSolve:
+      return fits(f.b, MulOrNull(f.n, f.nrhs), size);
+    case Factorization::kCholesky:
+      return true;
+    case Factorization::kQr:
+      return fits(f.out0, MulOrNull(f.m, f.full_matrices ? f.m : k), size);
+    case Factorization::kEigh:
+      return fits(f.out0, f.n, real_size);
+    case Factorization::kSvd:
+      return fits(f.out0, k, real_size) &&
+             (!f.compute_uv || (fits(f.out1, MulOrNull(f.m, f.full_matrices ? f.m : k), size) &&
+                                fits(f.out2, MulOrNull(f.full_matrices ? f.n : k, f.n), size)));
+    case Factorization::kSlogdet:
+      return fits(f.out0, 1, size) && (f.det || fits(f.out1, 1, real_size));
+  }
+  return false;
+}
+
 class DeviceOps {
  public:
   virtual ~DeviceOps() = default;
@@ -311,6 +381,14 @@ class DeviceOps {
   // buffers' sizes (CsrBlockFits); a backend checks again before it hands pointers to a kernel.
   virtual absl::Status CsrMatmul(DType dtype, const CsrProduct& product) = 0;
   virtual absl::Status CsrToDense(DType dtype, const CsrProduct& block) = 0;
+
+  // One dense factorization (DenseFactorization) of float32, float64, complex64 or complex128,
+  // on a's device. Eager only: a recording refuses it (UNIMPLEMENTED), so no program holds one.
+  // The engine checked the sizes; INTERNAL when the buffers do not fit, UNAVAILABLE when the
+  // library (LAPACK, cuSOLVER) cannot be loaded.
+  virtual absl::Status Factorize(DType /*dtype*/, const DenseFactorization& /*f*/) {
+    return absl::UnimplementedError("dense factorizations run eagerly only");
+  }
 
   // Counts `bytes` a relayout copied into `device` (reshards, mode changes and the reshards of
   // compute operands), for the daemon's metrics. A recording counts them once, when recorded.

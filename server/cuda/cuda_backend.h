@@ -15,6 +15,7 @@
 #include "server/cuda/cuda_device.h"
 #include "server/cuda/cuda_resources.h"
 #include "server/cuda/cuda_work.h"
+#include "server/cuda/cusolver_api.h"
 #include "server/cuda/fusion/rtc_compiler.h"
 #include "server/cuda/graph/agreement_mode.h"
 
@@ -65,6 +66,8 @@ class CudaBackend final : public Backend {
   using Backend::Gemm;
   absl::Status Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b, const BufferPtr& c,
                     const GemmShape& shape, bool allow_tf32) override;
+  // cuSOLVER's getrf/getrs, potrf, geqrf/orgqr, syevd/heevd and gesvdj (cuda_linalg.cc).
+  absl::Status Factorize(DType dtype, const DenseFactorization& f) override;
   absl::Status Sort(DType dtype, const SortRuns& sort) override;
   int64_t SortScratchBytes(DType dtype, const SortRuns& sort) const override;
   absl::Status Merge(DType dtype, const MergeRuns& merge) override;
@@ -105,6 +108,10 @@ class CudaBackend final : public Backend {
   std::unique_ptr<cuda::NcclClique> nccl_;
   cuda::PinnedPool pinned_;
   std::unique_ptr<CudaGraphRecorder> recorder_;
+  // Made on the first factorization (most daemons never load cuSOLVER); destroyed before the
+  // devices' streams.
+  std::mutex cusolver_mu_;
+  std::unique_ptr<cuda::CusolverHandles> cusolver_;
 };
 
 }  // namespace distarray

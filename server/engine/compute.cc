@@ -9,6 +9,7 @@
 #include "common/status_macros.h"
 #include "server/engine/engine.h"
 #include "server/ops/layout.h"
+#include "server/ops/linalg.h"
 #include "server/ops/manipulation.h"
 #include "server/ops/op_executors.h"
 #include "server/ops/sparse.h"
@@ -207,6 +208,53 @@ absl::StatusOr<std::vector<ArrayPtr>> Engine::Sparse(const v1::SparseRequest& re
     Adopt(std::move(computed[i]), out);
     ASSIGN_OR_RETURN(ArrayPtr array, Register(std::move(out), /*in_place=*/false, call));
     registered.push_back(std::move(array));
+  }
+  return registered;
+}
+
+absl::StatusOr<std::vector<ArrayPtr>> Engine::Linalg(const v1::LinalgRequest& request,
+                                                     const CallContext& call) {
+  const OpContext context = RequestContext(call);
+  ASSIGN_OR_RETURN(const PlannedLinalg planned, PlanLinalgOp(context, request.spec(), "spec"));
+  const size_t count = planned.results.size();
+  if (request.result_names_size() != 0 &&
+      static_cast<size_t>(request.result_names_size()) != count) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "result_names: linalg ", v1::LinalgOp_Name(planned.op), " has ", count,
+        " results; give no names or one per result, got ", request.result_names_size()));
+  }
+  std::vector<Array> outs;
+  for (size_t r = 0; r < count; ++r) {
+    const std::string name = request.result_names_size() == 0 ? "" : request.result_names(r);
+    for (size_t s = 0; s < r && !name.empty(); ++s) {
+      if (request.result_names(s) == name) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("result_names[", r, "]: ", QuoteClientString(name),
+                         " is also result_names[", s, "]; results need distinct names"));
+      }
+    }
+    const std::string name_field = absl::StrCat("result_names[", r, "]");
+    RETURN_IF_ERROR(ValidateName(name, name_field));
+    RETURN_IF_ERROR(registry_.CheckNameFree(call.tenant, name, name_field));
+    Array out;
+    out.name = name;
+    out.tenant = call.tenant;
+    if (out.name.empty()) out.session = call.session_key();
+    outs.push_back(std::move(out));
+  }
+  ASSIGN_OR_RETURN(std::vector<OpResult> results, ExecuteLinalg(context, *backend_, planned));
+  std::vector<ArrayPtr> registered;
+  for (size_t r = 0; r < count; ++r) {
+    Adopt(std::move(results[r]), outs[r]);
+    absl::StatusOr<ArrayPtr> stored = Register(std::move(outs[r]), /*in_place=*/false, call);
+    if (!stored.ok()) {
+      // All or none: the results registered so far go again.
+      for (const ArrayPtr& array : registered) {
+        registry_.Erase(call.tenant, array->handle, "handle").IgnoreError();
+      }
+      return stored.status();
+    }
+    registered.push_back(*std::move(stored));
   }
   return registered;
 }

@@ -169,6 +169,10 @@ class Engine {
   // transpose's three (indptr, indices, data), registered in that order.
   absl::StatusOr<std::vector<ArrayPtr>> Sparse(const v1::SparseRequest& request,
                                                const CallContext& call = {});
+  // Dense linear algebra (solve, inv, cholesky, qr, eigh, svd, det, slogdet): every result, in
+  // LinalgOp's order, registered together (none when any fails). Waits for the factorization.
+  absl::StatusOr<std::vector<ArrayPtr>> Linalg(const v1::LinalgRequest& request,
+                                               const CallContext& call = {});
   // Indexing and shape ops (get_item, set_item, permute_dims, reshape, concat); set_item replaces
   // its target in place.
   absl::StatusOr<ArrayPtr> Manipulate(const v1::ManipulateRequest& request,

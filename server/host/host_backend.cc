@@ -185,6 +185,11 @@ absl::Status HostBackend::Gemm(DType dtype, const BufferPtr& a, const BufferPtr&
   return Submit(std::move(work)).status();
 }
 
+absl::Status HostBackend::Factorize(DType dtype, const DenseFactorization& f) {
+  ASSIGN_OR_RETURN(HostWork work, host::FactorizeWork(dtype, f));
+  return Submit(std::move(work)).status();
+}
+
 absl::Status HostBackend::WriteFromHost(const BufferPtr& dst, int64_t offset, const void* src,
                                         int64_t bytes) {
   auto buffer = AsHost(dst);

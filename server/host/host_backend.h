@@ -54,6 +54,7 @@ class HostBackend final : public Backend {
   using Backend::Gemm;
   absl::Status Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b, const BufferPtr& c,
                     const GemmShape& shape, bool allow_tf32) override;
+  absl::Status Factorize(DType dtype, const DenseFactorization& f) override;
   absl::Status Sort(DType dtype, const SortRuns& sort) override;
   absl::Status Merge(DType dtype, const MergeRuns& merge) override;
   absl::Status SearchSorted(DType dtype, const SearchRuns& search) override;

@@ -48,6 +48,9 @@ absl::StatusOr<HostWork> CsrMatmulWork(DType dtype, const CsrProduct& product);
 absl::StatusOr<HostWork> CsrToDenseWork(DType dtype, const CsrProduct& block);
 absl::StatusOr<HostWork> GemmWork(DType dtype, const BufferPtr& a, const BufferPtr& b,
                                   const BufferPtr& c, const GemmShape& shape);
+// LAPACK's factorizations (host_linalg.cc); UNAVAILABLE where LAPACK cannot be loaded, INTERNAL
+// for a dtype without a LAPACK path or matrices that do not fit their buffers.
+absl::StatusOr<HostWork> FactorizeWork(DType dtype, const DenseFactorization& f);
 
 }  // namespace host
 }  // namespace distarray

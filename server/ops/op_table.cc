@@ -69,6 +69,9 @@ const std::vector<std::string>& ComputeFeatures() {
     for (const char* op : {"matmul", "to_dense", "transpose"}) {
       list->push_back(absl::StrCat("sparse.", op));
     }
+    for (const char* op : {"solve", "inv", "cholesky", "qr", "eigh", "svd", "det", "slogdet"}) {
+      list->push_back(absl::StrCat("linalg.", op));
+    }
     for (const char* op : {"get_item", "set_item", "permute_dims", "reshape", "concat", "stack",
                            "broadcast_to", "sort", "argsort", "search_sorted", "take"}) {
       list->push_back(absl::StrCat("manipulate.", op));

@@ -571,6 +571,16 @@ grpc::Status ArrayServiceImpl::Matmul(grpc::ServerContext* context,
   });
 }
 
+grpc::Status ArrayServiceImpl::Linalg(grpc::ServerContext* context,
+                                      const v1::LinalgRequest* request,
+                                      v1::LinalgResponse* response) {
+  return Handle("Linalg", context, response, [&](const CallContext& call) -> absl::Status {
+    ASSIGN_OR_RETURN(std::vector<ArrayPtr> arrays, engine_.Linalg(*request, call));
+    for (const ArrayPtr& array : arrays) *response->add_arrays() = ToArrayInfo(*array);
+    return absl::OkStatus();
+  });
+}
+
 grpc::Status ArrayServiceImpl::Manipulate(grpc::ServerContext* context,
                                           const v1::ManipulateRequest* request,
                                           v1::ManipulateResponse* response) {

@@ -91,6 +91,8 @@ class ArrayServiceImpl final : public v1::ArrayService::Service {
                       v1::ReduceResponse* response) override;
   grpc::Status Matmul(grpc::ServerContext* context, const v1::MatmulRequest* request,
                       v1::MatmulResponse* response) override;
+  grpc::Status Linalg(grpc::ServerContext* context, const v1::LinalgRequest* request,
+                      v1::LinalgResponse* response) override;
   grpc::Status Manipulate(grpc::ServerContext* context, const v1::ManipulateRequest* request,
                           v1::ManipulateResponse* response) override;
   grpc::Status Sparse(grpc::ServerContext* context, const v1::SparseRequest* request,

@@ -169,6 +169,25 @@ class Runner {
         Keep(engine_.Matmul(request, call), action);
         break;
       }
+      case Action::kLinalg: {
+        v1::LinalgRequest request = action.linalg();
+        if (!handles_.empty()) {
+          v1::Operand* sides[] = {request.mutable_spec()->mutable_a(),
+                                  request.mutable_spec()->mutable_b()};
+          for (int i = 0; i < action.operands_from_size() && i < 2; ++i) {
+            if (i == 1 && !request.spec().has_b()) break;
+            sides[i]->set_handle(handles_[action.operands_from(i) % handles_.size()]);
+          }
+        }
+        absl::StatusOr<std::vector<ArrayPtr>> results = engine_.Linalg(request, call);
+        CheckStatus(results.status(), action);
+        if (results.ok()) {
+          for (const ArrayPtr& array : *results) {
+            if (handles_.size() < kMaxHandles) handles_.push_back(array->handle);
+          }
+        }
+        break;
+      }
       case Action::kManipulate: {
         v1::ManipulateRequest request = action.manipulate();
         v1::ManipulationSpec& spec = *request.mutable_spec();

@@ -169,6 +169,19 @@ class Case {
     request->mutable_spec()->mutable_b()->set_handle("b");
     return *request;
   }
+  // b < 0: no b.
+  v1::LinalgOpSpec& Linalg(v1::LinalgOp op, uint32_t a, int b = -1) {
+    Action& action = Add();
+    action.add_operands_from(a);
+    auto* spec = action.mutable_linalg()->mutable_spec();
+    spec->set_op(op);
+    spec->mutable_a()->set_handle("a");
+    if (b >= 0) {
+      action.add_operands_from(static_cast<uint32_t>(b));
+      spec->mutable_b()->set_handle("b");
+    }
+    return *spec;
+  }
   v1::ManipulationSpec& Manipulate(const std::vector<uint32_t>& from) {
     Action& action = Add();
     for (uint32_t f : from) action.add_operands_from(f);
@@ -655,6 +668,39 @@ std::vector<std::pair<std::string, Case>> Seeds() {
     c.Matmul(0, 1);
     c.Matmul(1, 0);
     c.DownloadFrom(2);
+  }
+  {
+    // Dense linear algebra: every op on split square matrices and a stack, a wide matrix for
+    // qr/svd, a singular one (zeros), a b of the wrong shape, b where the op takes none, an
+    // unknown op (16 actions, the most a case holds).
+    Case& c = add("linalg");
+    c.Create(Spec({6, 6}, v1::DTYPE_FLOAT64, RowBlocks({6, 6}, 3)))
+        .mutable_fill()
+        ->mutable_uniform()
+        ->set_high(1);
+    c.Create(Spec({6, 2}, v1::DTYPE_FLOAT64, Replicated({6, 2}, 2))).mutable_fill()->mutable_ones();
+    c.Create(Spec({3, 5}, kF32, RowBlocks({3, 5}, 2)))
+        .mutable_fill()
+        ->mutable_uniform()
+        ->set_high(1);
+    c.Create(Spec({2, 4, 4}, v1::DTYPE_COMPLEX64, RowBlocks({2, 4, 4}, 2)))
+        .mutable_fill()
+        ->mutable_uniform()
+        ->set_high(1);
+    c.Create(Spec({4, 4}, v1::DTYPE_FLOAT64, Replicated({4, 4}, 1)));  // zeros: singular
+    c.Linalg(v1::LINALG_OP_SOLVE, 0, 1);
+    c.Linalg(v1::LINALG_OP_INV, 3);
+    c.Linalg(v1::LINALG_OP_CHOLESKY, 0).set_upper(true);
+    c.Linalg(v1::LINALG_OP_QR, 2).set_full_matrices(true);
+    c.Linalg(v1::LINALG_OP_EIGH, 3).set_compute_uv(true);
+    v1::LinalgOpSpec& svd = c.Linalg(v1::LINALG_OP_SVD, 2);
+    svd.set_compute_uv(true);
+    svd.set_full_matrices(true);
+    c.Linalg(v1::LINALG_OP_SLOGDET, 3);
+    c.Linalg(v1::LINALG_OP_INV, 4);
+    c.Linalg(v1::LINALG_OP_SOLVE, 2, 1);
+    c.Linalg(v1::LINALG_OP_DET, 0, 1);
+    c.Linalg(static_cast<v1::LinalgOp>(42), 0);
   }
   {
     // while all(a < 10): a = a + 1, then if any(a > 3): b = -a else b = a; value output.

@@ -536,6 +536,96 @@ void AddHardeningCases(std::vector<BadCase>& cases) {
       StatusCode::NOT_FOUND, "(1048576 bytes)");
 }
 
+// Linalg: a fresh operand (`shape`, `dtype`, zeros unless `ones`), then `op` on it; the
+// bystander (10 x 10 float32) serves where a second operand is needed.
+std::function<grpc::Status(v1::ArrayService::Stub&, const std::string&)> LinalgOn(
+    std::vector<int64_t> shape, v1::DType dtype, v1::LinalgOp op,
+    std::function<void(v1::LinalgOpSpec&, const std::string& bystander)> fill = nullptr) {
+  return [=](v1::ArrayService::Stub& stub, const std::string& bystander) {
+    grpc::ClientContext c;
+    v1::CreateArrayRequest create = CreateRequest(shape, dtype, OnDevice(shape.size(), 0));
+    create.mutable_fill()->mutable_zeros();
+    v1::CreateArrayResponse made;
+    grpc::Status st = stub.CreateArray(&c, create, &made);
+    if (!st.ok()) return st;
+    grpc::ClientContext c2;
+    v1::LinalgRequest r;
+    r.mutable_spec()->set_op(op);
+    r.mutable_spec()->mutable_a()->set_handle(made.array().handle());
+    if (fill) fill(*r.mutable_spec(), bystander);
+    v1::LinalgResponse out;
+    return stub.Linalg(&c2, r, &out);
+  };
+}
+
+void AddLinalgCases(std::vector<BadCase>& cases) {
+  using grpc::StatusCode;
+  auto add = [&](std::string name, auto call, StatusCode code, std::string contains) {
+    cases.push_back({std::move(name), call, code, std::move(contains)});
+  };
+  add(
+      "empty Linalg request",
+      [](auto& stub, auto&) {
+        grpc::ClientContext c;
+        v1::LinalgRequest r;
+        v1::LinalgResponse out;
+        return stub.Linalg(&c, r, &out);
+      },
+      StatusCode::INVALID_ARGUMENT, "spec.op: unknown linalg op 0");
+  add(
+      "Linalg without an operand",
+      [](auto& stub, auto&) {
+        grpc::ClientContext c;
+        v1::LinalgRequest r;
+        r.mutable_spec()->set_op(v1::LINALG_OP_INV);
+        v1::LinalgResponse out;
+        return stub.Linalg(&c, r, &out);
+      },
+      StatusCode::INVALID_ARGUMENT, "spec.a: give a handle or a scalar");
+  add("inv of a non-square matrix", LinalgOn({3, 5}, v1::DTYPE_FLOAT64, v1::LINALG_OP_INV),
+      StatusCode::INVALID_ARGUMENT, "spec.a: inv takes square matrices, got shape (3, 5) (3 x 5)");
+  add("det of a vector", LinalgOn({4}, v1::DTYPE_FLOAT64, v1::LINALG_OP_DET),
+      StatusCode::INVALID_ARGUMENT, "spec.a: det takes matrices (2 or more axes), got shape (4,)");
+  add("cholesky of int32", LinalgOn({3, 3}, v1::DTYPE_INT32, v1::LINALG_OP_CHOLESKY),
+      StatusCode::INVALID_ARGUMENT,
+      "spec.a: cholesky takes float32, float64, complex64 or complex128 matrices, got int32");
+  add("solve with b of the wrong shape",
+      LinalgOn({4, 4}, v1::DTYPE_FLOAT32, v1::LINALG_OP_SOLVE,
+               [](v1::LinalgOpSpec& spec, const std::string& bystander) {
+                 spec.mutable_b()->set_handle(bystander);
+               }),
+      StatusCode::INVALID_ARGUMENT, "spec.b: shape (10, 10) does not match spec.a's (4, 4)");
+  add("solve with b of another dtype",
+      LinalgOn({10, 10}, v1::DTYPE_FLOAT64, v1::LINALG_OP_SOLVE,
+               [](v1::LinalgOpSpec& spec, const std::string& bystander) {
+                 spec.mutable_b()->set_handle(bystander);
+               }),
+      StatusCode::INVALID_ARGUMENT, "spec.b: dtype float32 differs from spec.a's float64");
+  add("solve without b", LinalgOn({4, 4}, v1::DTYPE_FLOAT32, v1::LINALG_OP_SOLVE),
+      StatusCode::INVALID_ARGUMENT,
+      "spec.b: solve takes the right-hand sides as an array (a handle)");
+  add("qr with a b",
+      LinalgOn({4, 4}, v1::DTYPE_FLOAT32, v1::LINALG_OP_QR,
+               [](v1::LinalgOpSpec& spec, const std::string& bystander) {
+                 spec.mutable_b()->set_handle(bystander);
+               }),
+      StatusCode::INVALID_ARGUMENT, "spec.b: only solve takes a second operand");
+  add("inv of a singular matrix", LinalgOn({4, 4}, v1::DTYPE_FLOAT64, v1::LINALG_OP_INV),
+      StatusCode::FAILED_PRECONDITION,
+      "spec.a: the matrix is singular (U[0, 0] of its LU factorization is exactly zero)");
+  add("cholesky of a matrix not positive definite",
+      LinalgOn({2, 3, 3}, v1::DTYPE_COMPLEX128, v1::LINALG_OP_CHOLESKY),
+      StatusCode::FAILED_PRECONDITION,
+      "spec.a: matrix 0 of the stack (C order) is not positive definite (its leading minor of "
+      "order 1 is not positive)");
+  add("qr of a matrix over the size bound",
+      LinalgOn({16385, 1}, v1::DTYPE_FLOAT32, v1::LINALG_OP_QR), StatusCode::RESOURCE_EXHAUSTED,
+      "spec.a: matrices of 16385 x 1 are over the bound of 16384 rows and columns per matrix");
+  add("det of a stack over the bound",
+      LinalgOn({65537, 1, 1}, v1::DTYPE_FLOAT32, v1::LINALG_OP_DET), StatusCode::RESOURCE_EXHAUSTED,
+      "spec.a: a stack of 65537 matrices is over the bound of 65536 per request");
+}
+
 std::vector<BadCase> Cases() {
   const v1::IndexMap one = OnDevice(1, 0);
   const v1::IndexMap two_d = OnDevice(2, 0);
@@ -1153,6 +1243,7 @@ std::vector<BadCase> Cases() {
       StatusCode::NOT_FOUND, "program_id");
   AddHardeningCases(cases);
   AddManipulationCases(cases);
+  AddLinalgCases(cases);
   return cases;
 }
 

@@ -124,6 +124,9 @@ class Client {
   absl::StatusOr<Array> Elementwise(const v1::ElementwiseRequest& request) const;
   absl::StatusOr<Array> Reduce(const v1::ReduceRequest& request) const;
   absl::StatusOr<Array> Matmul(const v1::MatmulRequest& request) const;
+  // Dense linear algebra: the results in LinalgOp's order (Q and R; U, S and Vh; ...), each one
+  // chunk on the device the operand was gathered to.
+  absl::StatusOr<std::vector<Array>> Linalg(const v1::LinalgRequest& request) const;
   // Indexing and shapes (get_item, set_item, permute_dims, reshape, concat); GetItem and the
   // others below build the request. With set_item the result is the updated target (not owned).
   absl::StatusOr<Array> Manipulate(const v1::ManipulateRequest& request) const;
@@ -323,6 +326,20 @@ absl::StatusOr<Array> Reduce(const Array& a, v1::ReduceOp op, std::vector<int32_
 // a @ b as numpy.matmul: vectors, matrices and stacks (the axes before the last two broadcast).
 // A split shared axis gives a SUM-mode array of partial products.
 absl::StatusOr<Array> Matmul(const Array& a, const Array& b);
+
+// Dense linear algebra on a matrix or a stack of them (the last two axes), as numpy.linalg's;
+// float32, float64, complex64 and complex128. The results are in LinalgOp's order.
+struct LinalgOptions {
+  bool upper = false;          // cholesky: the upper factor
+  bool full_matrices = false;  // qr (mode="complete") and svd
+  bool compute_uv = true;      // svd and eigh: the vectors too
+};
+absl::StatusOr<std::vector<Array>> Linalg(v1::LinalgOp op, const Array& a, const Array* b = nullptr,
+                                          const LinalgOptions& options = {});
+// x with a @ x = b (b: (..., n) or (..., n, k) with a's stack axes).
+absl::StatusOr<Array> Solve(const Array& a, const Array& b);
+absl::StatusOr<Array> Inv(const Array& a);
+absl::StatusOr<Array> Det(const Array& a);
 
 // Indexing and shapes, as NumPy's (distarray/indexing.h writes keys). Each result is a new array
 // whose chunks follow the source's where they can (ManipulationSpec's messages say how).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -430,6 +430,22 @@ class DistributedArray(ArrayOps, ManipulationOps, ArrayApiMethods):
         request = pb.MatmulRequest(spec=spec, result_name=result_name or "")
         response = self._rpc.call("Matmul", request)
         return DistributedArray(self._client, response.array, owned=True)
+
+    @translate_errors
+    def _linalg(
+        self, op: str, a: "DistributedArray", b: Optional["DistributedArray"] = None, *,
+        upper: bool = False, full_matrices: bool = False, compute_uv: bool = False,
+    ) -> List["DistributedArray"]:
+        """The daemon's Linalg ``op`` (solve, inv, cholesky, qr, eigh, svd, det, slogdet): its
+        results in LinalgOp's order, each one chunk on the device ``a`` was gathered to."""
+        self._rpc.require(f"linalg.{op}")
+        spec = pb.LinalgOpSpec(op=pb.LinalgOp.Value(f"LINALG_OP_{op.upper()}"),
+                               a=self._operand(a), upper=upper, full_matrices=full_matrices,
+                               compute_uv=compute_uv)
+        if b is not None:
+            spec.b.CopyFrom(self._operand(b))
+        response = self._rpc.call("Linalg", pb.LinalgRequest(spec=spec))
+        return [DistributedArray(self._client, info, owned=True) for info in response.arrays]
 
     def __matmul__(self, o):
         if not isinstance(o, DistributedArray):

@@ -1,24 +1,34 @@
-"""The array API's ``linalg`` extension (``distarray.linalg``), the part that needs no
-factorization: ``matmul``, ``matrix_transpose``, ``outer``, ``tensordot``, ``vecdot`` (the main
-namespace's), and ``cross``, ``diagonal``, ``trace``, ``vector_norm``, ``matrix_norm`` (every
-order but the singular-value ones) and ``matrix_power`` (n >= 0), composed from the daemon's
-elementwise ops, reductions, matmul and slices. Factorizations and solvers (``cholesky``,
-``inv``, ``solve``, ``svd`` ...) are not served; docs/api.md says so.
+"""The array API's ``linalg`` extension (``distarray.linalg``).
+
+The factorizations and solvers (``cholesky``, ``det``, ``eigh``, ``eigvalsh``, ``inv``, ``qr``,
+``slogdet``, ``solve``, ``svd``, ``svdvals``) are the daemon's Linalg op: the operand is gathered
+onto one device (the one holding most of it), factorized there by LAPACK (host backend) or
+cuSOLVER (GPUs), and every result is one chunk on that device (docs/api.md, "Linear algebra").
+float32, float64, complex64 and complex128 run as they are; integers and bool are converted to
+float64 and float16/bfloat16 to float32 (results stay float32). A singular matrix (``solve``,
+``inv``) or one that is not positive definite (``cholesky``) raises ``LinAlgError``, as NumPy's.
+``matrix_rank`` and ``pinv`` are composed from ``svd``/``svdvals``.
+
+The rest needs no factorization: ``matmul``, ``matrix_transpose``, ``outer``, ``tensordot``,
+``vecdot`` (the main namespace's), and ``cross``, ``diagonal``, ``trace``, ``vector_norm``,
+``matrix_norm`` and ``matrix_power``, composed from the daemon's elementwise ops, reductions,
+matmul and slices (the singular-value norms through ``svdvals``, negative powers through
+``inv``).
 
 ``diagonal`` is a strided slice of the matrices laid end to end (``reshape`` to (..., n*m), then
 ``[offset::m+1]``), so it works on every layout; it moves the matrices when their split does not
 survive the reshape.
 """
-
 from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Optional, Union
+from typing import Any, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
 from . import _functions as f
+from ._errors import FailedPreconditionError
 from ._api_manipulation import broadcast_to
 from ._api_linalg import matmul, outer, tensordot, vecdot
 from ._api_statistics import max as _max
@@ -83,8 +93,8 @@ def vector_norm(x: Any, /, *, axis: Union[None, int, tuple] = None, keepdims: bo
 def matrix_norm(x: Any, /, *, keepdims: bool = False,
                 ord: Union[int, float, str, None] = "fro") -> Any:  # noqa: A002
     """The matrix norm of each matrix (the last two axes): 'fro' (Frobenius), 1 and -1 (the
-    largest and smallest column sums of |x|), inf and -inf (row sums). 'nuc', 2 and -2 need the
-    singular values (an SVD), which the daemon does not compute: NotImplementedError."""
+    largest and smallest column sums of |x|), inf and -inf (row sums), 'nuc', 2 and -2 (the sum,
+    largest and smallest of the singular values)."""
     _matrices(x, "matrix_norm")
     if ord is None:
         ord = "fro"
@@ -96,9 +106,9 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False,
         pick = _max if ord > 0 else _min
         out = pick(_sum(a, axis=along, keepdims=True), axis=across, keepdims=True)
     elif ord in ("nuc", 2, -2):
-        raise NotImplementedError(
-            f"linalg.matrix_norm(ord={ord!r}) needs the singular values (an SVD), which the "
-            "daemon does not compute; 'fro', 1, -1, inf and -inf are served")
+        values = svdvals(x)
+        reduce = _sum if ord == "nuc" else _max if ord == 2 else _min
+        out = reduce(values, axis=-1, keepdims=True)[..., None]
     else:
         raise ValueError(f"linalg.matrix_norm: ord={ord!r} is not a matrix norm")
     return out if keepdims else reshape(out, tuple(out.shape[:-2]))
@@ -127,16 +137,14 @@ def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
 
 
 def matrix_power(x: Any, n: int, /) -> Any:
-    """``x`` (square matrices) to the integer power ``n`` >= 0, by repeated squaring with
-    matmul; ``n`` = 0 gives identities. A negative power needs an inverse: NotImplementedError."""
+    """``x`` (square matrices) to the integer power ``n``, by repeated squaring with matmul;
+    ``n`` = 0 gives identities, a negative ``n`` the power of the inverse."""
     _matrices(x, "matrix_power")
     n = operator.index(n)
     if x.shape[-1] != x.shape[-2]:
         raise ValueError(f"linalg.matrix_power takes square matrices, not {x.shape[-2:]}")
     if n < 0:
-        raise NotImplementedError(
-            "linalg.matrix_power with a negative power needs an inverse, which the daemon does "
-            "not compute")
+        x, n = inv(x), -n
     if n == 0:
         identity = new_like(x, pb.Fill(eye=pb.Fill.Eye(k=0)), shape=x.shape[-2:])
         return identity if x.ndim == 2 else broadcast_to(identity, tuple(x.shape))
@@ -150,5 +158,197 @@ def matrix_power(x: Any, n: int, /) -> Any:
     return result
 
 
-__all__ = ["cross", "diagonal", "matmul", "matrix_norm", "matrix_power", "matrix_transpose",
-           "outer", "tensordot", "trace", "vecdot", "vector_norm"]
+# ---------------------------------------------------------------------------------------------
+# Factorizations and solvers: the daemon's Linalg op.
+
+
+class LinAlgError(FailedPreconditionError, np.linalg.LinAlgError):
+    """A matrix the factorization cannot take: singular (``solve``, ``inv``), not positive
+    definite (``cholesky``), or an iteration that did not converge (``eigh``, ``svd``). The
+    daemon's FAILED_PRECONDITION; also a ``numpy.linalg.LinAlgError``."""
+
+
+class EighResult(NamedTuple):
+    eigenvalues: Any
+    eigenvectors: Any
+
+
+class QRResult(NamedTuple):
+    Q: Any
+    R: Any
+
+
+class SVDResult(NamedTuple):
+    U: Any
+    S: Any
+    Vh: Any
+
+
+class SlogdetResult(NamedTuple):
+    sign: Any
+    logabsdet: Any
+
+
+_SERVED = {np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64),
+           np.dtype(np.complex128)}
+
+
+def _factor_dtype(dtype: Any) -> np.dtype:
+    """The dtype the daemon factorizes ``dtype`` in: itself, float64 for integers and bool,
+    float32 for the 16-bit floats."""
+    dtype = np.dtype(dtype)
+    if dtype in _SERVED:
+        return dtype
+    if dtype.kind in "biu":
+        return np.dtype(np.float64)
+    if dtype.kind == "f" or dtype.name == "bfloat16":
+        return np.dtype(np.float32)
+    raise TypeError(f"linalg: no factorization of {dtype} arrays")
+
+
+def _operand(x: Any, what: str, dtype: Any = None) -> Any:
+    if getattr(x, "_linalg", None) is None:
+        raise TypeError(f"linalg.{what} takes a distarray array, not {type(x).__name__}")
+    _matrices(x, what)
+    target = _factor_dtype(x.dtype if dtype is None else dtype)
+    return x if x.dtype == target else x.astype(target)
+
+
+def _call(op: str, a: Any, b: Any = None, **options: Any) -> List[Any]:
+    try:
+        return a._linalg(op, a, b, **options)
+    except FailedPreconditionError as error:
+        raise LinAlgError(error.code, error.message) from None
+
+
+def cholesky(x: Any, /, *, upper: bool = False) -> Any:
+    """The Cholesky factor of each Hermitian positive-definite matrix: lower L with x = L L^H,
+    or upper U with x = U^H U. Only that triangle of ``x`` is read (as LAPACK's potrf)."""
+    return _call("cholesky", _operand(x, "cholesky"), upper=bool(upper))[0]
+
+
+def det(x: Any, /) -> Any:
+    """The determinant of each square matrix (from its LU factorization)."""
+    return _call("det", _operand(x, "det"))[0]
+
+
+def slogdet(x: Any, /) -> SlogdetResult:
+    """sign and log|det| of each square matrix: sign 0 and logabsdet -inf for a singular one."""
+    sign, logabsdet = _call("slogdet", _operand(x, "slogdet"))
+    return SlogdetResult(sign, logabsdet)
+
+
+def eigh(x: Any, /) -> EighResult:
+    """Eigenvalues (ascending, real) and eigenvectors (the columns) of each Hermitian matrix;
+    only the lower triangle is read (NumPy's UPLO='L')."""
+    values, vectors = _call("eigh", _operand(x, "eigh"), compute_uv=True)
+    return EighResult(values, vectors)
+
+
+def eigvalsh(x: Any, /) -> Any:
+    """The eigenvalues (ascending, real) of each Hermitian matrix."""
+    return _call("eigh", _operand(x, "eigvalsh"), compute_uv=False)[0]
+
+
+def inv(x: Any, /) -> Any:
+    """The inverse of each square matrix (LinAlgError for a singular one)."""
+    return _call("inv", _operand(x, "inv"))[0]
+
+
+def qr(x: Any, /, *, mode: str = "reduced") -> QRResult:
+    """x = Q R for each matrix: 'reduced' (Q m x k, R k x n, k = min(m, n)) or 'complete'
+    (Q m x m, R m x n)."""
+    if mode not in ("reduced", "complete"):
+        raise ValueError(f"linalg.qr: mode is 'reduced' or 'complete', not {mode!r}")
+    q, r = _call("qr", _operand(x, "qr"), full_matrices=mode == "complete")
+    return QRResult(q, r)
+
+
+def svd(x: Any, /, *, full_matrices: bool = True) -> SVDResult:
+    """x = U diag(S) Vh for each matrix, S descending; ``full_matrices``: U m x m and Vh n x n,
+    else U m x k and Vh k x n (k = min(m, n))."""
+    u, s, vh = _call("svd", _operand(x, "svd"), full_matrices=bool(full_matrices),
+                     compute_uv=True)
+    return SVDResult(u, s, vh)
+
+
+def svdvals(x: Any, /) -> Any:
+    """The singular values of each matrix, descending."""
+    return _call("svd", _operand(x, "svdvals"), compute_uv=False)[0]
+
+
+def solve(x1: Any, x2: Any, /) -> Any:
+    """x with x1 @ x = x2 for square x1 (LinAlgError when singular). x2 is a vector (M,) only
+    when it has one axis; otherwise (..., M, K). The stacks broadcast."""
+    if getattr(x2, "_linalg", None) is None or getattr(x1, "_linalg", None) is None:
+        raise TypeError("linalg.solve takes two distarray arrays")
+    dtype = _factor_dtype(np.result_type(x1.dtype, x2.dtype))
+    a = _operand(x1, "solve", dtype)
+    m = a.shape[-1]
+    if a.shape[-2] != m:
+        raise ValueError(f"linalg.solve takes square matrices x1, not {a.shape[-2:]}")
+    b = x2 if x2.dtype == dtype else x2.astype(dtype)
+    if b.ndim == 0:
+        raise ValueError("linalg.solve: x2 has no axes")
+    if b.ndim == 1:
+        if b.shape[0] != m:
+            raise ValueError(f"linalg.solve: x2 of shape {b.shape} does not match x1's {a.shape}")
+        stack = tuple(a.shape[:-2])
+        if stack:
+            b = broadcast_to(b, stack + (m,))
+        return _call("solve", a, b)[0]
+    if b.shape[-2] != m:
+        raise ValueError(f"linalg.solve: x2 of shape {b.shape} does not match x1's {a.shape}")
+    stack = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+    if tuple(a.shape[:-2]) != stack:
+        a = broadcast_to(a, stack + (m, m))
+    if tuple(b.shape[:-2]) != stack:
+        b = broadcast_to(b, stack + tuple(b.shape[-2:]))
+    return _call("solve", a, b)[0]
+
+
+def _default_rtol(x: Any) -> float:
+    real = np.finfo(_factor_dtype(x.dtype)).eps
+    return max(x.shape[-2], x.shape[-1]) * float(real)
+
+
+def _cutoff(values: Any, rtol: Any, x: Any) -> Any:
+    """rtol (a number or an array broadcasting against the stack) times each largest value."""
+    if rtol is None:
+        rtol = _default_rtol(x)
+    largest = _max(values, axis=-1, keepdims=True) if values.shape[-1] else None
+    if largest is None:
+        return None
+    if getattr(rtol, "shape", None) is not None:
+        rtol = rtol[..., None]
+    return f.multiply(largest, rtol)
+
+
+def matrix_rank(x: Any, /, *, rtol: Any = None) -> Any:
+    """The number of singular values of each matrix above ``rtol`` times the largest (default
+    rtol: max(m, n) times the dtype's epsilon), as int64."""
+    values = svdvals(x)
+    cutoff = _cutoff(values, rtol, x)
+    if cutoff is None:
+        return _sum(values.astype(np.int64), axis=-1)  # no values: rank 0
+    return _sum(f.greater(values, cutoff).astype(np.int64), axis=-1)
+
+
+def pinv(x: Any, /, *, rtol: Any = None) -> Any:
+    """The Moore-Penrose pseudo-inverse of each matrix, from its reduced SVD: singular values
+    at or below ``rtol`` times the largest count as zero."""
+    from ._api_elementwise import conj
+
+    u, s, vh = svd(x, full_matrices=False)
+    cutoff = _cutoff(s, rtol, x)
+    if cutoff is None:  # no singular values: an empty matrix, whose pseudo-inverse is empty
+        return matrix_transpose(x).astype(u.dtype)
+    inverse = f.where(f.greater(s, cutoff), f.divide(1.0, s), 0.0).astype(s.dtype)
+    v_scaled = f.multiply(conj(matrix_transpose(vh)), inverse[..., None, :])
+    return matmul(v_scaled, conj(matrix_transpose(u)))
+
+
+__all__ = ["EighResult", "LinAlgError", "QRResult", "SVDResult", "SlogdetResult", "cholesky",
+           "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm",
+           "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv", "qr", "slogdet",
+           "solve", "svd", "svdvals", "tensordot", "trace", "vecdot", "vector_norm"]

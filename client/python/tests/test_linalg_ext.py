@@ -1,7 +1,8 @@
-"""distarray.linalg, the array API's linalg extension without factorizations, against NumPy on
-fresh random data over several layouts: diagonal and trace (every offset, stacks), the vector and
-matrix norms of every served order, cross along any axis with broadcasting, matrix_power, and the
-refusals (singular-value norms, negative powers, shapes)."""
+"""distarray.linalg, the array API's linalg extension's compositions, against NumPy on fresh
+random data over several layouts: diagonal and trace (every offset, stacks), the vector and
+matrix norms of every order (the singular-value ones through svdvals), cross along any axis with
+broadcasting, matrix_power (negative powers through inv), and the refusals (shapes). The
+factorizations themselves: test_linalg_factorizations.py."""
 
 from __future__ import annotations
 
@@ -60,9 +61,12 @@ def test_matrix_norm(client, rng, layout):
             want = np.linalg.matrix_norm(x_np, ord=ord_, keepdims=keepdims)
             close(distarray.linalg.matrix_norm(x, ord=ord_, keepdims=keepdims), want,
                   f"ord={ord_} keepdims={keepdims}")
+    # The singular-value norms, through svdvals.
     for ord_ in ("nuc", 2, -2):
-        with pytest.raises(NotImplementedError, match="singular values"):
-            distarray.linalg.matrix_norm(x, ord=ord_)
+        for keepdims in (False, True):
+            want = np.linalg.matrix_norm(x_np, ord=ord_, keepdims=keepdims)
+            close(distarray.linalg.matrix_norm(x, ord=ord_, keepdims=keepdims), want,
+                  f"ord={ord_} keepdims={keepdims}", rtol=1e-10)
     with pytest.raises(ValueError, match="not a matrix norm"):
         distarray.linalg.matrix_norm(x, ord=3)
 
@@ -89,8 +93,10 @@ def test_matrix_power(client, rng):
     for n in (0, 1, 2, 5):
         close(distarray.linalg.matrix_power(x, n), np.linalg.matrix_power(x_np, n), f"n={n}",
               rtol=1e-10)
-    with pytest.raises(NotImplementedError, match="inverse"):
-        distarray.linalg.matrix_power(x, -1)
+    # Negative powers, through inv.
+    for n in (-1, -3):
+        close(distarray.linalg.matrix_power(x, n), np.linalg.matrix_power(x_np, n), f"n={n}",
+              rtol=1e-8)
     with pytest.raises(ValueError, match="square"):
         distarray.linalg.matrix_power(client.from_numpy(random_array(rng, (2, 3), np.float64)), 2)
 
