@@ -26,8 +26,13 @@ absl::Status SolverStatus(cusolverStatus_t status, absl::string_view what) {
 
 // Byte offsets of the parts of the scratch buffer, each 256-aligned.
 struct ScratchLayout {
-  int64_t work = 0, tau = 0, pivots = 0, v = 0, spare_info = 0, bytes = 0;
+  int64_t work = 0, tau = 0, pivots = 0, v = 0, u = 0, spare_info = 0, bytes = 0;
 };
+
+// gesvdj always computes the vectors (econ where the caller wants none): its values-only mode
+// gave wrong singular values for wide matrices on an H200 (CUDA 13.0), whose vectors and
+// values-with-vectors were right. svdvals pays for vectors it drops, into scratch.
+bool SvdEconomy(const DenseFactorization& f) { return !(f.full_matrices && f.compute_uv); }
 
 int64_t Align(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
@@ -68,12 +73,10 @@ absl::StatusOr<int> WorkspaceElements(const cuda::CusolverRoutines<T, R>& r,
           "syevd_bufferSize"));
       break;
     case Factorization::kSvd: {
-      const int econ = f.full_matrices ? 0 : 1;
       RETURN_IF_ERROR(SolverStatus(
-          r.gesvdj_buffer_size(dev.handle,
-                               f.compute_uv ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR,
-                               econ, m, n, a, lda, reinterpret_cast<const R*>(a), a, lda, a,
-                               std::max(1, n), &lwork, dev.gesvdj),
+          r.gesvdj_buffer_size(dev.handle, CUSOLVER_EIG_MODE_VECTOR, SvdEconomy(f) ? 1 : 0, m, n, a,
+                               lda, reinterpret_cast<const R*>(a), a, lda, a, std::max(1, n),
+                               &lwork, dev.gesvdj),
           "gesvdj_bufferSize"));
       break;
     }
@@ -102,6 +105,7 @@ absl::Status EnqueueFactorization(const cuda::CusolverRoutines<T, R>& r,
   T* tau = reinterpret_cast<T*>(scratch + layout.tau);
   int* pivots = reinterpret_cast<int*>(scratch + layout.pivots);
   T* v = reinterpret_cast<T*>(scratch + layout.v);
+  T* u_scratch = reinterpret_cast<T*>(scratch + layout.u);
   int* spare_info = reinterpret_cast<int*>(scratch + layout.spare_info);
   if (f.kind == Factorization::kSlogdet) {
     CUDA_RETURN_IF_ERROR(cudaMemsetAsync(info, 0, f.batch * sizeof(int), stream));
@@ -148,13 +152,11 @@ absl::Status EnqueueFactorization(const cuda::CusolverRoutines<T, R>& r,
       }
       case Factorization::kSvd: {
         R* s = reinterpret_cast<R*>(data(f.out0)) + i * k;
-        T* u = f.compute_uv ? reinterpret_cast<T*>(data(f.out1)) + i * m * q : work;
+        T* u = f.compute_uv ? reinterpret_cast<T*>(data(f.out1)) + i * m * q : u_scratch;
         const int ldv = std::max(1, in);
         RETURN_IF_ERROR(SolverStatus(
-            r.gesvdj(dev.handle,
-                     f.compute_uv ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR,
-                     f.full_matrices ? 0 : 1, im, in, ai, lda, s, u, lda, f.compute_uv ? v : work,
-                     ldv, work, lwork, info + i, dev.gesvdj),
+            r.gesvdj(dev.handle, CUSOLVER_EIG_MODE_VECTOR, SvdEconomy(f) ? 1 : 0, im, in, ai, lda,
+                     s, u, lda, v, ldv, work, lwork, info + i, dev.gesvdj),
             "gesvdj"));
         if (f.compute_uv) {
           // gesvdj gives V (n x vcols); the contract is V^H (vcols x n).
@@ -241,9 +243,10 @@ absl::Status CudaBackend::Factorize(DType dtype, const DenseFactorization& f) {
   layout.pivots = Align(layout.tau + (f.kind == Factorization::kQr ? k * element : 0));
   const bool pivoted = f.kind == Factorization::kSolve || f.kind == Factorization::kSlogdet;
   layout.v = Align(layout.pivots + (pivoted ? f.batch * f.n * 4 : 0));
-  const bool svd_vectors = f.kind == Factorization::kSvd && f.compute_uv;
-  const int64_t vcols = f.full_matrices ? f.n : k;
-  layout.spare_info = Align(layout.v + (svd_vectors ? f.n * vcols * element : 0));
+  const bool svd = f.kind == Factorization::kSvd;
+  const int64_t vcols = SvdEconomy(f) ? k : f.n;
+  layout.u = Align(layout.v + (svd ? f.n * vcols * element : 0));
+  layout.spare_info = Align(layout.u + (svd && !f.compute_uv ? f.m * k * element : 0));
   layout.bytes = layout.spare_info + 4;
   ASSIGN_OR_RETURN(BufferPtr scratch, Allocate(device, layout.bytes));
 
