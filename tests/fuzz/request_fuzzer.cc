@@ -160,13 +160,40 @@ class Runner {
       case Action::kMatmul: {
         v1::MatmulRequest request = action.matmul();
         if (!handles_.empty()) {
-          v1::Operand* sides[] = {request.mutable_spec()->mutable_a(),
-                                  request.mutable_spec()->mutable_b()};
-          for (int i = 0; i < action.operands_from_size() && i < 2; ++i) {
+          v1::MatmulOpSpec& spec = *request.mutable_spec();
+          std::vector<v1::Operand*> sides = {spec.mutable_a(), spec.mutable_b()};
+          if (spec.has_sparse_a()) {
+            sides = {spec.mutable_sparse_a()->mutable_indptr(),
+                     spec.mutable_sparse_a()->mutable_indices(),
+                     spec.mutable_sparse_a()->mutable_data(), spec.mutable_b()};
+          }
+          for (int i = 0; i < action.operands_from_size() && i < static_cast<int>(sides.size());
+               ++i) {
             sides[i]->set_handle(handles_[action.operands_from(i) % handles_.size()]);
           }
         }
         Keep(engine_.Matmul(request, call), action);
+        break;
+      }
+      case Action::kSparse: {
+        v1::SparseRequest request = action.sparse();
+        v1::CsrMatrix* matrix = request.mutable_spec()->has_transpose()
+                                    ? request.mutable_spec()->mutable_transpose()
+                                    : request.mutable_spec()->mutable_to_dense();
+        if (!handles_.empty()) {
+          v1::Operand* parts[] = {matrix->mutable_indptr(), matrix->mutable_indices(),
+                                  matrix->mutable_data()};
+          for (int i = 0; i < action.operands_from_size() && i < 3; ++i) {
+            parts[i]->set_handle(handles_[action.operands_from(i) % handles_.size()]);
+          }
+        }
+        absl::StatusOr<std::vector<ArrayPtr>> results = engine_.Sparse(request, call);
+        CheckStatus(results.status(), action);
+        if (results.ok()) {
+          for (const ArrayPtr& array : *results) {
+            if (handles_.size() < kMaxHandles) handles_.push_back(array->handle);
+          }
+        }
         break;
       }
       case Action::kLinalg: {

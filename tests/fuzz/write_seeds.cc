@@ -182,6 +182,36 @@ class Case {
     }
     return *spec;
   }
+  // A 4 x 4 CSR matrix whose parts are arrays indptr, indices and data, in row blocks over two
+  // devices.
+  static v1::CsrMatrix Csr() {
+    v1::CsrMatrix matrix;
+    matrix.mutable_indptr()->set_handle("indptr");
+    matrix.mutable_indices()->set_handle("indices");
+    matrix.mutable_data()->set_handle("data");
+    matrix.mutable_shape()->add_dims(4);
+    matrix.mutable_shape()->add_dims(4);
+    *matrix.mutable_blocks() = RowBlocks({4, 4}, 2);
+    return matrix;
+  }
+  // sparse_a @ b, the parts from arrays `parts` (indptr, indices, data) and b from `b`.
+  v1::MatmulRequest& SparseMatmul(const std::vector<uint32_t>& parts, uint32_t b) {
+    Action& action = Add();
+    for (uint32_t from : parts) action.add_operands_from(from);
+    action.add_operands_from(b);
+    auto* request = action.mutable_matmul();
+    *request->mutable_spec()->mutable_sparse_a() = Csr();
+    request->mutable_spec()->mutable_b()->set_handle("b");
+    return *request;
+  }
+  v1::SparseRequest& Sparse(const std::vector<uint32_t>& parts, bool transpose) {
+    Action& action = Add();
+    for (uint32_t from : parts) action.add_operands_from(from);
+    auto* request = action.mutable_sparse();
+    *(transpose ? request->mutable_spec()->mutable_transpose()
+                : request->mutable_spec()->mutable_to_dense()) = Csr();
+    return *request;
+  }
   v1::ManipulationSpec& Manipulate(const std::vector<uint32_t>& from) {
     Action& action = Add();
     for (uint32_t f : from) action.add_operands_from(f);
@@ -701,6 +731,26 @@ std::vector<std::pair<std::string, Case>> Seeds() {
     c.Linalg(v1::LINALG_OP_SOLVE, 2, 1);
     c.Linalg(v1::LINALG_OP_DET, 0, 1);
     c.Linalg(static_cast<v1::LinalgOp>(42), 0);
+  }
+  {
+    // Sparse matrices: parts made by fills (indptr's second block starts at 3, not 0: offsets
+    // the kernels clamp), products with a vector and a matrix, the dense form, the transpose and
+    // its product, parts in the wrong roles, a b of the wrong dtype, a request without an op.
+    Case& c = add("sparse");
+    c.Create(Spec({6}, v1::DTYPE_INT64, RowBlocks({6}, 2))).mutable_fill()->mutable_arange();
+    c.Create(Spec({4}, v1::DTYPE_INT32, RowBlocks({4}, 2))).mutable_fill()->mutable_arange();
+    c.Create(Spec({4}, v1::DTYPE_FLOAT64, RowBlocks({4}, 2))).mutable_fill()->mutable_uniform();
+    c.Create(Spec({4}, v1::DTYPE_FLOAT64, Replicated({4}, 2))).mutable_fill()->mutable_ones();
+    c.Create(Spec({4, 3}, v1::DTYPE_FLOAT64, RowBlocks({4, 3}, 2))).mutable_fill()->mutable_ones();
+    c.SparseMatmul({0, 1, 2}, 3);
+    c.SparseMatmul({0, 1, 2}, 4);
+    c.Sparse({0, 1, 2}, /*transpose=*/false);
+    c.Sparse({0, 1, 2}, /*transpose=*/true);
+    c.SparseMatmul({1, 0, 2}, 3);                           // indices as indptr
+    c.SparseMatmul({0, 1, 2}, 0);                           // an int64 b
+    c.Sparse({0, 1, 2}, false).mutable_spec()->clear_op();  // no op
+    c.DownloadFrom(5);
+    c.DownloadFrom(7);
   }
   {
     // while all(a < 10): a = a + 1, then if any(a > 3): b = -a else b = a; value output.

@@ -558,6 +558,82 @@ std::function<grpc::Status(v1::ArrayService::Stub&, const std::string&)> LinalgO
   };
 }
 
+// Sparse matrices (CsrMatrix): the bystander (10 x 10 float32) in every part's role, and
+// requests that name nothing.
+v1::CsrMatrix BystanderCsr(const std::string& bystander) {
+  v1::CsrMatrix m;
+  m.mutable_indptr()->set_handle(bystander);
+  m.mutable_indices()->set_handle(bystander);
+  m.mutable_data()->set_handle(bystander);
+  m.mutable_shape()->add_dims(10);
+  m.mutable_shape()->add_dims(10);
+  *m.mutable_blocks() = OnDevice(2, 0);
+  return m;
+}
+
+void AddSparseCases(std::vector<BadCase>& cases) {
+  using grpc::StatusCode;
+  auto add = [&](std::string name, auto call, StatusCode code, std::string contains) {
+    cases.push_back({std::move(name), call, code, std::move(contains)});
+  };
+  auto sparse = [](std::function<void(v1::SparseRequest&, const std::string&)> fill) {
+    return [fill](v1::ArrayService::Stub& stub, const std::string& bystander) {
+      grpc::ClientContext c;
+      v1::SparseRequest r;
+      fill(r, bystander);
+      v1::SparseResponse out;
+      return stub.Sparse(&c, r, &out);
+    };
+  };
+  auto matmul = [](std::function<void(v1::MatmulRequest&, const std::string&)> fill) {
+    return [fill](v1::ArrayService::Stub& stub, const std::string& bystander) {
+      grpc::ClientContext c;
+      v1::MatmulRequest r;
+      fill(r, bystander);
+      v1::MatmulResponse out;
+      return stub.Matmul(&c, r, &out);
+    };
+  };
+  add("empty Sparse request", sparse([](auto&, auto&) {}), StatusCode::INVALID_ARGUMENT,
+      "spec: give an op (to_dense or transpose)");
+  add("Sparse to_dense of float32 column indices",
+      sparse([](auto& r, auto& b) { *r.mutable_spec()->mutable_to_dense() = BystanderCsr(b); }),
+      StatusCode::INVALID_ARGUMENT,
+      "spec.to_dense.indices: dtype float32; column indices are int32 or int64");
+  add("Sparse transpose with a scalar part", sparse([](auto& r, auto& b) {
+        v1::CsrMatrix m = BystanderCsr(b);
+        m.mutable_indptr()->mutable_scalar()->set_int_value(0);
+        *r.mutable_spec()->mutable_transpose() = m;
+      }),
+      StatusCode::INVALID_ARGUMENT,
+      "spec.transpose.indptr: a sparse matrix's parts are arrays, not scalars");
+  add("Sparse transpose with one result name", sparse([](auto& r, auto& b) {
+        *r.mutable_spec()->mutable_transpose() = BystanderCsr(b);
+        r.add_result_names("one");
+      }),
+      StatusCode::INVALID_ARGUMENT, "result_names: transpose has three results");
+  add("Matmul of an unknown sparse part", matmul([](auto& r, auto& b) {
+        v1::CsrMatrix m = BystanderCsr(b);
+        m.mutable_data()->set_handle("no-such-array");
+        *r.mutable_spec()->mutable_sparse_a() = m;
+        r.mutable_spec()->mutable_b()->set_handle(b);
+      }),
+      StatusCode::NOT_FOUND, "spec.sparse_a.data.handle");
+  add("Matmul of a sparse matrix of three axes", matmul([](auto& r, auto& b) {
+        v1::CsrMatrix m = BystanderCsr(b);
+        m.mutable_shape()->add_dims(2);
+        *r.mutable_spec()->mutable_sparse_a() = m;
+        r.mutable_spec()->mutable_b()->set_handle(b);
+      }),
+      StatusCode::INVALID_ARGUMENT, "spec.sparse_a.shape: a sparse matrix has two axes");
+  add("Matmul of a sparse matrix with TF32", matmul([](auto& r, auto& b) {
+        *r.mutable_spec()->mutable_sparse_a() = BystanderCsr(b);
+        r.mutable_spec()->mutable_b()->set_handle(b);
+        r.mutable_spec()->set_allow_tf32(true);
+      }),
+      StatusCode::INVALID_ARGUMENT, "spec.allow_tf32: sparse products do not use tensor cores");
+}
+
 void AddLinalgCases(std::vector<BadCase>& cases) {
   using grpc::StatusCode;
   auto add = [&](std::string name, auto call, StatusCode code, std::string contains) {
@@ -1244,6 +1320,7 @@ std::vector<BadCase> Cases() {
   AddHardeningCases(cases);
   AddManipulationCases(cases);
   AddLinalgCases(cases);
+  AddSparseCases(cases);
   return cases;
 }
 
