@@ -31,7 +31,7 @@ ABSL_FLAG(std::string, transfer, "peer",
 ABSL_FLAG(int, loop_unroll, 8,
           "CUDA: RunGraph loops whose body is an elementwise chain ending in all()/any() run as "
           "one runtime-compiled kernel per iteration, this many per conditional-node iteration; "
-          "0 records such loops op by op");
+          "0 records such loops, and straight-line chains of elementwise ops, op by op");
 ABSL_FLAG(std::string, graph_agreement, "auto",
           "CUDA: how the per-device graphs of a RunGraph program over several GPUs agree on each "
           "loop or if condition: peer (votes through peer memory, in the body's last kernel), "
