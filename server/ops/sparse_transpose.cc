@@ -1,6 +1,7 @@
 #include "server/ops/sparse_transpose.h"
 
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -52,7 +53,16 @@ absl::StatusOr<CsrParts> TransposeOnHost(Backend& backend, const CsrOperand& mat
     const ChunkSpec& block = meta.blocks[b];
     const int64_t rows = block.box[0].count, cols = block.box[1].count;
     const int64_t capacity = meta.capacity[b];
-    // Sizes are bounded by the arrays that hold them (already allocated), so they fit.
+    // The block's own parts are bounded by the arrays that hold them (already allocated). The
+    // transpose's offsets are not: a block one row high may claim 2^40 columns. They are admitted
+    // on the device, with checked arithmetic, before any host memory is set aside for them.
+    const std::optional<int64_t> t_indptr_bytes =
+        AddOrNull(cols, 1) ? MulOrNull(cols + 1, 8) : std::nullopt;
+    if (!t_indptr_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "transpose: block ", b, " has ", cols, " columns; its transpose's offsets do not fit"));
+    }
+    ASSIGN_OR_RETURN(BufferPtr t_indptr_buffer, backend.Allocate(block.device, *t_indptr_bytes));
     std::vector<int64_t> indptr(static_cast<size_t>(rows + 1));
     std::vector<char> indices(static_cast<size_t>(capacity * index_size));
     std::vector<char> data(static_cast<size_t>(capacity * value_size));
@@ -98,11 +108,11 @@ absl::StatusOr<CsrParts> TransposeOnHost(Backend& backend, const CsrOperand& mat
     devices.push_back(block.device);
     indptr_lengths.push_back(cols + 1);
     entry_lengths.push_back(t_capacity);
-    ASSIGN_OR_RETURN(BufferPtr p, Upload(backend, block.device, t_indptr.data(), (cols + 1) * 8));
+    RETURN_IF_ERROR(backend.WriteFromHost(t_indptr_buffer, 0, t_indptr.data(), *t_indptr_bytes));
     ASSIGN_OR_RETURN(BufferPtr i, Upload(backend, block.device, t_indices.data(), t_capacity * 8));
     ASSIGN_OR_RETURN(BufferPtr d,
                      Upload(backend, block.device, t_data.data(), t_capacity * value_size));
-    indptr_buffers.push_back(std::move(p));
+    indptr_buffers.push_back(std::move(t_indptr_buffer));
     index_buffers.push_back(std::move(i));
     data_buffers.push_back(std::move(d));
   }

@@ -9,7 +9,7 @@ import numpy as np
 from .._array import DistributedArray
 from .._default import current as _current_client
 from .._errors import translate_errors
-from .._graph import Program, Var
+from .._graph import Var
 from ..v1 import distarray_pb2 as pb
 
 _VALUE_DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
@@ -172,21 +172,19 @@ class csr_matrix:  # noqa: N801: SciPy's name
         rows, cols, vals = [], [], []
         p = self._parts
         indptr, indices, data = p.indptr.to_numpy(), p.indices.to_numpy(), p.data.to_numpy()
-        ip, ie = 0, 0
+        ip, ie = 0, 0  # where each block's parts start in the arrays laid end to end
         for chunk in p.blocks.chunks:
             r0, r1 = chunk.slices[0].start, chunk.slices[0].stop
-            c0 = chunk.slices[1].start
             local = indptr[ip:ip + (r1 - r0) + 1]
-            stored = max(int(local[-1]), 1)
-            for r in range(r1 - r0):
-                for e in range(int(local[r]), int(local[r + 1])):
-                    rows.append(r0 + r)
-                    cols.append(c0 + int(indices[ie + e]))
-                    vals.append(data[ie + e])
+            stored = int(local[-1])
+            rows.append(np.repeat(np.arange(r0, r1), np.diff(local)))
+            cols.append(chunk.slices[1].start + indices[ie:ie + stored].astype(np.int64))
+            vals.append(data[ie:ie + stored])
             ip += (r1 - r0) + 1
-            ie += stored
-        return scipy.sparse.csr_matrix((np.asarray(vals, dtype=self.dtype), (rows, cols)),
-                                       shape=self.shape)
+            ie += max(stored, 1)  # a block without entries keeps one unused entry
+        cat = (lambda parts, dtype: np.concatenate(parts) if parts else np.zeros(0, dtype))
+        rows, cols, vals = cat(rows, np.int64), cat(cols, np.int64), cat(vals, self.dtype)
+        return scipy.sparse.csr_matrix((vals, (rows, cols)), shape=self.shape)
 
     # ---- products -----------------------------------------------------------------------------
 
