@@ -6,10 +6,17 @@ Peers measured in the same run: plain CuPy (cupyx.scipy.sparse.linalg.lsmr) on o
 SciPy on the CPU (N <= 2500). The same matrix goes to every solver (cupyx's, copied).
 
 Prints one line per solver and size: time per solve (median of --repeats after a warm-up), the
-iterations and istop, time per iteration, the solution's relative residual, and distarray's
-statements per iteration (each a kernel or copy in the recorded loop body) and ratios.
+iterations and istop, time per iteration, the solution's relative residual, distarray's
+statements per iteration and the operations its recorded loop body launches per iteration
+(statements less those fused into straight-line chain kernels, plus those kernels), and ratios.
+
+--large ROWS,PER_ROW,ITERATIONS: the large solve instead, an N x N matrix with PER_ROW random
+nonzeros per row (10^6 and 50: 5 * 10^7 nonzeros), a fixed number of iterations (atol = btol =
+conlim = 0), on the first device of --devices and then over all of them: time per iteration and
+the speedup of the split solve.
 
   python3 lsmr_bench.py --address 127.0.0.1:50051 [--sizes 1000,2500,10000] [--devices 0]
+  python3 lsmr_bench.py --address 127.0.0.1:50051 --large 1000000,50,200 --devices 0,1
 """
 import argparse
 import statistics
@@ -37,6 +44,53 @@ def statements_per_iteration(program):
     return 0
 
 
+def operations_per_iteration(program, run):
+    """What the recorded loop body launches per iteration: its statements, those fused into
+    straight-line chains counted once per chain kernel."""
+    return (statements_per_iteration(program) - run.fused_chain_statements_in_bodies
+            + run.fused_chains_in_bodies)
+
+
+def large_solve(client, rows, per_row, iterations, devices, repeats):
+    """LSMR on a rows x rows matrix of per_row random nonzeros per row, `iterations` iterations
+    exactly, on devices[:1] and then on all of devices."""
+    import distarray.sparse
+    import distarray.sparse.linalg
+    rng = np.random.default_rng(42)
+    nnz = rows * per_row
+    indptr = np.arange(0, nnz + 1, per_row, dtype=np.int64)
+    indices = rng.integers(0, rows, nnz, dtype=np.int32)
+    data = rng.standard_normal(nnz)
+    b_host = rng.standard_normal(rows)
+    print(f"lsmr_large rows {rows} nnz {nnz} iterations {iterations}", flush=True)
+    per_iter = {}
+    for on in ([devices[0]], devices) if len(devices) > 1 else ([devices[0]],):
+        t = time.perf_counter()
+        a = distarray.sparse.csr_matrix((data, indices, indptr), shape=(rows, rows), devices=on,
+                                        client=client)
+        a.T
+        b = client.from_numpy(b_host)
+        print(f"lsmr_large_devices{len(on)}_setup_s {time.perf_counter() - t:.1f}", flush=True)
+        solve = lambda: distarray.sparse.linalg.lsmr(  # noqa: E731
+            a, b, atol=0.0, btol=0.0, conlim=0.0, maxiter=iterations)
+        solve()  # records the graph
+        seconds, out = median_seconds(solve, repeats)
+        assert out[2] == iterations and out[1] == 7, (out[1], out[2])
+        x = out[0].to_numpy()
+        # The residual's norm, from the host (float64 CSR product), against the solver's estimate.
+        ax = np.add.reduceat(data * x[indices], indptr[:-1])
+        res = float(np.linalg.norm(b_host - ax))
+        assert abs(res - out[3]) <= 1e-6 * res, (res, out[3])
+        per_iter[len(on)] = seconds / iterations
+        print(f"lsmr_large_devices{len(on)}_ms {seconds * 1e3:.1f} us_per_iter "
+              f"{seconds * 1e6 / iterations:.1f} normr {out[3]:.6e} host_normr {res:.6e}",
+              flush=True)
+        del a, b
+    if len(per_iter) > 1:
+        print(f"lsmr_large_split_speedup {per_iter[1] / per_iter[len(devices)]:.2f}x "
+              f"({len(devices)} devices vs 1)", flush=True)
+
+
 def median_seconds(run, repeats):
     times, result = [], None
     for _ in range(repeats):
@@ -52,7 +106,16 @@ def main():
     parser.add_argument("--sizes", default="1000,2500,10000")
     parser.add_argument("--devices", default="0")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--large", default="")
     args = parser.parse_args()
+    if args.large:
+        import distarray
+        client = distarray.connect(args.address)
+        rows, per_row, iterations = (int(v) for v in args.large.split(","))
+        large_solve(client, rows, per_row, iterations,
+                    [int(d) for d in args.devices.split(",")], args.repeats)
+        client.close()
+        return
     import cupy
     import cupyx.scipy.sparse
     from cupyx.scipy.sparse.linalg import lsmr as lsmr_cupyx
@@ -67,7 +130,8 @@ def main():
 
     def capture(program, *a, **k):
         seen["program"] = program.proto
-        return original(program, *a, **k)
+        seen["run"] = original(program, *a, **k)
+        return seen["run"]
     client.run_graph = capture
     for n in (int(s) for s in args.sizes.split(",")):
         cupy.random.seed(42)
@@ -85,9 +149,11 @@ def main():
         x = ours[0].to_numpy()
         res = np.linalg.norm(a_host @ x - b_host) / np.linalg.norm(b_host)
         per_iter = statements_per_iteration(seen["program"])
+        launched = operations_per_iteration(seen["program"], seen["run"])
         print(f"lsmr_distarray_N{n}_ms {ours_s * 1e3:.1f} itn {ours[2]} istop {ours[1]} "
               f"us_per_iter {ours_s * 1e6 / max(ours[2], 1):.1f} relres {res:.3e} "
-              f"statements_per_iter {per_iter} devices {len(devices)}", flush=True)
+              f"statements_per_iter {per_iter} operations_per_iter {launched} "
+              f"devices {len(devices)}", flush=True)
         x0 = cupy.zeros(n)
 
         def cupyx_solve():

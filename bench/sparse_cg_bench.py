@@ -61,7 +61,16 @@ def main():
     import distarray
     import distarray.sparse
     import distarray.sparse.linalg
+    from lsmr_bench import operations_per_iteration
     client = distarray.connect(args.address)
+    seen = {}
+    original = client.run_graph
+
+    def capture(program, *a, **k):
+        seen["program"] = program.proto
+        seen["run"] = original(program, *a, **k)
+        return seen["run"]
+    client.run_graph = capture
     for devices in ([0], [0, 1]):
         a = distarray.sparse.csr_matrix((data, indices, indptr), shape=(N, N), devices=devices,
                                         client=client)
@@ -74,7 +83,8 @@ def main():
         key = f"distarray_{len(devices)}gpu"
         results[key] = s
         print(f"cg_{key}_ms {s * 1e3:.1f} us_per_iter {s * 1e6 / iters:.1f} "
-              f"residual {r / np.linalg.norm(b_host):.3e}", flush=True)
+              f"residual {r / np.linalg.norm(b_host):.3e} operations_per_iter "
+              f"{operations_per_iteration(seen['program'], seen['run'])}", flush=True)
         del a, b, x
     client.close()
 

@@ -867,6 +867,8 @@ absl::StatusOr<GraphRun> Client::RunGraph(const v1::RunGraphRequest& request,
   run.execution = response.execution();
   run.device_seconds = response.device_seconds();
   run.fused_loops = response.fused_loops();
+  run.fused_chains_in_bodies = response.fused_chains_in_bodies();
+  run.fused_chain_statements_in_bodies = response.fused_chain_statements_in_bodies();
   return run;
 }
 

@@ -32,6 +32,9 @@ struct FusedLoop {
   struct Input {
     BufferPtr buffer;
     DType dtype = DType::kUnspecified;
+    // Chains only: a 0-d value broadcast into the chain's vectors, read at element 0 by every
+    // element (a solver's `x + alpha * p`).
+    bool broadcast = false;
   };
   // One of the chain's values: an input's element, or an earlier op's result.
   struct Value {
@@ -56,6 +59,8 @@ struct FusedLoop {
   struct Store {
     Value value;
     BufferPtr buffer;
+    // Chains only: a 0-d value of a chain over vectors, written once (by element 0).
+    bool broadcast = false;
   };
 
   std::vector<Input> inputs;

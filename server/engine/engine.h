@@ -72,6 +72,7 @@ struct GraphRunOutcome {
   GraphRunStats stats;
   bool cache_hit = false;
   int fused_loops = 0;
+  int fused_chains_in_bodies = 0, fused_chain_statements_in_bodies = 0;
   v1::GraphExecution execution = v1::GRAPH_EXECUTION_EAGER;
 };
 

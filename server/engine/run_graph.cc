@@ -102,6 +102,8 @@ absl::StatusOr<GraphRunOutcome> Engine::RunGraph(const v1::RunGraphRequest& requ
   outcome.stats = result.stats;
   outcome.cache_hit = result.cache_hit;
   outcome.fused_loops = result.fused_loops;
+  outcome.fused_chains_in_bodies = result.fused_chains_in_bodies;
+  outcome.fused_chain_statements_in_bodies = result.fused_chain_statements_in_bodies;
   outcome.execution = result.execution;
   for (auto& [variable, data] : result.outputs) {
     auto name = request.output_names().find(variable);

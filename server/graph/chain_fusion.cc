@@ -17,7 +17,7 @@ class ChainPlanner {
     // Operands resolve to the chain's metadata for values it computed, else to the variables.
     context_.resolve = [this](const v1::Operand& operand,
                               const std::string&) -> absl::StatusOr<ArrayPtr> {
-      if (auto it = computed_.find(operand.variable()); it != computed_.end()) {
+      if (auto it = state_.computed.find(operand.variable()); it != state_.computed.end()) {
         return it->second.array;
       }
       if (auto it = env_.find(operand.variable()); it != env_.end()) return it->second;
@@ -30,9 +30,9 @@ class ChainPlanner {
   std::optional<FusedChainPlan> Plan(const google::protobuf::RepeatedPtrField<v1::Statement>& block,
                                      int start) {
     int end = start;
-    while (end < block.size() && static_cast<int>(chain_.ops.size()) < kMaxFusedChainOps &&
+    while (end < block.size() && static_cast<int>(state_.chain.ops.size()) < kMaxFusedChainOps &&
            // Room for one more op's inputs (at most three) and its store.
-           static_cast<int>(input_names_.size() + computed_.size()) + 4 <=
+           static_cast<int>(state_.input_names.size() + state_.computed.size()) + 4 <=
                FusedLoop::kMaxChainBuffers &&
            Add(block[end])) {
       ++end;
@@ -40,18 +40,27 @@ class ChainPlanner {
     if (end - start < 2) return std::nullopt;
     FusedChainPlan plan;
     plan.statements = end - start;
-    plan.inputs = input_names_;
-    plan.layout = ArrayMeta{*shape_, DType::kUnspecified, Mode::kReplica, *map_};
+    plan.inputs = state_.input_names;
+    const bool vectors = state_.shape.has_value();
+    plan.layout = ArrayMeta{vectors ? *state_.shape : Shape{}, DType::kUnspecified, Mode::kReplica,
+                            vectors ? *state_.map : *state_.scalar_map};
+    if (vectors && state_.scalar_map.has_value()) plan.scalar_map = *state_.scalar_map;
+    FusedLoop& chain = state_.chain;
+    for (size_t k = 0; k < chain.inputs.size(); ++k) {
+      chain.inputs[k].broadcast = vectors && env_.at(plan.inputs[k])->shape.empty();
+    }
     // Every name the run assigned, by name (one run always generates the same source).
     std::vector<std::string> names;
-    for (const auto& [name, value] : computed_) names.push_back(name);
+    for (const auto& [name, value] : state_.computed) names.push_back(name);
     std::sort(names.begin(), names.end());
     for (const std::string& name : names) {
-      chain_.stores.push_back(FusedLoop::Store{computed_.at(name).value, nullptr});
+      const Computed& computed = state_.computed.at(name);
+      chain.stores.push_back(
+          FusedLoop::Store{computed.value, nullptr, vectors && computed.array->shape.empty()});
       plan.stores.push_back(name);
     }
-    chain_.elements = 0;
-    plan.chain = std::move(chain_);
+    chain.elements = 0;
+    plan.chain = std::move(chain);
     return plan;
   }
 
@@ -60,50 +69,85 @@ class ChainPlanner {
     FusedLoop::Value value;
     ArrayPtr array;  // metadata of the value
   };
+  // Everything a statement adds, so one that does not fuse leaves the chain as it was.
+  struct State {
+    // The vectors' shape and map, and the 0-d values' map (the first array of each sets it).
+    std::optional<Shape> shape;
+    std::optional<IndexMap> map, scalar_map;
+    FusedLoop chain;
+    std::vector<std::string> input_names;
+    absl::flat_hash_map<std::string, int> inputs;
+    absl::flat_hash_map<std::string, Computed> computed;
+  };
 
-  // Whether `shape` and `map` are the chain's (the first array met sets them): REPLICA values of
-  // at most one chunk per device.
+  static std::set<int> DevicesOf(const IndexMap& map) {
+    std::set<int> devices;
+    for (const ChunkSpec& chunk : map) devices.insert(chunk.device);
+    return devices;
+  }
+
+  // Whether an array of `shape` and `map` is in the chain's layout: REPLICA, at most one chunk
+  // per device, and either the vectors' shape and map or 0-d on the vectors' devices.
   bool InLayout(const Shape& shape, const IndexMap& map) {
-    if (!shape_.has_value()) {
-      std::set<int> devices;
-      for (const ChunkSpec& chunk : map) {
-        if (!devices.insert(chunk.device).second) return false;
-      }
-      if (map.empty()) return false;
-      shape_ = shape;
-      map_ = map;
+    const bool scalar = shape.empty();
+    std::optional<IndexMap>& known = scalar ? state_.scalar_map : state_.map;
+    if (!known.has_value()) {
+      if (map.empty() || DevicesOf(map).size() != map.size()) return false;
+      const std::optional<IndexMap>& other = scalar ? state_.map : state_.scalar_map;
+      if (other.has_value() && DevicesOf(*other) != DevicesOf(map)) return false;
+      known = map;
+      if (!scalar) state_.shape = shape;
     }
-    return shape == *shape_ && map == *map_;
+    return map == *known && (scalar || shape == *state_.shape);
   }
 
   std::optional<FusedLoop::Value> ValueOf(const std::string& name) {
-    if (auto it = computed_.find(name); it != computed_.end()) return it->second.value;
-    if (auto it = inputs_.find(name); it != inputs_.end()) {
+    if (auto it = state_.computed.find(name); it != state_.computed.end()) return it->second.value;
+    if (auto it = state_.inputs.find(name); it != state_.inputs.end()) {
       return FusedLoop::Value{true, it->second};
     }
     auto it = env_.find(name);
     if (it == env_.end()) return std::nullopt;
     const Array& array = *it->second;
-    if (array.mode != Mode::kReplica || IsComplex(array.dtype) ||
+    if (array.mode != Mode::kReplica || IsComplex(array.dtype) || IsHalf(array.dtype) ||
         !InLayout(array.shape, array.index_map())) {
       return std::nullopt;
     }
-    const int index = static_cast<int>(chain_.inputs.size());
-    chain_.inputs.push_back({nullptr, array.dtype});
-    input_names_.push_back(name);
-    inputs_[name] = index;
+    const int index = static_cast<int>(state_.chain.inputs.size());
+    state_.chain.inputs.push_back({nullptr, array.dtype});
+    state_.input_names.push_back(name);
+    state_.inputs[name] = index;
     return FusedLoop::Value{true, index};
   }
 
   bool Add(const v1::Statement& s) {
+    State saved = state_;
+    if (!AddStatement(s) || BroadcastReadIsStored()) {
+      state_ = std::move(saved);
+      return false;
+    }
+    return true;
+  }
+
+  // Whether a 0-d input the vectors read at element 0 is also stored (by element 0, racing the
+  // other elements' reads): the statement that would do it starts the next chain instead.
+  bool BroadcastReadIsStored() const {
+    if (!state_.shape.has_value()) return false;
+    for (const std::string& name : state_.input_names) {
+      if (env_.at(name)->shape.empty() && state_.computed.contains(name)) return true;
+    }
+    return false;
+  }
+
+  bool AddStatement(const v1::Statement& s) {
     if (s.has_copy() && !s.target().empty()) {
       // target = source: the same value under another name (a loop's carried values are copied
       // into their names at the end of the body: one kernel instead of a copy each).
       std::optional<FusedLoop::Value> value = ValueOf(s.copy());
       if (!value) return false;
-      auto it = computed_.find(s.copy());
-      computed_[s.target()] = {*value,
-                               it != computed_.end() ? it->second.array : env_.at(s.copy())};
+      auto it = state_.computed.find(s.copy());
+      state_.computed[s.target()] = {
+          *value, it != state_.computed.end() ? it->second.array : env_.at(s.copy())};
       return true;
     }
     if (!s.has_elementwise() || s.target().empty() || !s.elementwise().out().empty()) return false;
@@ -125,9 +169,11 @@ class ChainPlanner {
       } else {
         const std::string& name = s.elementwise().operands(static_cast<int>(i)).variable();
         const ArrayPtr& array = planned->arrays[i];
+        // The result's shape, or 0-d broadcast into it; any other broadcast ends the chain.
         if (array == nullptr || array->mode != Mode::kReplica || IsComplex(array->dtype) ||
-            IsHalf(array->dtype) || array->shape != *shape_ || array->index_map() != *map_) {
-          return false;  // broadcast, another layout, or a dtype the kernel does not load
+            IsHalf(array->dtype) || (array->shape != plan.result_shape && !array->shape.empty()) ||
+            !InLayout(array->shape, array->index_map())) {
+          return false;
         }
         std::optional<FusedLoop::Value> value = ValueOf(name);
         if (!value) return false;
@@ -135,21 +181,17 @@ class ChainPlanner {
       }
       op.args.push_back(arg);
     }
-    chain_.ops.push_back(std::move(op));
+    state_.chain.ops.push_back(std::move(op));
     ArrayMeta meta{plan.result_shape, plan.result_dtype, Mode::kReplica, plan.result_map};
-    computed_[s.target()] = {FusedLoop::Value{false, static_cast<int>(chain_.ops.size()) - 1},
-                             std::make_shared<const Array>(MetadataOnly(meta))};
+    state_.computed[s.target()] = {
+        FusedLoop::Value{false, static_cast<int>(state_.chain.ops.size()) - 1},
+        std::make_shared<const Array>(MetadataOnly(meta))};
     return true;
   }
 
   const absl::flat_hash_map<std::string, ArrayPtr>& env_;
   OpContext context_;
-  std::optional<Shape> shape_;
-  std::optional<IndexMap> map_;
-  FusedLoop chain_;
-  std::vector<std::string> input_names_;
-  absl::flat_hash_map<std::string, int> inputs_;
-  absl::flat_hash_map<std::string, Computed> computed_;
+  State state_;
 };
 
 }  // namespace

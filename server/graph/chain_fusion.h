@@ -3,11 +3,16 @@
 // plans on the variables' metadata and buffers, runs nothing.
 //
 // A run fuses when it is at least two consecutive elementwise or copy statements, every array they
-// read and write is REPLICA in one shape and one index map with at most one chunk per device (0-d
-// values kept on every device, as a solver's recurrence keeps them), nothing broadcasts, nothing is
-// complex, and its inputs and stores fit the kernel's buffers. Each device then computes the run
-// over its chunk. This is what the solvers' dozens of 0-d operations per iteration become: one
-// kernel instead of one per operation.
+// read and write is REPLICA with at most one chunk per device and either in one shape and index
+// map (the vectors) or 0-d on the same devices (a solver's scalars, kept on every device), only a
+// 0-d value broadcasts, nothing is complex, and its inputs and stores fit the kernel's buffers.
+// Each device then computes the run over its vector chunk; every element computes the 0-d values
+// (the same on each), reads 0-d inputs at element 0, and element 0 stores the 0-d results. This is
+// what a solver's recurrence becomes: its dozens of 0-d operations and the vector updates they
+// feed (`x + alpha * p`) in one kernel instead of one per operation.
+//
+// A 0-d input that the run also assigns ends the run when vectors are in it: element 0's store
+// would race the other elements' reads.
 #ifndef DISTARRAY_SERVER_GRAPH_CHAIN_FUSION_H_
 #define DISTARRAY_SERVER_GRAPH_CHAIN_FUSION_H_
 
@@ -29,7 +34,10 @@ struct FusedChainPlan {
   int statements = 0;  // the block's statements it covers, from `start`
   // The variables it reads (by input index) and assigns (by store index, the last value of each).
   std::vector<std::string> inputs, stores;
-  ArrayMeta layout;  // every value's shape and map (its dtype: per value)
+  ArrayMeta layout;  // the vectors' shape and map (its dtype: per value); 0-d with none
+  // With vectors: the 0-d values' map (one chunk on each of the vectors' devices), where the
+  // broadcast inputs and stores (FusedLoop::Input/Store::broadcast) are.
+  IndexMap scalar_map;
   // The chain once; the caller fills in each device's buffers (chunk c of layout.map).
   FusedLoop chain;
 };

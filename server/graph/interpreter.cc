@@ -152,34 +152,60 @@ absl::StatusOr<int> Interpreter::RecordChain(const Block& block, int start) {
   std::optional<FusedChainPlan> plan = PlanFusedChain(block, start, env_, context_);
   if (!plan) return 0;
   const IndexMap& map = plan->layout.map;
-  // Each store's buffers: a loop-carried variable's slot where it has the chain's layout, else
-  // new chunks.
+  // Each store's buffers: a loop-carried variable's slot where it has the store's layout, else
+  // new chunks. A broadcast store is 0-d in the plan's scalar map.
   std::vector<ArrayPtr> slots;
   std::vector<std::vector<Chunk>> stored;
   for (size_t k = 0; k < plan->stores.size(); ++k) {
-    const DType dtype = plan->chain.DTypeOf(plan->chain.stores[k].value);
+    const FusedLoop::Store& store = plan->chain.stores[k];
+    const DType dtype = plan->chain.DTypeOf(store.value);
+    const Shape shape = store.broadcast ? Shape{} : plan->layout.shape;
+    const IndexMap& store_map = store.broadcast ? plan->scalar_map : map;
     ArrayPtr slot = SlotFor(plan->stores[k]);
     if (slot != nullptr && (slot->mode != Mode::kReplica || slot->dtype != dtype ||
-                            slot->shape != plan->layout.shape || slot->index_map() != map)) {
+                            slot->shape != shape || slot->index_map() != store_map)) {
       slot = nullptr;
     }
     if (slot != nullptr) {
       stored.push_back(slot->chunks);
     } else {
-      ASSIGN_OR_RETURN(std::vector<Chunk> chunks, AllocateChunks(*context_.ops, dtype, map));
+      ASSIGN_OR_RETURN(std::vector<Chunk> chunks, AllocateChunks(*context_.ops, dtype, store_map));
       stored.push_back(std::move(chunks));
     }
     slots.push_back(std::move(slot));
   }
+  // The chunk of `chunks` on `device` (a broadcast value has one on each of the vectors' devices).
+  auto on_device = [](const std::vector<Chunk>& chunks, int device) -> BufferPtr {
+    for (const Chunk& chunk : chunks) {
+      if (chunk.spec.device == device) return chunk.buffer;
+    }
+    return nullptr;
+  };
   // The chain once per chunk (one per device), over that chunk's buffers.
   std::vector<FusedLoop> chains;
   for (size_t c = 0; c < map.size(); ++c) {
     FusedLoop chain = plan->chain;
     chain.elements = NumElements(map[c].box);
+    const int device = map[c].device;
     for (size_t k = 0; k < plan->inputs.size(); ++k) {
-      chain.inputs[k].buffer = env_.at(plan->inputs[k])->chunks[c].buffer;
+      const std::vector<Chunk>& chunks = env_.at(plan->inputs[k])->chunks;
+      chain.inputs[k].buffer = chain.inputs[k].broadcast ? on_device(chunks, device)
+                                                         : chunks[c].buffer;
     }
-    for (size_t k = 0; k < plan->stores.size(); ++k) chain.stores[k].buffer = stored[k][c].buffer;
+    for (size_t k = 0; k < plan->stores.size(); ++k) {
+      chain.stores[k].buffer = chain.stores[k].broadcast ? on_device(stored[k], device)
+                                                         : stored[k][c].buffer;
+    }
+    // Element 0's broadcast stores must not write a buffer other elements read at element 0 (a
+    // slot shared by two names): such a chain runs op by op.
+    for (const FusedLoop::Input& input : chain.inputs) {
+      for (const FusedLoop::Store& store : chain.stores) {
+        if (input.buffer == nullptr || store.buffer == nullptr ||
+            (input.broadcast && input.buffer == store.buffer)) {
+          return 0;
+        }
+      }
+    }
     chains.push_back(std::move(chain));
   }
   const absl::Status recorded = recording_->RecordFusedChain(chains);
@@ -189,11 +215,12 @@ absl::StatusOr<int> Interpreter::RecordChain(const Block& block, int start) {
     if (slots[k] != nullptr) {
       AssignSlot(plan->stores[k], slots[k]);
     } else {
+      const FusedLoop::Store& store = plan->chain.stores[k];
       Assign(plan->stores[k], Array{{},
                                     {},
                                     {},
-                                    plan->layout.shape,
-                                    plan->chain.DTypeOf(plan->chain.stores[k].value),
+                                    store.broadcast ? Shape{} : plan->layout.shape,
+                                    plan->chain.DTypeOf(store.value),
                                     Mode::kReplica,
                                     std::move(stored[k])});
     }

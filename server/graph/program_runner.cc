@@ -48,6 +48,7 @@ struct ProgramRunner::CachedGraph {
   std::vector<ArrayPtr> input_slots;             // per program input
   std::map<std::string, ArrayPtr> result_slots;  // outputs and value_outputs, by variable
   int fused_loops = 0;
+  int fused_chains_in_bodies = 0, fused_chain_statements_in_bodies = 0;
   // What its recording allocated, by device (as the device ledgers count it), and whom it is
   // charged to while the graph exists: set once the charge is made.
   DeviceCharges held;
@@ -377,6 +378,8 @@ absl::StatusOr<std::shared_ptr<ProgramRunner::CachedGraph>> ProgramRunner::Recor
   cached->result_slots = std::move(walk.result_slots);
   ASSIGN_OR_RETURN(cached->graph, recording->Finish());
   cached->fused_loops = walk.fused_loops;
+  cached->fused_chains_in_bodies = walk.fused_chains_in_bodies;
+  cached->fused_chain_statements_in_bodies = walk.fused_chain_statements_in_bodies;
   cached->held = tally.charges();
   if (walk.fused_chains > 0) {
     spdlog::info(
@@ -421,6 +424,8 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Replay(CachedGraph& cached,
   ProgramRunResult result;
   result.execution = v1::GRAPH_EXECUTION_DEVICE_GRAPH;
   result.fused_loops = cached.fused_loops;
+  result.fused_chains_in_bodies = cached.fused_chains_in_bodies;
+  result.fused_chain_statements_in_bodies = cached.fused_chain_statements_in_bodies;
   // The outputs are copied out of the slots (the next replay overwrites them) into new buffers.
   // The copies are enqueued now, ordered after the replay on each device, so their host work
   // (allocation, launches: 20-50 us) overlaps the replay instead of following it; a replay that

@@ -35,6 +35,9 @@ struct ProgramRunResult {
   GraphRunStats stats;
   bool cache_hit = false;
   int fused_loops = 0;  // loops the recorded graph runs as one fused kernel per iteration
+  // Straight-line chains inside loop and branch bodies it runs as one kernel per device each,
+  // and the statements they cover.
+  int fused_chains_in_bodies = 0, fused_chain_statements_in_bodies = 0;
   v1::GraphExecution execution = v1::GRAPH_EXECUTION_EAGER;
 };
 

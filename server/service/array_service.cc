@@ -620,6 +620,8 @@ grpc::Status ArrayServiceImpl::RunGraph(grpc::ServerContext* context,
     response->set_execution(outcome.execution);
     response->set_device_seconds(outcome.stats.device_seconds);
     response->set_fused_loops(outcome.fused_loops);
+    response->set_fused_chains_in_bodies(outcome.fused_chains_in_bodies);
+    response->set_fused_chain_statements_in_bodies(outcome.fused_chain_statements_in_bodies);
     return absl::OkStatus();
   });
 }

@@ -747,6 +747,87 @@ TEST_P(GraphTest, StraightLineChainsComputeWhatTheirStatementsCompute) {
   }
 }
 
+// A solver's vector updates fed by its 0-d values (`x + b * p`, with b computed in the same
+// run, and `p * 0.5 - alpha * 1e-3` with alpha a carried 0-d value), rows split unevenly over the
+// devices: on the GPU one kernel per device computes the 0-d values at every element, reads alpha
+// at element 0, and stores the new 0-d values from element 0. alpha is read that way and also
+// carried (assigned) in the same body: the copy that assigns it starts the next chain, so no
+// element reads alpha while element 0 writes it.
+TEST_P(GraphTest, ChainsBroadcastZeroDValuesIntoSplitVectors) {
+  std::vector<int> on = {dev(0)};
+  if (devices() > 1) on.push_back(dev(1));
+  const int64_t n = 1037;
+  g::ProgramBuilder p;
+  const v1::IndexMap scalars = Replicated(0, on);
+  g::Vars out = p.WhileLoop(
+      [](auto v) { return g::All(v[3] < 6.0); },
+      [&scalars](auto v) {
+        g::ProgramBuilder& b = v[0].builder();
+        const g::Var& x = v[0];
+        const g::Var& q = v[1];
+        const g::Var& alpha = v[2];
+        g::Var norm2 = b.Reshard(b.Reduce(q * q, v1::REDUCE_OP_SUM), scalars, v1::MODE_REPLICA);
+        g::Var step = g::Sqrt(norm2 / (alpha + 1.0)) * 0.5;
+        g::Var x_next = x + step * q;
+        g::Var q_next = q * 0.5 - alpha * 1e-3;
+        g::Var alpha_next = alpha * 0.9 + step * 1e-2;
+        return g::Vars{x_next, q_next, alpha_next, v[3] + 1.0};
+      },
+      {p.Input("x"), p.Input("q"), p.Input("alpha"), p.Input("k")}, 100);
+  p.Output("x", out[0]);
+  p.Output("q", out[1]);
+  p.Output("alpha", out[2]);
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  std::vector<double> x0(n), q0(n);
+  for (double& e : x0) e = uniform(rng);
+  for (double& e : q0) e = uniform(rng);
+  const double alpha0 = 0.5 + uniform(rng) * 0.25;
+  const v1::IndexMap rows = Split(1, 0, n, on);
+  auto x_in = client().Upload<double>(x0, {n}, ArrayOpts(rows));
+  auto q_in = client().Upload<double>(q0, {n}, ArrayOpts(rows));
+  auto alpha_in = client().Upload<double>(std::vector<double>{alpha0}, {}, ArrayOpts(scalars));
+  auto k_in = client().Upload<double>(std::vector<double>{0}, {}, ArrayOpts(scalars));
+  ASSERT_TRUE(x_in.ok() && q_in.ok() && alpha_in.ok() && k_in.ok());
+  // The host model, in long double.
+  std::vector<long double> x(x0.begin(), x0.end()), q(q0.begin(), q0.end());
+  long double alpha = alpha0;
+  for (int k = 0; k < 6; ++k) {
+    long double norm2 = 0;
+    for (long double e : q) norm2 += e * e;
+    const long double step = std::sqrt(norm2 / (alpha + 1)) * 0.5L;
+    for (int64_t i = 0; i < n; ++i) {
+      x[i] += step * q[i];
+      q[i] = q[i] * 0.5L - alpha * 1e-3L;
+    }
+    alpha = alpha * 0.9L + step * 1e-2L;
+  }
+  for (int run = 0; run < 2; ++run) {  // recorded, then replayed from the cache
+    auto result = client().RunGraph(
+        p.program(), {{"x", &*x_in}, {"q", &*q_in}, {"alpha", &*alpha_in}, {"k", &*k_in}});
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->iterations, 6);
+    if (IsCuda()) {
+      // The 0-d ops and the vector updates they feed: one run, and the tail of copies another.
+      EXPECT_GE(result->fused_chains_in_bodies, 2);
+      EXPECT_GE(result->fused_chain_statements_in_bodies, 10);
+    } else {
+      EXPECT_EQ(result->fused_chains_in_bodies, 0);
+    }
+    const std::vector<double> got_x = result->outputs.at("x").Download<double>().value();
+    const std::vector<double> got_q = result->outputs.at("q").Download<double>().value();
+    const std::vector<double> got_alpha = result->outputs.at("alpha").Download<double>().value();
+    ASSERT_EQ(got_x.size(), static_cast<size_t>(n));
+    ASSERT_EQ(got_q.size(), static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_NEAR(got_x[i], static_cast<double>(x[i]), 1e-12) << "x[" << i << "]";
+      ASSERT_NEAR(got_q[i], static_cast<double>(q[i]), 1e-12) << "q[" << i << "]";
+    }
+    ASSERT_EQ(got_alpha.size(), 1u);
+    EXPECT_NEAR(got_alpha[0], static_cast<double>(alpha), 1e-13);
+  }
+}
+
 DISTARRAY_INSTANTIATE_BACKENDS(GraphTest);
 
 }  // namespace

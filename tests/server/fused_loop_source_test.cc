@@ -216,6 +216,38 @@ TEST(FusedChainSourceTest, StoresEveryValueAndCompiles) {
   ASSERT_TRUE(cubin.ok()) << cubin.status() << "\n" << source;
 }
 
+// A chain over vectors fed by 0-d values: x + alpha * p with alpha broadcast (read at element 0)
+// and alpha * 0.5 stored once, by element 0.
+TEST(FusedChainSourceTest, ReadsBroadcastInputsAtElementZeroAndStoresThemOnce) {
+  FusedLoop chain;
+  chain.inputs = {{nullptr, DType::kFloat64, /*broadcast=*/true},
+                  {nullptr, DType::kFloat64, /*broadcast=*/false},
+                  {nullptr, DType::kFloat64, /*broadcast=*/false}};
+  chain.ops = {{ElementwiseOpId::kMultiply,
+                DType::kFloat64,
+                DType::kFloat64,
+                {ValueArg(true, 0, DType::kFloat64), ValueArg(true, 2, DType::kFloat64)}},
+               {ElementwiseOpId::kAdd,
+                DType::kFloat64,
+                DType::kFloat64,
+                {ValueArg(true, 1, DType::kFloat64), ValueArg(false, 0, DType::kFloat64)}},
+               {ElementwiseOpId::kMultiply,
+                DType::kFloat64,
+                DType::kFloat64,
+                {ValueArg(true, 0, DType::kFloat64), ScalarArg(Scalar::Float(0.5), DType::kFloat64)}}};
+  chain.stores = {{FusedLoop::Value{false, 1}, nullptr, /*broadcast=*/false},
+                  {FusedLoop::Value{false, 2}, nullptr, /*broadcast=*/true}};
+  chain.elements = 1000;
+  const std::string source = cuda::FusedChainSource(chain);
+  EXPECT_NE(source.find("x0 = in0[0];"), std::string::npos) << source;
+  EXPECT_NE(source.find("x1 = in1[i];"), std::string::npos) << source;
+  EXPECT_NE(source.find("out0[i] = v1;"), std::string::npos) << source;
+  EXPECT_NE(source.find("if (i == 0) out1[0] = v2;"), std::string::npos) << source;
+  RequireNvrtc();
+  absl::StatusOr<std::string> cubin = cuda::CompileToCubin(source, "sm_90");
+  ASSERT_TRUE(cubin.ok()) << cubin.status() << "\n" << source;
+}
+
 }  // namespace
 }  // namespace distarray
 

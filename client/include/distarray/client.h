@@ -294,6 +294,10 @@ struct GraphRun {
   v1::GraphExecution execution = v1::GRAPH_EXECUTION_UNSPECIFIED;
   double device_seconds = 0;  // the replay's device time, where the daemon measures it
   int fused_loops = 0;        // loops run as one fused kernel per iteration (docs/graphs.md)
+  // Straight-line runs of statements inside loop and branch bodies recorded as one kernel per
+  // device each, and the statements they cover (docs/graphs.md, "Fused straight-line chains").
+  int fused_chains_in_bodies = 0;
+  int fused_chain_statements_in_bodies = 0;
 };
 
 // An operand for the calls below: an array or a scalar (weak, as a Python scalar in NumPy 2).

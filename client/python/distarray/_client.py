@@ -364,7 +364,7 @@ class Client:
         deadline: a loop still running then is stopped on the devices (DeadlineExceededError).
         Returns a ``GraphRun``: ``outputs`` (arrays), ``values`` (NumPy arrays), ``iterations``,
         ``hit_iteration_cap``, ``graph_cache_hit``, ``execution``, ``device_seconds``,
-        ``fused_loops``.
+        ``fused_loops``, ``fused_chains_in_bodies``, ``fused_chain_statements_in_bodies``.
         """
         self._rpc.require("run_graph")
         request = pb.RunGraphRequest()

@@ -454,6 +454,10 @@ class GraphRun:
     execution: str = "unspecified"  # "eager" or "device_graph"
     device_seconds: float = 0.0
     fused_loops: int = 0  # loops run as one fused kernel per iteration (docs/graphs.md)
+    # Straight-line runs inside loop and branch bodies recorded as one kernel per device each,
+    # and the statements they cover (a body of S statements then launches S - F + C operations).
+    fused_chains_in_bodies: int = 0
+    fused_chain_statements_in_bodies: int = 0
 
     @classmethod
     def from_response(cls, client, response: "pb.RunGraphResponse") -> "GraphRun":
@@ -470,4 +474,6 @@ class GraphRun:
             execution=_EXECUTION.get(response.execution, str(response.execution)),
             device_seconds=response.device_seconds,
             fused_loops=response.fused_loops,
+            fused_chains_in_bodies=response.fused_chains_in_bodies,
+            fused_chain_statements_in_bodies=response.fused_chain_statements_in_bodies,
         )

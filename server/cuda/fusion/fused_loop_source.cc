@@ -202,10 +202,18 @@ std::string FusedChainSource(const FusedLoop& chain) {
   absl::StrAppend(&s,
                   "  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; "
                   "i < args.elements; i += int64_t(gridDim.x) * blockDim.x) {\n");
+  // A broadcast input is read at element 0 by every element; a broadcast store is written by
+  // element 0 alone (every element computes the same 0-d values, so any one may store them).
   AppendElement(
-      chain, "    ", [](size_t k) { return absl::StrCat("in", k, "[i]"); },
-      [](size_t k, const std::string& value) { return absl::StrCat("out", k, "[i] = ", value); }, s,
-      /*predicate=*/false);
+      chain, "    ",
+      [&chain](size_t k) {
+        return absl::StrCat("in", k, chain.inputs[k].broadcast ? "[0]" : "[i]");
+      },
+      [&chain](size_t k, const std::string& value) {
+        return chain.stores[k].broadcast ? absl::StrCat("if (i == 0) out", k, "[0] = ", value)
+                                         : absl::StrCat("out", k, "[i] = ", value);
+      },
+      s, /*predicate=*/false);
   absl::StrAppend(&s, "  }\n}\n");
   return s;
 }
