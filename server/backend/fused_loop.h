@@ -67,6 +67,11 @@ struct FusedLoop {
   std::vector<Op> ops;
   std::vector<Store> stores;
   int64_t elements = 0;
+  // Chains only: the run ends in the sum of this value (a float32 or float64 vector of the chain)
+  // over every element, written to element 0 of `sum_buffer`: the chunk's partial, as a Reduce
+  // statement's first pass writes it.
+  std::optional<Value> sum;
+  BufferPtr sum_buffer;
   // The loop's condition: all (else any) of the bool value `predicate` over every element,
   // written to element 0 of `condition` (the condition variable's slot) every iteration.
   bool all = true;

@@ -37,9 +37,13 @@ class ChainPlanner {
            Add(block[end])) {
       ++end;
     }
-    if (end - start < 2) return std::nullopt;
     FusedChainPlan plan;
-    plan.statements = end - start;
+    if (end < block.size() && end > start) {
+      State saved = state_;
+      if (!AddSum(block[end], plan)) state_ = std::move(saved);
+    }
+    plan.statements = end - start + (plan.sum.has_value() ? 1 : 0);
+    if (plan.statements < 2) return std::nullopt;
     plan.inputs = state_.input_names;
     const bool vectors = state_.shape.has_value();
     plan.layout = ArrayMeta{vectors ? *state_.shape : Shape{}, DType::kUnspecified, Mode::kReplica,
@@ -137,6 +141,46 @@ class ChainPlanner {
       if (env_.at(name)->shape.empty() && state_.computed.contains(name)) return true;
     }
     return false;
+  }
+
+  // A sum of all of a vector's elements (sum_target = sum(value)) where each vector chunk is a
+  // disjoint part and the Reduce statement's first pass would write one partial per chunk, on its
+  // device, in the vector's dtype.
+  bool AddSum(const v1::Statement& s, FusedChainPlan& plan) {
+    if (!s.has_reduce() || s.target().empty() || !state_.shape.has_value() ||
+        s.reduce().op() != v1::REDUCE_OP_SUM ||
+        s.reduce().operand().kind_case() != v1::Operand::kVariable) {
+      return false;
+    }
+    absl::StatusOr<PlannedReduce> planned = PlanReduceOp(context_, s.reduce(), "");
+    if (!planned.ok()) return false;
+    const ReducePlan& r = planned->plan;
+    const Array& operand = *planned->array;
+    if (r.kind != ReduceKind::kSum || r.arg || r.prepare || r.fill || !r.result_shape.empty() ||
+        r.scale != 1 || r.kernel_dtype != r.in_dtype || r.result_dtype != r.in_dtype ||
+        (r.in_dtype != DType::kFloat32 && r.in_dtype != DType::kFloat64) ||
+        operand.mode != Mode::kReplica || operand.shape != *state_.shape ||
+        operand.index_map() != *state_.map || r.result_map.size() != state_.map->size()) {
+      return false;
+    }
+    for (size_t c = 0; c < r.result_map.size(); ++c) {
+      if (r.result_map[c].device != (*state_.map)[c].device) return false;
+    }
+    // Disjoint chunks: each element counted once (an overlap would have asked for `prepare`, but
+    // the planner's rule is its own; this one is the kernel's).
+    const IndexMap& map = *state_.map;
+    for (size_t a = 0; a < map.size(); ++a) {
+      for (size_t b = a + 1; b < map.size(); ++b) {
+        const std::optional<Box> both = IntersectBoxes(map[a].box, map[b].box);
+        if (both.has_value() && NumElements(*both) > 0) return false;
+      }
+    }
+    std::optional<FusedLoop::Value> value = ValueOf(s.reduce().operand().variable());
+    if (!value) return false;
+    state_.chain.sum = value;
+    plan.sum_target = s.target();
+    plan.sum = *std::move(planned);
+    return true;
   }
 
   bool AddStatement(const v1::Statement& s) {

@@ -13,6 +13,12 @@
 //
 // A 0-d input that the run also assigns ends the run when vectors are in it: element 0's store
 // would race the other elements' reads.
+//
+// A run over vectors may end in the statement after it when that is a sum over every element of
+// one of its float32 or float64 vectors, each chunk a disjoint part (a solver's norms and dot
+// products): the same kernel adds up each chunk, saving the reduction's kernel and its pass over
+// the vector. The partials are added in a fixed order, so a replay gives the same bits, though not
+// the bits of the unfused reduction's order.
 #ifndef DISTARRAY_SERVER_GRAPH_CHAIN_FUSION_H_
 #define DISTARRAY_SERVER_GRAPH_CHAIN_FUSION_H_
 
@@ -38,6 +44,12 @@ struct FusedChainPlan {
   // With vectors: the 0-d values' map (one chunk on each of the vectors' devices), where the
   // broadcast inputs and stores (FusedLoop::Input/Store::broadcast) are.
   IndexMap scalar_map;
+  // Where the run ends in a sum over every element of one of its float vectors (the Reduce
+  // statement after its elementwise ones, counted in `statements`): that statement's target and
+  // plan. The kernel writes chunk c's partial to chunk c of sum->plan.result_map; the caller
+  // combines the partials as ExecuteReduce does.
+  std::string sum_target;
+  std::optional<PlannedReduce> sum;
   // The chain once; the caller fills in each device's buffers (chunk c of layout.map).
   FusedLoop chain;
 };

@@ -174,6 +174,12 @@ absl::StatusOr<int> Interpreter::RecordChain(const Block& block, int start) {
     }
     slots.push_back(std::move(slot));
   }
+  // A run that ends in a sum: each chunk's partial, where the Reduce statement's pass puts it.
+  std::vector<Chunk> partials;
+  if (plan->sum.has_value()) {
+    ASSIGN_OR_RETURN(partials, AllocateChunks(*context_.ops, plan->sum->plan.result_dtype,
+                                              plan->sum->plan.result_map));
+  }
   // The chunk of `chunks` on `device` (a broadcast value has one on each of the vectors' devices).
   auto on_device = [](const std::vector<Chunk>& chunks, int device) -> BufferPtr {
     for (const Chunk& chunk : chunks) {
@@ -196,6 +202,7 @@ absl::StatusOr<int> Interpreter::RecordChain(const Block& block, int start) {
       chain.stores[k].buffer = chain.stores[k].broadcast ? on_device(stored[k], device)
                                                          : stored[k][c].buffer;
     }
+    if (plan->sum.has_value()) chain.sum_buffer = partials[c].buffer;
     // Element 0's broadcast stores must not write a buffer other elements read at element 0 (a
     // slot shared by two names): such a chain runs op by op.
     for (const FusedLoop::Input& input : chain.inputs) {
@@ -224,6 +231,18 @@ absl::StatusOr<int> Interpreter::RecordChain(const Block& block, int start) {
                                     Mode::kReplica,
                                     std::move(stored[k])});
     }
+  }
+  if (plan->sum.has_value()) {
+    // The Reduce statement's result, as ExecuteReduce gives it from these partials.
+    const ReducePlan& reduce = plan->sum->plan;
+    Array sum{{}, {}, {}, reduce.result_shape, reduce.result_dtype, reduce.result_mode,
+              std::move(partials)};
+    if (plan->sum->combine && sum.mode != Mode::kReplica) {
+      ASSIGN_OR_RETURN(sum.chunks, Relayout(*context_.ops, sum, reduce.combine_map,
+                                            Mode::kReplica, context_.alive));
+      sum.mode = Mode::kReplica;
+    }
+    Assign(plan->sum_target, std::move(sum));
   }
   ++fused_chains_;
   fused_chain_statements_ += plan->statements;

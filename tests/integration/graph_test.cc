@@ -828,6 +828,48 @@ TEST_P(GraphTest, ChainsBroadcastZeroDValuesIntoSplitVectors) {
   }
 }
 
+// Sums at the end of straight-line runs (on the GPU, added up by the run's kernel): over rows
+// split unevenly (each device's partial, then combined) and over a vector held whole on every
+// device (each device's whole sum; never twice). float32 and float64.
+TEST_P(GraphTest, ChainsEndingInASumCountEachElementOnce) {
+  std::vector<int> on = {dev(0)};
+  if (devices() > 1) on.push_back(dev(1));
+  const int64_t n = 70001;
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  std::vector<double> x0(n);
+  for (double& e : x0) e = uniform(rng);
+  long double dot = 0;
+  for (double e : x0) dot += static_cast<long double>(e) * e * 3;
+  for (const auto& [label, map] : {std::pair{"split", Split(1, 0, n, on)},
+                                   std::pair{"whole on each", Replicated(1, on)}}) {
+    for (const bool f32 : {false, true}) {
+      SCOPED_TRACE(absl::StrCat(label, f32 ? " float32" : " float64"));
+      g::ProgramBuilder p;
+      g::Var x = p.Input("x");
+      g::Var s = g::Sum((x * x) * 3.0);
+      g::Vars out = p.WhileLoop([](auto v) { return g::All(v[1] < 3.0); },
+                                [&](auto v) {
+                                  g::Var t = g::Sum((x * x) * 3.0);  // a run ending in a sum
+                                  return g::Vars{v[0] * 0.0 + t, v[1] + 1.0};
+                                },
+                                {s * 0.0, s * 0.0}, 10);
+      p.Output("s", out[0]);
+      absl::StatusOr<Array> x_in =
+          f32 ? client().Upload<float>(std::vector<float>(x0.begin(), x0.end()), {n},
+                                       ArrayOpts(map))
+              : client().Upload<double>(x0, {n}, ArrayOpts(map));
+      ASSERT_TRUE(x_in.ok()) << x_in.status();
+      auto result = client().RunGraph(p.program(), {{"x", &*x_in}});
+      ASSERT_TRUE(result.ok()) << result.status();
+      EXPECT_EQ(result->iterations, 3);
+      const double got = f32 ? result->outputs.at("s").Download<float>().value().at(0)
+                             : result->outputs.at("s").Download<double>().value().at(0);
+      EXPECT_NEAR(got, static_cast<double>(dot), (f32 ? 1e-4 : 1e-11) * static_cast<double>(dot));
+    }
+  }
+}
+
 DISTARRAY_INSTANTIATE_BACKENDS(GraphTest);
 
 }  // namespace

@@ -248,6 +248,31 @@ TEST(FusedChainSourceTest, ReadsBroadcastInputsAtElementZeroAndStoresThemOnce) {
   ASSERT_TRUE(cubin.ok()) << cubin.status() << "\n" << source;
 }
 
+// A chain that ends in a sum (a dot product d . q): the product at each element, added up per
+// thread, then across the grid by FinishChainSum.
+TEST(FusedChainSourceTest, AChainEndingInASumAddsUpItsValueAndCompiles) {
+  for (const DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    FusedLoop chain;
+    chain.inputs = {{nullptr, dtype}, {nullptr, dtype}};
+    chain.ops = {{ElementwiseOpId::kMultiply,
+                  dtype,
+                  dtype,
+                  {ValueArg(true, 0, dtype), ValueArg(true, 1, dtype)}}};
+    chain.stores = {{FusedLoop::Value{false, 0}, nullptr}};
+    chain.sum = FusedLoop::Value{false, 0};
+    chain.elements = 1 << 20;
+    const std::string source = cuda::FusedChainSource(chain);
+    const std::string type = dtype == DType::kFloat32 ? "float" : "double";
+    EXPECT_NE(source.find("  " + type + " sum = 0;"), std::string::npos) << source;
+    EXPECT_NE(source.find("sum += v0;"), std::string::npos) << source;
+    EXPECT_NE(source.find("FinishChainSum<" + type + ">(args, sum);"), std::string::npos)
+        << source;
+    RequireNvrtc();
+    absl::StatusOr<std::string> cubin = cuda::CompileToCubin(source, "sm_90");
+    ASSERT_TRUE(cubin.ok()) << cubin.status() << "\n" << source;
+  }
+}
+
 }  // namespace
 }  // namespace distarray
 

@@ -36,9 +36,20 @@ constexpr int kFusedPacksPerThread = 4;
 // A straight-line chain's kernel (fused_loop_source.h, FusedChainSource): its buffers, inputs then
 // stores, and the elements of each (small: the chains fused are of 0-d values).
 constexpr int kMaxChainBuffers = 64;
+// The most blocks a chain's kernel runs (a grid-stride loop beyond).
+constexpr int kMaxChainBlocks = 1024;
+// A chain that ends in a sum: each block's partial, and the ticket the last block to finish takes
+// (zeroed when allocated; the last block leaves it zero again).
+struct ChainSumScratch {
+  unsigned int finished;
+  unsigned int padding;
+  double partials[kMaxChainBlocks];  // as the sum's dtype: float32 uses the first half
+};
 struct FusedChainArgs {
   void* buffers[kMaxChainBuffers];
   int64_t elements;
+  void* sum;                 // the sum's element 0, where the chain ends in one
+  ChainSumScratch* scratch;  // its partials and ticket
 };
 
 struct FusedLoopArgs {
@@ -118,6 +129,45 @@ __device__ __forceinline__ unsigned int AddAcquireRelease(unsigned int* counter,
                : "l"(counter), "r"(v)
                : "memory");
   return old;
+}
+
+// The sum of `v` over the block's threads, in thread 0 (a fixed order: the same inputs give the
+// same bits). Every thread calls it; blockDim.x is a multiple of 32, at most 1024.
+template <typename T>
+__device__ __forceinline__ T BlockSum(T v) {
+  __shared__ T warp_sums[32];
+  __syncthreads();  // an earlier call's readers are done with warp_sums
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
+  __syncthreads();
+  if (threadIdx.x >= 32) return v;
+  v = threadIdx.x < (blockDim.x >> 5) ? warp_sums[threadIdx.x] : T(0);
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+// Ends a chain that ends in a sum: `local` is this thread's sum over its elements. Each block
+// writes its partial; the last block to finish adds the partials in block order (deterministic)
+// and writes the sum. Every thread of every block must call it.
+template <typename T>
+__device__ __forceinline__ void FinishChainSum(const FusedChainArgs& args, T local) {
+  T* partials = reinterpret_cast<T*>(args.scratch->partials);
+  const T block = BlockSum(local);
+  __shared__ bool last;
+  if (threadIdx.x == 0) {
+    partials[blockIdx.x] = block;
+    last = AddAcquireRelease(&args.scratch->finished, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  T v = 0;
+  for (unsigned int b = threadIdx.x; b < gridDim.x; b += blockDim.x) v += __ldcg(partials + b);
+  v = BlockSum(v);
+  if (threadIdx.x == 0) {
+    *static_cast<T*>(args.sum) = v;
+    args.scratch->finished = 0;
+  }
 }
 
 // Ends a launch: `local` is this thread's all() (`is_all`) or any() over its elements. The block

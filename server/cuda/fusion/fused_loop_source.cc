@@ -199,6 +199,8 @@ std::string FusedChainSource(const FusedLoop& chain) {
     absl::StrAppend(&s, "  ", type, "* const out", k, " = static_cast<", type, "*>(args.buffers[",
                     chain.inputs.size() + k, "]);\n");
   }
+  const char* sum_type = chain.sum ? TypeName(chain.DTypeOf(*chain.sum)) : nullptr;
+  if (sum_type != nullptr) absl::StrAppend(&s, "  ", sum_type, " sum = 0;\n");
   absl::StrAppend(&s,
                   "  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; "
                   "i < args.elements; i += int64_t(gridDim.x) * blockDim.x) {\n");
@@ -214,7 +216,12 @@ std::string FusedChainSource(const FusedLoop& chain) {
                                          : absl::StrCat("out", k, "[i] = ", value);
       },
       s, /*predicate=*/false);
-  absl::StrAppend(&s, "  }\n}\n");
+  if (sum_type != nullptr) {
+    absl::StrAppend(&s, "    sum += ", ValueName(*chain.sum), ";\n  }\n",
+                    "  distarray::cuda::fused::FinishChainSum<", sum_type, ">(args, sum);\n}\n");
+  } else {
+    absl::StrAppend(&s, "  }\n}\n");
+  }
   return s;
 }
 

@@ -22,7 +22,8 @@ std::string FusedLoopSource(const FusedLoop& loop, bool aligned = true);
 inline constexpr char kFusedChainKernelName[] = "distarray_fused_chain";
 
 // A straight-line chain's kernel (FusedChainArgs): each thread computes the chain at its elements,
-// loading every input before it stores anything.
+// loading every input before it stores anything; a chain that ends in a sum adds up its value
+// over the elements (FinishChainSum). Launched with whole warps of threads.
 std::string FusedChainSource(const FusedLoop& chain);
 
 // The elements one access of the kernel moves (its packs): 16 bytes' worth when every array has

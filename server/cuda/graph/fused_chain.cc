@@ -46,6 +46,16 @@ absl::Status CudaGraphRecording::RecordFusedChain(absl::Span<const FusedLoop> ch
       writes.push_back(AsCuda(store.buffer));
       args.buffers[slot++] = AsCuda(store.buffer)->data();
     }
+    if (chain.sum.has_value()) {
+      if (chain.sum_buffer == nullptr) return absl::UnimplementedError("RecordFusedChain: no sum");
+      writes.push_back(AsCuda(chain.sum_buffer));
+      args.sum = AsCuda(chain.sum_buffer)->data();
+    }
+    for (CudaBuffer* b : writes) {
+      if (b->device() != device) {
+        return absl::UnimplementedError("RecordFusedChain: a chain spans devices");
+      }
+    }
     for (CudaBuffer* b : reads) {
       if (b->device() != device) {
         return absl::UnimplementedError("RecordFusedChain: a chain spans devices");
@@ -66,11 +76,22 @@ absl::Status CudaGraphRecording::RecordFusedChain(absl::Span<const FusedLoop> ch
     }
     resources(IndexOf(device)).kernels.push_back(*kernel);
     args.elements = chain.elements;
+    if (chain.sum.has_value()) {
+      // The partials and the last block's ticket, kept with the graph (zeroed once; each launch's
+      // last block leaves the ticket zero).
+      ASSIGN_OR_RETURN(cuda::DeviceBlock scratch, cuda::DeviceBlock::AllocateZeroed(
+                                                      device, sizeof(cuda::ChainSumScratch)));
+      args.scratch = static_cast<cuda::ChainSumScratch*>(scratch.data());
+      resources(IndexOf(device)).loop_counts.push_back(std::move(scratch));
+    }
     const void* function = (*kernel)->function();
     const int blocks = static_cast<int>(std::min<int64_t>(
-        (chain.elements + cuda::kFusedBlockThreads - 1) / cuda::kFusedBlockThreads, 1024));
-    const int threads =
-        static_cast<int>(std::min<int64_t>(chain.elements, cuda::kFusedBlockThreads));
+        (chain.elements + cuda::kFusedBlockThreads - 1) / cuda::kFusedBlockThreads,
+        cuda::kMaxChainBlocks));
+    // A sum reduces whole warps (BlockSum): its threads past the elements add nothing.
+    const int threads = chain.sum.has_value() ? cuda::kFusedBlockThreads
+                                              : static_cast<int>(std::min<int64_t>(
+                                                    chain.elements, cuda::kFusedBlockThreads));
     works.push_back(
         CudaWork{device, std::move(reads), std::move(writes),
                  [function, args, blocks, threads](cudaStream_t stream) mutable {

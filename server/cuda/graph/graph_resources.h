@@ -31,8 +31,8 @@ struct CudaDeviceGraph {
   std::optional<cuda::DeviceBlock> agreement;
   // The device's cuda::NcclBallot, where the devices agree through NCCL instead.
   std::optional<cuda::DeviceBlock> ballot;
-  // Each loop's iteration count (an int64 each), restarted before its WHILE node runs, and each
-  // fused loop's state (fusion/fused_loop_device.cuh).
+  // Each loop's iteration count (an int64 each), restarted before its WHILE node runs, each
+  // fused loop's state and each summing chain's scratch (fusion/fused_loop_device.cuh).
   std::vector<cuda::DeviceBlock> loop_counts;
 };
 
