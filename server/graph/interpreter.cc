@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "server/graph/chain_fusion.h"
 #include "server/graph/loop_fusion.h"
+#include "server/graph/variable_mentions.h"
 #include "server/ops/layout.h"
 #include "server/ops/manipulation.h"
 #include "spdlog/spdlog.h"
@@ -119,6 +120,8 @@ absl::Status Interpreter::Run(const v1::Program& program, absl::string_view fiel
   for (const auto& [name, value] : env_) {
     for (const Chunk& c : value->chunks) devices_.insert(c.spec.device);
   }
+  results_.insert(program.outputs().begin(), program.outputs().end());
+  results_.insert(program.value_outputs().begin(), program.value_outputs().end());
   RETURN_IF_ERROR(RunBlock(program.statements(), prefix + ".statements"));
   if (mode_ == RunMode::kCheck) {
     for (const auto& [list, name] : {std::pair{&program.outputs(), "outputs"},
@@ -132,11 +135,17 @@ absl::Status Interpreter::Run(const v1::Program& program, absl::string_view fiel
 }
 
 absl::Status Interpreter::RunBlock(const Block& block, const std::string& field) {
+  const bool chains =
+      mode_ == RunMode::kRecord && recording_ != nullptr && recording_->fuses_chains();
+  // The variables that existed when the block began: they outlive it.
+  absl::flat_hash_set<std::string> entry;
+  if (chains) {
+    for (const auto& [name, value] : env_) entry.insert(name);
+  }
   for (int i = 0; i < block.size();) {
     if (mode_ == RunMode::kEager) RETURN_IF_ERROR(context_.CheckAlive());
-    if (mode_ == RunMode::kRecord && recording_ != nullptr && recording_->fuses_chains() &&
-        (block[i].has_elementwise() || block[i].has_copy())) {
-      ASSIGN_OR_RETURN(const int fused, RecordChain(block, i));
+    if (chains && (block[i].has_elementwise() || block[i].has_copy())) {
+      ASSIGN_OR_RETURN(const int fused, RecordChain(block, i, entry));
       if (fused > 0) {
         i += fused;
         continue;
@@ -148,9 +157,23 @@ absl::Status Interpreter::RunBlock(const Block& block, const std::string& field)
   return absl::OkStatus();
 }
 
-absl::StatusOr<int> Interpreter::RecordChain(const Block& block, int start) {
+absl::StatusOr<int> Interpreter::RecordChain(const Block& block, int start,
+                                             const absl::flat_hash_set<std::string>& entry) {
   std::optional<FusedChainPlan> plan = PlanFusedChain(block, start, env_, context_);
   if (!plan) return 0;
+  // Only the results read again are stored (a solver's temporaries, `alpha * p`, never leave the
+  // kernel: each would cost a pass over the vector).
+  const absl::flat_hash_set<std::string> later =
+      VariablesMentioned(block, start + plan->statements);
+  for (size_t k = plan->stores.size(); k-- > 0;) {
+    const std::string& name = plan->stores[k];
+    if (entry.contains(name) || later.contains(name) || results_.contains(name) ||
+        SlotFor(name) != nullptr) {
+      continue;
+    }
+    plan->stores.erase(plan->stores.begin() + static_cast<std::ptrdiff_t>(k));
+    plan->chain.stores.erase(plan->chain.stores.begin() + static_cast<std::ptrdiff_t>(k));
+  }
   const IndexMap& map = plan->layout.map;
   // Each store's buffers: a loop-carried variable's slot where it has the store's layout, else
   // new chunks. A broadcast store is 0-d in the plan's scalar map.

@@ -86,7 +86,11 @@ class Interpreter {
   // kRecord: records the run of elementwise statements at block[start] as one kernel per device
   // (chain_fusion.h) where it fuses and the recording can compile it; returns the statements it
   // covered (0: none, nothing recorded). Loop-carried results go straight into their slots.
-  absl::StatusOr<int> RecordChain(const Block& block, int start);
+  // Results that nothing reads again are not stored: a variable local to the block (not in
+  // `entry`, the variables that existed when it began), that no later statement of the block
+  // mentions and the program does not return.
+  absl::StatusOr<int> RecordChain(const Block& block, int start,
+                                  const absl::flat_hash_set<std::string>& entry);
 
   absl::StatusOr<ArrayPtr> Lookup(const std::string& name, const std::string& field) const;
   // Lookup for a value an op reads: FAILED_PRECONDITION for one left uncombined.
@@ -123,6 +127,8 @@ class Interpreter {
   ArrayPtr SlotFor(const std::string& name) const;
 
   absl::flat_hash_map<std::string, ArrayPtr> env_;
+  // The program's outputs and value outputs (read after the last statement).
+  absl::flat_hash_set<std::string> results_;
   // The arrays bound to inputs (the caller's): never written in place.
   absl::flat_hash_set<const Array*> inputs_;
   // kRecord: per open loop or branch, its variables' fixed slots.
