@@ -50,6 +50,7 @@ def main():
     parser.add_argument("--n", type=int, default=4096)
     parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--gpus", default="1,2", help="device counts to run ours on")
     args = parser.parse_args()
     n, iters = args.n, args.iterations
     N = n * n
@@ -71,7 +72,7 @@ def main():
         seen["run"] = original(program, *a, **k)
         return seen["run"]
     client.run_graph = capture
-    for devices in ([0], [0, 1]):
+    for devices in (list(range(int(g))) for g in args.gpus.split(",")):
         a = distarray.sparse.csr_matrix((data, indices, indptr), shape=(N, N), devices=devices,
                                         client=client)
         b = client.from_numpy(b_host)

@@ -156,8 +156,9 @@ class ChainPlanner {
     if (!planned.ok()) return false;
     const ReducePlan& r = planned->plan;
     const Array& operand = *planned->array;
+    // (`scale` is the mean's; a sum ignores it.)
     if (r.kind != ReduceKind::kSum || r.arg || r.prepare || r.fill || !r.result_shape.empty() ||
-        r.scale != 1 || r.kernel_dtype != r.in_dtype || r.result_dtype != r.in_dtype ||
+        r.kernel_dtype != r.in_dtype || r.result_dtype != r.in_dtype ||
         (r.in_dtype != DType::kFloat32 && r.in_dtype != DType::kFloat64) ||
         operand.mode != Mode::kReplica || operand.shape != *state_.shape ||
         operand.index_map() != *state_.map || r.result_map.size() != state_.map->size()) {
