@@ -1,6 +1,7 @@
 // CSR block kernels (sparse_kernels.h). The product of a block with a vector is the classic
 // "CSR vector" kernel: a group of lanes (1 to 32, by the mean entries per row) walks one row's
-// entries with coalesced reads and sums them with warp shuffles. A product with several columns
+// entries with coalesced reads, several entries per lane per trip, and sums them with warp
+// shuffles. A product with several columns
 // (SpMM) and the densification take a thread per output element and per row.
 #include <algorithm>
 
@@ -27,13 +28,16 @@ __device__ __forceinline__ Complex<R> ShuffleDown(Complex<R> value, int offset, 
                     __shfl_down_sync(0xffffffffu, value.im, offset, width));
 }
 
-// y[row] = sum over the row's entries of data * x[column], kLanes lanes per row. Every thread of
-// a block runs the same number of loop trips (the loop bound is per block), so the full-warp
-// shuffles always find every lane.
+// y[row] = sum over the row's entries of data * x[column], kLanes lanes per row, each lane taking
+// kCsrEntriesPerLane entries per trip: their columns and values are loaded before any x is, so a
+// lane has that many independent loads in flight (one per trip held a 5 * 10^7-entry product at
+// about half of HBM's rate: latency, not bandwidth). Every thread of a block runs the same number
+// of outer loop trips (the loop bound is per block), so the full-warp shuffles find every lane.
 template <typename T, typename I, int kLanes>
 __global__ void CsrVectorKernel(const int64_t* indptr, const I* indices, const T* data,
                                 int64_t capacity, int64_t rows, int64_t cols, const T* x, T* y) {
   constexpr int kRowsPerBlock = kThreads / kLanes;
+  constexpr int kUnroll = kCsrEntriesPerLane;
   const int lane = threadIdx.x % kLanes;
   for (int64_t first = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock; first < rows;
        first += static_cast<int64_t>(gridDim.x) * kRowsPerBlock) {
@@ -42,9 +46,24 @@ __global__ void CsrVectorKernel(const int64_t* indptr, const I* indices, const T
     if (row < rows) {
       int64_t begin, end;
       csr::RowRange(indptr, row, capacity, &begin, &end);
-      for (int64_t e = begin + lane; e < end; e += kLanes) {
-        const int64_t column = csr::Column(indices[e], cols);
-        if (column >= 0) sum = sum + data[e] * x[column];
+      for (int64_t e = begin + lane; e < end; e += kLanes * kUnroll) {
+        I stored[kUnroll];
+        T value[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int64_t at = e + u * kLanes;
+          if (at < end) {
+            stored[u] = indices[at];
+            value[u] = data[at];
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          if (e + u * kLanes < end) {
+            const int64_t column = csr::Column(stored[u], cols);
+            if (column >= 0) sum = sum + value[u] * x[column];
+          }
+        }
       }
     }
     for (int offset = kLanes / 2; offset > 0; offset /= 2) {
@@ -127,7 +146,7 @@ cudaError_t LaunchVector(const CsrLaunch& b, cudaStream_t stream) {
 int CsrLanesPerRow(int64_t capacity, int64_t rows) {
   const int64_t mean = rows > 0 ? capacity / rows : 0;
   int lanes = 1;
-  while (lanes < 32 && lanes < mean) lanes *= 2;
+  while (lanes < 32 && lanes * kCsrEntriesPerLane < mean) lanes *= 2;
   return lanes;
 }
 

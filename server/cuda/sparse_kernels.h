@@ -26,8 +26,12 @@ struct CsrLaunch {
   void* y = nullptr;        // rows x k (product) or rows x cols (dense)
 };
 
-// Lanes per row for the product's vector kernel from the block's mean entries per row: a warp
-// shares a row of many entries, a thread takes a row of one.
+// Entries each lane of the product's vector kernel loads per trip (independent loads in flight).
+inline constexpr int kCsrEntriesPerLane = 4;
+
+// Lanes per row for the product's vector kernel from the block's mean entries per row: enough
+// that one trip of kCsrEntriesPerLane entries per lane covers a mean row, at most a warp (a
+// 5-entry stencil row takes 2 lanes, a 50-entry row 16, longer rows 32).
 int CsrLanesPerRow(int64_t capacity, int64_t rows);
 
 cudaError_t LaunchCsrMatmul(const CsrLaunch& block, cudaStream_t stream);
