@@ -218,12 +218,12 @@ absl::StatusOr<int> Interpreter::RecordChain(const Block& block, int start,
     const int device = map[c].device;
     for (size_t k = 0; k < plan->inputs.size(); ++k) {
       const std::vector<Chunk>& chunks = env_.at(plan->inputs[k])->chunks;
-      chain.inputs[k].buffer = chain.inputs[k].broadcast ? on_device(chunks, device)
-                                                         : chunks[c].buffer;
+      chain.inputs[k].buffer =
+          chain.inputs[k].broadcast ? on_device(chunks, device) : chunks[c].buffer;
     }
     for (size_t k = 0; k < plan->stores.size(); ++k) {
-      chain.stores[k].buffer = chain.stores[k].broadcast ? on_device(stored[k], device)
-                                                         : stored[k][c].buffer;
+      chain.stores[k].buffer =
+          chain.stores[k].broadcast ? on_device(stored[k], device) : stored[k][c].buffer;
     }
     if (plan->sum.has_value()) chain.sum_buffer = partials[c].buffer;
     // Element 0's broadcast stores must not write a buffer other elements read at element 0 (a
@@ -258,11 +258,16 @@ absl::StatusOr<int> Interpreter::RecordChain(const Block& block, int start,
   if (plan->sum.has_value()) {
     // The Reduce statement's result, as ExecuteReduce gives it from these partials.
     const ReducePlan& reduce = plan->sum->plan;
-    Array sum{{}, {}, {}, reduce.result_shape, reduce.result_dtype, reduce.result_mode,
+    Array sum{{},
+              {},
+              {},
+              reduce.result_shape,
+              reduce.result_dtype,
+              reduce.result_mode,
               std::move(partials)};
     if (plan->sum->combine && sum.mode != Mode::kReplica) {
-      ASSIGN_OR_RETURN(sum.chunks, Relayout(*context_.ops, sum, reduce.combine_map,
-                                            Mode::kReplica, context_.alive));
+      ASSIGN_OR_RETURN(sum.chunks, Relayout(*context_.ops, sum, reduce.combine_map, Mode::kReplica,
+                                            context_.alive));
       sum.mode = Mode::kReplica;
     }
     Assign(plan->sum_target, std::move(sum));

@@ -759,21 +759,21 @@ TEST_P(GraphTest, ChainsBroadcastZeroDValuesIntoSplitVectors) {
   const int64_t n = 1037;
   g::ProgramBuilder p;
   const v1::IndexMap scalars = Replicated(0, on);
-  g::Vars out = p.WhileLoop(
-      [](auto v) { return g::All(v[3] < 6.0); },
-      [&scalars](auto v) {
-        g::ProgramBuilder& b = v[0].builder();
-        const g::Var& x = v[0];
-        const g::Var& q = v[1];
-        const g::Var& alpha = v[2];
-        g::Var norm2 = b.Reshard(b.Reduce(q * q, v1::REDUCE_OP_SUM), scalars, v1::MODE_REPLICA);
-        g::Var step = g::Sqrt(norm2 / (alpha + 1.0)) * 0.5;
-        g::Var x_next = x + step * q;
-        g::Var q_next = q * 0.5 - alpha * 1e-3;
-        g::Var alpha_next = alpha * 0.9 + step * 1e-2;
-        return g::Vars{x_next, q_next, alpha_next, v[3] + 1.0};
-      },
-      {p.Input("x"), p.Input("q"), p.Input("alpha"), p.Input("k")}, 100);
+  g::Vars out = p.WhileLoop([](auto v) { return g::All(v[3] < 6.0); },
+                            [&scalars](auto v) {
+                              g::ProgramBuilder& b = v[0].builder();
+                              const g::Var& x = v[0];
+                              const g::Var& q = v[1];
+                              const g::Var& alpha = v[2];
+                              g::Var norm2 = b.Reshard(b.Reduce(q * q, v1::REDUCE_OP_SUM), scalars,
+                                                       v1::MODE_REPLICA);
+                              g::Var step = g::Sqrt(norm2 / (alpha + 1.0)) * 0.5;
+                              g::Var x_next = x + step * q;
+                              g::Var q_next = q * 0.5 - alpha * 1e-3;
+                              g::Var alpha_next = alpha * 0.9 + step * 1e-2;
+                              return g::Vars{x_next, q_next, alpha_next, v[3] + 1.0};
+                            },
+                            {p.Input("x"), p.Input("q"), p.Input("alpha"), p.Input("k")}, 100);
   p.Output("x", out[0]);
   p.Output("q", out[1]);
   p.Output("alpha", out[2]);
@@ -841,8 +841,8 @@ TEST_P(GraphTest, ChainsEndingInASumCountEachElementOnce) {
   for (double& e : x0) e = uniform(rng);
   long double dot = 0;
   for (double e : x0) dot += static_cast<long double>(e) * e * 3;
-  for (const auto& [label, map] : {std::pair{"split", Split(1, 0, n, on)},
-                                   std::pair{"whole on each", Replicated(1, on)}}) {
+  for (const auto& [label, map] :
+       {std::pair{"split", Split(1, 0, n, on)}, std::pair{"whole on each", Replicated(1, on)}}) {
     for (const bool f32 : {false, true}) {
       SCOPED_TRACE(absl::StrCat(label, f32 ? " float32" : " float64"));
       g::ProgramBuilder p;

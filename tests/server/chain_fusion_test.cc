@@ -79,7 +79,11 @@ TEST_P(ChainFusionTest, BroadcastsZeroDInputsAndEndsInASum) {
     }
     statements {
       target: "s"
-      reduce { op: REDUCE_OP_SUM operand { variable: "q" } combine: true }
+      reduce {
+        op: REDUCE_OP_SUM
+        operand { variable: "q" }
+        combine: true
+      }
     }
     statements { target: "after" copy: "s" }
   )pb");
@@ -154,7 +158,11 @@ TEST_P(ChainFusionTest, ASumOverOverlappingChunksIsNotFused) {
     }
     statements {
       target: "s"
-      reduce { op: REDUCE_OP_SUM operand { variable: "u" } combine: true }
+      reduce {
+        op: REDUCE_OP_SUM
+        operand { variable: "u" }
+        combine: true
+      }
     }
   )pb");
   std::optional<FusedChainPlan> plan = Plan(program);

@@ -223,18 +223,19 @@ TEST(FusedChainSourceTest, ReadsBroadcastInputsAtElementZeroAndStoresThemOnce) {
   chain.inputs = {{nullptr, DType::kFloat64, /*broadcast=*/true},
                   {nullptr, DType::kFloat64, /*broadcast=*/false},
                   {nullptr, DType::kFloat64, /*broadcast=*/false}};
-  chain.ops = {{ElementwiseOpId::kMultiply,
-                DType::kFloat64,
-                DType::kFloat64,
-                {ValueArg(true, 0, DType::kFloat64), ValueArg(true, 2, DType::kFloat64)}},
-               {ElementwiseOpId::kAdd,
-                DType::kFloat64,
-                DType::kFloat64,
-                {ValueArg(true, 1, DType::kFloat64), ValueArg(false, 0, DType::kFloat64)}},
-               {ElementwiseOpId::kMultiply,
-                DType::kFloat64,
-                DType::kFloat64,
-                {ValueArg(true, 0, DType::kFloat64), ScalarArg(Scalar::Float(0.5), DType::kFloat64)}}};
+  chain.ops = {
+      {ElementwiseOpId::kMultiply,
+       DType::kFloat64,
+       DType::kFloat64,
+       {ValueArg(true, 0, DType::kFloat64), ValueArg(true, 2, DType::kFloat64)}},
+      {ElementwiseOpId::kAdd,
+       DType::kFloat64,
+       DType::kFloat64,
+       {ValueArg(true, 1, DType::kFloat64), ValueArg(false, 0, DType::kFloat64)}},
+      {ElementwiseOpId::kMultiply,
+       DType::kFloat64,
+       DType::kFloat64,
+       {ValueArg(true, 0, DType::kFloat64), ScalarArg(Scalar::Float(0.5), DType::kFloat64)}}};
   chain.stores = {{FusedLoop::Value{false, 1}, nullptr, /*broadcast=*/false},
                   {FusedLoop::Value{false, 2}, nullptr, /*broadcast=*/true}};
   chain.elements = 1000;
@@ -265,8 +266,7 @@ TEST(FusedChainSourceTest, AChainEndingInASumAddsUpItsValueAndCompiles) {
     const std::string type = dtype == DType::kFloat32 ? "float" : "double";
     EXPECT_NE(source.find("  " + type + " sum = 0;"), std::string::npos) << source;
     EXPECT_NE(source.find("sum += v0;"), std::string::npos) << source;
-    EXPECT_NE(source.find("FinishChainSum<" + type + ">(args, sum);"), std::string::npos)
-        << source;
+    EXPECT_NE(source.find("FinishChainSum<" + type + ">(args, sum);"), std::string::npos) << source;
     RequireNvrtc();
     absl::StatusOr<std::string> cubin = cuda::CompileToCubin(source, "sm_90");
     ASSERT_TRUE(cubin.ok()) << cubin.status() << "\n" << source;

@@ -25,13 +25,19 @@ TEST(VariablesMentionedTest, FindsNamesInEveryKindOfStatementFromAnIndexOn) {
       }
     }
     statements { target: "u" copy: "t" }
-    statements { target: "v" reshard { source: "u" } }
+    statements {
+      target: "v"
+      reshard { source: "u" }
+    }
     statements {
       while_loop {
         condition: "c"
         body {
           target: "w"
-          reduce { op: REDUCE_OP_SUM operand { variable: "deep" } }
+          reduce {
+            op: REDUCE_OP_SUM
+            operand { variable: "deep" }
+          }
         }
       }
     }

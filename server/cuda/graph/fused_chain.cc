@@ -79,8 +79,8 @@ absl::Status CudaGraphRecording::RecordFusedChain(absl::Span<const FusedLoop> ch
     if (chain.sum.has_value()) {
       // The partials and the last block's ticket, kept with the graph (zeroed once; each launch's
       // last block leaves the ticket zero).
-      ASSIGN_OR_RETURN(cuda::DeviceBlock scratch, cuda::DeviceBlock::AllocateZeroed(
-                                                      device, sizeof(cuda::ChainSumScratch)));
+      ASSIGN_OR_RETURN(cuda::DeviceBlock scratch,
+                       cuda::DeviceBlock::AllocateZeroed(device, sizeof(cuda::ChainSumScratch)));
       args.scratch = static_cast<cuda::ChainSumScratch*>(scratch.data());
       resources(IndexOf(device)).loop_counts.push_back(std::move(scratch));
     }
@@ -89,9 +89,10 @@ absl::Status CudaGraphRecording::RecordFusedChain(absl::Span<const FusedLoop> ch
         (chain.elements + cuda::kFusedBlockThreads - 1) / cuda::kFusedBlockThreads,
         cuda::kMaxChainBlocks));
     // A sum reduces whole warps (BlockSum): its threads past the elements add nothing.
-    const int threads = chain.sum.has_value() ? cuda::kFusedBlockThreads
-                                              : static_cast<int>(std::min<int64_t>(
-                                                    chain.elements, cuda::kFusedBlockThreads));
+    const int threads =
+        chain.sum.has_value()
+            ? cuda::kFusedBlockThreads
+            : static_cast<int>(std::min<int64_t>(chain.elements, cuda::kFusedBlockThreads));
     works.push_back(
         CudaWork{device, std::move(reads), std::move(writes),
                  [function, args, blocks, threads](cudaStream_t stream) mutable {
