@@ -51,6 +51,13 @@ def operations_per_iteration(program, run):
             + run.fused_chains_in_bodies)
 
 
+def capture_runs(client):
+    """Wraps client.run_graph so the last call's program and reply are kept: returns the dict
+    holding them ("program", "run")."""
+    seen = capture_runs(client)
+    return seen
+
+
 def large_solve(client, rows, per_row, iterations, devices, repeats):
     """LSMR on a rows x rows matrix of per_row random nonzeros per row, `iterations` iterations
     exactly, on devices[:1] and then on all of devices."""

@@ -62,16 +62,9 @@ def main():
     import distarray
     import distarray.sparse
     import distarray.sparse.linalg
-    from lsmr_bench import operations_per_iteration
+    from lsmr_bench import capture_runs, operations_per_iteration
     client = distarray.connect(args.address)
-    seen = {}
-    original = client.run_graph
-
-    def capture(program, *a, **k):
-        seen["program"] = program.proto
-        seen["run"] = original(program, *a, **k)
-        return seen["run"]
-    client.run_graph = capture
+    seen = capture_runs(client)
     for devices in (list(range(int(g))) for g in args.gpus.split(",")):
         a = distarray.sparse.csr_matrix((data, indices, indptr), shape=(N, N), devices=devices,
                                         client=client)

@@ -1,8 +1,8 @@
 // CSR block kernels (sparse_kernels.h). The product of a block with a vector is the classic
 // "CSR vector" kernel: a group of lanes (1 to 32, by the mean entries per row) walks one row's
 // entries with coalesced reads, several entries per lane per trip, and sums them with warp
-// shuffles. A product with several columns
-// (SpMM) and the densification take a thread per output element and per row.
+// shuffles. A product with several columns (SpMM) and the densification take a thread per output
+// element and per row.
 #include <algorithm>
 
 #include "server/cuda/sparse_kernels.h"

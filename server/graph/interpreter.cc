@@ -137,15 +137,18 @@ absl::Status Interpreter::Run(const v1::Program& program, absl::string_view fiel
 absl::Status Interpreter::RunBlock(const Block& block, const std::string& field) {
   const bool chains =
       mode_ == RunMode::kRecord && recording_ != nullptr && recording_->fuses_chains();
-  // The variables that existed when the block began: they outlive it.
+  // The variables that existed when the block began (they outlive it), and where the block last
+  // mentions each name: what a chain must store.
   absl::flat_hash_set<std::string> entry;
+  absl::flat_hash_map<std::string, int> last_mentions;
   if (chains) {
     for (const auto& [name, value] : env_) entry.insert(name);
+    last_mentions = LastMentions(block);
   }
   for (int i = 0; i < block.size();) {
     if (mode_ == RunMode::kEager) RETURN_IF_ERROR(context_.CheckAlive());
     if (chains && (block[i].has_elementwise() || block[i].has_copy())) {
-      ASSIGN_OR_RETURN(const int fused, RecordChain(block, i, entry));
+      ASSIGN_OR_RETURN(const int fused, RecordChain(block, i, entry, last_mentions));
       if (fused > 0) {
         i += fused;
         continue;
@@ -157,17 +160,19 @@ absl::Status Interpreter::RunBlock(const Block& block, const std::string& field)
   return absl::OkStatus();
 }
 
-absl::StatusOr<int> Interpreter::RecordChain(const Block& block, int start,
-                                             const absl::flat_hash_set<std::string>& entry) {
+absl::StatusOr<int> Interpreter::RecordChain(
+    const Block& block, int start, const absl::flat_hash_set<std::string>& entry,
+    const absl::flat_hash_map<std::string, int>& last_mentions) {
   std::optional<FusedChainPlan> plan = PlanFusedChain(block, start, env_, context_);
   if (!plan) return 0;
   // Only the results read again are stored (a solver's temporaries, `alpha * p`, never leave the
   // kernel: each would cost a pass over the vector).
-  const absl::flat_hash_set<std::string> later =
-      VariablesMentioned(block, start + plan->statements);
+  const int end = start + plan->statements;
   for (size_t k = plan->stores.size(); k-- > 0;) {
     const std::string& name = plan->stores[k];
-    if (entry.contains(name) || later.contains(name) || results_.contains(name) ||
+    const auto last = last_mentions.find(name);
+    const bool mentioned_later = last != last_mentions.end() && last->second >= end;
+    if (entry.contains(name) || mentioned_later || results_.contains(name) ||
         SlotFor(name) != nullptr) {
       continue;
     }
@@ -227,13 +232,11 @@ absl::StatusOr<int> Interpreter::RecordChain(const Block& block, int start,
     }
     if (plan->sum.has_value()) chain.sum_buffer = partials[c].buffer;
     // Element 0's broadcast stores must not write a buffer other elements read at element 0 (a
-    // slot shared by two names): such a chain runs op by op.
+    // slot shared by two names): such a chain runs op by op. (A missing buffer is refused by
+    // RecordFusedChain, which then leaves the run op by op too.)
     for (const FusedLoop::Input& input : chain.inputs) {
       for (const FusedLoop::Store& store : chain.stores) {
-        if (input.buffer == nullptr || store.buffer == nullptr ||
-            (input.broadcast && input.buffer == store.buffer)) {
-          return 0;
-        }
+        if (input.broadcast && input.buffer != nullptr && input.buffer == store.buffer) return 0;
       }
     }
     chains.push_back(std::move(chain));

@@ -88,9 +88,10 @@ class Interpreter {
   // covered (0: none, nothing recorded). Loop-carried results go straight into their slots.
   // Results that nothing reads again are not stored: a variable local to the block (not in
   // `entry`, the variables that existed when it began), that no later statement of the block
-  // mentions and the program does not return.
+  // mentions (`last_mentions`, LastMentions of the block) and the program does not return.
   absl::StatusOr<int> RecordChain(const Block& block, int start,
-                                  const absl::flat_hash_set<std::string>& entry);
+                                  const absl::flat_hash_set<std::string>& entry,
+                                  const absl::flat_hash_map<std::string, int>& last_mentions);
 
   absl::StatusOr<ArrayPtr> Lookup(const std::string& name, const std::string& field) const;
   // Lookup for a value an op reads: FAILED_PRECONDITION for one left uncombined.

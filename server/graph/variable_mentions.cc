@@ -12,7 +12,8 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
 
-void CollectStrings(const Message& message, absl::flat_hash_set<std::string>& out) {
+// Records `index` as the last mention of every string in `message`.
+void CollectStrings(const Message& message, int index, absl::flat_hash_map<std::string, int>& out) {
   const Reflection& reflection = *message.GetReflection();
   std::vector<const FieldDescriptor*> fields;
   reflection.ListFields(message, &fields);  // the fields set (repeated: non-empty)
@@ -20,18 +21,18 @@ void CollectStrings(const Message& message, absl::flat_hash_set<std::string>& ou
     if (field->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
       if (field->is_repeated()) {
         for (int i = 0; i < reflection.FieldSize(message, field); ++i) {
-          out.insert(reflection.GetRepeatedString(message, field, i));
+          out[reflection.GetRepeatedString(message, field, i)] = index;
         }
       } else {
-        out.insert(reflection.GetString(message, field));
+        out[reflection.GetString(message, field)] = index;
       }
     } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
       if (field->is_repeated()) {
         for (int i = 0; i < reflection.FieldSize(message, field); ++i) {
-          CollectStrings(reflection.GetRepeatedMessage(message, field, i), out);
+          CollectStrings(reflection.GetRepeatedMessage(message, field, i), index, out);
         }
       } else {
-        CollectStrings(reflection.GetMessage(message, field), out);
+        CollectStrings(reflection.GetMessage(message, field), index, out);
       }
     }
   }
@@ -39,10 +40,10 @@ void CollectStrings(const Message& message, absl::flat_hash_set<std::string>& ou
 
 }  // namespace
 
-absl::flat_hash_set<std::string> VariablesMentioned(
-    const google::protobuf::RepeatedPtrField<v1::Statement>& block, int from) {
-  absl::flat_hash_set<std::string> out;
-  for (int i = from; i < block.size(); ++i) CollectStrings(block[i], out);
+absl::flat_hash_map<std::string, int> LastMentions(
+    const google::protobuf::RepeatedPtrField<v1::Statement>& block) {
+  absl::flat_hash_map<std::string, int> out;
+  for (int i = 0; i < block.size(); ++i) CollectStrings(block[i], i, out);
   return out;
 }
 

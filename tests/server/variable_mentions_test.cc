@@ -1,10 +1,20 @@
 #include "server/graph/variable_mentions.h"
 
+#include "absl/container/flat_hash_set.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 
 namespace distarray {
 namespace {
+
+// The names mentioned by block[from..]: those last mentioned at `from` or later.
+absl::flat_hash_set<std::string> MentionedFrom(const v1::Program& program, int from) {
+  absl::flat_hash_set<std::string> out;
+  for (const auto& [name, last] : LastMentions(program.statements())) {
+    if (last >= from) out.insert(name);
+  }
+  return out;
+}
 
 v1::Program Parse(const char* text) {
   v1::Program program;
@@ -14,7 +24,7 @@ v1::Program Parse(const char* text) {
 
 // Operands, copies, reshard sources, a loop's condition and its nested body all count; what
 // comes before `from` does not.
-TEST(VariablesMentionedTest, FindsNamesInEveryKindOfStatementFromAnIndexOn) {
+TEST(LastMentionsTest, FindsNamesInEveryKindOfStatementFromAnIndexOn) {
   const v1::Program program = Parse(R"pb(
     statements {
       target: "t"
@@ -43,8 +53,8 @@ TEST(VariablesMentionedTest, FindsNamesInEveryKindOfStatementFromAnIndexOn) {
     }
   )pb");
   const absl::flat_hash_set<std::string> expected = {"u", "t", "v", "c", "w", "deep"};
-  EXPECT_EQ(VariablesMentioned(program.statements(), 1), expected);
-  EXPECT_TRUE(VariablesMentioned(program.statements(), 4).empty());
+  EXPECT_EQ(MentionedFrom(program, 1), expected);
+  EXPECT_TRUE(MentionedFrom(program, 4).empty());
 }
 
 }  // namespace
