@@ -39,6 +39,7 @@ int RunDaemon(int argc, char** argv) {
   // Before any thread starts, so that every thread inherits the mask and only the main thread's
   // sigwait sees SIGTERM, SIGINT and SIGHUP.
   daemon::BlockDaemonSignals();
+  daemon::InstallCrashReport(argv[0]);
 #if defined(NDEBUG) && !defined(DISTARRAY_SANITIZED)
   // Abseil's deadlock detection, on in the system's Abseil, keeps a global graph of every
   // absl::Mutex (gRPC's included) updated on each lock: the first user-space symbol in a profile

@@ -5,6 +5,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "absl/debugging/failure_signal_handler.h"
+#include "absl/debugging/symbolize.h"
+
 namespace distarray::daemon {
 namespace {
 
@@ -22,6 +25,18 @@ sigset_t DaemonSignals() {
 void BlockDaemonSignals() {
   const sigset_t set = DaemonSignals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+void InstallCrashReport(const char* argv0) {
+#ifndef DISTARRAY_SANITIZED
+  absl::InitializeSymbolizer(argv0);
+  absl::InstallFailureSignalHandler(absl::FailureSignalHandlerOptions());
+  // Abseil takes SIGTERM too; here it is the orderly stop that sigwait receives (blocked in every
+  // thread), not a failure.
+  signal(SIGTERM, SIG_DFL);
+#else
+  (void)argv0;
+#endif
 }
 
 void SignalDispatcher::On(int signal, std::function<void()> callback) {

@@ -13,6 +13,12 @@ namespace distarray::daemon {
 // Blocks SIGTERM, SIGINT and SIGHUP in the calling thread and every thread it starts later.
 void BlockDaemonSignals();
 
+// On a crash (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT) writes the signal and a symbolized stack
+// of the failing thread to stderr, then dies of the same signal: the one line an operator (or a
+// test's daemon log) needs to tell a crash in a library from one in the daemon. Sanitizer builds
+// keep their own reports.
+void InstallCrashReport(const char* argv0);
+
 class SignalDispatcher {
  public:
   // Runs `callback` on the waiting thread each time `signal` arrives (SIGHUP: e.g. reload the

@@ -52,6 +52,21 @@ absl::StatusOr<HostWork> GemmWork(DType dtype, const BufferPtr& a, const BufferP
 // for a dtype without a LAPACK path or matrices that do not fit their buffers.
 absl::StatusOr<HostWork> FactorizeWork(DType dtype, const DenseFactorization& f);
 
+// Where one factorization's matrices lie in host memory: FactorizeWork's buffers (f.a, f.b,
+// f.out0..2, f.info), as plain pointers; those f does not use may be null.
+struct FactorizationMemory {
+  void* a = nullptr;
+  void* b = nullptr;
+  void* out0 = nullptr;
+  void* out1 = nullptr;
+  void* out2 = nullptr;
+  int32_t* info = nullptr;
+};
+// FactorizeWork's body, run now on the calling thread over `memory` (f's buffer pointers are not
+// read): for tests that place the matrices themselves, e.g. against a guard page.
+absl::Status FactorizeInMemory(DType dtype, const DenseFactorization& f,
+                               const FactorizationMemory& memory);
+
 }  // namespace host
 }  // namespace distarray
 

@@ -97,6 +97,39 @@ absl::Status KeepTriangle(DeviceOps& ops, DType dtype, int device, const BufferP
   return ops.Elementwise(ElementwiseOpId::kWhere, dtype, out, count, args);
 }
 
+// The first of `batch` matrices (`per_matrix` elements each, consecutive in `a`) holding a NaN or
+// an infinity, or -1 when all are finite. LAPACK's and cuSOLVER's iterative eigen- and
+// singular-value solvers are not safe on such input: a host SVD of a matrix holding -inf was seen
+// to spin without end, and NaN comes back as a convergence failure the library reports in its own
+// terms. NumPy raises LinAlgError for both, so the daemon refuses them before the solver runs.
+absl::StatusOr<int64_t> FirstNonFiniteMatrix(DeviceOps& ops, Backend& backend, DType dtype,
+                                             int device, const BufferPtr& a, int64_t batch,
+                                             int64_t per_matrix) {
+  const int64_t total = batch * per_matrix;
+  ASSIGN_OR_RETURN(BufferPtr finite, ops.Allocate(device, total));
+  const ElementwiseArg values{a, {}, /*contiguous=*/true, {}};
+  RETURN_IF_ERROR(ops.Elementwise(ElementwiseOpId::kIsFinite, dtype, finite, total, {values}));
+  ReduceGeometry per;
+  per.kept.rank = 1;
+  per.kept.count[0] = batch;
+  per.kept.stride[0] = per_matrix;
+  per.reduced.rank = 1;
+  per.reduced.count[0] = per_matrix;
+  per.reduced.stride[0] = 1;
+  per.reduced_contiguous = true;
+  ASSIGN_OR_RETURN(BufferPtr all_finite, ops.Allocate(device, batch));
+  RETURN_IF_ERROR(ops.Reduce(ReduceKind::kAll, DType::kBool, finite, per, all_finite,
+                             /*scale=*/1.0, /*extreme=*/nullptr));
+  std::vector<uint8_t> flags(batch);
+  ASSIGN_OR_RETURN(std::unique_ptr<PendingRead> read,
+                   backend.ReadToHost(all_finite, 0, batch, flags.data()));
+  RETURN_IF_ERROR(read->Wait());
+  for (int64_t i = 0; i < batch; ++i) {
+    if (!flags[i]) return i;
+  }
+  return -1;
+}
+
 }  // namespace
 
 absl::StatusOr<PlannedLinalg> PlanLinalgOp(const OpContext& context, const v1::LinalgOpSpec& spec,
@@ -375,6 +408,18 @@ absl::StatusOr<std::vector<OpResult>> ExecuteLinalg(const OpContext& context, Ba
       return absl::InternalError("linalg: an op the planner refuses");
   }
   RETURN_IF_ERROR(context.CheckAlive());
+  if (p.op == v1::LINALG_OP_SVD || p.op == v1::LINALG_OP_EIGH) {
+    ASSIGN_OR_RETURN(const int64_t bad,
+                     FirstNonFiniteMatrix(ops, backend, dtype, d, a_col, batch, m * n));
+    if (bad >= 0) {
+      const std::string which =
+          p.stack.empty() ? "the matrix" : absl::StrCat("matrix ", bad, " of the stack (C order)");
+      return absl::FailedPreconditionError(
+          absl::StrCat("spec.a: ", which, " holds a NaN or an infinity; ", OpName(p.op),
+                       " needs finite entries (NumPy: LinAlgError: ",
+                       p.op == v1::LINALG_OP_SVD ? "SVD" : "Eigenvalues", " did not converge)"));
+    }
+  }
   RETURN_IF_ERROR(ops.Factorize(dtype, f));
 
   // The factorization's status, read back now: a failure is the request's error (NumPy raises

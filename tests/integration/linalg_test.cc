@@ -865,6 +865,51 @@ TEST_P(LinalgTest, ErrorsLeaveTheDaemonAndOtherArraysIntact) {
   EXPECT_EQ(x.shape(), (Shape{6}));
 }
 
+// svd and eigh are iterative: a NaN or an infinity could keep LAPACK's solver from returning (a
+// host SVD of a matrix holding -inf spun without end), so both are refused before the solver
+// runs, naming the matrix, and the daemon goes on serving.
+TEST_P(LinalgTest, NonFiniteEntriesAreRefusedBeforeSvdAndEigh) {
+  const auto kPrecondition = absl::StatusCode::kFailedPrecondition;
+  std::mt19937_64 rng(91);
+  const long double kInf = std::numeric_limits<long double>::infinity();
+  const long double kNaN = std::numeric_limits<long double>::quiet_NaN();
+  for (long double bad : {kNaN, kInf, -kInf}) {
+    // One matrix, split over two devices; svd both ways and svdvals.
+    Mats one = HermitianMats<double>(1, 6, /*positive=*/true, false, rng);
+    one.at(0, 4, 1) = bad;
+    ASSERT_OK_AND_ASSIGN(Array A, Up<double>(one, {6, 6}, Split(2, 0, 6, {dev(0), dev(1)})));
+    for (bool full : {false, true}) {
+      EXPECT_TRUE(StatusIs(Linalg(v1::LINALG_OP_SVD, A, nullptr, {.full_matrices = full}).status(),
+                           kPrecondition, {"spec.a", "the matrix", "NaN or an infinity", "svd"}));
+    }
+    EXPECT_TRUE(StatusIs(Linalg(v1::LINALG_OP_SVD, A, nullptr, {.compute_uv = false}).status(),
+                         kPrecondition, {"spec.a", "NaN or an infinity"}));
+    EXPECT_TRUE(StatusIs(Linalg(v1::LINALG_OP_EIGH, A).status(), kPrecondition,
+                         {"spec.a", "NaN or an infinity", "eigh"}));
+    EXPECT_TRUE(StatusIs(Linalg(v1::LINALG_OP_EIGH, A, nullptr, {.compute_uv = false}).status(),
+                         kPrecondition, {"spec.a", "NaN or an infinity"}));
+    // In the third matrix of a complex stack: the message names it.
+    Mats stack = RandomMats<std::complex<float>>(4, 5, 3, rng);
+    RoundTo<std::complex<float>>(stack);
+    stack.at(2, 1, 2) = {0, bad};
+    ASSERT_OK_AND_ASSIGN(
+        Array St, Up<std::complex<float>>(stack, {4, 5, 3}, Split(3, 0, 4, {dev(0), dev(2)})));
+    EXPECT_TRUE(StatusIs(Linalg(v1::LINALG_OP_SVD, St).status(), kPrecondition,
+                         {"spec.a", "matrix 2 of the stack", "NaN or an infinity"}));
+  }
+  // Finite matrices still factorize, including ones whose entries are near the float range's end.
+  Mats huge = RandomMats<float>(1, 4, 4, rng);
+  for (int64_t j = 0; j < 4; ++j) huge.at(0, 0, j) *= 1e37L;
+  RoundTo<float>(huge);
+  ASSERT_OK_AND_ASSIGN(Array H, Up<float>(huge, {4, 4}, OnDevice(2, dev(1))));
+  ASSERT_OK_AND_ASSIGN(std::vector<Array> values,
+                       Linalg(v1::LINALG_OP_SVD, H, nullptr, {.compute_uv = false}));
+  ASSERT_OK_AND_ASSIGN(std::vector<float> s, values[0].Download<float>());
+  ASSERT_EQ(s.size(), 4u);
+  for (float v : s) EXPECT_TRUE(std::isfinite(v)) << v;
+  EXPECT_GT(s[0], 1e36f);
+}
+
 DISTARRAY_INSTANTIATE_BACKENDS(LinalgTest);
 
 }  // namespace

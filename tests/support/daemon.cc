@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -109,7 +110,24 @@ std::string Daemon::log() const {
 
 bool Daemon::alive() {
   int status = 0;
-  return pid_ > 0 && waitpid(pid_, &status, WNOHANG) == 0;
+  if (pid_ <= 0) return false;
+  if (waitpid(pid_, &status, WNOHANG) == 0) return true;
+  ReportDeath(status);
+  return false;
+}
+
+void Daemon::ReportDeath(int wait_status) {
+  // The test sees only a closed socket: the daemon's log (its crash report with the failing
+  // stack among it) is the evidence, printed before the directory goes.
+  const std::string how = WIFSIGNALED(wait_status)
+                              ? absl::StrCat("signal ", WTERMSIG(wait_status))
+                              : absl::StrCat("exit code ", WEXITSTATUS(wait_status));
+  std::string text = log();
+  constexpr size_t kTail = 16384;
+  if (text.size() > kTail) text = "..." + text.substr(text.size() - kTail);
+  std::fprintf(stderr, "distarrayd (pid %d) died during the test (%s); its log:\n%s\n",
+               static_cast<int>(pid_), how.c_str(), text.c_str());
+  pid_ = -1;
 }
 
 int Daemon::Terminate(int timeout_ms) {
@@ -131,6 +149,8 @@ int Daemon::Terminate(int timeout_ms) {
 }
 
 Daemon::~Daemon() {
+  int status = 0;
+  if (pid_ > 0 && waitpid(pid_, &status, WNOHANG) == pid_) ReportDeath(status);
   if (pid_ > 0) {
     kill(pid_, SIGTERM);
     waitpid(pid_, nullptr, 0);

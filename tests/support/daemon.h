@@ -50,6 +50,9 @@ class Daemon {
   std::string log() const;
 
  private:
+  // Prints how a daemon that died under the test ended, with its log, and forgets its pid.
+  void ReportDeath(int wait_status);
+
   Daemon(pid_t pid, std::string address, std::string health_address, std::string dir)
       : pid_(pid),
         address_(std::move(address)),

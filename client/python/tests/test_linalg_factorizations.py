@@ -2,8 +2,8 @@
 fresh random data, well- and ill-conditioned, over several layouts: cholesky, det, eigh,
 eigvalsh, inv, matrix_rank, pinv, qr, slogdet, solve, svd, svdvals, the singular-value matrix
 norms and negative matrix powers; results are one chunk on one device; singular and non-positive-
-definite matrices raise LinAlgError with the daemon still serving; the array API's result
-namedtuples."""
+definite matrices, and NaN or infinity into svd or eigh, raise LinAlgError with the daemon still
+serving; the array API's result namedtuples."""
 
 from __future__ import annotations
 
@@ -246,3 +246,38 @@ def test_errors_raise_linalgerror_and_the_daemon_serves_on(client, rng):
         distarray.linalg.qr(wide, mode="r")
     np.testing.assert_array_equal(keep.to_numpy(), keep_np)
     assert distarray.linalg.det(s).to_numpy() == pytest.approx(0, abs=1e-12)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
+def test_non_finite_input_to_svd_and_eigh_raises_linalgerror(client, rng, dtype, bad):
+    """LAPACK's iterative solvers need not return on a NaN or an infinity (a host SVD of a matrix
+    holding -inf spun without end); the daemon refuses them first, naming the matrix."""
+    keep_np = rand(rng, (4, 4), np.float64)
+    keep = put(client, keep_np, "rows2")
+    a_np = hermitian(rng, (6, 6), dtype)
+    a_np[4, 1] = bad
+    a = put(client, a_np, "rows2")
+    calls = {
+        "svd": lambda: distarray.linalg.svd(a),
+        "svd reduced": lambda: distarray.linalg.svd(a, full_matrices=False),
+        "svdvals": lambda: distarray.linalg.svdvals(a),
+        "eigh": lambda: distarray.linalg.eigh(a),
+        "eigvalsh": lambda: distarray.linalg.eigvalsh(a),
+        "matrix_rank": lambda: distarray.linalg.matrix_rank(a),
+        "pinv": lambda: distarray.linalg.pinv(a),
+    }
+    for name, call in calls.items():
+        with pytest.raises(distarray.linalg.LinAlgError, match="NaN or an infinity") as info:
+            call()
+        assert "spec.a" in str(info.value), name
+        assert isinstance(info.value, np.linalg.LinAlgError), name
+    stack_np = rand(rng, (3, 5, 4), dtype)
+    stack_np[1, 2, 3] = bad
+    with pytest.raises(distarray.linalg.LinAlgError, match="matrix 1 of the stack"):
+        distarray.linalg.svdvals(client.from_numpy(stack_np))
+    # The daemon serves on; the bystander is intact; a finite matrix still factorizes.
+    np.testing.assert_array_equal(keep.to_numpy(), keep_np)
+    fine = rand(rng, (6, 6), dtype)
+    np.testing.assert_allclose(distarray.linalg.svdvals(client.from_numpy(fine)).to_numpy(),
+                               np.linalg.svd(fine, compute_uv=False), rtol=tol(dtype) * 10)
