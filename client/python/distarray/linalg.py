@@ -7,7 +7,8 @@ cuSOLVER (GPUs), and every result is one chunk on that device (docs/api.md, "Lin
 float32, float64, complex64 and complex128 run as they are; integers and bool are converted to
 float64 and float16/bfloat16 to float32 (results stay float32). A singular matrix (``solve``,
 ``inv``) or one that is not positive definite (``cholesky``) raises ``LinAlgError``, as NumPy's.
-``matrix_rank`` and ``pinv`` are composed from ``svd``/``svdvals``.
+``matrix_rank``, ``pinv`` and ``lstsq`` (NumPy's least squares) are composed from
+``svd``/``svdvals``.
 
 The rest needs no factorization: ``matmul``, ``matrix_transpose``, ``outer``, ``tensordot``,
 ``vecdot`` (the main namespace's), and ``cross``, ``diagonal``, ``trace``, ``vector_norm``,
@@ -22,9 +23,11 @@ survive the reshape.
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 from typing import Any, List, NamedTuple, Optional, Tuple, Union
 
+import grpc
 import numpy as np
 
 from . import _functions as f
@@ -35,7 +38,7 @@ from ._api_statistics import max as _max
 from ._api_statistics import min as _min
 from ._api_statistics import sum as _sum
 from ._indexing import normalize_axis
-from ._like import new_like
+from ._like import new_like, zeros_fill
 from ._manipulation import matrix_transpose, reshape, stack
 from .v1 import distarray_pb2 as pb
 
@@ -165,7 +168,9 @@ def matrix_power(x: Any, n: int, /) -> Any:
 class LinAlgError(FailedPreconditionError, np.linalg.LinAlgError):
     """A matrix the factorization cannot take: singular (``solve``, ``inv``), not positive
     definite (``cholesky``), or an iteration that did not converge (``eigh``, ``svd``). The
-    daemon's FAILED_PRECONDITION; also a ``numpy.linalg.LinAlgError``."""
+    daemon's FAILED_PRECONDITION; also a ``numpy.linalg.LinAlgError`` (a ``ValueError``).
+    ``lstsq`` raises it too, with code INVALID_ARGUMENT, for the operand shapes NumPy's lstsq
+    refuses with LinAlgError (not 2-D, rows that differ)."""
 
 
 class EighResult(NamedTuple):
@@ -348,7 +353,128 @@ def pinv(x: Any, /, *, rtol: Any = None) -> Any:
     return matmul(v_scaled, conj(matrix_transpose(u)))
 
 
+# ---------------------------------------------------------------------------------------------
+# Least squares: NumPy's lstsq, composed from the reduced SVD.
+
+
+def _lstsq_error(message: str) -> LinAlgError:
+    """NumPy's lstsq refuses operand shapes with LinAlgError; so does this one (code
+    INVALID_ARGUMENT: the request never reached the daemon)."""
+    return LinAlgError(grpc.StatusCode.INVALID_ARGUMENT, f"linalg.lstsq: {message}")
+
+
+def _lstsq_dtype(a: Any, b: Any) -> np.dtype:
+    """NumPy's result dtype: complex when either operand is, single precision (float32,
+    complex64) only when both are (integers and bool count as float64, float16 and bfloat16 as
+    float32, as in the other factorizations)."""
+    factor = []
+    for name, x in (("a", a), ("b", b)):
+        try:
+            factor.append(_factor_dtype(x.dtype))
+        except TypeError:
+            raise TypeError(f"linalg.lstsq: {name} of dtype {x.dtype} is not a numeric array "
+                            "(integer, bool, float or complex)") from None
+    complex_ = any(d.kind == "c" for d in factor)
+    single = all(d in (np.dtype(np.float32), np.dtype(np.complex64)) for d in factor)
+    if complex_:
+        return np.dtype(np.complex64 if single else np.complex128)
+    return np.dtype(np.float32 if single else np.float64)
+
+
+def _lstsq_rcond(rcond: Any, dtype: np.dtype, m: int, n: int) -> float:
+    """The cut-off ratio LAPACK's gelsd (NumPy's lstsq) applies: None is max(m, n) times the
+    dtype's epsilon; a ratio that is not inside (0, 1), -1 (NumPy's old default) among them, is
+    the epsilon itself."""
+    eps = float(np.finfo(dtype).eps)
+    if rcond is None:
+        value = eps * max(m, n)
+    else:
+        # A real scalar (a 0-d NumPy array too); not bool, complex, a string or an array.
+        real = rcond.ndim == 0 and rcond.dtype.kind in "iuf" if isinstance(rcond, np.ndarray) \
+            else isinstance(rcond, numbers.Real) and not isinstance(rcond, (bool, np.bool_))
+        if not real:
+            raise TypeError(f"linalg.lstsq: rcond is a real number or None, not {rcond!r}")
+        value = float(rcond)
+        if math.isnan(value):
+            raise ValueError("linalg.lstsq: rcond is NaN; give a cut-off ratio or None")
+    return value if 0.0 < value < 1.0 else eps
+
+
+def _adjoint_matmul(m: Any, y: Any) -> Any:
+    """m^H @ y; for complex operands conj(m^T @ conj(y)), which conjugates the narrow y and
+    the result rather than the matrix m."""
+    from ._api_elementwise import conj
+
+    if np.dtype(m.dtype).kind != "c":
+        return matmul(matrix_transpose(m), y)
+    return conj(matmul(matrix_transpose(m), conj(y)))
+
+
+def lstsq(a: Any, b: Any, rcond: Any = None) -> Tuple[Any, Any, np.int32, Any]:
+    """The least-squares solution of ``a @ x = b``, as ``numpy.linalg.lstsq``: ``(x,
+    residuals, rank, s)``.
+
+    ``a`` is (M, N), ``b`` (M,) or (M, K); ``x`` is (N,) or (N, K), the minimum-norm solution
+    V diag(1/s) U^H b from the reduced SVD, where singular values at or below ``rcond`` times the
+    largest count as zero. ``residuals`` holds the squared 2-norm of each column of b - a x,
+    shape (K,) or (1,), and is empty (0,) when ``rank`` < N or M <= N. ``rank`` (a NumPy int32,
+    as NumPy's) is downloaded, since the residuals' shape depends on it; ``x``, ``residuals`` and
+    ``s`` (the singular values of ``a``, descending) stay on the devices. The dtype is NumPy's:
+    float32/complex64 only when both operands are single precision, complex when either is;
+    residuals and s are its real counterpart. float32/complex64 are solved in single precision
+    (NumPy solves in double and rounds), so their epsilon is float32's.
+
+    ``rcond``: None is max(M, N) times the epsilon; a value outside (0, 1), such as NumPy's old
+    default -1, is the epsilon itself (LAPACK's gelsd, which NumPy calls, does the same)."""
+    for name, operand in (("a", a), ("b", b)):
+        if getattr(operand, "_linalg", None) is None:
+            raise TypeError(f"linalg.lstsq takes distarray arrays: {name} is a "
+                            f"{type(operand).__name__}")
+    if a.ndim != 2:
+        raise _lstsq_error(f"a must be a matrix (M, N), not of {a.ndim} axes (shape {a.shape})")
+    if b.ndim not in (1, 2):
+        raise _lstsq_error(f"b must be (M,) or (M, K), not of {b.ndim} axes (shape {b.shape})")
+    m, n = a.shape
+    if b.shape[0] != m:
+        raise _lstsq_error(f"b has {b.shape[0]} rows, a {m} (b {b.shape}, a {a.shape})")
+    dtype = _lstsq_dtype(a, b)
+    real = np.finfo(dtype).dtype
+    cut = _lstsq_rcond(rcond, dtype, m, n)
+    a = a if a.dtype == dtype else a.astype(dtype)
+    b = b if b.dtype == dtype else b.astype(dtype)
+    vector = b.ndim == 1
+    if vector:
+        b = reshape(b, (m, 1))
+    k = b.shape[1]
+    u = c = None
+    if min(m, n) == 0:  # no singular values: x is zero, rank 0
+        s = new_like(a, zeros_fill(), real, shape=(0,))
+        x = new_like(a, zeros_fill(), dtype, shape=(n, k))
+        rank = 0
+    else:
+        u, s, vh = svd(a, full_matrices=False)
+        keep = f.greater(s, _cutoff(s, cut, a))
+        rank = int(_sum(keep.astype(np.int64)).to_numpy())
+        inverse = f.where(keep, f.divide(1.0, s), 0.0).astype(s.dtype)
+        c = _adjoint_matmul(u, b)  # U^H b, (min(M, N), K)
+        x = _adjoint_matmul(vh, f.multiply(c, inverse[:, None]))
+    if rank == n and m > n:
+        # Full column rank: a x = U U^H b, so the residual is b less its projection on U.
+        r = b if c is None else f.subtract(b, matmul(u, c))
+        magnitude = f.abs(r) if np.dtype(dtype).kind == "c" else r
+        residuals = _sum(f.multiply(magnitude, magnitude), axis=0)
+        if residuals.dtype != real:
+            residuals = residuals.astype(real)
+    else:
+        residuals = new_like(a, zeros_fill(), real, shape=(0,))
+    if vector:
+        x = reshape(x, (n,))
+    if x.dtype != dtype:
+        x = x.astype(dtype)
+    return x, residuals, np.int32(rank), s
+
+
 __all__ = ["EighResult", "LinAlgError", "QRResult", "SVDResult", "SlogdetResult", "cholesky",
-           "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm",
-           "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv", "qr", "slogdet",
-           "solve", "svd", "svdvals", "tensordot", "trace", "vecdot", "vector_norm"]
+           "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "lstsq", "matmul",
+           "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv", "qr",
+           "slogdet", "solve", "svd", "svdvals", "tensordot", "trace", "vecdot", "vector_norm"]
