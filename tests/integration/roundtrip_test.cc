@@ -4,6 +4,7 @@
 #include <set>
 
 #include "tests/support/backend_fixture.h"
+#include "tests/support/compute_reference.h"
 #include "tests/support/reference.h"
 
 namespace distarray::testing {
@@ -101,6 +102,19 @@ TEST_P(RoundTripTest, ParallelStreamsSplitLargeTransfers) {
   std::vector<float> short_span(10);
   EXPECT_EQ(array.DownloadTo(std::span<float>(short_span)).code(),
             absl::StatusCode::kFailedPrecondition);
+}
+
+// Download copies bytes as they are, so a type other than the dtype's would be silent garbage
+// (a float64 array read as float gave wrong values, not an error): refused, naming both dtypes.
+TEST_P(RoundTripTest, DownloadRefusesAnotherElementType) {
+  const std::vector<double> values = {1.5, -2.25, 3.0, 4.125};
+  ASSERT_OK_AND_ASSIGN(Array array, client().Upload<double>(values, {4}, {OnDevice(1, dev(1))}));
+  EXPECT_TRUE(StatusIs(array.Download<float>().status(), absl::StatusCode::kInvalidArgument,
+                       {"FLOAT64", "FLOAT32"}));
+  EXPECT_TRUE(StatusIs(array.Download<int64_t>().status(), absl::StatusCode::kInvalidArgument,
+                       {"FLOAT64", "INT64"}));
+  ASSERT_OK_AND_ASSIGN(std::vector<double> back, array.Download<double>());
+  EXPECT_EQ(back, values);
 }
 
 TEST_P(RoundTripTest, WriteARegionOfAnExistingArray) {

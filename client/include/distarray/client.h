@@ -244,7 +244,8 @@ class Array {
   }
   int64_t size() const;
 
-  // The logical values of the whole array (or a region), C order.
+  // The logical values of the whole array (or a region), C order. INVALID_ARGUMENT unless T is
+  // the array's dtype (DTypeOf<T>), or uint16_t/int16_t for a float16 or bfloat16 array's bits.
   template <typename T>
   absl::StatusOr<std::vector<T>> Download(const v1::Region& region = {}) const;
   // The whole array's logical values into memory the caller owns (C order); FAILED_PRECONDITION
@@ -426,6 +427,19 @@ absl::StatusOr<Array> Client::Upload(std::span<const T> data, const std::vector<
 
 template <typename T>
 absl::StatusOr<std::vector<T>> Array::Download(const v1::Region& region) const {
+  // The bytes are copied as they are, so T must be the dtype's own type: a float64 array read as
+  // float would be silent garbage. 16-bit floats may also come as their raw 16 bits (bfloat16 has
+  // no C++ type here).
+  const v1::DType dtype = info_.dtype();
+  bool raw_half_bits = false;
+  if constexpr (std::is_same_v<T, uint16_t> || std::is_same_v<T, int16_t>) {
+    raw_half_bits = dtype == v1::DTYPE_FLOAT16 || dtype == v1::DTYPE_BFLOAT16;
+  }
+  if (dtype != DTypeOf<T>() && !raw_half_bits) {
+    return absl::InvalidArgumentError(absl::StrCat("Download: the array ", handle(), " is ",
+                                                   v1::DType_Name(dtype), ", not ",
+                                                   v1::DType_Name(DTypeOf<T>())));
+  }
   if constexpr (!std::is_same_v<T, bool>) {
     if (region.slices_size() == 0 && info_.dtype() == DTypeOf<T>()) {
       std::vector<T> out(size());
