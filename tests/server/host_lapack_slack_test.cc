@@ -113,12 +113,13 @@ void CheckSvd(int64_t m, int64_t n, std::mt19937_64& rng) {
   using R = typename Real<T>::type;
   const int64_t k = std::min(m, n);
   for (int mode = 0; mode < 3; ++mode) {  // svdvals, reduced, complete
-    SCOPED_TRACE(::testing::Message() << "svd " << m << "x" << n << " mode " << mode << " "
-                                      << DTypeName(DTypeOf<T>()));
+    SCOPED_TRACE(::testing::Message()
+                 << "svd " << m << "x" << n << " mode " << mode << " " << DTypeName(DTypeOf<T>()));
     const bool vectors = mode > 0, full = mode == 2;
     const int64_t ucols = full ? m : k, vrows = full ? n : k;
     GuardedBlock a(sizeof(T) * m * n), s(sizeof(R) * k), info(sizeof(int32_t));
-    GuardedBlock u(sizeof(T) * (vectors ? m * ucols : 1)), vt(sizeof(T) * (vectors ? vrows * n : 1));
+    GuardedBlock u(sizeof(T) * (vectors ? m * ucols : 1)),
+        vt(sizeof(T) * (vectors ? vrows * n : 1));
     ASSERT_TRUE(a.ok() && s.ok() && info.ok() && u.ok() && vt.ok());
     Fill(a.as<T>(), m * n, rng);
     const long double norm = SquaredNorm(a.as<T>(), m * n);
@@ -237,8 +238,8 @@ void CheckSolve(int64_t n, int64_t nrhs, std::mt19937_64& rng) {
         sum += aij * std::complex<long double>(std::real(x), std::imag(x));
       }
       const T want = b0[i + c * n];
-      worst = std::max(worst, std::abs(sum - std::complex<long double>(std::real(want),
-                                                                         std::imag(want))));
+      worst = std::max(worst,
+                       std::abs(sum - std::complex<long double>(std::real(want), std::imag(want))));
     }
   }
   EXPECT_LE(static_cast<double>(worst), Tolerance<T>() * n);
