@@ -50,7 +50,7 @@ TEST_P(FillsTest, EyeAndTriMarkTheirDiagonalsOverTheLastTwoAxes) {
     for (const int64_t k : {-2, 0, 1, 5}) {
       const int64_t rows = shape[shape.size() - 2], cols = shape.back();
       std::vector<float> eye(NumElements(shape));
-      std::vector<uint8_t> tri(NumElements(shape));
+      std::vector<bool> tri(NumElements(shape));
       for (int64_t i = 0; i < NumElements(shape); ++i) {
         const int64_t column = i % cols, row = (i / cols) % rows;
         eye[i] = column - row == k ? 1.0f : 0.0f;
@@ -63,7 +63,7 @@ TEST_P(FillsTest, EyeAndTriMarkTheirDiagonalsOverTheLastTwoAxes) {
         ASSERT_OK_AND_ASSIGN(Array e, client().Create(shape, v1::DTYPE_FLOAT32, {map}, eye_fill));
         EXPECT_EQ(*e.Download<float>(), eye) << "k " << k;
         ASSERT_OK_AND_ASSIGN(Array t, client().Create(shape, v1::DTYPE_BOOL, {map}, tri_fill));
-        EXPECT_EQ(*t.Download<uint8_t>(), tri) << "k " << k;
+        EXPECT_EQ(*t.Download<bool>(), tri) << "k " << k;
       }
     }
   }
