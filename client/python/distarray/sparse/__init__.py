@@ -11,8 +11,8 @@ builds the CSR (duplicates summed, entries in any order) with NumPy and uploads 
 
 Products also work on traced values inside ``distarray.trace``/``Program`` bodies: the matrix's
 arrays become program inputs, bound automatically by ``client.run_graph``.
-``distarray.sparse.linalg`` has the iterative solvers (``cg``, ``lsmr``), each run as
-one RunGraph call.
+``distarray.sparse.linalg`` has the iterative solvers (``cg``, ``lsmr``, ``lsqr``,
+``minres``), each run as one RunGraph call.
 """
 
 from ._csr import csr_matrix, isspmatrix_csr, random
