@@ -145,6 +145,81 @@ def test_cg_matches_scipy(client, rng, devices):
     np.testing.assert_allclose(x3.to_numpy(), want3, rtol=1e-9, atol=1e-12)
 
 
+def scipy_pcg(s, b, m_inv, rtol, maxiter):
+    """SciPy's preconditioned CG with its iteration count (callback per iteration)."""
+    count = []
+    x, info = scipy_linalg.cg(s, b, rtol=rtol, maxiter=maxiter, M=m_inv,
+                              callback=lambda xk: count.append(1))
+    return x, info, len(count)
+
+
+@pytest.mark.parametrize("devices", [[0], [2, 0, 1]])
+def test_preconditioned_cg_matches_scipy(client, rng, devices):
+    """M (Jacobi, as a CSR diagonal and as a dense matrix) on a badly scaled SPD system: SciPy's
+    preconditioned recurrence, so the same x, info and iteration count, and fewer iterations
+    than without M."""
+    n = 80
+    base = spd(rng, n, 0.05)
+    scale = scipy_sparse.diags(np.logspace(0, 3, n))  # rows and columns over three decades
+    s = (scale @ base @ scale).tocsr()
+    b = rng.random(n) - 0.5
+    jacobi = scipy_sparse.diags(1.0 / s.diagonal()).tocsr()
+    want, want_info, want_its = scipy_pcg(s, b, jacobi, 1e-10, 10 * n)
+    _, _, plain_its = scipy_pcg(s, b, None, 1e-10, 10 * n)
+    assert want_its < plain_its  # the case is one where the preconditioner matters
+    a = distarray.sparse.csr_matrix(s, devices=devices, client=client)
+    bd = client.from_numpy(b)
+    for name, m in (
+            ("csr", distarray.sparse.csr_matrix(jacobi, devices=devices[::-1], client=client)),
+            ("dense", client.from_numpy(jacobi.toarray(),
+                                        distarray.split_index_map((n, n), 0, devices)))):
+        x, info = distarray.sparse.linalg.cg(a, bd, rtol=1e-10, M=m)
+        assert info == want_info == 0, name
+        np.testing.assert_allclose(x.to_numpy(), want, rtol=1e-7, atol=1e-12, err_msg=name)
+        assert np.linalg.norm(s @ x.to_numpy() - b) <= 1e-10 * np.linalg.norm(b), name
+        # The iteration count: SciPy's, within one (a rounding can move the last test).
+        for cap in (want_its - 2, want_its + 1):
+            _, info_cap = distarray.sparse.linalg.cg(a, bd, rtol=1e-10, M=m, maxiter=cap)
+            assert (info_cap == 0) == (cap >= want_its), (name, cap, info_cap)
+    # A cap short of convergence: the iterate SciPy's preconditioned CG reaches.
+    x3, info3 = distarray.sparse.linalg.cg(a, bd, rtol=1e-14, maxiter=3,
+                                           M=distarray.sparse.csr_matrix(jacobi, client=client))
+    want3, want_info3, _ = scipy_pcg(s, b, jacobi, 1e-14, 3)
+    assert info3 == want_info3 == 3
+    np.testing.assert_allclose(x3.to_numpy(), want3, rtol=1e-9, atol=1e-12)
+
+
+def test_cg_of_a_zero_rhs_is_zero(client, rng):
+    """b = 0: x = 0 and info 0, as SciPy's, with and without x0 and M (the first step would be
+    0 / 0)."""
+    n = 30
+    s = spd(rng, n, 0.1)
+    a = distarray.sparse.csr_matrix(s, devices=[0, 1], client=client)
+    zero = client.from_numpy(np.zeros(n))
+    x0 = client.from_numpy(rng.random(n) + 0.5)
+    m = distarray.sparse.csr_matrix(scipy_sparse.diags(1.0 / s.diagonal()).tocsr(), client=client)
+    for kwargs in ({}, {"x0": x0}, {"M": m}):
+        x, info = distarray.sparse.linalg.cg(a, zero, **kwargs)
+        assert info == 0, kwargs
+        np.testing.assert_array_equal(x.to_numpy(), np.zeros(n), err_msg=str(kwargs))
+
+
+def test_cg_preconditioner_refusals(client, rng):
+    n = 6
+    a = distarray.sparse.csr_matrix(spd(rng, n, 0.3), client=client)
+    b = client.from_numpy(rng.random(n))
+    with pytest.raises(NotImplementedError, match="M is served as"):
+        distarray.sparse.linalg.cg(a, b, M=scipy_sparse.identity(n))
+    with pytest.raises(NotImplementedError, match="M is served as"):
+        distarray.sparse.linalg.cg(a, b, M=lambda r: r)
+    with pytest.raises(ValueError, match=r"M has shape \(5, 5\)"):
+        distarray.sparse.linalg.cg(a, b, M=distarray.sparse.csr_matrix(np.eye(5), client=client))
+    with pytest.raises(TypeError, match="M is float32"):
+        distarray.sparse.linalg.cg(a, b, M=client.from_numpy(np.eye(n, dtype=np.float32)))
+    with pytest.raises(NotImplementedError, match="callback"):
+        distarray.sparse.linalg.cg(a, b, callback=print)
+
+
 LSMR_CASES = [  # name, m, n, density, smallest column scale
     ("square", 50, 50, 0.2, 1.0),  # an empty row and column: singular, least squares
     ("tall", 80, 30, 0.15, 1.0),   # overdetermined

@@ -100,6 +100,26 @@ def _refuse(what: str, **arguments: Any) -> None:
                 f"{what}: {name} is not served (the iteration runs on the devices): give None")
 
 
+def _check_preconditioner(M: Any, n: int, dtype: Any, what: str) -> None:
+    """M, when given, is an n x n operator the devices can apply: a csr_matrix or a 2-D
+    DistributedArray of the system's dtype (a SciPy LinearOperator or a function runs on the
+    host, which the device loop cannot call)."""
+    if M is None:
+        return
+    if isinstance(M, csr_matrix):
+        shape, m_dtype = M.shape, np.dtype(M.dtype)
+    elif isinstance(M, DistributedArray) and M.ndim == 2:
+        shape, m_dtype = tuple(M.shape), np.dtype(M.dtype)
+    else:
+        raise NotImplementedError(
+            f"{what}: M is served as a distarray.sparse.csr_matrix or a 2-D DistributedArray "
+            f"(the iteration runs on the devices), not {type(M).__name__}")
+    if tuple(shape) != (n, n):
+        raise ValueError(f"{what}: M has shape {tuple(shape)}; A is {n}x{n}")
+    if m_dtype != np.dtype(dtype):
+        raise TypeError(f"{what}: M is {m_dtype.name}, A is {np.dtype(dtype).name}")
+
+
 def _layouts(A: Any) -> Tuple[dict, dict]:
     """(rows, columns): where A @ x puts its rows, and where A @ x reads x without a copy."""
     if isinstance(A, csr_matrix):
@@ -178,6 +198,13 @@ class _Solve:
         """A @ d for a square A, d split as the rows: gathered whole on each device for the
         product, and the product back in the rows' layout."""
         return _matvec(self.A, d.reshard(self.cols, "replica", ndim=1)).reshard(
+            self.rows, "replica", ndim=1)
+
+    def times_by(self, M: Any) -> Callable[[Var], Var]:
+        """r -> M @ r for another square operator M (a preconditioner), r split as A's rows:
+        gathered where M's product reads it, the product back in A's rows' layout."""
+        _, m_cols = _layouts(M)
+        return lambda r: _matvec(M, r.reshard(m_cols, "replica", ndim=1)).reshard(
             self.rows, "replica", ndim=1)
 
     def rtimes(self, u: Var) -> Var:
@@ -271,16 +298,21 @@ def cg(A: Any, b: DistributedArray, x0: Optional[DistributedArray] = None, *, rt
        callback: Any = None, timeout: Optional[float] = None) -> Tuple[DistributedArray, int]:
     """Conjugate gradients for a symmetric positive definite A, as ``scipy.sparse.linalg.cg``:
     returns ``(x, info)``, info 0 when ||b - A x|| < max(atol, rtol ||b||) was reached, else the
-    iterations run (``maxiter``, default 10 n). ``M`` and ``callback`` are not served (the loop
-    runs on the devices): give None."""
-    _refuse("cg", M=M, callback=callback)
+    iterations run (``maxiter``, default 10 n). ``M``, the preconditioner (an approximation of
+    A's inverse, symmetric positive definite), is an n x n ``csr_matrix`` or 2-D DistributedArray
+    of A's dtype, applied on the devices each iteration (SciPy's preconditioned recurrence).
+    ``callback`` is not served (the loop runs on the devices): give None. For b = 0 the
+    solution is 0 with info 0, as SciPy's, whatever x0."""
+    _refuse("cg", callback=callback)
     m, n = _check_system(A, b, "cg")
     if m != n:
         raise ValueError(f"cg: A must be square, not {m}x{n}")
     _check_x0(x0, n, b.dtype, "cg")
+    _check_preconditioner(M, n, b.dtype, "cg")
     maxiter = 10 * n if maxiter is None else int(maxiter)
     s = _Solve(A, b)
     one = s.one
+    precondition = (lambda r: r) if M is None else s.times_by(M)
 
     # x, r and the direction stay split as A's rows: each device updates its part, and only the
     # direction is gathered, once per iteration, for the product.
@@ -295,19 +327,23 @@ def cg(A: Any, b: DistributedArray, x0: Optional[DistributedArray] = None, *, rt
     if maxiter > 0:
         def cond(state):
             x, r, d, rho_prev, k = state
-            return f.logical_and(k < maxiter, s.scalar(_norm(r)) >= tol)
+            # b = 0 has the solution 0 (below); without this test its first step is 0 / 0.
+            running = f.logical_and(k < maxiter, bnrm2 > 0)
+            return f.logical_and(running, s.scalar(_norm(r)) >= tol)
 
         def body(state):
             x, r, d, rho_prev, k = state
-            rho = s.scalar(f.sum(r * r))
+            z = precondition(r)
+            rho = s.scalar(f.sum(r * z))
             beta = f.where(k > 0, rho / rho_prev, 0.0)
-            d = r + beta * d
+            d = z + beta * d
             q = s.times(d)
             alpha = rho / s.scalar(f.sum(d * q))
             return x + alpha * d, r - alpha * q, d, rho, k + 1.0
 
         x, r, direction, rho_prev, k = s.program.while_loop(
             cond, body, (x, r, direction, rho_prev, k), max_iterations=maxiter)
+    x = f.where(bnrm2 > 0, x, 0.0)
     arrays, v = s.run(b, x0, {"x": x}, {"k": k, "bnrm2": bnrm2}, timeout)
     iterations = int(v["k"])
     if v["bnrm2"] == 0:
