@@ -257,7 +257,7 @@ absl::StatusOr<CgResult> RunCg(const Client& client, const Layouts& layouts, int
         [&](std::span<const Var> s) {
           // b = 0 stops at once (SciPy returns before iterating; with tol 0 the residual test
           // alone would run an iteration that divides 0 by 0).
-          return LogicalAnd(LogicalAnd(s[4]<maxiter, bnrm2> 0.0), scalar(Norm(s[1])) >= tol);
+          return LogicalAnd(LogicalAnd((s[4] < maxiter), (bnrm2 > 0.0)), scalar(Norm(s[1])) >= tol);
         },
         [&](std::span<const Var> s) {
           const Var rho = scalar(graph::Sum(s[1] * s[1]));
@@ -449,8 +449,12 @@ absl::StatusOr<LsmrResult> Lsmr(const Client& client, const CsrMatrix& a, const 
     state[slot] = Carried(state[slot], layout);
   }
 
+  // SciPy's early exits: A^T r = 0 at the start keeps x (x0 or 0); else b = 0 gives x = 0.
+  // Neither iterates.
+  const Var normb_scalar = Carried(normb, layouts.scalars);
+  const Var zero_b = LogicalAnd(normb_scalar == 0.0, state[kNormar] != 0.0);
   const auto cond = [&](std::span<const Var> s) {
-    return LogicalAnd(s[kIstop] == 0.0, s[kNormar] != 0.0);
+    return LogicalAnd(LogicalAnd(s[kIstop] == 0.0, s[kNormar] != 0.0), normb_scalar > 0.0);
   };
   const auto body = [&](std::span<const Var> s) {
     const Var itn = s[kItn] + 1.0;
@@ -558,7 +562,7 @@ absl::StatusOr<LsmrResult> Lsmr(const Client& client, const CsrMatrix& a, const 
                     {kItn, itn}});
   };
   if (maxiter > 0) state = p.WhileLoop(cond, body, state, maxiter);
-  p.Output("x", state[kX]);
+  p.Output("x", state[kX] * graph::Where(zero_b, 0.0, one));
   const std::vector<std::pair<std::string, size_t>> values = {
       {"istop", kIstop}, {"itn", kItn},     {"normr", kNormr}, {"normar", kNormar},
       {"norma", kNormA}, {"conda", kCondA}, {"normx", kNormx}};

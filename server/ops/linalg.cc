@@ -102,13 +102,28 @@ absl::Status KeepTriangle(DeviceOps& ops, DType dtype, int device, const BufferP
 // singular-value solvers are not safe on such input: a host SVD of a matrix holding -inf was seen
 // to spin without end, and NaN comes back as a convergence failure the library reports in its own
 // terms. NumPy raises LinAlgError for both, so the daemon refuses them before the solver runs.
+// `lower_only`: the matrices are square and column-major, and only their lower triangles count
+// (eigh reads no other entry, as NumPy's UPLO='L'), so a NaN above the diagonal is no fault.
 absl::StatusOr<int64_t> FirstNonFiniteMatrix(DeviceOps& ops, Backend& backend, DType dtype,
                                              int device, const BufferPtr& a, int64_t batch,
-                                             int64_t per_matrix) {
+                                             int64_t rows, int64_t cols, bool lower_only) {
+  const int64_t per_matrix = rows * cols;
   const int64_t total = batch * per_matrix;
   ASSIGN_OR_RETURN(BufferPtr finite, ops.Allocate(device, total));
   const ElementwiseArg values{a, {}, /*contiguous=*/true, {}};
   RETURN_IF_ERROR(ops.Elementwise(ElementwiseOpId::kIsFinite, dtype, finite, total, {values}));
+  if (lower_only) {
+    // Column-major, read as C order, is the transpose: the lower triangle is that view's upper
+    // one, and tri(k=-1) marks what lies strictly below it, the entries eigh never reads.
+    ASSIGN_OR_RETURN(BufferPtr unread, ops.Allocate(device, total));
+    RETURN_IF_ERROR(
+        FillMatrices(ops, DType::kBool, unread, batch, cols, rows, Generator::Kind::kTri, -1));
+    ASSIGN_OR_RETURN(BufferPtr counted, ops.Allocate(device, total));
+    const ElementwiseArg finite_arg{finite, {}, true, {}}, unread_arg{unread, {}, true, {}};
+    RETURN_IF_ERROR(ops.Elementwise(ElementwiseOpId::kLogicalOr, DType::kBool, counted, total,
+                                    {finite_arg, unread_arg}));
+    finite = counted;
+  }
   ReduceGeometry per;
   per.kept.rank = 1;
   per.kept.count[0] = batch;
@@ -410,7 +425,8 @@ absl::StatusOr<std::vector<OpResult>> ExecuteLinalg(const OpContext& context, Ba
   RETURN_IF_ERROR(context.CheckAlive());
   if (p.op == v1::LINALG_OP_SVD || p.op == v1::LINALG_OP_EIGH) {
     ASSIGN_OR_RETURN(const int64_t bad,
-                     FirstNonFiniteMatrix(ops, backend, dtype, d, a_col, batch, m * n));
+                     FirstNonFiniteMatrix(ops, backend, dtype, d, a_col, batch, m, n,
+                                          /*lower_only=*/p.op == v1::LINALG_OP_EIGH));
     if (bad >= 0) {
       const std::string which =
           p.stack.empty() ? "the matrix" : absl::StrCat("matrix ", bad, " of the stack (C order)");

@@ -897,6 +897,24 @@ TEST_P(LinalgTest, NonFiniteEntriesAreRefusedBeforeSvdAndEigh) {
     EXPECT_TRUE(StatusIs(Linalg(v1::LINALG_OP_SVD, St).status(), kPrecondition,
                          {"spec.a", "matrix 2 of the stack", "NaN or an infinity"}));
   }
+  // eigh reads the lower triangle only (NumPy's UPLO='L'): a NaN above the diagonal is never seen,
+  // and the values are those of the matrix without it; svd reads it and refuses.
+  {
+    const Mats clean = HermitianMats<double>(1, 5, /*positive=*/true, false, rng);
+    Mats upper_nan = clean;
+    upper_nan.at(0, 1, 4) = kNaN;
+    ASSERT_OK_AND_ASSIGN(Array C, Up<double>(clean, {5, 5}, OnDevice(2, dev(1))));
+    ASSERT_OK_AND_ASSIGN(Array U, Up<double>(upper_nan, {5, 5}, Split(2, 1, 5, {dev(0), dev(2)})));
+    ASSERT_OK_AND_ASSIGN(std::vector<Array> want,
+                         Linalg(v1::LINALG_OP_EIGH, C, nullptr, {.compute_uv = false}));
+    ASSERT_OK_AND_ASSIGN(std::vector<Array> got,
+                         Linalg(v1::LINALG_OP_EIGH, U, nullptr, {.compute_uv = false}));
+    ASSERT_OK_AND_ASSIGN(std::vector<double> w_want, want[0].Download<double>());
+    ASSERT_OK_AND_ASSIGN(std::vector<double> w_got, got[0].Download<double>());
+    EXPECT_EQ(w_got, w_want);
+    EXPECT_TRUE(StatusIs(Linalg(v1::LINALG_OP_SVD, U).status(), kPrecondition,
+                         {"spec.a", "NaN or an infinity"}));
+  }
   // Finite matrices still factorize, including ones whose entries are near the float range's end.
   Mats huge = RandomMats<float>(1, 4, 4, rng);
   for (int64_t j = 0; j < 4; ++j) huge.at(0, 0, j) *= 1e37L;

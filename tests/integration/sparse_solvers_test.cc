@@ -441,6 +441,15 @@ TEST_P(SparseSolverTest, LsmrDampsCapsAndStartsFromX0) {
   EXPECT_EQ(got.istop, 0);
   EXPECT_EQ(got.itn, 0);
   EXPECT_EQ(*got.x.Download<double>(), std::vector<double>(25, 0.0));
+  // From an x0 too: SciPy returns x = 0 without iterating (normr and normar are x0's residual's).
+  ASSERT_OK_AND_ASSIGN(Array start, Vector(RandomVector<double>(25, rng), {dev(0)}));
+  sparse::LsmrOptions from_x0;
+  from_x0.x0 = &start;
+  ASSERT_OK_AND_ASSIGN(sparse::LsmrResult again, sparse::Lsmr(client(), a, zero, from_x0));
+  EXPECT_EQ(again.istop, 0);
+  EXPECT_EQ(again.itn, 0);
+  EXPECT_EQ(*again.x.Download<double>(), std::vector<double>(25, 0.0));
+  EXPECT_GT(again.normr, 0);
   ExpectBystanderIntact();
 }
 

@@ -111,9 +111,12 @@ std::string Daemon::log() const {
 bool Daemon::alive() {
   int status = 0;
   if (pid_ <= 0) return false;
-  if (waitpid(pid_, &status, WNOHANG) == 0) return true;
-  ReportDeath(status);
-  return false;
+  const pid_t waited = waitpid(pid_, &status, WNOHANG);
+  if (waited == pid_) {
+    ReportDeath(status);
+    return false;
+  }
+  return waited == 0;  // -1 (EINTR, ECHILD): not known dead, so still stopped at the end
 }
 
 void Daemon::ReportDeath(int wait_status) {

@@ -384,7 +384,7 @@ def _lstsq_dtype(a: Any, b: Any) -> np.dtype:
 def _lstsq_rcond(rcond: Any, dtype: np.dtype, m: int, n: int) -> float:
     """The cut-off ratio LAPACK's gelsd (NumPy's lstsq) applies: None is max(m, n) times the
     dtype's epsilon; a ratio that is not inside (0, 1), -1 (NumPy's old default) among them, is
-    the epsilon itself."""
+    LAPACK's relative machine precision, dlamch('E'): half that epsilon."""
     eps = float(np.finfo(dtype).eps)
     if rcond is None:
         value = eps * max(m, n)
@@ -397,7 +397,7 @@ def _lstsq_rcond(rcond: Any, dtype: np.dtype, m: int, n: int) -> float:
         value = float(rcond)
         if math.isnan(value):
             raise ValueError("linalg.lstsq: rcond is NaN; give a cut-off ratio or None")
-    return value if 0.0 < value < 1.0 else eps
+    return value if 0.0 < value < 1.0 else eps / 2
 
 
 def _adjoint_matmul(m: Any, y: Any) -> Any:
@@ -425,7 +425,8 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> Tuple[Any, Any, np.int32, Any]:
     (NumPy solves in double and rounds), so their epsilon is float32's.
 
     ``rcond``: None is max(M, N) times the epsilon; a value outside (0, 1), such as NumPy's old
-    default -1, is the epsilon itself (LAPACK's gelsd, which NumPy calls, does the same)."""
+    default -1, is LAPACK's machine precision, half the epsilon (gelsd, which NumPy calls, uses
+    dlamch('E'))."""
     for name, operand in (("a", a), ("b", b)):
         if getattr(operand, "_linalg", None) is None:
             raise TypeError(f"linalg.lstsq takes distarray arrays: {name} is a "

@@ -294,3 +294,17 @@ def test_lsmr_caps_and_damps_as_scipy(client, rng):
     zero = distarray.sparse.linalg.lsmr(a, client.from_numpy(np.zeros(40)))
     assert zero[1:3] == (0, 0)
     np.testing.assert_array_equal(zero[0].to_numpy(), np.zeros(25))
+
+
+def test_lsmr_of_a_zero_rhs_from_x0_is_zero(client, rng):
+    """b = 0 with an x0: SciPy's lsmr returns x = 0 without iterating, its norms those of x0's
+    residual; so does ours (every field)."""
+    s = random_scipy(rng, 40, 15, 0.3)
+    a = distarray.sparse.csr_matrix(s, devices=[1, 0], client=client)
+    x0 = rng.random(15) + 0.5
+    want = scipy_linalg.lsmr(s, np.zeros(40), x0=x0)
+    got = distarray.sparse.linalg.lsmr(a, client.from_numpy(np.zeros(40)),
+                                       x0=client.from_numpy(x0))
+    np.testing.assert_array_equal(got[0].to_numpy(), np.zeros(15))
+    assert want[1] == got[1] == 0 and want[2] == got[2] == 0
+    np.testing.assert_allclose(got[3:], want[3:], rtol=1e-12)

@@ -46,8 +46,14 @@ def lsmr(A: Any, b: DistributedArray, damp: float = 0.0, atol: float = 1e-6, bto
     vectors = {"x": s.cols, "u": s.rows, "v": s.cols, "h": s.cols, "hbar": s.cols}
     ctol = 1.0 / conlim if conlim > 0 else 0.0
 
+    # SciPy's early exits: A^T r = 0 at the start keeps x (x0 or 0); else b = 0 gives x = 0.
+    # Neither iterates.
+    normb_scalar = s.scalar(normb)
+    zero_b = f.logical_and(normb_scalar == 0, alpha * beta != 0)
+
     def cond(s_):
-        return f.logical_and(s_["istop"] == 0, s_["normar"] != 0)
+        return f.logical_and(f.logical_and(s_["istop"] == 0, s_["normar"] != 0),
+                             normb_scalar > 0)
 
     def body(s_):
         itn = s_["itn"] + 1.0
@@ -109,6 +115,7 @@ def lsmr(A: Any, b: DistributedArray, damp: float = 0.0, atol: float = 1e-6, bto
 
     out = s.loop(state, vectors, cond, body, maxiter)
     names = ("istop", "itn", "normr", "normar", "normA", "condA", "normx")
-    arrays, v = s.run(b, x0, {"x": out["x"]}, {k: out[k] for k in names}, timeout)
+    x = f.where(zero_b, 0.0, out["x"])
+    arrays, v = s.run(b, x0, {"x": x}, {k: out[k] for k in names}, timeout)
     return (arrays["x"], int(v["istop"]), int(v["itn"]), v["normr"], v["normar"],
             v["normA"], v["condA"], v["normx"])
