@@ -5,7 +5,8 @@
 // exactly, so host::FactorizeInMemory must hand LAPACK padded copies: here every operand and
 // result sits against a guard page, and each kind of factorization must run without a fault and
 // give a checkable answer (sum of squared singular values and eigenvalues equal to the squared
-// Frobenius norm, the solve's residual).
+// Frobenius norm, the solve's residual). It can fail only against a BLAS that reads past a buffer,
+// as Debian 12's OpenBLAS does: there, handing LAPACK the caller's buffers crashed it.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
