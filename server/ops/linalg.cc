@@ -352,6 +352,23 @@ absl::StatusOr<std::vector<OpResult>> ExecuteLinalg(const OpContext& context, Ba
   ASSIGN_OR_RETURN(BufferPtr a_col, ops.Allocate(d, total * size));
   RETURN_IF_ERROR(Transpose(ops, dtype, gathered.front().buffer, total, batch, n, m, n, a_col));
   gathered.clear();
+  // How messages name matrix i of the operand.
+  auto which_matrix = [&](int64_t i) {
+    return p.stack.empty() ? std::string("the matrix")
+                           : absl::StrCat("matrix ", i, " of the stack (C order)");
+  };
+  // Before any result buffer is set up: a refused operand costs only the check.
+  if (p.op == v1::LINALG_OP_SVD || p.op == v1::LINALG_OP_EIGH) {
+    ASSIGN_OR_RETURN(const int64_t bad,
+                     FirstNonFiniteMatrix(ops, backend, dtype, d, a_col, batch, m, n,
+                                          /*lower_only=*/p.op == v1::LINALG_OP_EIGH));
+    if (bad >= 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("spec.a: ", which_matrix(bad), " holds a NaN or an infinity; ", OpName(p.op),
+                       " needs finite entries (NumPy: LinAlgError: ",
+                       p.op == v1::LINALG_OP_SVD ? "SVD" : "Eigenvalues", " did not converge)"));
+    }
+  }
   ASSIGN_OR_RETURN(BufferPtr info, ops.Allocate(d, batch * 4));
 
   DenseFactorization f;
@@ -423,19 +440,6 @@ absl::StatusOr<std::vector<OpResult>> ExecuteLinalg(const OpContext& context, Ba
       return absl::InternalError("linalg: an op the planner refuses");
   }
   RETURN_IF_ERROR(context.CheckAlive());
-  if (p.op == v1::LINALG_OP_SVD || p.op == v1::LINALG_OP_EIGH) {
-    ASSIGN_OR_RETURN(const int64_t bad,
-                     FirstNonFiniteMatrix(ops, backend, dtype, d, a_col, batch, m, n,
-                                          /*lower_only=*/p.op == v1::LINALG_OP_EIGH));
-    if (bad >= 0) {
-      const std::string which =
-          p.stack.empty() ? "the matrix" : absl::StrCat("matrix ", bad, " of the stack (C order)");
-      return absl::FailedPreconditionError(
-          absl::StrCat("spec.a: ", which, " holds a NaN or an infinity; ", OpName(p.op),
-                       " needs finite entries (NumPy: LinAlgError: ",
-                       p.op == v1::LINALG_OP_SVD ? "SVD" : "Eigenvalues", " did not converge)"));
-    }
-  }
   RETURN_IF_ERROR(ops.Factorize(dtype, f));
 
   // The factorization's status, read back now: a failure is the request's error (NumPy raises
@@ -447,8 +451,7 @@ absl::StatusOr<std::vector<OpResult>> ExecuteLinalg(const OpContext& context, Ba
     RETURN_IF_ERROR(read->Wait());
     for (int64_t i = 0; i < batch; ++i) {
       if (infos[i] == 0) continue;
-      const std::string which =
-          p.stack.empty() ? "the matrix" : absl::StrCat("matrix ", i, " of the stack (C order)");
+      const std::string which = which_matrix(i);
       if (infos[i] < 0) {
         return absl::InternalError(absl::StrCat("linalg ", OpName(p.op), ": argument ", -infos[i],
                                                 " refused by the library"));
