@@ -392,10 +392,13 @@ TEST_P(LimitsTest, ExpiredDeadlineRegistersNoArray) {
   while (rejections() < 3 && std::chrono::steady_clock::now() < logged_by) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  // Usually all three handlers log their discarded result; under a sanitizer on a loaded machine
-  // gRPC may drop a call whose deadline passed before its handler started, which logs nothing.
-  // What matters is below: no call left an array behind.
+  // Usually all three handlers log their discarded result. gRPC drops a call whose deadline
+  // passed before its handler started, which logs nothing; under ASan on two loaded cores the
+  // client's serialization of 65,536 chunks alone can outlast the 30 ms, so all three may be
+  // dropped there (CI saw 0). What matters is below: no call left an array behind.
+#ifndef DISTARRAY_SANITIZED
   EXPECT_GE(rejections(), 1) << daemon_->log();
+#endif
   EXPECT_LE(rejections(), 3) << daemon_->log();
   ASSERT_OK_AND_ASSIGN(auto after, client_->List());
   EXPECT_EQ(after.size(), before.size());
