@@ -1,7 +1,7 @@
 // Iterative solvers for sparse systems (the C++ side of the Python SDK's
-// distarray.sparse.linalg): conjugate gradients and LSMR with SciPy's algorithms, options and
-// results. Each solve is one RunGraph program: the whole iteration, its convergence test
-// included, runs on the devices with no host round trip, and the response carries x and the
+// distarray.sparse.linalg): conjugate gradients, MINRES, LSQR and LSMR with SciPy's algorithms,
+// options and results. Each solve is one RunGraph program: the whole iteration, its convergence
+// test included, runs on the devices with no host round trip, and the response carries x and the
 // small results (docs/api.md, "Solvers").
 //
 // Where the vectors live: vectors of A's rows stay split as A's row blocks; vectors of A's
@@ -10,7 +10,8 @@
 // combined once per iteration.
 //
 // Real float32 and float64 systems only. Bad inputs are INVALID_ARGUMENT naming the argument
-// (a, b, x0, maxiter), before anything is sent.
+// (a, b, x0, maxiter, a tolerance), before anything is sent. No preconditioners here (the Python
+// SDK's cg and minres take one).
 #ifndef DISTARRAY_CLIENT_SPARSE_LINALG_H_
 #define DISTARRAY_CLIENT_SPARSE_LINALG_H_
 
@@ -82,6 +83,75 @@ struct LsmrResult {
 // scipy.sparse.linalg.lsmr. A.Transpose() is built once per call, on the daemon.
 absl::StatusOr<LsmrResult> Lsmr(const Client& client, const CsrMatrix& a, const Array& b,
                                 const LsmrOptions& options = {});
+
+struct MinresOptions {
+  // Solves (A - shift I) x = b.
+  double shift = 0.0;
+  // SciPy's relative tolerance of its two residual tests.
+  double rtol = 1e-5;
+  // The most iterations; default 5 n, as SciPy's.
+  std::optional<int64_t> maxiter;
+  // The initial guess (1-D, A's columns, A's dtype); default zeros. Not owned.
+  const Array* x0 = nullptr;
+  // Tests A's symmetry before iterating, as SciPy's check=True: INVALID_ARGUMENT for a
+  // non-symmetric A. The test runs on the devices in the same program.
+  bool check = false;
+  int64_t timeout_ms = 0;
+};
+
+struct MinresResult {
+  Array x;  // split as A's row blocks
+  // SciPy's: 0 when a stopping test other than the cap ended the iteration, else maxiter.
+  int64_t info = 0;
+  // SciPy's istop: -1 A - shift I is a multiple of I (b and x are eigenvectors); 0 b = 0 or
+  // b - A x0 = 0 (no iteration); 1 A x = b within rtol; 2 least squares within rtol; 3 accuracy
+  // at machine precision; 4 x converged to an eigenvector; 5 cond(A) > 0.1 / eps; 6 maxiter.
+  int istop = 0;
+  int64_t itn = 0;  // iterations run
+};
+
+// MINRES (Paige and Saunders) for a symmetric n x n A, indefinite or singular too, as
+// scipy.sparse.linalg.minres (SciPy 1.17's algorithm and stopping tests). Only A @ x is used.
+absl::StatusOr<MinresResult> Minres(const Client& client, const CsrMatrix& a, const Array& b,
+                                    const MinresOptions& options = {});
+// The same for a dense 2-D A.
+absl::StatusOr<MinresResult> Minres(const Client& client, const Array& a, const Array& b,
+                                    const MinresOptions& options = {});
+
+struct LsqrOptions {
+  // min ||b - A x||^2 + damp^2 ||x||^2.
+  double damp = 0.0;
+  // SciPy's stopping tolerances and condition limit (0: no limit).
+  double atol = 1e-6;
+  double btol = 1e-6;
+  double conlim = 1e8;
+  // The most iterations (SciPy's iter_lim); default 2 n, as SciPy's.
+  std::optional<int64_t> maxiter;
+  // Also estimate diag((A^T A + damp^2 I)^-1) (SciPy's calc_var).
+  bool calc_var = false;
+  // The initial guess (1-D, A's columns, A's dtype); default zeros. Not owned.
+  const Array* x0 = nullptr;
+  int64_t timeout_ms = 0;
+};
+
+struct LsqrResult {
+  Array x;  // whole on every device of A's blocks
+  // SciPy's istop, as LsmrResult's (0 to 7).
+  int istop = 0;
+  int64_t itn = 0;
+  double r1norm = 0;         // ||b - A x||
+  double r2norm = 0;         // sqrt(||b - A x||^2 + damp^2 ||x||^2)
+  double anorm = 0;          // estimate of ||[A; damp I]||_F
+  double acond = 0;          // estimate of cond([A; damp I])
+  double arnorm = 0;         // ||A^T (b - A x) - damp^2 x||
+  double xnorm = 0;          // ||x||
+  std::optional<Array> var;  // with calc_var: the variance estimate, n values like x
+};
+
+// LSQR (Paige and Saunders) for the least-squares problem of an m x n A, as
+// scipy.sparse.linalg.lsqr. A.Transpose() is built once per call, on the daemon.
+absl::StatusOr<LsqrResult> Lsqr(const Client& client, const CsrMatrix& a, const Array& b,
+                                const LsqrOptions& options = {});
 
 }  // namespace distarray::sparse
 
