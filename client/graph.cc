@@ -37,6 +37,8 @@ bool Reads(const v1::Statement& s, const std::string& name) {
       return s.change_mode().source() == name;
     case v1::Statement::kCopy:
       return s.copy() == name;
+    case v1::Statement::kLinalg:
+      return ReadsOperand(s.linalg().spec().a(), name) || ReadsOperand(s.linalg().spec().b(), name);
     case v1::Statement::kManipulate: {
       const v1::ManipulationSpec& m = s.manipulate();
       for (const v1::Operand& o : m.concat().sources()) {
@@ -72,6 +74,9 @@ bool BlockAssigns(const Block& block, int from, const std::string& name) {
   for (int i = from; i < block.size(); ++i) {
     const v1::Statement& s = block[i];
     if (s.target() == name) return true;
+    for (const std::string& target : s.linalg().targets()) {
+      if (target == name) return true;
+    }
     if (s.has_while_loop() && BlockAssigns(s.while_loop().body(), 0, name)) return true;
     if (s.has_if_else() && (BlockAssigns(s.if_else().then_body(), 0, name) ||
                             BlockAssigns(s.if_else().else_body(), 0, name))) {
@@ -257,6 +262,41 @@ Var ProgramBuilder::Concat(const Vars& vars, int32_t axis, bool stack) {
   spec->set_axis(axis);
   spec->set_stack(stack);
   return Emit(std::move(s), "x");
+}
+
+Vars ProgramBuilder::Linalg(v1::LinalgOp op, const Var& a, const Var* b,
+                            const LinalgOptions& options) {
+  v1::Statement s;
+  v1::LinalgStatement* linalg = s.mutable_linalg();
+  v1::LinalgOpSpec* spec = linalg->mutable_spec();
+  spec->set_op(op);
+  spec->mutable_a()->set_variable(a.name());
+  if (b != nullptr) spec->mutable_b()->set_variable(b->name());
+  spec->set_upper(options.upper);
+  spec->set_full_matrices(options.full_matrices);
+  spec->set_compute_uv(options.compute_uv);
+  int results = 1;
+  switch (op) {
+    case v1::LINALG_OP_QR:
+    case v1::LINALG_OP_SLOGDET:
+      results = 2;
+      break;
+    case v1::LINALG_OP_EIGH:
+      results = options.compute_uv ? 2 : 1;
+      break;
+    case v1::LINALG_OP_SVD:
+      results = options.compute_uv ? 3 : 1;
+      break;
+    default:
+      break;
+  }
+  Vars out;
+  for (int r = 0; r < results; ++r) {
+    out.push_back(Var(this, Fresh("la")));
+    linalg->add_targets(out.back().name());
+  }
+  *blocks_.back()->Add() = std::move(s);
+  return out;
 }
 
 void ProgramBuilder::AssignTo(const std::string& target, const Var& value) {

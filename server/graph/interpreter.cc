@@ -13,6 +13,7 @@
 #include "server/graph/loop_fusion.h"
 #include "server/graph/variable_mentions.h"
 #include "server/ops/layout.h"
+#include "server/ops/linalg.h"
 #include "server/ops/manipulation.h"
 #include "spdlog/spdlog.h"
 
@@ -25,6 +26,7 @@ using Block = google::protobuf::RepeatedPtrField<v1::Statement>;
 void CollectTargets(const Block& block, absl::flat_hash_set<std::string>& targets) {
   for (const v1::Statement& s : block) {
     if (!s.target().empty()) targets.insert(s.target());
+    if (s.has_linalg()) targets.insert(s.linalg().targets().begin(), s.linalg().targets().end());
     if (s.has_while_loop()) CollectTargets(s.while_loop().body(), targets);
     if (s.has_if_else()) {
       CollectTargets(s.if_else().then_body(), targets);
@@ -423,6 +425,35 @@ absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string
       // sources' buffers.
       ASSIGN_OR_RETURN(OpResult r, ExecuteManipulation(context_, planned, SourceBuffers::kCopy));
       Assign(s.target(), Array{{}, {}, {}, r.shape, r.dtype, r.mode, std::move(r.chunks)});
+      return absl::OkStatus();
+    }
+    case v1::Statement::kLinalg: {
+      const v1::LinalgStatement& linalg = s.linalg();
+      ASSIGN_OR_RETURN(const PlannedLinalg planned,
+                       PlanLinalgOp(context_, linalg.spec(), field + ".linalg.spec"));
+      if (check) {
+        const std::vector<ArrayMeta> metas = LinalgResultMetas(planned);
+        for (size_t r = 0; r < metas.size(); ++r) Assign(linalg.targets(r), MetadataOnly(metas[r]));
+        return absl::OkStatus();
+      }
+      if (mode_ == RunMode::kRecord) {  // the recording probe's walk stops here
+        return NotRecordable(absl::StrCat(
+            field,
+            ".linalg: a factorization reads its status back to the host (a singular matrix is "
+            "an error), which a recorded graph cannot"));
+      }
+      if (backend_ == nullptr) return absl::InternalError(field + ".linalg: no backend");
+      ASSIGN_OR_RETURN(std::vector<OpResult> results, ExecuteLinalg(context_, *backend_, planned));
+      for (size_t r = 0; r < results.size(); ++r) {
+        OpResult& result = results[r];
+        Assign(linalg.targets(r), Array{{},
+                                        {},
+                                        {},
+                                        std::move(result.shape),
+                                        result.dtype,
+                                        result.mode,
+                                        std::move(result.chunks)});
+      }
       return absl::OkStatus();
     }
     case v1::Statement::kWhileLoop:

@@ -8,6 +8,7 @@
 #include "common/names.h"
 #include "common/status_macros.h"
 #include "common/strided_box.h"
+#include "server/ops/linalg.h"
 
 namespace distarray {
 namespace {
@@ -42,7 +43,12 @@ class StructureChecker {
       return absl::InvalidArgumentError(
           absl::StrCat(field, ".target: while_loop and if_else assign nothing; leave it empty"));
     }
-    if (!control && s.op_case() != v1::Statement::OP_NOT_SET) {
+    if (s.op_case() == v1::Statement::kLinalg && !s.target().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".target: linalg assigns its results to linalg.targets; leave target empty"));
+    }
+    if (!control && s.op_case() != v1::Statement::kLinalg &&
+        s.op_case() != v1::Statement::OP_NOT_SET) {
       RETURN_IF_ERROR(ValidateVariableName(s.target(), field + ".target"));
     }
     switch (s.op_case()) {
@@ -50,7 +56,7 @@ class StructureChecker {
         return absl::InvalidArgumentError(absl::StrCat(
             field,
             ": a statement needs an op (elementwise, reduce, matmul, reshard, change_mode, "
-            "copy, manipulate, while_loop or if_else)"));
+            "copy, manipulate, linalg, while_loop or if_else)"));
       case v1::Statement::kElementwise:
         if (!s.elementwise().out().empty()) {
           return absl::InvalidArgumentError(absl::StrCat(
@@ -84,6 +90,8 @@ class StructureChecker {
         return ValidateVariableName(s.copy(), field + ".copy");
       case v1::Statement::kManipulate:
         return CheckManipulation(s.manipulate(), field + ".manipulate");
+      case v1::Statement::kLinalg:
+        return CheckLinalg(s.linalg(), field + ".linalg");
       case v1::Statement::kWhileLoop: {
         const v1::WhileLoop& loop = s.while_loop();
         RETURN_IF_ERROR(ValidateVariableName(loop.condition(), field + ".while_loop.condition"));
@@ -187,6 +195,37 @@ class StructureChecker {
         absl::StrCat(field,
                      ": give an op (get_item, set_item, permute_dims, reshape, concat, "
                      "broadcast_to, sort or search_sorted)"));
+  }
+
+  // The op exists, its operands name variables, and there is one distinct target per result;
+  // shapes and dtypes are the planner's, per run.
+  static absl::Status CheckLinalg(const v1::LinalgStatement& linalg, const std::string& field) {
+    const v1::LinalgOpSpec& spec = linalg.spec();
+    const int count = LinalgResultCount(spec.op(), spec.compute_uv());
+    if (count == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".spec.op: unknown linalg op ", static_cast<int>(spec.op())));
+    }
+    RETURN_IF_ERROR(CheckOperand(spec.a(), field + ".spec.a"));
+    if (spec.has_b()) RETURN_IF_ERROR(CheckOperand(spec.b(), field + ".spec.b"));
+    if (linalg.targets_size() != count) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".targets: linalg ", v1::LinalgOp_Name(spec.op()),
+                       spec.compute_uv() ? " with compute_uv" : "", " has ", count,
+                       " result(s); give one variable per result, got ", linalg.targets_size()));
+    }
+    for (int i = 0; i < count; ++i) {
+      const std::string target_field = absl::StrCat(field, ".targets[", i, "]");
+      RETURN_IF_ERROR(ValidateVariableName(linalg.targets(i), target_field));
+      for (int j = 0; j < i; ++j) {
+        if (linalg.targets(j) == linalg.targets(i)) {
+          return absl::InvalidArgumentError(absl::StrCat(target_field, ": ",
+                                                         QuoteClientString(linalg.targets(i)),
+                                                         " is also targets[", j, "]"));
+        }
+      }
+    }
+    return absl::OkStatus();
   }
 
   static absl::Status CheckOperand(const v1::Operand& operand, const std::string& field) {

@@ -147,6 +147,25 @@ absl::StatusOr<int64_t> FirstNonFiniteMatrix(DeviceOps& ops, Backend& backend, D
 
 }  // namespace
 
+int LinalgResultCount(v1::LinalgOp op, bool compute_uv) {
+  switch (op) {
+    case v1::LINALG_OP_SOLVE:
+    case v1::LINALG_OP_INV:
+    case v1::LINALG_OP_CHOLESKY:
+    case v1::LINALG_OP_DET:
+      return 1;
+    case v1::LINALG_OP_QR:
+    case v1::LINALG_OP_SLOGDET:
+      return 2;
+    case v1::LINALG_OP_EIGH:
+      return compute_uv ? 2 : 1;
+    case v1::LINALG_OP_SVD:
+      return compute_uv ? 3 : 1;
+    default:
+      return 0;
+  }
+}
+
 absl::StatusOr<PlannedLinalg> PlanLinalgOp(const OpContext& context, const v1::LinalgOpSpec& spec,
                                            absl::string_view field) {
   PlannedLinalg p;
@@ -305,6 +324,15 @@ absl::StatusOr<PlannedLinalg> PlanLinalgOp(const OpContext& context, const v1::L
       break;
   }
   return p;
+}
+
+std::vector<ArrayMeta> LinalgResultMetas(const PlannedLinalg& planned) {
+  std::vector<ArrayMeta> metas;
+  for (size_t r = 0; r < planned.results.size(); ++r) {
+    metas.push_back({planned.results[r], planned.dtypes[r], Mode::kReplica,
+                     OneChunk(planned.device, planned.results[r])});
+  }
+  return metas;
 }
 
 absl::StatusOr<std::vector<OpResult>> ExecuteLinalg(const OpContext& context, Backend& backend,

@@ -41,9 +41,17 @@ struct PlannedLinalg {
   std::vector<DType> dtypes;   // and dtype
 };
 
+// How many results `op` has (LinalgOp's list): 0 for an op that does not exist. Programs check
+// their linalg statements' targets against it before any shape is known.
+int LinalgResultCount(v1::LinalgOp op, bool compute_uv);
+
 // Resolves and checks the operands (`field` prefixes error fields: "spec").
 absl::StatusOr<PlannedLinalg> PlanLinalgOp(const OpContext& context, const v1::LinalgOpSpec& spec,
                                            absl::string_view field);
+
+// Each result's shape, dtype and layout (one REPLICA chunk on `planned.device`), as
+// ExecuteLinalg makes them: what a program's check assigns.
+std::vector<ArrayMeta> LinalgResultMetas(const PlannedLinalg& planned);
 
 // Gathers, factorizes and lays out the results (unregistered). Waits for the factorization to
 // read its status: FAILED_PRECONDITION for a singular matrix (solve, inv), one not positive

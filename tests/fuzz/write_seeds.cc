@@ -733,6 +733,55 @@ std::vector<std::pair<std::string, Case>> Seeds() {
     c.Linalg(static_cast<v1::LinalgOp>(42), 0);
   }
   {
+    // Linear algebra inside programs: solve and qr in a loop over split and replicated
+    // operands, a singular matrix (zeros), targets that do not fit the op (one for qr, none, a
+    // target set beside them) and an unknown op.
+    Case& c = add("run_graph_linalg");
+    c.Create(Spec({6, 6}, v1::DTYPE_FLOAT64, RowBlocks({6, 6}, 3)))
+        .mutable_fill()
+        ->mutable_uniform()
+        ->set_high(1);
+    c.Create(Spec({6}, v1::DTYPE_FLOAT64, Replicated({6}, 2))).mutable_fill()->mutable_ones();
+    c.Create(Spec({6, 6}, v1::DTYPE_FLOAT64, Replicated({6, 6}, 1)));  // zeros: singular
+    v1::Program program;
+    program.add_inputs("a");
+    program.add_inputs("b");
+    v1::Statement* qr = program.add_statements();
+    qr->mutable_linalg()->mutable_spec()->set_op(v1::LINALG_OP_QR);
+    qr->mutable_linalg()->mutable_spec()->mutable_a()->set_variable("a");
+    qr->mutable_linalg()->add_targets("q");
+    qr->mutable_linalg()->add_targets("r");
+    v1::WhileLoop* w = program.add_statements()->mutable_while_loop();
+    v1::Statement* more = program.add_statements();
+    more->set_target("more");
+    more->mutable_reduce()->set_op(v1::REDUCE_OP_ALL);
+    more->mutable_reduce()->mutable_operand()->set_variable("b");
+    more->mutable_reduce()->set_combine(true);
+    // The loop's condition before it: move the reduce ahead of the loop.
+    program.mutable_statements()->SwapElements(1, 2);
+    w->set_condition("more");
+    w->set_max_iterations(3);
+    v1::Statement* solve = w->add_body();
+    solve->mutable_linalg()->mutable_spec()->set_op(v1::LINALG_OP_SOLVE);
+    solve->mutable_linalg()->mutable_spec()->mutable_a()->set_variable("a");
+    solve->mutable_linalg()->mutable_spec()->mutable_b()->set_variable("b");
+    solve->mutable_linalg()->add_targets("b");
+    program.add_outputs("b");
+    program.add_outputs("r");
+    c.RunGraph(program, {0, 1});
+    c.RunGraph(program, {2, 1});
+    v1::Program one_target = program;
+    one_target.mutable_statements(0)->mutable_linalg()->mutable_targets()->RemoveLast();
+    c.RunGraph(one_target, {0, 1});
+    v1::Program with_target = program;
+    with_target.mutable_statements(0)->set_target("x");
+    c.RunGraph(with_target, {0, 1});
+    v1::Program unknown = program;
+    unknown.mutable_statements(0)->mutable_linalg()->mutable_spec()->set_op(
+        static_cast<v1::LinalgOp>(42));
+    c.RunGraph(unknown, {0, 1});
+  }
+  {
     // Sparse matrices: parts made by fills (indptr's second block starts at 3, not 0: offsets
     // the kernels clamp), products with a vector and a matrix, the dense form, the transpose and
     // its product, parts in the wrong roles, a b of the wrong dtype, a request without an op.

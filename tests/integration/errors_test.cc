@@ -6,6 +6,7 @@
 #include <optional>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "tests/support/backend_fixture.h"
 #include "tests/support/raw_stub.h"
 #include "tests/support/reference.h"
@@ -1242,6 +1243,30 @@ std::vector<BadCase> Cases() {
         return stub.RunGraph(&c, r, &out);
       },
       StatusCode::INVALID_ARGUMENT, "not an output of the program");
+  // Linalg statements (LinalgStatement) on the bystander: svd with `targets` short of its three
+  // results; solve without its b.
+  const auto linalg_program = [](v1::LinalgOp op, int targets) {
+    return [op, targets](auto& stub, auto& bystander) {
+      grpc::ClientContext c;
+      v1::RunGraphRequest r;
+      r.mutable_program()->add_inputs("a");
+      v1::LinalgStatement* s = r.mutable_program()->add_statements()->mutable_linalg();
+      s->mutable_spec()->set_op(op);
+      s->mutable_spec()->set_compute_uv(true);
+      s->mutable_spec()->mutable_a()->set_variable("a");
+      for (int t = 0; t < targets; ++t) s->add_targets(absl::StrCat("t", t));
+      r.mutable_program()->add_outputs("t0");
+      (*r.mutable_arguments())["a"] = bystander;
+      v1::RunGraphResponse out;
+      return stub.RunGraph(&c, r, &out);
+    };
+  };
+  add("RunGraph with a linalg statement short of targets", linalg_program(v1::LINALG_OP_SVD, 1),
+      StatusCode::INVALID_ARGUMENT,
+      "program.statements[0].linalg.targets: linalg LINALG_OP_SVD with compute_uv has 3 result(s)");
+  add("RunGraph with a linalg solve without b", linalg_program(v1::LINALG_OP_SOLVE, 1),
+      StatusCode::INVALID_ARGUMENT,
+      "program.statements[0].linalg.spec.b: solve takes the right-hand sides as an array");
   add(
       "RegisterProgram with a bad variable name",
       [](auto& stub, auto&) {

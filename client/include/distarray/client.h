@@ -334,11 +334,7 @@ absl::StatusOr<Array> Matmul(const Array& a, const Array& b);
 
 // Dense linear algebra on a matrix or a stack of them (the last two axes), as numpy.linalg's;
 // float32, float64, complex64 and complex128. The results are in LinalgOp's order.
-struct LinalgOptions {
-  bool upper = false;          // cholesky: the upper factor
-  bool full_matrices = false;  // qr (mode="complete") and svd
-  bool compute_uv = true;      // svd and eigh: the vectors too
-};
+// (LinalgOptions is in types.h, shared with graph::ProgramBuilder::Linalg.)
 absl::StatusOr<std::vector<Array>> Linalg(v1::LinalgOp op, const Array& a, const Array* b = nullptr,
                                           const LinalgOptions& options = {});
 // x with a @ x = b (b: (..., n) or (..., n, k) with a's stack axes).

@@ -104,6 +104,12 @@ class ProgramBuilder {
   // Joined along `axis` (concat), or along a new axis there (stack).
   Var Concat(const Vars& vars, int32_t axis = 0, bool stack = false);
 
+  // Dense linear algebra (LinalgStatement): the results in LinalgOp's order (Q and R; U, S and
+  // Vh; ...), as Client's Linalg. `b` is solve's right-hand side (nullptr for the other ops). A
+  // program holding one runs eagerly on the daemon, not as a recorded graph.
+  Vars Linalg(v1::LinalgOp op, const Var& a, const Var* b = nullptr,
+              const LinalgOptions& options = {});
+
   // while cond(carried): carried = body(carried). `cond` returns a 0-d bool Var; `body` returns
   // one Var per carried value, each of the same shape, dtype, layout and mode. Returns the
   // carried values after the loop. At most `max_iterations` bodies run; RunGraph reports

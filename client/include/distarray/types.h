@@ -66,6 +66,14 @@ v1::Scalar MakeScalar(T value) {
   return s;
 }
 
+// The options of a dense linear algebra op (Linalg in client.h, ProgramBuilder::Linalg in
+// graph.h).
+struct LinalgOptions {
+  bool upper = false;          // cholesky: the upper factor
+  bool full_matrices = false;  // qr (mode="complete") and svd
+  bool compute_uv = true;      // svd and eigh: the vectors too
+};
+
 }  // namespace distarray
 
 #endif  // DISTARRAY_CLIENT_TYPES_H_
