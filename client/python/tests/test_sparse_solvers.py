@@ -1,5 +1,5 @@
 """distarray.sparse.linalg's lsqr and minres against scipy.sparse.linalg's, in float64 on fresh
-random sparse systems, on one device and split over several (plus one float32 solve each).
+random sparse systems, on one device and split over several (plus float32 solves of each).
 
 - lsqr: every field of SciPy's tuple (x, istop, itn, r1norm, r2norm, anorm, acond, arnorm, xnorm,
   var with calc_var) on well-conditioned tall, wide, square-singular and damped systems, x0
@@ -10,8 +10,14 @@ random sparse systems, on one device and split over several (plus one float32 so
   operator, and ill-conditioned; the exact iteration count (SciPy's, through the cap: one
   iteration fewer stops short with info = maxiter and SciPy's iterate, SciPy's count converges);
   SciPy's early exits (b = 0, x0 exact, A = c I) and check=True.
-- bad input of either: wrong types, shapes, dtypes, complex systems and invalid parameters fail
-  before any work, naming the argument, and leave other arrays intact.
+- minres with a preconditioner M (Jacobi or a sparse non-diagonal SPD one, as a csr_matrix or
+  a dense array) on symmetric indefinite systems scaled over two decades, shifted or from x0:
+  x, info and the iteration count against SciPy's with the same M; an M that is not positive
+  definite as SciPy handles it (raised for the first residual or at SciPy's iteration, or
+  unnoticed), r^T M r = 0, A = c M^-1 in one iteration, check=True of M.
+- bad input of either: wrong types, shapes, dtypes, complex systems and invalid parameters (M
+  of another shape or dtype, or one that runs on the host) fail before any work, naming the
+  argument, and leave other arrays intact.
 """
 
 from __future__ import annotations
@@ -374,9 +380,216 @@ def test_minres_early_exits_as_scipy(client, rng):
             client.from_numpy(b), check=True)
 
 
+def spd_preconditioner(rng, op, kind):
+    """An SPD approximation of inv(op) for a symmetric op with no zero on its diagonal:
+    "jacobi" diag(1 / |op_ii|), or "spd" R K R with R = diag(|op_ii|^-1/2) and K a sparse
+    symmetric matrix, entries in [-0.5, 0.5) plus a diagonal of its row sums of |K| plus 0.5
+    (strictly diagonally dominant, so positive definite), not diagonal."""
+    scale = 1.0 / abs(op.diagonal())
+    if kind == "jacobi":
+        return scipy_sparse.diags(scale).tocsr()
+    k = scipy_sparse.random(op.shape[0], op.shape[0], density=0.1, format="coo", random_state=rng)
+    k = scipy_sparse.coo_matrix((k.data - 0.5, (k.row, k.col)), shape=k.shape)
+    k = (k + k.T) * 0.5
+    k = k + scipy_sparse.diags(abs(k).sum(axis=1).A1 + 0.5)
+    root = scipy_sparse.diags(np.sqrt(scale))
+    return (root @ k @ root).tocsr()
+
+
+MINRES_M_CASES = [  # name, M's kind, M as a csr_matrix or dense, shift, x0 given
+    ("jacobi", "jacobi", "csr", False, False),
+    ("jacobi-dense", "jacobi", "dense", False, False),
+    ("spd-x0", "spd", "csr", False, True),
+    ("spd-dense-shifted", "spd", "dense", True, False),
+]
+
+
+@pytest.mark.parametrize("case", MINRES_M_CASES, ids=[c[0] for c in MINRES_M_CASES])
+@pytest.mark.parametrize("devices", DEVICE_SETS)
+def test_preconditioned_minres_matches_scipy(client, rng, case, devices):
+    """An SPD M (Jacobi, or a sparse non-diagonal one, as a csr_matrix or a dense array) on a
+    symmetric indefinite system scaled over two decades (D A D: cond about 3e4), shifted or
+    not, from x0 or not: SciPy's preconditioned recurrence with the same M, so info 0, x near
+    SciPy's and SciPy's iteration count k, far fewer than without M (so a solve that ignored M
+    fails each check). With Jacobi's M, whose iterates agree with SciPy's to rounding: x within
+    1e-10 of SciPy's (relative) and the exact count (maxiter k - 1 stops short at SciPy's
+    iterate there with info k - 1, maxiter k converges). With the other, x within 1e-6 and the
+    count within one (maxiter k - 2 stops short at SciPy's iterate, k + 1 converges): there
+    SciPy's own solve moves by up to about 1e-7 when the system's rows and columns are
+    permuted (another summation order), and such a rounding can move the last test across
+    rtol (1 of 160 such solves in a trial). x meets the stopping test in M's
+    norm: ||r||_M <= 10 rtol Anorm ||x||, r = b - (A - shift I) x, where SciPy's ||A||
+    estimate Anorm (sqrt of its tnorm2: each alpha^2 once, each beta^2 twice, beta1 = ||b -
+    A x0||_M among them) is at most sqrt(2 ||M^1/2 (A - shift I) M^1/2||_F^2 + beta1^2)."""
+    _, kind, form, shifted, with_x0 = case
+    n = 50
+    s = random_symmetric(rng, n, 0.1, smallest=1e-2)
+    b = rhs(rng, n)
+    # Half the smallest |diagonal| entry, of either sign: the shifted diagonal has no zero, and
+    # the shift moves x's largest entries (rows of the smallest diagonal entries) by a third
+    # or more.
+    shift = 0.5 * abs(s.diagonal()).min() * (1 if rng.random() < 0.5 else -1) if shifted else 0.0
+    op = (s - shift * scipy_sparse.identity(n)).tocsr()
+    m = spd_preconditioner(rng, op, kind)
+    assert np.linalg.eigvalsh(m.toarray()).min() > 0
+    x0 = rng.uniform(-1, 1, n) if with_x0 else None
+    rtol = 1e-10
+    want, want_info, k = minres_count(s, b, x0=x0, rtol=rtol, shift=shift, M=m)
+    _, plain_info, plain_k = minres_count(s, b, x0=x0, rtol=rtol, shift=shift)
+    assert want_info == plain_info == 0 and 2 < k and 2 * k < plain_k  # M matters here
+    a = distarray.sparse.csr_matrix(s, devices=devices, client=client)
+    if form == "csr":
+        md = distarray.sparse.csr_matrix(m, devices=devices[::-1], client=client)
+    else:
+        md = client.from_numpy(m.toarray(), distarray.split_index_map((n, n), 0, devices[::-1]))
+    bd = client.from_numpy(b)
+    x0d = None if x0 is None else client.from_numpy(x0)
+    x, info = distarray.sparse.linalg.minres(a, bd, x0d, rtol=rtol, shift=shift, M=md)
+    assert info == 0
+    x = x.to_numpy()
+    assert x.shape == (n,) and x.dtype == np.float64
+    close, slack = (1e-10, 0) if kind == "jacobi" else (1e-6, 1)
+    assert rel(x, want) <= close
+    r = b - op @ x
+    m_dense, od = m.toarray(), op.toarray()
+    frobenius2 = np.trace(m_dense @ od @ m_dense @ od)  # ||M^1/2 op M^1/2||_F^2
+    r0 = b if x0 is None else b - op @ x0
+    anorm = np.sqrt(2 * frobenius2 + r0 @ (m @ r0))
+    assert np.sqrt(r @ (m @ r)) <= 10 * rtol * anorm * np.linalg.norm(x)
+    cap = k - 1 - slack
+    short, info = distarray.sparse.linalg.minres(a, bd, x0d, rtol=rtol, shift=shift, M=md,
+                                                 maxiter=cap)
+    want_short, want_info = scipy_linalg.minres(s, b, x0=x0, rtol=rtol, shift=shift, M=m,
+                                                maxiter=cap)
+    assert info == want_info == cap
+    assert rel(short.to_numpy(), want_short) <= close
+    _, info = distarray.sparse.linalg.minres(a, bd, x0d, rtol=rtol, shift=shift, M=md,
+                                             maxiter=k + slack)
+    assert info == 0
+
+
+@pytest.mark.parametrize("devices", DEVICE_SETS)
+def test_minres_preconditioner_exits_as_scipy(client, rng, devices):
+    """What SciPy does with an M that is not positive definite, and its early exits with M:
+    r^T M r < 0 for the first residual raises "indefinite preconditioner" (even at maxiter 0,
+    from x0 too); for a later one, "non-symmetric matrix" at SciPy's iteration, and a cap
+    before it returns SciPy's iterate; an indefinite M whose negative direction no residual
+    reaches solves as SciPy's (the same x and iteration count); r^T M r = 0 for the first
+    residual returns 0 with info 0; A = c M^-1 is solved in one iteration (istop -1, so
+    maxiter 1 reports info 0); check=True passes a symmetric M (the same solve) and refuses a
+    non-symmetric one, and still a non-symmetric A, as SciPy does."""
+    minres = distarray.sparse.linalg.minres
+    n = 40
+    s = random_symmetric(rng, n, 0.1, smallest=1e-2)
+    b = rhs(rng, n)
+    a = distarray.sparse.csr_matrix(s, devices=devices, client=client)
+    bd = client.from_numpy(b)
+    x0 = rng.uniform(-1, 1, n)
+    # Negative definite: r^T M r < 0 for every r.
+    negative = -spd_preconditioner(rng, s, "jacobi")
+    nd = distarray.sparse.csr_matrix(negative, devices=devices, client=client)
+    for start, maxiter in ((None, None), (x0, None), (None, 0)):
+        with pytest.raises(ValueError, match="indefinite preconditioner"):
+            scipy_linalg.minres(s, b, x0=start, M=negative, maxiter=maxiter)
+        with pytest.raises(ValueError, match="minres: indefinite preconditioner M"):
+            minres(a, bd, None if start is None else client.from_numpy(start), M=nd,
+                   maxiter=maxiter)
+    # A tridiagonal A and b on the first 5 entries: the residual of iteration i reaches entry
+    # 4 + i, so M's large negative entry at 10 is first met at iteration 6.
+    diag = np.where(rng.random(n) < 0.5, -1.0, 1.0) * rng.uniform(1, 2, n)
+    off = rng.uniform(0.5, 1.5, n - 1) * np.where(rng.random(n - 1) < 0.5, -1.0, 1.0)
+    tri = scipy_sparse.diags([off, diag, off], [-1, 0, 1]).tocsr()
+    near = np.zeros(n)
+    near[:5] = rhs(rng, 5)
+    d = rng.uniform(0.5, 2, n)
+    d[10] = -1e8
+    later = scipy_sparse.diags(d).tocsr()
+    calls = []
+    with pytest.raises(ValueError, match="non-symmetric matrix"):
+        scipy_linalg.minres(tri, near, M=later, callback=lambda xk: calls.append(1))
+    assert len(calls) + 1 == 6  # the iteration SciPy raised in
+    td = distarray.sparse.csr_matrix(tri, devices=devices, client=client)
+    ld = client.from_numpy(later.toarray(), distarray.split_index_map((n, n), 0, devices))
+    near_d = client.from_numpy(near)
+    with pytest.raises(ValueError, match=r"minres: non-symmetric matrix.* iteration 6, so M "
+                                         "is not positive definite"):
+        minres(td, near_d, M=ld)
+    x, info = minres(td, near_d, M=ld, maxiter=5)
+    want, want_info = scipy_linalg.minres(tri, near, M=later, maxiter=5)
+    assert info == want_info == 5
+    assert rel(x.to_numpy(), want) <= 1e-10
+    # Row and column 7 empty and b = 0 there: no residual has an entry at 7, so M's negative
+    # entry there is never met, in SciPy's solve or ours.
+    sing = random_symmetric(rng, n, 0.1, smallest=1e-2, empty=(7,))
+    bs = rhs(rng, n)
+    bs[7] = 0
+    d = np.ones(n)
+    d[sing.diagonal() != 0] = 1.0 / abs(sing.diagonal()[sing.diagonal() != 0])
+    d[7] = -1.0
+    unseen = scipy_sparse.diags(d).tocsr()
+    want, want_info, k = minres_count(sing, bs, rtol=1e-10, M=unseen)
+    assert want_info == 0 and k > 2
+    sd = distarray.sparse.csr_matrix(sing, devices=devices, client=client)
+    ud = distarray.sparse.csr_matrix(unseen, devices=devices, client=client)
+    x, info = minres(sd, client.from_numpy(bs), rtol=1e-10, M=ud)
+    assert info == 0 and rel(x.to_numpy(), want) <= 1e-10
+    _, info = minres(sd, client.from_numpy(bs), rtol=1e-10, M=ud, maxiter=k - 1)
+    assert info == k - 1
+    # A positive semidefinite M, zero where b is not: r^T M r = 0, so x = 0 (x0's default).
+    d = rng.uniform(0.5, 2, n)
+    d[b != 0] = 0  # b has no zero: M = 0 on every entry
+    d[:] = 0
+    d[:3] = rng.uniform(0.5, 2, 3)
+    bz = b.copy()
+    bz[:3] = 0
+    zero_m = scipy_sparse.diags(d).tocsr()
+    want, want_info = scipy_linalg.minres(s, bz, M=zero_m)
+    assert want_info == 0 and not np.any(want)
+    x, info = minres(a, client.from_numpy(bz),
+                     M=distarray.sparse.csr_matrix(zero_m, devices=devices, client=client))
+    assert info == 0
+    np.testing.assert_array_equal(x.to_numpy(), np.zeros(n))
+    # A = c M^-1, M positive diagonal: M A = c I, one iteration.
+    d = rng.uniform(0.5, 2, n)
+    c = rng.uniform(0.5, 2) * (1 if rng.random() < 0.5 else -1)
+    scaled = scipy_sparse.diags(c / d).tocsr()
+    for maxiter in (None, 1):
+        x, info = minres(distarray.sparse.csr_matrix(scaled, devices=devices, client=client), bd,
+                         M=distarray.sparse.csr_matrix(scipy_sparse.diags(d).tocsr(),
+                                                       devices=devices, client=client),
+                         maxiter=maxiter)
+        want, want_info = scipy_linalg.minres(scaled, b, M=scipy_sparse.diags(d),
+                                              maxiter=maxiter)
+        assert info == want_info == 0
+        np.testing.assert_allclose(x.to_numpy(), b * d / c, rtol=1e-14)
+        assert rel(x.to_numpy(), want) <= 1e-15
+    # check=True: a symmetric M passes (the same solve as without check, near SciPy's as in
+    # test_preconditioned_minres_matches_scipy); a non-symmetric one, or A, does not.
+    m = spd_preconditioner(rng, s, "spd")
+    md = distarray.sparse.csr_matrix(m, devices=devices, client=client)
+    x, info = minres(a, bd, rtol=1e-10, M=md, check=True)
+    unchecked, _ = minres(a, bd, rtol=1e-10, M=md)
+    want, want_info = scipy_linalg.minres(s, b, rtol=1e-10, M=m, check=True)
+    assert info == want_info == 0 and rel(x.to_numpy(), want) <= 1e-6
+    np.testing.assert_array_equal(x.to_numpy(), unchecked.to_numpy())
+    lopsided = (m + scipy_sparse.coo_matrix(([0.5 * abs(m).max()], ([0], [1])),
+                                            shape=(n, n))).tocsr()
+    with pytest.raises(ValueError, match="non-symmetric preconditioner"):
+        scipy_linalg.minres(s, b, M=lopsided, check=True)
+    with pytest.raises(ValueError, match="minres: non-symmetric preconditioner M"):
+        minres(a, bd, M=distarray.sparse.csr_matrix(lopsided, devices=devices, client=client),
+               check=True)
+    skewed = (s + scipy_sparse.coo_matrix(([1.0], ([0], [1])), shape=(n, n))).tocsr()
+    with pytest.raises(ValueError, match="non-symmetric matrix"):
+        scipy_linalg.minres(skewed, b, M=m, check=True)
+    with pytest.raises(ValueError, match="minres: non-symmetric matrix A"):
+        minres(distarray.sparse.csr_matrix(skewed, devices=devices, client=client), bd, M=md,
+               check=True)
+
+
 def test_minres_float32(client, rng, capsys):
-    """float32: info 0 and x within 1e-4 of SciPy's float64 solve at rtol 1e-5; a whole float
-    maxiter is taken; show=True prints SciPy's opening and closing lines."""
+    """float32: info 0 and x within 1e-4 of SciPy's float64 solve at rtol 1e-5, with and without
+    M; a whole float maxiter is taken; show=True prints SciPy's opening and closing lines."""
     n = 40
     s = random_symmetric(rng, n, 0.1)
     b = rhs(rng, n)
@@ -391,6 +604,16 @@ def test_minres_float32(client, rng, capsys):
     assert ("A solution to Ax = b was found" if stop.group(1) == "1" else
             "A least-squares solution was found") in shown
     want, want_info = scipy_linalg.minres(s, b)
+    assert info == want_info == 0
+    assert x.dtype == np.float32 and rel(x.to_numpy(), want) <= 1e-4
+    # A float32 Jacobi M on a system scaled over two decades, against SciPy's float64 solve.
+    s = random_symmetric(rng, n, 0.1, smallest=1e-2)
+    m = spd_preconditioner(rng, s, "jacobi")
+    x, info = distarray.sparse.linalg.minres(
+        distarray.sparse.csr_matrix(s.astype(np.float32), devices=[0, 1, 2], client=client),
+        client.from_numpy(b.astype(np.float32)),
+        M=distarray.sparse.csr_matrix(m.astype(np.float32), devices=[2, 3], client=client))
+    want, want_info = scipy_linalg.minres(s, b, M=m)
     assert info == want_info == 0
     assert x.dtype == np.float32 and rel(x.to_numpy(), want) <= 1e-4
 
@@ -454,8 +677,22 @@ def test_bad_input_fails_clearly(client, rng):
             ("maxiter", np.inf, ValueError), ("maxiter", 1j, TypeError)):
         with pytest.raises(error, match=f"minres: {option} is"):
             minres(a, b, **{option: value})
-    with pytest.raises(NotImplementedError, match="minres: M is not served"):
-        minres(a, b, M=a)
+    # M: an n x n csr_matrix or 2-D DistributedArray of A's dtype; what runs on the host
+    # (SciPy's matrices and operators, functions, NumPy arrays) is refused as cg refuses it.
+    for host_m in (s, scipy_linalg.aslinearoperator(s), lambda r: r, s.toarray(),
+                   client.from_numpy(rhs(rng, 6))):  # the last one 1-D
+        with pytest.raises(NotImplementedError,
+                           match="minres: M is served as a distarray.sparse.csr_matrix or a 2-D "
+                                 "DistributedArray"):
+            minres(a, b, M=host_m)
+    with pytest.raises(ValueError, match=r"minres: M has shape \(5, 5\); A is 6x6"):
+        minres(a, b, M=distarray.sparse.csr_matrix(np.eye(5), client=client))
+    with pytest.raises(ValueError, match=r"minres: M has shape \(6, 5\); A is 6x6"):
+        minres(a, b, M=client.from_numpy(np.eye(6, 5)))
+    with pytest.raises(TypeError, match="minres: M is float32, A is float64"):
+        minres(a, b, M=client.from_numpy(np.eye(6, dtype=np.float32)))
+    with pytest.raises(TypeError, match="minres: M is float32, A is float64"):
+        minres(a, b, M=distarray.sparse.csr_matrix(np.eye(6, dtype=np.float32), client=client))
     with pytest.raises(NotImplementedError, match="minres: callback is not served"):
         minres(a, b, callback=lambda xk: None)
     # Positional misuse: minres's options are keywords, as SciPy's.
