@@ -101,6 +101,24 @@ class Var(ArrayOps, ManipulationOps):
         s.reduce.combine = combine  # combined (REPLICA), so a loop condition is a plain 0-d bool
         return self._program._emit(s, "r")
 
+    def _linalg(self, op: str, a: "Var", b: Optional["Var"] = None, *, upper: bool = False,
+                full_matrices: bool = False, compute_uv: bool = False) -> List["Var"]:
+        """A LinalgStatement: `op`'s results in LinalgOp's order. The daemon checks shapes and
+        dtypes when the program runs (a Var has none here), and runs a program holding one
+        eagerly: each factorization reads its status back."""
+        results = {"qr": 2, "slogdet": 2, "eigh": 2 if compute_uv else 1,
+                   "svd": 3 if compute_uv else 1}.get(op, 1)
+        s = pb.Statement()
+        spec = s.linalg.spec
+        spec.op = pb.LinalgOp.Value(f"LINALG_OP_{op.upper()}")
+        spec.a.CopyFrom(self._operand(a))
+        if b is not None:
+            spec.b.CopyFrom(self._operand(b))
+        spec.upper = upper
+        spec.full_matrices = full_matrices
+        spec.compute_uv = compute_uv
+        return self._program._emit_linalg(s, results)
+
     def _matmul(self, a: "Var", b: "Var", *, allow_tf32: bool = False, index_map=None,
                 result_name=None) -> "Var":
         if index_map is not None or result_name:
@@ -159,7 +177,7 @@ def _block_assigns(block, start: int, name: str) -> bool:
     """Whether a statement from `start` on assigns `name` (nested bodies included)."""
     for i in range(start, len(block)):
         s = block[i]
-        if s.target == name:
+        if s.target == name or name in s.linalg.targets:
             return True
         if s.HasField("while_loop") and _block_assigns(s.while_loop.body, 0, name):
             return True
@@ -189,6 +207,8 @@ def _reads(s: "pb.Statement", name: str) -> bool:
         return _reads_operand(s.matmul.a, name) or _reads_operand(s.matmul.b, name)
     if kind == "manipulate":
         return any(_reads_operand(o, name) for o in _manipulation_operands(s.manipulate))
+    if kind == "linalg":
+        return _reads_operand(s.linalg.spec.a, name) or _reads_operand(s.linalg.spec.b, name)
     if kind == "reshard":
         return s.reshard.source == name
     if kind == "change_mode":
@@ -231,6 +251,13 @@ class Program:
         name = f"_{hint}{self._next_id}"
         self._next_id += 1
         return name
+
+    def _emit_linalg(self, statement: "pb.Statement", results: int) -> List[Var]:
+        """A linalg statement assigns `results` fresh variables (LinalgStatement.targets)."""
+        names = [self._fresh("la") for _ in range(results)]
+        statement.linalg.targets.extend(names)
+        self._blocks[-1].append(statement)
+        return [Var(self, name) for name in names]
 
     def _emit(self, statement: "pb.Statement", hint: str) -> Var:
         statement.target = self._fresh(hint)

@@ -211,9 +211,19 @@ def _factor_dtype(dtype: Any) -> np.dtype:
     raise TypeError(f"linalg: no factorization of {dtype} arrays")
 
 
+def _traced(x: Any) -> bool:
+    """Whether ``x`` is a traced value of a program (a Var): it has no shape or dtype yet, so
+    the daemon checks them when the program runs."""
+    from ._graph import Var  # _graph imports the array module, which imports this one
+
+    return isinstance(x, Var)
+
+
 def _operand(x: Any, what: str, dtype: Any = None) -> Any:
     if getattr(x, "_linalg", None) is None:
         raise TypeError(f"linalg.{what} takes a distarray array, not {type(x).__name__}")
+    if _traced(x):
+        return x
     _matrices(x, what)
     target = _factor_dtype(x.dtype if dtype is None else dtype)
     return x if x.dtype == target else x.astype(target)
@@ -287,6 +297,12 @@ def solve(x1: Any, x2: Any, /) -> Any:
     when it has one axis; otherwise (..., M, K). The stacks broadcast."""
     if getattr(x2, "_linalg", None) is None or getattr(x1, "_linalg", None) is None:
         raise TypeError("linalg.solve takes two distarray arrays")
+    if _traced(x1) or _traced(x2):
+        # In a program: a LinalgStatement, b of a's stack (the daemon broadcasts nothing there).
+        if not (_traced(x1) and _traced(x2)):
+            raise TypeError("linalg.solve inside a program takes two traced values "
+                            "(capture arrays with Program.capture)")
+        return _call("solve", x1, x2)[0]
     dtype = _factor_dtype(np.result_type(x1.dtype, x2.dtype))
     a = _operand(x1, "solve", dtype)
     m = a.shape[-1]
