@@ -101,11 +101,12 @@ TEST_P(RoundTripTest, ParallelStreamsSplitLargeTransfers) {
   EXPECT_TRUE(into == values);
   std::vector<float> short_span(10);
   EXPECT_EQ(array.DownloadTo(std::span<float>(short_span)).code(),
-            absl::StatusCode::kFailedPrecondition);
+            absl::StatusCode::kInvalidArgument);
 }
 
-// Download copies bytes as they are, so a type other than the dtype's would be silent garbage
-// (a float64 array read as float gave wrong values, not an error): refused, naming both dtypes.
+// Download, DownloadTo and Write copy bytes as they are, so a type other than the dtype's would
+// be silent garbage (a float64 array read as float gave wrong values, not an error): refused,
+// naming both dtypes.
 TEST_P(RoundTripTest, DownloadRefusesAnotherElementType) {
   const std::vector<double> values = {1.5, -2.25, 3.0, 4.125};
   ASSERT_OK_AND_ASSIGN(Array array, client().Upload<double>(values, {4}, {OnDevice(1, dev(1))}));
@@ -113,8 +114,22 @@ TEST_P(RoundTripTest, DownloadRefusesAnotherElementType) {
                        {"FLOAT64", "FLOAT32"}));
   EXPECT_TRUE(StatusIs(array.Download<int64_t>().status(), absl::StatusCode::kInvalidArgument,
                        {"FLOAT64", "INT64"}));
+  // DownloadTo and Write check the same, and DownloadTo the span's length; Write leaves the array
+  // as it was.
+  std::vector<float> floats(4);
+  EXPECT_TRUE(StatusIs(array.DownloadTo<float>(floats), absl::StatusCode::kInvalidArgument,
+                       {"DownloadTo", "FLOAT64", "FLOAT32"}));
+  std::vector<double> short_span(3);
+  EXPECT_TRUE(StatusIs(array.DownloadTo<double>(short_span), absl::StatusCode::kInvalidArgument,
+                       {"DownloadTo: the span holds 3 elements"}));
+  const std::vector<float> other = {9, 9, 9, 9};
+  EXPECT_TRUE(StatusIs(array.Write<float>(other), absl::StatusCode::kInvalidArgument,
+                       {"Write", "FLOAT64", "FLOAT32"}));
   ASSERT_OK_AND_ASSIGN(std::vector<double> back, array.Download<double>());
   EXPECT_EQ(back, values);
+  std::vector<double> into(4);
+  ASSERT_OK(array.DownloadTo<double>(into));
+  EXPECT_EQ(into, values);
 }
 
 TEST_P(RoundTripTest, WriteARegionOfAnExistingArray) {

@@ -248,11 +248,12 @@ class Array {
   // the array's dtype (DTypeOf<T>), or uint16_t/int16_t for a float16 or bfloat16 array's bits.
   template <typename T>
   absl::StatusOr<std::vector<T>> Download(const v1::Region& region = {}) const;
-  // The whole array's logical values into memory the caller owns (C order); FAILED_PRECONDITION
-  // when `out` does not hold exactly size() elements.
+  // The whole array's logical values into memory the caller owns (C order); INVALID_ARGUMENT
+  // when `out` does not hold exactly size() elements, or T is not the array's dtype (as Download).
   template <typename T>
   absl::Status DownloadTo(std::span<T> out) const;
-  // Overwrites a region (default: all) of a REPLICA array with `data` (C order).
+  // Overwrites a region (default: all) of a REPLICA array with `data` (C order); T must be the
+  // array's dtype (as Download: INVALID_ARGUMENT otherwise).
   template <typename T>
   absl::Status Write(std::span<const T> data, const v1::Region& region = {}) const;
 
@@ -280,6 +281,10 @@ class Array {
   const Client& client() const { return client_; }
 
  private:
+  // OK when T is the array's dtype's C++ type (or raw 16 bits of a 16-bit float): the SDK copies
+  // bytes as they are. INVALID_ARGUMENT naming `call` and both dtypes otherwise.
+  template <typename T>
+  absl::Status CheckElementType(const char* call) const;
   Client client_;
   v1::ArrayInfo info_;
   bool owned_;
@@ -422,7 +427,7 @@ absl::StatusOr<Array> Client::Upload(std::span<const T> data, const std::vector<
 }
 
 template <typename T>
-absl::StatusOr<std::vector<T>> Array::Download(const v1::Region& region) const {
+absl::Status Array::CheckElementType(const char* call) const {
   // The bytes are copied as they are, so T must be the dtype's own type: a float64 array read as
   // float would be silent garbage. 16-bit floats may also come as their raw 16 bits (bfloat16 has
   // no C++ type here).
@@ -431,11 +436,15 @@ absl::StatusOr<std::vector<T>> Array::Download(const v1::Region& region) const {
   if constexpr (std::is_same_v<T, uint16_t> || std::is_same_v<T, int16_t>) {
     raw_half_bits = dtype == v1::DTYPE_FLOAT16 || dtype == v1::DTYPE_BFLOAT16;
   }
-  if (dtype != DTypeOf<T>() && !raw_half_bits) {
-    return absl::InvalidArgumentError(absl::StrCat("Download: the array ", handle(), " is ",
-                                                   v1::DType_Name(dtype), ", not ",
-                                                   v1::DType_Name(DTypeOf<T>())));
-  }
+  if (dtype == DTypeOf<T>() || raw_half_bits) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(call, ": the array ", handle(), " is ",
+                                                 v1::DType_Name(dtype), ", not ",
+                                                 v1::DType_Name(DTypeOf<T>())));
+}
+
+template <typename T>
+absl::StatusOr<std::vector<T>> Array::Download(const v1::Region& region) const {
+  if (absl::Status s = CheckElementType<T>("Download"); !s.ok()) return s;
   if constexpr (!std::is_same_v<T, bool>) {
     if (region.slices_size() == 0 && info_.dtype() == DTypeOf<T>()) {
       std::vector<T> out(size());
@@ -458,19 +467,17 @@ absl::StatusOr<std::vector<T>> Array::Download(const v1::Region& region) const {
 template <typename T>
 absl::Status Array::DownloadTo(std::span<T> out) const {
   static_assert(!std::is_same_v<T, bool> || sizeof(bool) == 1);
+  if (absl::Status s = CheckElementType<T>("DownloadTo"); !s.ok()) return s;
   if (static_cast<int64_t>(out.size()) != size()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("DownloadTo: the span holds ", out.size(), " elements, the array ", size()));
-  }
-  if (info_.dtype() != DTypeOf<T>()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("DownloadTo: the array's dtype is ", v1::DType_Name(info_.dtype())));
+    return absl::InvalidArgumentError(absl::StrCat("DownloadTo: the span holds ", out.size(),
+                                                   " elements, the array ", handle(), " ", size()));
   }
   return client_.DownloadAll(info_, out.data(), static_cast<int64_t>(out.size_bytes()));
 }
 
 template <typename T>
 absl::Status Array::Write(std::span<const T> data, const v1::Region& region) const {
+  if (absl::Status s = CheckElementType<T>("Write"); !s.ok()) return s;
   v1::UploadHeader header;
   header.set_handle(handle());
   *header.mutable_region() = region;
