@@ -24,7 +24,7 @@ import numpy as np
 
 from ._array import DistributedArray
 from ._index_map import IndexMapLike, to_proto_index_map
-from ._manipulation import ManipulationOps
+from ._manipulation import ManipulationOps, set_item_spec
 from ._ops import REDUCTIONS, UFUNCS, ArrayOps, Axis, normalize_axes
 from ._types import ModeLike, from_proto_dtype, is_scalar, to_proto_dtype, to_proto_mode, to_proto_scalar
 from .v1 import distarray_pb2 as pb
@@ -129,11 +129,32 @@ class Var(ArrayOps, ManipulationOps):
         s.matmul.allow_tf32 = allow_tf32
         return self._program._emit(s, "m")
 
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """``u[key] = value`` inside a program: records ``u = set_item(u, key, value)``, so this
+        Var, and every later use of it, names the updated value (as NumPy's in-place write).
+        The daemon writes into u's own buffers, or into a copy where u is an input of the
+        program (the caller's array is never written). ``value`` is a Var of this program or a
+        scalar; keys are basic (integers, slices, None, ``...``) or listed integers, not masks
+        or index arrays held in the daemon (their values would decide the plan)."""
+        if not self._accepts(value):
+            raise TypeError(
+                f"u[key] = value inside a program takes a Var of the same program or a scalar, "
+                f"not {type(value).__name__} (arrays enter a program as inputs: Program.input, "
+                "Program.capture or distarray.trace)")
+        if isinstance(key, Var) or (isinstance(key, tuple) and any(isinstance(k, Var)
+                                                                   for k in key)):
+            raise TypeError("u[key] = value inside a program: a key of traced values (a mask or "
+                            "an index array) is not served; index with integers, slices or lists")
+        s = pb.Statement()
+        s.target = self._name
+        s.manipulate.CopyFrom(set_item_spec(self, key, value))
+        self._program._blocks[-1].append(s)
+
     def _manipulate(self, spec: "pb.ManipulationSpec", result_name: Optional[str] = None) -> "Var":
         if result_name:
             raise TypeError("name= does not apply inside a program")
-        if spec.WhichOneof("op") == "set_item":
-            raise TypeError("item assignment inside a program is not served by the SDK yet")
+        if spec.WhichOneof("op") == "set_item":  # Var.__setitem__ records it
+            raise TypeError("item assignment inside a program: write u[key] = value")
         s = pb.Statement()
         s.manipulate.CopyFrom(spec)
         return self._program._emit(s, "x")

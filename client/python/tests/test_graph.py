@@ -148,3 +148,63 @@ def test_outputs_named_like_inputs_keep_the_loops_updates(client, rng):
     steps = int(20 - a_np.min())
     np.testing.assert_array_equal(run.outputs["a"].to_numpy(), a_np + steps)
     np.testing.assert_array_equal(run.outputs["d"].to_numpy(), a_np + steps - 1)
+
+
+@pytest.mark.parametrize("devices", [[0], [0, 1]], ids=["one_device", "rows_over_two"])
+def test_jacobi_stencil_by_item_assignment_in_a_loop(client, rng, devices):
+    """u[1:-1, 1:-1] = 0.25 * (four neighbours) in a traced loop, against NumPy; the caller's
+    array keeps its values (an input is copied before the first write)."""
+    n, steps = 34, 25
+    u_np = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+
+    def step(u):
+        u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+        return u
+
+    program = distarray.trace(lambda u, k: distarray.while_loop(
+        lambda c: (c[1] < steps).all(), lambda c: (step(c[0]), c[1] + 1), (u, k),
+        max_iterations=1000)[0])
+    u = client.from_numpy(u_np, distarray.split_index_map(u_np.shape, 0, devices))
+    run = client.run_graph(program, u=u, k=client.from_numpy(np.zeros((), np.int32)))
+    want = u_np.copy()
+    for _ in range(steps):
+        want[1:-1, 1:-1] = np.float32(0.25) * (want[:-2, 1:-1] + want[2:, 1:-1]
+                                               + want[1:-1, :-2] + want[1:-1, 2:])
+    assert run.iterations == steps
+    out = run.outputs["out"]
+    assert out.devices == tuple(devices)
+    np.testing.assert_allclose(out.to_numpy(), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(u.to_numpy(), u_np)
+
+
+def test_item_assignment_outside_loops_and_its_errors(client, rng):
+    x_np = rng.uniform(-1, 1, 10)
+
+    def fn(x):
+        y = x * 2
+        y[0] = 7.0  # a scalar
+        y[::-3] = x[:4]  # a Var of the program, through a negative step
+        x[5:] = -1.0  # an input: written into a copy
+        return {"y": y, "x": x}
+
+    x = client.from_numpy(x_np)
+    run = client.run_graph(distarray.trace(fn), x=x)
+    want_y = x_np * 2
+    want_y[0] = 7.0
+    want_y[::-3] = x_np[:4]
+    want_x = x_np.copy()
+    want_x[5:] = -1.0
+    np.testing.assert_array_equal(run.outputs["y"].to_numpy(), want_y)
+    np.testing.assert_array_equal(run.outputs["x"].to_numpy(), want_x)
+    np.testing.assert_array_equal(x.to_numpy(), x_np)  # the caller's array is untouched
+
+    p = distarray.Program()
+    v = p.input("v")
+    with pytest.raises(TypeError, match="a Var of the same program or a scalar"):
+        v[0] = x  # an array of the client, not a traced value
+    with pytest.raises(TypeError, match="a key of traced values"):
+        v[v > 0] = 0.0
+    # An index outside its axis is the daemon's OUT_OF_RANGE (IndexError), naming the axis.
+    bad = distarray.trace(lambda a: a.__setitem__(12, 0.0) or {"a": a})
+    with pytest.raises(IndexError, match="axis 0"):
+        client.run_graph(bad, a=x)
