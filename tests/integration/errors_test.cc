@@ -2,6 +2,7 @@
 // and other arrays are intact.
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <random>
@@ -1425,6 +1426,43 @@ TEST_P(MemoryLimitTest, OverTheLimitIsResourceExhaustedAndNothingLeaks) {
   ASSERT_OK(keep.Delete());
   ASSERT_OK(client.Synchronize());
   EXPECT_EQ(UsedBytes(client), baseline);
+  EXPECT_TRUE(daemon->alive());
+}
+
+// A sort whose buffers do not fit: argsort along axis 0 of a (5, 2^20) float32 array (20 MiB)
+// gathers the lines into a 20 MiB copy, enqueues that work, then asks for 40 MiB of positions
+// past the 64 MiB limit. RESOURCE_EXHAUSTED, everything it allocated freed, the source intact,
+// and a sort that fits runs after it.
+TEST_P(MemoryLimitTest, SortPastTheLimitIsResourceExhaustedAndFreesWhatItAllocated) {
+  Daemon::Options options = OptionsFor(GetParam());
+  options.memory_limit = "64MiB";
+  std::unique_ptr<Daemon> daemon;
+  ASSERT_NO_FATAL_FAILURE(StartOwnDaemon(GetParam(), options, daemon));
+  if (IsSkipped()) return;
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon->address()));
+  std::mt19937_64 rng(13);
+  const int64_t columns = 1 << 20;
+  const std::vector<float> values = RandomValues<float>(5 * columns, rng);
+  ASSERT_OK_AND_ASSIGN(Array source, client.Upload<float>(values, {5, columns}, {OnDevice(2, 0)}));
+  ASSERT_OK(client.Synchronize());
+  const int64_t with_source = UsedBytes(client);
+
+  absl::StatusOr<Array> positions = Argsort(source, /*axis=*/0);
+  ASSERT_EQ(positions.status().code(), absl::StatusCode::kResourceExhausted) << positions.status();
+  EXPECT_NE(positions.status().message().find("memory limit"), std::string::npos)
+      << positions.status();
+  ASSERT_OK(client.Synchronize());
+  EXPECT_EQ(UsedBytes(client), with_source);
+  ASSERT_OK_AND_ASSIGN(std::vector<float> back, source.Download<float>());
+  EXPECT_TRUE(back == values);
+
+  // One row of it sorts: the daemon serves on.
+  ASSERT_OK_AND_ASSIGN(Array row, GetItem(source, {Index(int64_t{3})}));
+  ASSERT_OK_AND_ASSIGN(Array sorted, Sort(row));
+  ASSERT_OK_AND_ASSIGN(std::vector<float> got, sorted.Download<float>());
+  std::vector<float> want(values.begin() + 3 * columns, values.begin() + 4 * columns);
+  std::sort(want.begin(), want.end());
+  EXPECT_TRUE(got == want);
   EXPECT_TRUE(daemon->alive());
 }
 
