@@ -115,8 +115,9 @@ absl::StatusOr<Array> Triangle(const Array& a, int64_t k, bool keep_lower, const
   absl::StatusOr<Array> mask =
       a.client().Create(shape, v1::DTYPE_BOOL, options, fills::Tri(keep_lower ? k : k - 1));
   if (!mask.ok()) return mask.status();
-  return keep_lower ? Ufunc(v1::ELEMENTWISE_OP_WHERE, {*mask, a, 0})
-                    : Ufunc(v1::ELEMENTWISE_OP_WHERE, {*mask, 0, a});
+  // A bool 0: a weak scalar that never changes a's dtype (an int 0 would make a bool a int64).
+  return keep_lower ? Ufunc(v1::ELEMENTWISE_OP_WHERE, {*mask, a, false})
+                    : Ufunc(v1::ELEMENTWISE_OP_WHERE, {*mask, false, a});
 }
 
 }  // namespace
@@ -172,6 +173,9 @@ absl::StatusOr<Array> Squeeze(const Array& a, const std::vector<int32_t>& axes) 
       return absl::InvalidArgumentError(absl::StrCat("axes: axis ", axis, " has length ", shape[*d],
                                                      " in shape ", ShapeText(shape),
                                                      "; squeeze removes only axes of length 1"));
+    }
+    if (removed[*d]) {
+      return absl::InvalidArgumentError(absl::StrCat("axes: axis ", axis, " is listed twice"));
     }
     removed[*d] = true;
   }
@@ -234,12 +238,12 @@ absl::StatusOr<Array> Outer(const Array& a, const Array& b) {
   return Ufunc(v1::ELEMENTWISE_OP_MULTIPLY, {*column, *row});
 }
 
-absl::StatusOr<Array> Var(const Array& a, const std::vector<int32_t>& axes, double correction,
-                          bool keepdims) {
+absl::StatusOr<Array> Variance(const Array& a, const std::vector<int32_t>& axes,
+                               double correction, bool keepdims) {
   const std::vector<int64_t> shape = a.shape();
   if (IsComplex(a.info().dtype())) {
     return absl::InvalidArgumentError(
-        "a: Var and Std take real arrays (complex: use the Python SDK)");
+        "a: Variance and Std take real arrays (complex: use the Python SDK)");
   }
   if (!(correction >= 0)) {
     return absl::InvalidArgumentError(
@@ -267,13 +271,15 @@ absl::StatusOr<Array> Var(const Array& a, const std::vector<int32_t>& axes, doub
   if (!squared.ok()) return squared.status();
   absl::StatusOr<Array> sum = Reduce(*squared, v1::REDUCE_OP_SUM, axes, keepdims, true);
   if (!sum.ok()) return sum.status();
-  // N - correction <= 0 divides by 0 or a negative number, as NumPy's (inf, nan).
-  return Ufunc(v1::ELEMENTWISE_OP_DIVIDE, {*sum, static_cast<double>(count) - correction});
+  // As NumPy's: the divisor is max(N - correction, 0), so too large a correction gives inf (or
+  // NaN for an empty reduction), never a negative variance.
+  const double divisor = std::max(static_cast<double>(count) - correction, 0.0);
+  return Ufunc(v1::ELEMENTWISE_OP_DIVIDE, {*sum, divisor});
 }
 
 absl::StatusOr<Array> Std(const Array& a, const std::vector<int32_t>& axes, double correction,
                           bool keepdims) {
-  absl::StatusOr<Array> variance = Var(a, axes, correction, keepdims);
+  absl::StatusOr<Array> variance = Variance(a, axes, correction, keepdims);
   if (!variance.ok()) return variance.status();
   return Ufunc(v1::ELEMENTWISE_OP_SQRT, {*variance});
 }

@@ -12,6 +12,7 @@ namespace distarray::sparse {
 namespace {
 
 using internal::BindSquare;
+using internal::CheckNonnegative;
 using internal::CheckSquareSystem;
 using internal::LogicalAnd;
 using internal::Maximum;
@@ -29,6 +30,11 @@ absl::StatusOr<CgResult> RunCg(const Client& client, const SquareOperator& op, i
                                v1::DType dtype, const Array& b, const CgOptions& options,
                                std::map<std::string, const Array*> arguments) {
   ProgramBuilder& p = *op.p;
+  // A NaN tolerance would make the test false at once: x0 back with info 0, a silent "converged".
+  for (const absl::Status& s :
+       {CheckNonnegative("rtol", options.rtol), CheckNonnegative("atol", options.atol)}) {
+    if (!s.ok()) return s;
+  }
   const int64_t maxiter = options.maxiter.value_or(10 * n);
   absl::StatusOr<Array> one_array = UploadOne(client, dtype, op.layouts.scalars);
   if (!one_array.ok()) return one_array.status();

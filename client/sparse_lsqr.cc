@@ -104,7 +104,6 @@ absl::StatusOr<LsqrResult> Lsqr(const Client& client, const CsrMatrix& a, const 
   const Var& v = start.v;
   // 0: x (x0 or 0) is the answer and nothing iterates (SciPy's first exit).
   const Var arnorm0 = op.Scalar(start.alpha * start.beta);
-  const Var zeros = v * 0.0;  // var without calc_var, as SciPy's
   Vars state = InSlotOrder(kSlots, {{kX, x0 ? *x0 : v * 0.0},
                                     {kU, start.u},
                                     {kV, v},
@@ -126,7 +125,7 @@ absl::StatusOr<LsqrResult> Lsqr(const Client& client, const CsrMatrix& a, const 
                                     {kXnorm, zero * 1.0},
                                     {kIstop, zero * 1.0},
                                     {kItn, zero * 1.0}});
-  if (calc_var) state.push_back(zeros);
+  if (calc_var) state.push_back(v * 0.0);
   for (size_t slot = 0; slot < state.size(); ++slot) {
     const bool vector = slot == kX || slot == kV || slot == kW || slot == kVar;
     state[slot] = slot == kU ? Carried(state[slot], layouts.rows)

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/names.h"
 #include "common/proto_convert.h"
@@ -433,6 +434,11 @@ absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string
                        PlanLinalgOp(context_, linalg.spec(), field + ".linalg.spec"));
       if (check) {
         const std::vector<ArrayMeta> metas = LinalgResultMetas(planned);
+        if (static_cast<int>(metas.size()) != linalg.targets_size()) {  // program_check's count
+          return absl::InternalError(absl::StrCat(field, ".linalg.targets: ", metas.size(),
+                                                  " results planned, ", linalg.targets_size(),
+                                                  " targets"));
+        }
         for (size_t r = 0; r < metas.size(); ++r) Assign(linalg.targets(r), MetadataOnly(metas[r]));
         return absl::OkStatus();
       }
@@ -443,9 +449,17 @@ absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string
             "an error), which a recorded graph cannot"));
       }
       if (backend_ == nullptr) return absl::InternalError(field + ".linalg: no backend");
-      ASSIGN_OR_RETURN(std::vector<OpResult> results, ExecuteLinalg(context_, *backend_, planned));
-      for (size_t r = 0; r < results.size(); ++r) {
-        OpResult& result = results[r];
+      absl::StatusOr<std::vector<OpResult>> results = ExecuteLinalg(context_, *backend_, planned);
+      if (!results.ok()) {
+        // Say which statement of the program it is (the message names spec.a, or a device).
+        const absl::string_view message = results.status().message();
+        return absl::Status(results.status().code(),
+                            absl::StartsWith(message, "spec.")
+                                ? absl::StrCat(field, ".linalg.", message)
+                                : absl::StrCat(field, ".linalg: ", message));
+      }
+      for (size_t r = 0; r < results->size(); ++r) {
+        OpResult& result = (*results)[r];
         Assign(linalg.targets(r), Array{{},
                                         {},
                                         {},

@@ -1,10 +1,12 @@
 // The C++ SDK's composed NumPy functions (distarray/array_functions.h) against a host reference
 // on fresh random float64 data, rows split and columns split over devices: flip, roll,
-// expand_dims, squeeze, moveaxis, diff, tril, triu, outer, var and std; the fills helpers
+// expand_dims, squeeze, moveaxis, diff, tril, triu (also of bool and int32 arrays, which keep
+// their dtype), outer, variance and std (also with a correction past N); the fills helpers
 // against their definitions; and the refusals of bad axes and arguments by name.
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -126,6 +128,37 @@ TEST_P(ArrayFunctionsTest, ShapeFunctionsMatchTheHost) {
   ExpectBystanderIntact();
 }
 
+// tril and triu keep the dtype: NumPy's tril of a bool array is bool.
+TEST_P(ArrayFunctionsTest, TrianglesKeepTheDtype) {
+  std::mt19937_64 rng(92);
+  std::bernoulli_distribution coin(0.5);
+  std::vector<bool> flags_host;
+  std::vector<int32_t> ints_host;
+  for (int64_t i = 0; i < kRows * kCols; ++i) {
+    flags_host.push_back(coin(rng));
+    ints_host.push_back(static_cast<int32_t>(rng() % 100) - 50);
+  }
+  std::unique_ptr<bool[]> flags(new bool[flags_host.size()]);
+  std::copy(flags_host.begin(), flags_host.end(), flags.get());
+  const v1::IndexMap map = Split(2, 0, kRows, {dev(0)});
+  ASSERT_OK_AND_ASSIGN(
+      Array b, client().Upload<bool>(std::span<const bool>(flags.get(), flags_host.size()),
+                                     {kRows, kCols}, {map}));
+  ASSERT_OK_AND_ASSIGN(Array n, client().Upload<int32_t>(ints_host, {kRows, kCols}, {map}));
+  ASSERT_OK_AND_ASSIGN(Array tb, Tril(b, 1));
+  EXPECT_EQ(tb.info().dtype(), v1::DTYPE_BOOL);
+  ASSERT_OK_AND_ASSIGN(std::vector<bool> got_b, tb.Download<bool>());
+  ASSERT_OK_AND_ASSIGN(Array tn, Triu(n, -1));
+  EXPECT_EQ(tn.info().dtype(), v1::DTYPE_INT32);
+  ASSERT_OK_AND_ASSIGN(std::vector<int32_t> got_n, tn.Download<int32_t>());
+  for (int64_t i = 0; i < kRows * kCols; ++i) {
+    const int64_t above = i % kCols - i / kCols;
+    EXPECT_EQ(got_b[i], above <= 1 && flags_host[i]) << i;
+    EXPECT_EQ(got_n[i], above >= -1 ? ints_host[i] : 0) << i;
+  }
+  ExpectBystanderIntact();
+}
+
 TEST_P(ArrayFunctionsTest, StatisticsAndOuterMatchTheHost) {
   for (const auto& [layout, a] : Layouts()) {
     const Matrix& m = host_;
@@ -153,6 +186,11 @@ TEST_P(ArrayFunctionsTest, StatisticsAndOuterMatchTheHost) {
     const double var_all = static_cast<double>(s / static_cast<long double>(m.v.size()));
     Expect(
         Var(a), {}, [&](int64_t) { return var_all; }, layout + " var", 1e-14);
+
+    // A correction past N: NumPy's divisor max(N - correction, 0) gives inf, never a negative.
+    ASSERT_OK_AND_ASSIGN(Array past, Variance(a, {0}, kRows + 2.0));
+    ASSERT_OK_AND_ASSIGN(std::vector<double> inf_values, past.Download<double>());
+    for (double x : inf_values) EXPECT_TRUE(std::isinf(x) && x > 0) << layout << " " << x;
 
     // outer of a's first row and first column.
     ASSERT_OK_AND_ASSIGN(Array row, GetItem(a, {Index(int64_t{0})}));
@@ -218,8 +256,10 @@ TEST_P(ArrayFunctionsTest, BadArgumentsAreRefusedByName) {
   ASSERT_OK_AND_ASSIGN(Array row, GetItem(a, {Index(int64_t{0})}));
   refused(Tril(row), "a: tril takes arrays of at least two axes, not shape (7,)");
   refused(Outer(a, row), "outer takes two 1-D arrays, not shapes (6, 7) and (7,)");
-  refused(Var(a, {0}, -1.0), "correction: -1 is not a number >= 0");
+  refused(Variance(a, {0}, -1.0), "correction: -1 is not a number >= 0");
   refused(Std(a, {0, 0}), "axes: axis 0 is listed twice");
+  ASSERT_OK_AND_ASSIGN(Array expanded, ExpandDims(a, 0));
+  refused(Squeeze(expanded, {0, -3}), "axes: axis -3 is listed twice");
   ExpectBystanderIntact();
 }
 

@@ -238,6 +238,8 @@ TEST_P(GraphLinalgTest, ErrorsNameTheStatementAndLeaveTheDaemonServing) {
     p.Output("x", out[0]);
     const absl::Status status = client().RunGraph(p.program(), {{"a", &s}, {"b", &b}}).status();
     expect(status, absl::StatusCode::kFailedPrecondition, "singular");
+    // The message names the statement: the loop's body, then the Linalg RPC's field.
+    expect(status, absl::StatusCode::kFailedPrecondition, ".while_loop.body[0].linalg.spec.a: ");
   }
   // The statement's own checks, before anything runs.
   const auto run = [&](const v1::Statement& statement, const std::string& output) {

@@ -853,6 +853,12 @@ TEST_P(SparseSolverTest, BadInputsAreRefusedNamingTheArgument) {
   cg_options = {};
   cg_options.maxiter = -1;
   expect(cg(a, b, cg_options), "maxiter: -1 is negative");
+  cg_options = {};
+  cg_options.rtol = std::numeric_limits<double>::quiet_NaN();
+  expect(cg(a, b, cg_options), "rtol: nan is not a number >= 0");
+  cg_options = {};
+  cg_options.atol = -1;
+  expect(cg(a, b, cg_options), "atol: -1 is not a number >= 0");
   lsmr_options = {};
   lsmr_options.maxiter = -2;
   expect(lsmr(a, b, lsmr_options), "maxiter: -2 is negative");

@@ -46,11 +46,11 @@ absl::StatusOr<Array> Tril(const Array& a, int64_t k = 0);
 absl::StatusOr<Array> Triu(const Array& a, int64_t k = 0);
 // numpy.outer of two 1-D arrays: (m, n), element (i, j) = a[i] * b[j].
 absl::StatusOr<Array> Outer(const Array& a, const Array& b);
-// The variance and standard deviation over `axes` (empty: all) with the array API's
-// `correction` (NumPy's ddof): the sum of squared deviations from the mean divided by
-// N - correction. Real dtypes; integers are computed in float64.
-absl::StatusOr<Array> Var(const Array& a, const std::vector<int32_t>& axes = {},
-                          double correction = 0.0, bool keepdims = false);
+// numpy.var and numpy.std over `axes` (empty: all) with the array API's `correction` (NumPy's
+// ddof): the sum of squared deviations from the mean divided by max(N - correction, 0). Real
+// dtypes; integers are computed in float64. (Variance, not Var: graph::Var is the traced value.)
+absl::StatusOr<Array> Variance(const Array& a, const std::vector<int32_t>& axes = {},
+                               double correction = 0.0, bool keepdims = false);
 absl::StatusOr<Array> Std(const Array& a, const std::vector<int32_t>& axes = {},
                           double correction = 0.0, bool keepdims = false);
 

@@ -112,6 +112,15 @@ def test_bad_input_fails_clearly(client, rng):
         distarray.sparse.linalg.lsmr(
             distarray.sparse.csr_matrix(np.eye(2, dtype=np.complex128), client=client),
             client.from_numpy(np.ones(2, np.complex128)))
+    # cg's tolerances and cap: a NaN tolerance would otherwise "converge" at once.
+    eye = distarray.sparse.csr_matrix(np.eye(2), client=client)
+    ones = client.from_numpy(np.ones(2))
+    with pytest.raises(ValueError, match="cg: rtol is a number >= 0, not nan"):
+        distarray.sparse.linalg.cg(eye, ones, rtol=float("nan"))
+    with pytest.raises(ValueError, match="cg: atol is a number >= 0, not -1"):
+        distarray.sparse.linalg.cg(eye, ones, atol=-1)
+    with pytest.raises(ValueError, match="cg: maxiter is a whole number >= 0, not -2"):
+        distarray.sparse.linalg.cg(eye, ones, maxiter=-2)
     assert_intact(keep, keep_np)
 
 

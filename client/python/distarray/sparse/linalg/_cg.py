@@ -6,7 +6,9 @@ from typing import Any, Optional, Tuple
 
 from ... import _functions as f
 from ..._array import DistributedArray
-from ._common import _check_system, _check_x0, _refuse, _check_preconditioner, _norm, _Solve
+from ._common import (
+    _check_system, _check_x0, _refuse, _check_preconditioner, _iteration_limit, _nonnegative,
+    _norm, _Solve)
 
 
 def cg(A: Any, b: DistributedArray, x0: Optional[DistributedArray] = None, *, rtol: float = 1e-5,
@@ -25,7 +27,10 @@ def cg(A: Any, b: DistributedArray, x0: Optional[DistributedArray] = None, *, rt
         raise ValueError(f"cg: A must be square, not {m}x{n}")
     _check_x0(x0, n, b.dtype, "cg")
     _check_preconditioner(M, n, b.dtype, "cg")
-    maxiter = 10 * n if maxiter is None else int(maxiter)
+    # A NaN tolerance would make the test false at once: x0 back with info 0, a silent "converged".
+    rtol = _nonnegative(rtol, "rtol", "cg")
+    atol = _nonnegative(atol, "atol", "cg")
+    maxiter = _iteration_limit(maxiter, 10 * n, "maxiter", "cg")
     s = _Solve(A, b)
     one = s.one
     precondition = (lambda r: r) if M is None else s.times_by(M)
