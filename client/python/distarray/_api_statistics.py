@@ -59,16 +59,29 @@ def prod(x: Any, /, axis: Axis = None, *, dtype: Any = None, keepdims: bool = Fa
 
 
 def var(x: Any, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Any:
-    """Variance: ``sum((x - mean)**2) / (N - correction)`` over ``axis``."""
+    """Variance: ``sum(|x - mean|**2) / (N - correction)`` over ``axis`` (a complex array's
+    is real, as NumPy's)."""
     axes = _axes(x, axis)
     n = math.prod(x.shape[a] for a in axes)
     if axes:
         centered = f.subtract(x, f.mean(x, axes, keepdims=True))
-        squares = f.sum(f.multiply(centered, centered), axes, keepdims=keepdims)
     else:  # no axis: each element is its own mean (x - x: NaN for infinities, as NumPy's)
         centered = f.subtract(x, x)
-        squares = f.multiply(centered, centered)
+    squares = _abs_squared(centered)
+    if axes:
+        squares = f.sum(squares, axes, keepdims=keepdims)
     return f.divide(squares, float(builtins.max(n - correction, 0)))
+
+
+def _abs_squared(x: Any) -> Any:
+    """``|x|**2``; for complex numbers ``re*re + im*im`` in the real dtype, as NumPy's ``var``
+    computes it (``x * conj(x)``'s real part), not the complex square ``x * x``."""
+    if np.dtype(x.dtype).kind != "c":
+        return f.multiply(x, x)
+    from ._api_elementwise import imag, real
+
+    re, im = real(x), imag(x)
+    return f.add(f.multiply(re, re), f.multiply(im, im))
 
 
 def std(x: Any, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Any:
@@ -87,6 +100,10 @@ def _elementwise_reduction(name: str, each: Any) -> Any:
         return reduce(x, axis, keepdims=keepdims, **options)
 
     reduction.__name__ = reduction.__qualname__ = name
+    # Its own code name too, for tracebacks and the traced-value error that names the function.
+    code = reduction.__code__
+    names = {"co_name": name, **({"co_qualname": name} if hasattr(code, "co_qualname") else {})}
+    reduction.__code__ = code.replace(**names)
     reduction.__doc__ = reduce.__doc__
     return reduction
 

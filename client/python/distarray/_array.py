@@ -14,6 +14,7 @@ from ._errors import translate_errors
 from ._index_map import IndexMap, IndexMapLike, from_proto_index_map, to_proto_index_map
 from ._indexing import Key
 from ._manipulation import ManipulationOps, set_item_spec
+from ._methods import NumpyMethods
 from ._ops import NDARRAY_OPERAND, REDUCTIONS, UFUNCS, ArrayOps, Axis, normalize_axes
 from ._rpc import Rpc
 from ._types import (
@@ -44,7 +45,7 @@ def _release(rpc_ref: "weakref.ref[Rpc]", handle: str) -> None:
         _log.debug("distarray: releasing %s failed: %s", handle, e)
 
 
-class DistributedArray(ArrayOps, ManipulationOps, ArrayApiMethods):
+class DistributedArray(ArrayOps, ManipulationOps, NumpyMethods, ArrayApiMethods):
     """A NumPy-like handle to an array split across the daemon's devices.
 
     Create one with ``client.from_numpy(arr, index_map)`` (or ``distarray.from_numpy``),
@@ -68,7 +69,11 @@ class DistributedArray(ArrayOps, ManipulationOps, ArrayApiMethods):
     ``-``, ``abs``, comparisons, ``& | ^ ~ << >>`` (in-place forms write into this array), NumPy's
     ufuncs as ``distarray.sqrt(x)`` (also ``numpy.sqrt(x)``), reductions as methods
     (``x.sum(axis=0, keepdims=True)``, ``mean``, ``max``, ``argmax``...), ``astype``, ``clip``.
-    Python scalars on either side are weak, as in NumPy 2.
+    Python scalars on either side are weak, as in NumPy 2. NumPy's other methods, in its
+    signatures (``distarray._methods``): ``copy``, ``std``/``var`` (``ddof=`` or
+    ``correction=``), ``cumsum``, ``cumprod``, ``dot``, ``sort`` (in place), ``argsort``,
+    ``nonzero``, ``take``, ``repeat``, ``round``, ``conj``, ``real``, ``imag``, ``diagonal``,
+    ``trace``, ``fill``, ``tolist`` (a download).
 
     Lifetime: an unnamed array created through this object is deleted on the daemon when the
     object is garbage collected (or its client closes, or the process dies and the session lease

@@ -16,6 +16,7 @@ import numpy as np
 from . import _default, _transfer
 from ._array import DistributedArray
 from ._channel import wait_for_channel
+from ._creation import arange_fill
 from ._errors import from_rpc_error, translate_errors
 from ._graph import GraphRun, program_proto
 from ._index_map import IndexMapLike, on_device, to_proto_index_map
@@ -290,11 +291,23 @@ class Client:
         fill = pb.Fill(full=pb.Fill.Full(value=to_proto_scalar(value)))
         return self.create(shape, dtype, index_map, fill=fill, **kw)
 
-    def arange(self, shape, start: float = 0, step: float = 1, dtype=np.float64, index_map=None,
-               **kw) -> DistributedArray:
-        """Element at C-order linear index i holds ``start + i * step``."""
-        fill = pb.Fill(arange=pb.Fill.Arange(start=start, step=step))
-        return self.create(shape, dtype, index_map, fill=fill, **kw)
+    def arange(self, start, stop=None, step=1, dtype=None, index_map=None, **kw
+               ) -> DistributedArray:
+        """NumPy's ``arange(stop)``, ``arange(start, stop[, step])``: ``ceil((stop - start) /
+        step)`` elements ``start + i * step``, in NumPy's dtype unless ``dtype`` says
+        (``distarray.arange``'s rules, on this client); ``index_map``, ``mode``, ``name`` as
+        ``create``'s.
+
+        A shape (a tuple or list) first is the older form ``arange(shape, start=0, step=1,
+        dtype=float64, index_map=None)``: the element at C-order position i of ``shape`` holds
+        ``start + i * step``."""
+        if isinstance(start, (tuple, list)):
+            shape, first = start, 0 if stop is None else stop
+            fill = pb.Fill(arange=pb.Fill.Arange(start=float(first), step=float(step)))
+            return self.create(shape, np.float64 if dtype is None else dtype, index_map,
+                               fill=fill, **kw)
+        count, dtype, fill = arange_fill(start, stop, step, dtype)
+        return self.create((count,), dtype, index_map, fill=fill, **kw)
 
     def uniform(self, shape, low: float = 0.0, high: float = 1.0, seed: int = 0,
                 dtype=np.float64, index_map=None, **kw) -> DistributedArray:

@@ -96,6 +96,14 @@ def arange(start: Union[int, float], stop: Optional[Union[int, float]] = None,
     elements ``start + i * step`` (computed on the devices in float64, so integers are exact up
     to 2**53). The dtype defaults to NumPy's choice (int64 for integers, else float64)."""
     check_device(device)
+    count, dtype, fill = arange_fill(start, stop, step, dtype)
+    return _create((count,), dtype, fill, index_map, "replica", name, client)
+
+
+def arange_fill(start: Any, stop: Any, step: Any,
+                dtype: Optional[DTypeLike]) -> "tuple[int, Any, pb.Fill]":
+    """NumPy's ``arange(start, stop, step)`` (``stop`` None: ``arange(start)``, from 0) as the
+    length, dtype and fill of the array to create (``Client.arange`` shares it)."""
     if stop is None:
         start, stop = 0, start
     for v in (start, stop, step):
@@ -110,7 +118,7 @@ def arange(start: Union[int, float], stop: Optional[Union[int, float]] = None,
     if dtype is None:
         dtype = np.result_type(start, stop, step)
     fill = pb.Fill(arange=pb.Fill.Arange(start=float(start), step=float(step)))
-    return _create((max(count, 0),), dtype, fill, index_map, "replica", name, client)
+    return max(count, 0), dtype, fill
 
 
 def zeros_like(x: DistributedArray, dtype: Optional[DTypeLike] = None, *, device: Any = None,

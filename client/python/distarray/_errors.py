@@ -25,6 +25,7 @@ __all__ = [
     "UnavailableError",
     "DataLossError",
     "UnauthenticatedError",
+    "TracedValueError",
 ]
 
 
@@ -135,6 +136,25 @@ _BY_CODE: Dict[grpc.StatusCode, Type[DistarrayError]] = {
 
 for _code, _cls in _BY_CODE.items():
     _cls.code = _code
+
+
+class TracedValueError(TypeError, AttributeError):
+    """An op that needs what a traced value (a ``Var`` of a program being built) does not have
+    yet: its rank, shape or dtype, which the daemon learns only when the program runs. The
+    message names the function and what it needs. A TypeError; also an AttributeError, so
+    ``getattr(v, "shape", None)`` and ``hasattr`` still find that a traced value has no shape."""
+
+
+def traced_value_error(what: str, needs: str) -> TracedValueError:
+    """The error for ``what`` (a function's name) reaching the ``needs`` ("rank", "dtype") of a
+    traced value."""
+    hint = ("pass the axes explicitly where the function takes them (e.g. permute_dims(x, "
+            "axes), squeeze(x, axis)), or call it outside the traced function"
+            if needs == "rank" else
+            "convert explicitly first (astype), or call it outside the traced function")
+    return TracedValueError(
+        f"{what} needs the array's {needs}, which a traced value does not have yet (the daemon "
+        f"learns it when the program runs): {hint}")
 
 
 def error_for(code: grpc.StatusCode, message: str) -> DistarrayError:

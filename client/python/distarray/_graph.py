@@ -17,12 +17,14 @@ Vars are values: ``while_loop`` and ``cond`` return new Vars and leave their arg
 from __future__ import annotations
 
 import inspect
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
 from ._array import DistributedArray
+from ._errors import traced_value_error
 from ._index_map import IndexMapLike, to_proto_index_map
 from ._manipulation import ManipulationOps, set_item_spec
 from ._ops import REDUCTIONS, UFUNCS, ArrayOps, Axis, normalize_axes
@@ -52,6 +54,23 @@ class Var(ArrayOps, ManipulationOps):
 
     def __repr__(self) -> str:
         return f"Var({self._name!r})"
+
+    def __getattr__(self, name: str) -> Any:
+        """A Var has no shape, rank or dtype while the program is built (the daemon learns them
+        when it runs). An op that reads one gets ``TracedValueError``, a TypeError naming the
+        function the caller called and what it needs, rather than a bare AttributeError from
+        deep inside it; being an AttributeError too, ``getattr(v, "shape", None)`` still says
+        there is none."""
+        needs = _UNKNOWN_UNTIL_RUN.get(name)
+        if needs is None:
+            found = inspect.getattr_static(type(self), name, None)
+            if hasattr(found, "__get__"):
+                # A property (``mT``) that raised an AttributeError, such as TracedValueError,
+                # lands here: run it again so that its own error is the one raised.
+                return found.__get__(self, type(self))
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}",
+                                 name=name, obj=self)
+        raise traced_value_error(_entry_function(sys._getframe(1)), needs)
 
     def __bool__(self) -> bool:
         raise TypeError(
@@ -184,6 +203,31 @@ class Var(ArrayOps, ManipulationOps):
         s = pb.Statement()
         s.copy = self._name
         return self._program._emit(s, "t")
+
+
+# What a Var does not have until the program runs, by attribute: what an op reading it needs.
+_UNKNOWN_UNTIL_RUN = {"shape": "rank", "ndim": "rank", "size": "rank", "dtype": "dtype"}
+
+
+def _entry_function(frame: Any) -> str:
+    """The distarray function the caller called, from the frame that read a Var's attribute:
+    the outermost of the consecutive distarray frames (``distarray.std``, not the ``var`` it
+    calls), named by its public module (``distarray.linalg.trace``)."""
+    entry = None
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module != "distarray" and not module.startswith("distarray."):
+            break
+        entry = frame
+        frame = frame.f_back
+    if entry is None:
+        return "this operation"
+    module = entry.f_globals.get("__name__", "distarray")
+    public = ".".join(part for part in module.split(".") if not part.startswith("_"))
+    code = entry.f_code
+    if code.co_varnames[:1] == ("self",) and code.co_argcount:
+        return f"{type(entry.f_locals['self']).__name__}.{code.co_name}"
+    return f"{public}.{code.co_name}"
 
 
 def _reads_operand(o: "pb.Operand", name: str) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import operator
 from typing import Any, Optional, Sequence, Tuple, Union
 
+from ._errors import traced_value_error
 from ._indexing import Key, index_key, normalize_axes, normalize_axis
 from .v1 import distarray_pb2 as pb
 
@@ -75,10 +76,13 @@ class ManipulationOps:
         return reshape(self, shape)
 
     def flatten(self, order: str = "C") -> Any:
-        """A 1-D copy in C order."""
-        if order != "C":
-            raise ValueError("flatten: only order='C' is served")
-        return reshape(self, (-1,))
+        """A 1-D copy: in C order (row-major), or with ``order='F'`` in Fortran order (the axes
+        reversed first). 'A' and 'K' follow the memory order, which is C order for the daemon's
+        chunks."""
+        if check_order(order) != "F":
+            return reshape(self, (-1,))
+        ndim = _ndim(self, "flatten(order='F')")
+        return reshape(permute_dims(self, tuple(reversed(range(ndim)))), (-1,))
 
     def ravel(self, order: str = "C") -> Any:
         """``flatten()``: the daemon's arrays are never views, so the two are the same."""
@@ -97,6 +101,16 @@ class ManipulationOps:
         return permute_dims(self, axes)
 
 
+def check_order(order: Any) -> str:
+    """NumPy's memory ``order`` argument ('C', 'F', 'A', 'K'; None is 'K'), checked as NumPy
+    checks it."""
+    if order is None:
+        return "K"
+    if not isinstance(order, str) or order.upper() not in ("C", "F", "A", "K"):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    return order.upper()
+
+
 def _known_ndim(x: Any) -> Optional[int]:
     shape = getattr(x, "shape", None)
     return None if shape is None else len(shape)
@@ -105,10 +119,7 @@ def _known_ndim(x: Any) -> Optional[int]:
 def _ndim(x: Any, what: str) -> int:
     ndim = _known_ndim(x)
     if ndim is None:
-        raise TypeError(
-            f"{what} needs the array's rank, which a traced value does not know; pass the axes "
-            "explicitly (e.g. permute_dims(x, axes), squeeze(x, axis))"
-        )
+        raise traced_value_error(what, "rank")
     return ndim
 
 

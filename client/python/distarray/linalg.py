@@ -212,11 +212,11 @@ def _factor_dtype(dtype: Any) -> np.dtype:
 
 
 def _traced(x: Any) -> bool:
-    """Whether ``x`` is a traced value of a program (a Var): it has no shape or dtype yet, so
-    the daemon checks them when the program runs."""
-    from ._graph import Var  # _graph imports the array module, which imports this one
-
-    return isinstance(x, Var)
+    """Whether ``x`` (a distarray array: the callers checked) is a traced value of a program (a
+    Var): it has no shape or dtype yet, so the daemon checks them when the program runs. Told by
+    the missing shape, as the other modules tell it: ``_graph`` imports the array module, whose
+    methods use this one."""
+    return getattr(x, "shape", None) is None
 
 
 def _operand(x: Any, what: str, dtype: Any = None) -> Any:

@@ -94,7 +94,8 @@ def test_arange_options(client):
     for empty in [(3, 3), (4, 1), (0, 5, -1)]:  # NumPy's empty ranges: zero-size arrays
         assert np.arange(*empty).size == 0
         check(distarray.arange(*empty), np.arange(*empty))
-    # The client's own arange keeps its signature (shape, start, step).
+    # The client's older form (shape, start, step, dtype) still works (test_methods.py has its
+    # NumPy signatures).
     check(client.arange((2, 3), 1, 2, np.int64), np.arange(1, 13, 2).reshape(2, 3))
 
 
