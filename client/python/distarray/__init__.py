@@ -74,6 +74,7 @@ from ._api_searching import nonzero  # noqa: E402
 from ._api_set import unique_all, unique_counts, unique_inverse, unique_values  # noqa: E402
 from ._api_sorting import argsort, searchsorted, sort  # noqa: E402
 from . import linalg  # noqa: E402  (the array API's linalg extension)
+from . import _numpy_linalg  # noqa: E402,F401  (numpy.linalg's functions on DistributedArrays)
 from . import random  # noqa: E402  (uniform, normal, integers drawn on the devices)
 from ._api_statistics import *  # noqa: F401,F403,E402
 from ._api_statistics import __all__ as _api_statistics_names  # noqa: E402

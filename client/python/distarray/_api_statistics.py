@@ -12,6 +12,7 @@ from typing import Any, Optional, Tuple
 import numpy as np
 
 from . import _functions as f
+from ._api_elementwise import imag, real
 from ._indexing import normalize_axes
 from ._manipulation import concat
 from ._ops import Axis
@@ -59,7 +60,11 @@ def prod(x: Any, /, axis: Axis = None, *, dtype: Any = None, keepdims: bool = Fa
 
 
 def var(x: Any, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Any:
-    """Variance: ``sum((x - mean)**2) / (N - correction)`` over ``axis``."""
+    """Variance: ``sum(|x - mean|**2) / (N - correction)`` over ``axis``; of a complex array,
+    real: the variance of the real part plus that of the imaginary part (NumPy's)."""
+    if np.dtype(x.dtype).kind == "c":
+        return f.add(var(real(x), axis=axis, correction=correction, keepdims=keepdims),
+                     var(imag(x), axis=axis, correction=correction, keepdims=keepdims))
     axes = _axes(x, axis)
     n = math.prod(x.shape[a] for a in axes)
     if axes:
