@@ -21,8 +21,9 @@ back one count); boolean masks on the devices (``x[mask]``, ``x[mask] = v``); ``
 ``take_along_axis`` (indices held on the devices or listed);
 index-map helpers ``split_index_map``, ``replicated_index_map``,
 ``make_2d_index_map``, ``on_device``; NumPy's ufuncs and reductions as module functions
-(``sqrt``, ``where``, ``sum``...); programs: ``trace``, ``Program``, ``while_loop``, ``cond``;
-errors: ``DistarrayError`` and one subclass per status code.
+(``sqrt``, ``where``, ``sum``...); random arrays drawn on the devices, the same in any layout
+(``distarray.random.uniform``, ``normal``, ``integers``); programs: ``trace``, ``Program``,
+``while_loop``, ``cond``; errors: ``DistarrayError`` and one subclass per status code.
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ from ._api_searching import nonzero  # noqa: E402
 from ._api_set import unique_all, unique_counts, unique_inverse, unique_values  # noqa: E402
 from ._api_sorting import argsort, searchsorted, sort  # noqa: E402
 from . import linalg  # noqa: E402  (the array API's linalg extension)
+from . import _numpy_linalg  # noqa: E402,F401  (numpy.linalg's functions on DistributedArrays)
+from . import random  # noqa: E402  (uniform, normal, integers drawn on the devices)
 from ._api_statistics import *  # noqa: F401,F403,E402
 from ._api_statistics import __all__ as _api_statistics_names  # noqa: E402
 
@@ -114,6 +117,6 @@ __all__ = [
      + list(_api_linalg_names) + list(_api_manipulation_names) + list(_api_namespace_names)
      + list(_api_statistics_names)
      + ["argsort", "can_cast", "cumulative_prod", "cumulative_sum", "finfo", "iinfo", "isdtype",
-        "linalg", "nonzero", "result_type", "searchsorted", "sort", "take", "take_along_axis",
-        "unique_all", "unique_counts", "unique_inverse", "unique_values"])
+        "linalg", "nonzero", "random", "result_type", "searchsorted", "sort", "take",
+        "take_along_axis", "unique_all", "unique_counts", "unique_inverse", "unique_values"])
 __all__ = sorted(set(__all__))

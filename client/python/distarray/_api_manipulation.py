@@ -63,11 +63,15 @@ def roll(x: Any, /, shift: Union[int, Tuple[int, ...]], *,
 def tile(x: Any, repetitions: Tuple[int, ...], /) -> Any:
     """``x`` repeated ``repetitions[i]`` times along axis i (NumPy's ``tile``)."""
     reps = tuple(operator.index(r) for r in repetitions)
+    if any(r < 0 for r in reps):
+        raise ValueError(f"tile: repetitions must not be negative, not {reps}")
     ndim = max(x.ndim, len(reps))
     reps = (1,) * (ndim - len(reps)) + reps
     out = reshape(x, (1,) * (ndim - x.ndim) + tuple(x.shape)) if ndim > x.ndim else x
     for axis, r in enumerate(reps):
-        if r != 1:
+        if r == 0:  # an empty axis: no copy to join
+            out = out[(slice(None),) * axis + (slice(0, 0),)]
+        elif r != 1:
             out = concat([out] * r, axis=axis)
     return out if out is not x else x.astype(x.dtype)
 

@@ -274,7 +274,8 @@ class Client:
         name: Optional[str] = None, fill: Optional["pb.Fill"] = None,
     ) -> DistributedArray:
         """A new array filled on the devices (``fill``: a pb.Fill; default zeros). See
-        ``zeros``, ``ones``, ``full``, ``arange`` and ``uniform`` for the common fills."""
+        ``zeros``, ``ones``, ``full``, ``arange``, ``uniform``, ``normal`` and ``integers`` for the
+        common fills."""
         spec = self._spec(shape, dtype, index_map, mode, name)
         return DistributedArray(self, self._rpc.create_array(spec, fill or pb.Fill()), owned=True)
 
@@ -313,6 +314,20 @@ class Client:
                 dtype=np.float64, index_map=None, **kw) -> DistributedArray:
         """Uniform draws in [low, high); the same seed gives the same values in any layout."""
         fill = pb.Fill(uniform=pb.Fill.Uniform(low=low, high=high, seed=seed))
+        return self.create(shape, dtype, index_map, fill=fill, **kw)
+
+    def normal(self, shape, mean: float = 0.0, stddev: float = 1.0, seed: int = 0,
+               dtype=np.float64, index_map=None, **kw) -> DistributedArray:
+        """Normal draws ``mean + stddev * z`` (floating and complex dtypes); the same seed gives
+        the same values in any layout."""
+        fill = pb.Fill(normal=pb.Fill.Normal(mean=mean, stddev=stddev, seed=seed))
+        return self.create(shape, dtype, index_map, fill=fill, **kw)
+
+    def integers(self, shape, low: int, high: int, seed: int = 0, dtype=np.int64,
+                 index_map=None, **kw) -> DistributedArray:
+        """Uniform integers in [low, high) (integer dtypes), exact over the whole int64 range;
+        the same seed gives the same values in any layout."""
+        fill = pb.Fill(integers=pb.Fill.Integers(low=low, high=high, seed=seed))
         return self.create(shape, dtype, index_map, fill=fill, **kw)
 
     @translate_errors
