@@ -238,8 +238,8 @@ absl::StatusOr<Array> Outer(const Array& a, const Array& b) {
   return Ufunc(v1::ELEMENTWISE_OP_MULTIPLY, {*column, *row});
 }
 
-absl::StatusOr<Array> Variance(const Array& a, const std::vector<int32_t>& axes,
-                               double correction, bool keepdims) {
+absl::StatusOr<Array> Variance(const Array& a, const std::vector<int32_t>& axes, double correction,
+                               bool keepdims) {
   const std::vector<int64_t> shape = a.shape();
   if (IsComplex(a.info().dtype())) {
     return absl::InvalidArgumentError(

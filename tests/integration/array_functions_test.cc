@@ -141,9 +141,9 @@ TEST_P(ArrayFunctionsTest, TrianglesKeepTheDtype) {
   std::unique_ptr<bool[]> flags(new bool[flags_host.size()]);
   std::copy(flags_host.begin(), flags_host.end(), flags.get());
   const v1::IndexMap map = Split(2, 0, kRows, {dev(0)});
-  ASSERT_OK_AND_ASSIGN(
-      Array b, client().Upload<bool>(std::span<const bool>(flags.get(), flags_host.size()),
-                                     {kRows, kCols}, {map}));
+  ASSERT_OK_AND_ASSIGN(Array b,
+                       client().Upload<bool>(std::span<const bool>(flags.get(), flags_host.size()),
+                                             {kRows, kCols}, {map}));
   ASSERT_OK_AND_ASSIGN(Array n, client().Upload<int32_t>(ints_host, {kRows, kCols}, {map}));
   ASSERT_OK_AND_ASSIGN(Array tb, Tril(b, 1));
   EXPECT_EQ(tb.info().dtype(), v1::DTYPE_BOOL);
@@ -173,7 +173,7 @@ TEST_P(ArrayFunctionsTest, StatisticsAndOuterMatchTheHost) {
       var_cols[c] = static_cast<double>(s / (kRows - 1));
     }
     Expect(
-        Var(a, {0}, 1.0), {kCols}, [&](int64_t i) { return var_cols[i]; },
+        Variance(a, {0}, 1.0), {kCols}, [&](int64_t i) { return var_cols[i]; },
         layout + " var axis 0 correction 1", 1e-14);
     Expect(
         Std(a, {0}, 1.0, /*keepdims=*/true), {1, kCols},
@@ -185,7 +185,7 @@ TEST_P(ArrayFunctionsTest, StatisticsAndOuterMatchTheHost) {
     for (double x : m.v) s += (x - mean) * (x - mean);
     const double var_all = static_cast<double>(s / static_cast<long double>(m.v.size()));
     Expect(
-        Var(a), {}, [&](int64_t) { return var_all; }, layout + " var", 1e-14);
+        Variance(a), {}, [&](int64_t) { return var_all; }, layout + " var", 1e-14);
 
     // A correction past N: NumPy's divisor max(N - correction, 0) gives inf, never a negative.
     ASSERT_OK_AND_ASSIGN(Array past, Variance(a, {0}, kRows + 2.0));
