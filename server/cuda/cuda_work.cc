@@ -10,6 +10,7 @@
 #include "server/backend/pitched_copy.h"
 #include "server/cuda/compute_kernels.h"
 #include "server/cuda/cuda_status.h"
+#include "server/cuda/integer_gemm.h"
 #include "server/cuda/kernels.h"
 #include "server/cuda/sort_kernels.h"
 #include "server/cuda/sparse_kernels.h"
@@ -288,8 +289,8 @@ absl::StatusOr<CudaWork> CsrToDenseWork(DType dtype, const CsrProduct& block) {
 absl::StatusOr<CudaWork> GemmWork(const CudaDevices& devices, DType dtype, const BufferPtr& a,
                                   const BufferPtr& b, const BufferPtr& c, const GemmShape& shape,
                                   bool allow_tf32) {
-  if (dtype != DType::kFloat32 && dtype != DType::kFloat64 && !IsHalf(dtype) && !IsComplex(dtype)) {
-    return absl::InternalError(absl::StrCat("gemm: no cuBLAS path for ", DTypeName(dtype)));
+  if (!IsImplemented(dtype)) {
+    return absl::InternalError(absl::StrCat("gemm: no path for ", DTypeName(dtype)));
   }
   CudaBuffer* ca = AsCuda(a);
   CudaBuffer* cb = AsCuda(b);
@@ -301,6 +302,15 @@ absl::StatusOr<CudaWork> GemmWork(const CudaDevices& devices, DType dtype, const
   const int64_t m = shape.m, n = shape.n, k = shape.k, batch = shape.batch;
   const int64_t stride_a = shape.stride_a, stride_b = shape.stride_b, stride_c = shape.stride_c;
   const int device = cc->device();
+  if (!IsFloating(dtype) && !IsComplex(dtype)) {
+    // Integers and bool: our own kernel (k = 0 included: every sum is empty, so c is zeros).
+    return CudaWork{device, {ca, cb}, {cc}, [=](cudaStream_t stream) -> absl::Status {
+                      return cuda::CudaStatus(
+                          cuda::LaunchIntegerGemm(dtype, ca->data(), cb->data(), cc->data(), m, n,
+                                                  k, batch, stride_a, stride_b, stride_c, stream),
+                          "integer gemm");
+                    }};
+  }
   cublasHandle_t handle = devices[device].cublas->get();
   const cuda::CublasApi* api_ptr = &devices[device].cublas->api();
   const cuda::DeviceBlock* workspace = &*devices[device].cublas_workspace;

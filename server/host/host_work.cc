@@ -14,6 +14,7 @@
 #include "server/host/openblas_api.h"
 #include "server/kernels/elementwise_loop.h"
 #include "server/kernels/host_kernels.h"
+#include "server/kernels/integer_gemm.h"
 #include "server/kernels/reduce_ops.h"
 
 namespace distarray {
@@ -92,6 +93,22 @@ void GemmOnHostLoop(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t 
       const T* b_row = b + p * n;
       for (int64_t j = 0; j < n; ++j) c_row[j] = c_row[j] + a_ip * b_row[j];
     }
+  }
+}
+
+// Integer and bool products (integer_gemm.h): uint64 accumulators for one row of c at a time.
+template <typename T>
+void IntegerGemmOnHostLoop(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k) {
+  std::vector<uint64_t> acc(n);
+  for (int64_t i = 0; i < m; ++i) {
+    std::fill(acc.begin(), acc.end(), 0);
+    for (int64_t p = 0; p < k; ++p) {
+      const uint64_t a_ip = WidenForGemm(a[i * k + p]);
+      const T* b_row = b + p * n;
+      for (int64_t j = 0; j < n; ++j)
+        acc[j] = GemmMultiplyAdd(acc[j], a_ip, WidenForGemm(b_row[j]));
+    }
+    for (int64_t j = 0; j < n; ++j) c[i * n + j] = NarrowFromGemm<T>(acc[j]);
   }
 }
 
@@ -229,7 +246,7 @@ absl::StatusOr<HostWork> ReduceWork(ReduceKind kind, DType in, DType storage, co
 
 absl::StatusOr<HostWork> GemmWork(DType dtype, const BufferPtr& a, const BufferPtr& b,
                                   const BufferPtr& c, const GemmShape& shape) {
-  if (dtype != DType::kFloat32 && dtype != DType::kFloat64 && !IsHalf(dtype) && !IsComplex(dtype)) {
+  if (!IsImplemented(dtype)) {
     return absl::InternalError(absl::StrCat("gemm: no loop for ", DTypeName(dtype)));
   }
   auto ha = AsHost(a), hb = AsHost(b), hc = AsHost(c);
@@ -257,7 +274,17 @@ absl::StatusOr<HostWork> GemmWork(DType dtype, const BufferPtr& a, const BufferP
         }
       }
     };
-    if (dtype == DType::kFloat32) {
+    if (!IsFloating(dtype) && !IsComplex(dtype)) {
+      DispatchDType(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        if constexpr (kHasIntegerGemm<T>) {
+          for (int64_t i = 0; i < batch; ++i) {
+            IntegerGemmOnHostLoop(ha->as<T>() + i * stride_a, hb->as<T>() + i * stride_b,
+                                  hc->as<T>() + i * stride_c, m, n, k);
+          }
+        }
+      });
+    } else if (dtype == DType::kFloat32) {
       gemm(ha->as<float>(), hb->as<float>(), hc->as<float>());
     } else if (dtype == DType::kFloat64) {
       gemm(ha->as<double>(), hb->as<double>(), hc->as<double>());

@@ -141,7 +141,7 @@ absl::StatusOr<MatmulPlan> PlanMatmul(const ArrayMeta& a, const ArrayMeta& b,
   const bool a_vector = a.shape.size() == 1, b_vector = b.shape.size() == 1;
   const int64_t k_a = a.shape.back();
   const int64_t k_b = b_vector ? b.shape[0] : b.shape[b.shape.size() - 2];
-  if (k_a != k_b && (IsFloating(a.dtype) || IsComplex(a.dtype)) && a.dtype == b.dtype) {
+  if (k_a != k_b && a.dtype == b.dtype) {
     // Named by the shapes as given, before a vector becomes a matrix.
     return absl::InvalidArgumentError(
         absl::StrCat("spec.b: shapes ", ShapeString(a.shape), " and ", ShapeString(b.shape),
@@ -168,13 +168,6 @@ namespace {
 
 absl::StatusOr<MatmulPlan> PlanMatrices(const ArrayMeta& a, const ArrayMeta& b,
                                         const StopCheck& stop) {
-  for (const auto& [field, array] : {std::pair{"spec.a", &a}, std::pair{"spec.b", &b}}) {
-    if (!IsFloating(array->dtype) && !IsComplex(array->dtype)) {
-      return absl::UnimplementedError(absl::StrCat(
-          field, ": matmul on ", DTypeName(array->dtype),
-          " is not implemented yet (float16, bfloat16, float32, float64, complex64, complex128)"));
-    }
-  }
   if (a.dtype != b.dtype) {
     return absl::InvalidArgumentError(absl::StrCat("spec.b: dtype ", DTypeName(b.dtype),
                                                    " differs from spec.a's ", DTypeName(a.dtype),

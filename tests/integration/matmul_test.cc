@@ -1,8 +1,8 @@
-// Matmul (float32 and float64) against a long-double host reference, over the layouts the block
-// planner has to handle: one device, row-split times replicated, replicated times column-split,
-// block grids splitting the shared axis (a SUM-mode result), k blocks on different devices (the
-// daemon moves them), random layouts with gaps, op-mode operands and a requested result layout;
-// stacks with broadcast batch axes and NumPy's vectors; and the errors.
+// Matmul (floats, complex, integers and bool) against a long-double host reference, over the
+// layouts the block planner has to handle: one device, row-split times replicated, replicated times
+// column-split, block grids splitting the shared axis (a SUM-mode result), k blocks on different
+// devices (the daemon moves them), random layouts with gaps, op-mode operands and a requested
+// result layout; stacks with broadcast batch axes and NumPy's vectors; and the errors.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -23,7 +23,7 @@ struct MatmulReference {
 
 // a @ b in long double, batch axes broadcast as NumPy's. Element (..., i, j) may differ from the
 // exact value by (k + 4) * unit * sum_k |a_ik b_kj| (unit: the roundoff of the dtype, or of TF32
-// when allowed).
+// when allowed). Integer dtypes are exact, wrapping modulo 2^bits as NumPy's; bool is OR of ANDs.
 MatmulReference ReferenceMatmul(const HostArray& a, const HostArray& b, bool tf32 = false);
 
 // NumPy's vectors: a 1-D a is a 1-row matrix, a 1-D b a 1-column one, the added axes dropped
@@ -64,6 +64,7 @@ MatmulReference ReferenceMatmul(const HostArray& a, const HostArray& b, bool tf3
   const long double unit =
       tf32 ? std::ldexp(1.0L, -10) : (a.dtype == v1::DTYPE_FLOAT32 ? FLT_EPSILON : DBL_EPSILON);
   MatmulReference ref{HostArray{a.dtype, shape, {}}, {}};
+  const bool integer = !IsFloatDType(a.dtype);
   for (int64_t entry = 0; entry < entries; ++entry) {
     int64_t a_base = 0, b_base = 0;
     int64_t rest = entry;
@@ -76,13 +77,24 @@ MatmulReference ReferenceMatmul(const HostArray& a, const HostArray& b, bool tf3
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
         long double sum = 0, magnitude = 0;
+        UInt128 wrapped = 0;  // integers: NumPy's sum modulo 2^bits (bool: non-zero is true)
         for (int64_t p = 0; p < k; ++p) {
-          const long double term = a.values[a_base + i * k + p] * b.values[b_base + p * n + j];
-          sum += term;
-          magnitude += std::fabs(term);
+          const long double x = a.values[a_base + i * k + p], y = b.values[b_base + p * n + j];
+          if (integer) {
+            wrapped += BitsOf(x) * BitsOf(y);
+          } else {
+            sum += x * y;
+            magnitude += std::fabs(x * y);
+          }
         }
-        ref.c.values.push_back(sum);
-        ref.abs_tol.push_back((k + 4) * unit * magnitude);
+        if (integer) {
+          ref.c.values.push_back(a.dtype == v1::DTYPE_BOOL ? (wrapped != 0 ? 1 : 0)
+                                                           : WrapInt(a.dtype, wrapped));
+          ref.abs_tol.push_back(0);
+        } else {
+          ref.c.values.push_back(sum);
+          ref.abs_tol.push_back((k + 4) * unit * magnitude);
+        }
       }
     }
   }
@@ -348,6 +360,30 @@ TEST_P(MatmulTest, VectorsAreNumPysOneRowAndOneColumnMatrices) {
   }
 }
 
+// Integers wrap modulo 2^bits as NumPy's (full-range values, so the products overflow) and bool
+// is OR of ANDs, through the daemon's own kernel: one device, the shared axis split into a SUM
+// result (whose partials combine by wrapping addition, or OR), stacks and vectors.
+TEST_P(MatmulTest, IntegersWrapAndBoolIsOrOfAnds) {
+  const v1::DType kDTypes[] = {v1::DTYPE_BOOL,   v1::DTYPE_INT8,   v1::DTYPE_INT16,
+                               v1::DTYPE_INT32,  v1::DTYPE_INT64,  v1::DTYPE_UINT8,
+                               v1::DTYPE_UINT16, v1::DTYPE_UINT32, v1::DTYPE_UINT64};
+  for (v1::DType dtype : kDTypes) {
+    Run(dtype, 37, 53, 29, OnDevice(2, dev(1)), OnDevice(2, dev(1)), {v1::MODE_REPLICA});
+    Run(dtype, 37, 53, 29, BlockGrid2D(37, 53, 2, 2, AllDevices()),
+        BlockGrid2D(53, 29, 2, 2, {dev(3), dev(2), dev(1), dev(0)}), SplitK());
+    Run(dtype, 5, 0, 7, OnDevice(2, dev(0)), OnDevice(2, dev(1)), {});  // k = 0: zeros
+  }
+  for (v1::DType dtype : {v1::DTYPE_INT64, v1::DTYPE_UINT8, v1::DTYPE_BOOL}) {
+    RunShapes(dtype, {3, 1, 17, 20}, {4, 20, 9}, Split(4, 0, 3, AllDevices()), OnDevice(3, dev(2)),
+              {v1::MODE_REPLICA});
+    RunShapes(dtype, {20}, {6, 20, 9}, Split(1, 0, 20, AllDevices()), Replicated(3, AllDevices()),
+              {});
+    const v1::IndexMap a_map = ToProto(RandomMap({19, 23}, devices(), rng_), {19, 23});
+    const v1::IndexMap b_map = ToProto(RandomMap({23, 11}, devices(), rng_), {23, 11});
+    Run(dtype, 19, 23, 11, a_map, b_map, {v1::MODE_REPLICA, v1::MODE_SUM});
+  }
+}
+
 TEST_P(MatmulTest, ErrorsHaveExactCodes) {
   std::mt19937_64 rng(302);
   auto make = [&](v1::DType dtype, const Shape& shape) {
@@ -355,7 +391,6 @@ TEST_P(MatmulTest, ErrorsHaveExactCodes) {
                       Replicated(static_cast<int>(shape.size()), {dev(0), dev(1)}));
   };
   const auto kInvalid = absl::StatusCode::kInvalidArgument;
-  const auto kUnimplemented = absl::StatusCode::kUnimplemented;
   ASSERT_OK_AND_ASSIGN(Array a, make(v1::DTYPE_FLOAT64, {37, 53}));
   ASSERT_OK_AND_ASSIGN(Array b_wrong, make(v1::DTYPE_FLOAT64, {52, 29}));
   absl::StatusOr<Array> r = Matmul(a, b_wrong);
@@ -394,13 +429,11 @@ TEST_P(MatmulTest, ErrorsHaveExactCodes) {
   // Mixed float dtypes.
   ASSERT_OK_AND_ASSIGN(Array b32, make(v1::DTYPE_FLOAT32, {53, 29}));
   EXPECT_TRUE(StatusIs(Matmul(a, b32).status(), kInvalid, {"dtype"}));
-  // Integer and bool operands.
-  for (v1::DType dtype : {v1::DTYPE_INT32, v1::DTYPE_INT64, v1::DTYPE_UINT8, v1::DTYPE_BOOL}) {
-    ASSERT_OK_AND_ASSIGN(Array ia, make(dtype, {4, 5}));
-    ASSERT_OK_AND_ASSIGN(Array ib, make(dtype, {5, 3}));
-    EXPECT_TRUE(StatusIs(Matmul(ia, ib).status(), {kInvalid, kUnimplemented}, {DTypeStr(dtype)}))
-        << DTypeStr(dtype);
-  }
+  // Integer operands of two dtypes (the SDKs promote; the daemon takes one dtype).
+  ASSERT_OK_AND_ASSIGN(Array i32, make(v1::DTYPE_INT32, {4, 5}));
+  ASSERT_OK_AND_ASSIGN(Array u8, make(v1::DTYPE_UINT8, {5, 3}));
+  r = Matmul(i32, u8);
+  EXPECT_TRUE(StatusIs(r.status(), kInvalid, {"int32", "uint8"})) << r.status();
 
   // Operands that are not arrays, unknown handles.
   auto call = [&](v1::MatmulRequest request) { return client().Matmul(request).status(); };

@@ -312,12 +312,13 @@ class SparseSolverTest : public BystanderTest {
     const double rel = std::is_same_v<T, float> ? 1e-3 : 1e-6;
     EXPECT_NEAR(got.normr, static_cast<double>(norm_r), rel * static_cast<double>(norm_r)) << what;
     EXPECT_NEAR(got.normx, static_cast<double>(norm_x), rel * static_cast<double>(norm_x)) << what;
-    // ||A||'s estimate is the Frobenius norm of the bidiagonal matrix so far: at most A's while
-    // the Lanczos vectors stay orthogonal (fewer iterations than columns); past that, rounding
-    // lets it grow, but not far.
+    // ||A||'s estimate is the Frobenius norm of the bidiagonal matrix so far: at most A's in exact
+    // arithmetic, but the Lanczos vectors lose orthogonality in rounding well before the
+    // iterations reach the columns, and the estimate then grows past it (by 1.9 % at 80 x 30
+    // float64 on the CUDA backend, under 30 iterations), never far.
     EXPECT_GT(got.norma, 0) << what;
     if (got.itn < s.n) {
-      EXPECT_LE(got.norma, static_cast<double>(norm_a) * (1 + rel)) << what;
+      EXPECT_LE(got.norma, static_cast<double>(norm_a) * 1.1) << what << ", itn " << got.itn;
     }
     EXPECT_LE(got.norma, 2 * static_cast<double>(norm_a)) << what;
     EXPECT_GE(got.conda, 1 - rel) << what;

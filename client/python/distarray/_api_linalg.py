@@ -1,11 +1,8 @@
 """The array API's linear algebra functions of the main namespace: ``matmul`` for every numeric
 dtype, ``vecdot``, ``tensordot``, ``outer``.
 
-The daemon's Matmul takes float16/bfloat16/float32/float64 operands of one dtype. Mixed float
-dtypes are converted to their promoted dtype first; integer and complex operands are multiplied
-as a broadcast product summed over the shared axis (``(a[..., :, :, None] *
-b[..., None, :, :]).sum(-2)``): elementwise and reduce requests, with an intermediate of
-n*k*m elements, fine for the small integer products the array API's tests make, but not a BLAS.
+Every dtype runs as the daemon's Matmul: operands of two dtypes are converted to their promoted
+dtype first (as NumPy promotes); integers wrap as NumPy's and bool is the OR of ANDs.
 """
 
 from __future__ import annotations
@@ -19,14 +16,6 @@ import numpy as np
 from . import _functions as f
 from ._indexing import normalize_axis
 from ._manipulation import permute_dims, reshape
-
-_DAEMON_MATMUL = {np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)}
-try:
-    import ml_dtypes
-
-    _DAEMON_MATMUL.add(np.dtype(ml_dtypes.bfloat16))
-except ImportError:  # no bfloat16 arrays then
-    pass
 
 
 def _check_shapes(a: Any, b: Any) -> None:
@@ -42,8 +31,8 @@ def _check_shapes(a: Any, b: Any) -> None:
 
 def matmul(x1: Any, x2: Any, /, *, allow_tf32: bool = False, index_map: Any = None,
            name: Optional[str] = None) -> Any:
-    """``x1 @ x2`` as ``numpy.matmul``, for every numeric dtype (see the module's docstring).
-    Float operands run as the daemon's Matmul: when the shared axis is split the result is a
+    """``x1 @ x2`` as ``numpy.matmul``, for every dtype (see the module's docstring), as the
+    daemon's Matmul: when the shared axis is split the result is a
     'sum'-mode array of partial products (combined on download); ``allow_tf32``, ``index_map``
     (the result's layout) and ``name`` are its options."""
     options: Dict[str, Any] = {"allow_tf32": allow_tf32}
@@ -54,28 +43,11 @@ def matmul(x1: Any, x2: Any, /, *, allow_tf32: bool = False, index_map: Any = No
     if getattr(x1, "shape", None) is None or getattr(x2, "shape", None) is None:
         return f.matmul(x1, x2, **options)  # a traced value: the program's matmul statement
     dtype = np.result_type(x1.dtype, x2.dtype)
-    if dtype in _DAEMON_MATMUL:  # the daemon checks the shapes (InvalidArgumentError)
-        a = x1 if x1.dtype == dtype else x1.astype(dtype)
-        b = x2 if x2.dtype == dtype else x2.astype(dtype)
-        return f.matmul(a, b, **options)
-    return broadcast_matmul(x1, x2)
-
-
-def broadcast_matmul(x1: Any, x2: Any) -> Any:
-    """``x1 @ x2`` as a broadcast product summed over the shared axis, in the promoted dtype."""
-    _check_shapes(x1, x2)
-    dtype = np.result_type(x1.dtype, x2.dtype)
-    a = x1[None, :] if x1.ndim == 1 else x1
-    b = x2[:, None] if x2.ndim == 1 else x2
-    product = f.multiply(a[..., :, :, None], b[..., None, :, :])
-    out = f.sum(product, -2)
-    if out.dtype != dtype:
-        out = out.astype(dtype)
-    if x1.ndim == 1:
-        out = out[..., 0, :]
-    if x2.ndim == 1:
-        out = out[..., 0]
-    return out
+    if x1.dtype != dtype or x2.dtype != dtype:
+        _check_shapes(x1, x2)  # before a conversion is sent (else the daemon checks them)
+    a = x1 if x1.dtype == dtype else x1.astype(dtype)
+    b = x2 if x2.dtype == dtype else x2.astype(dtype)
+    return f.matmul(a, b, **options)
 
 
 def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:

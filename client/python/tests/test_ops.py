@@ -232,6 +232,36 @@ def test_matmul(client, rng, dtype):
         a @ a  # (6, 8) @ (6, 8)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint16, np.uint64, np.bool_],
+                         ids=lambda t: np.dtype(t).name)
+def test_integer_and_bool_matmul_match_numpy(client, rng, dtype):
+    """Integer products wrap as NumPy's (the full range, so they overflow); bool is OR of ANDs.
+    The shared axis split over two devices: a 'sum'-mode result combined on download."""
+    info = np.iinfo(dtype) if dtype != np.bool_ else None
+    def make(shape):
+        if info is None:
+            return rng.integers(0, 2, shape).astype(np.bool_)
+        return rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+    a_np, b_np = make((6, 9)), make((9, 5))
+    a = client.from_numpy(a_np, distarray.split_index_map(a_np.shape, 1, [0, 1]))
+    b = client.from_numpy(b_np, distarray.split_index_map(b_np.shape, 0, [1, 2]))
+    with np.errstate(over="ignore"):
+        want = a_np @ b_np
+    c = a @ b
+    assert c.dtype == want.dtype
+    check(c, want)
+    s_np = make((3, 4, 9))  # a stack times a vector
+    with np.errstate(over="ignore"):
+        check(client.from_numpy(s_np, distarray.on_device(3, 2)) @ client.from_numpy(
+            b_np[:, 0], distarray.on_device(1, 0)), s_np @ b_np[:, 0])
+    # Mixed dtypes promote as NumPy's before the product.
+    m_np = rng.integers(0, 5, (6, 9)).astype(dtype)
+    f_np = rng.uniform(-1, 1, (9, 5))
+    mixed = client.from_numpy(m_np, distarray.on_device(2, 1)) @ client.from_numpy(
+        f_np, distarray.on_device(2, 0))
+    check(mixed, m_np @ f_np, exact=False)
+
+
 def test_batched_matmul_broadcasts_as_numpy(client, rng):
     """A stack split along its batch axis times a matrix, and batch axes that broadcast."""
     s_np = rng.uniform(-1, 1, (4, 6, 8))
