@@ -1048,6 +1048,27 @@ absl::StatusOr<Array> Argsort(const Array& a, int32_t axis, bool descending) {
   return SortRequest(a, axis, descending, /*indices=*/true);
 }
 
+namespace {
+
+absl::StatusOr<Array> ScanRequest(const Array& a, int32_t axis, bool product) {
+  v1::ManipulateRequest request;
+  v1::ScanSpec* spec = request.mutable_spec()->mutable_scan();
+  *spec->mutable_source() = a.AsOperand();
+  spec->set_axis(axis);
+  spec->set_product(product);
+  return a.client().Manipulate(request);
+}
+
+}  // namespace
+
+absl::StatusOr<Array> CumulativeSum(const Array& a, int32_t axis) {
+  return ScanRequest(a, axis, /*product=*/false);
+}
+
+absl::StatusOr<Array> CumulativeProd(const Array& a, int32_t axis) {
+  return ScanRequest(a, axis, /*product=*/true);
+}
+
 absl::StatusOr<Array> SearchSorted(const Array& sorted, const Array& values, bool right) {
   v1::ManipulateRequest request;
   v1::SearchSortedSpec* spec = request.mutable_spec()->mutable_search_sorted();

@@ -246,6 +246,15 @@ Var ProgramBuilder::Sort(const Var& a, int32_t axis, bool descending, bool indic
   return Emit(std::move(s), "x");
 }
 
+Var ProgramBuilder::Scan(const Var& a, int32_t axis, bool product) {
+  v1::Statement s;
+  v1::ScanSpec* spec = s.mutable_manipulate()->mutable_scan();
+  spec->mutable_source()->set_variable(a.name());
+  spec->set_axis(axis);
+  spec->set_product(product);
+  return Emit(std::move(s), "x");
+}
+
 Var ProgramBuilder::SearchSorted(const Var& sorted, const Var& values, bool right) {
   v1::Statement s;
   v1::SearchSortedSpec* spec = s.mutable_manipulate()->mutable_search_sorted();
@@ -449,6 +458,8 @@ Var Argsort(const Var& a, int32_t axis, bool descending) {
 Var SearchSorted(const Var& sorted, const Var& values, bool right) {
   return sorted.builder().SearchSorted(sorted, values, right);
 }
+Var CumulativeSum(const Var& a, int32_t axis) { return a.builder().Scan(a, axis, false); }
+Var CumulativeProd(const Var& a, int32_t axis) { return a.builder().Scan(a, axis, true); }
 
 namespace {
 ProgramBuilder& BuilderOfVars(const Vars& vars) {

@@ -236,6 +236,31 @@ inline bool MergeRunsFit(DType dtype, const MergeRuns& merge) {
          (!merge.scratch || merge.scratch->device() == device);
 }
 
+// One chunk's inclusive scan along one axis (DeviceOps::Scan): `in` and `out` are dense, `outer`
+// x `length` x `inner` elements (the scanned axis in the middle; `out` may be `in`). Each of the
+// outer * inner lines of `out` gets the running sums (products with `product`) of its line of
+// `in`, combined with the line's element of `carry` (dense outer x inner; null: nothing), in
+// ApplyCombine's arithmetic (server/kernels/ops.h): integers wrap, 16-bit floats round each step.
+// `scratch` holds ScanScratchBytes bytes (none: may be null).
+struct ScanLines {
+  BufferPtr in, out, carry, scratch;
+  int64_t outer = 1, length = 0, inner = 1;
+  bool product = false;
+};
+inline bool ScanLinesFit(DType dtype, const ScanLines& scan) {
+  if (scan.outer < 0 || scan.length < 0 || scan.inner < 0 || !scan.in || !scan.out) return false;
+  const std::optional<int64_t> lines = MulOrNull(scan.outer, scan.inner);
+  const std::optional<int64_t> n = lines ? MulOrNull(*lines, scan.length) : std::nullopt;
+  const int64_t size = DTypeSize(dtype);
+  if (!n || !MulOrNull(*n, size) || !MulOrNull(*lines, size)) return false;
+  const int device = scan.out->device();
+  auto fits = [&](const BufferPtr& b, int64_t elements) {
+    return b->device() == device && b->bytes() >= elements * size;
+  };
+  return fits(scan.in, *n) && fits(scan.out, *n) && (!scan.carry || fits(scan.carry, *lines)) &&
+         (!scan.scratch || scan.scratch->device() == device);
+}
+
 // A dense factorization of a stack of `batch` matrices on one device (DeviceOps::Factorize), in
 // LAPACK's terms: every matrix is column-major and dense, matrix i at element i * (rows * cols)
 // of its buffer. `a` holds the input (m x n) and is scratch: the op may overwrite it, and for
@@ -372,6 +397,10 @@ class DeviceOps {
   // allocated `scratch` on their device with SortScratchBytes.
   virtual absl::Status Sort(DType dtype, const SortRuns& sort) = 0;
   virtual int64_t SortScratchBytes(DType dtype, const SortRuns& sort) const { return 0; }
+  // An inclusive scan of a chunk's lines (ScanLines), `scratch` allocated on its device with
+  // ScanScratchBytes (-1: the backend could not size it).
+  virtual absl::Status Scan(DType dtype, const ScanLines& scan) = 0;
+  virtual int64_t ScanScratchBytes(DType dtype, const ScanLines& scan) const { return 0; }
   virtual absl::Status Merge(DType dtype, const MergeRuns& merge) = 0;
   virtual int64_t MergeScratchBytes(DType dtype, const MergeRuns& merge) const { return 0; }
   virtual absl::Status SearchSorted(DType dtype, const SearchRuns& search) = 0;

@@ -262,6 +262,15 @@ absl::Status CudaBackend::Reduce(ReduceKind kind, DType in, DType storage, const
       .status();
 }
 
+absl::Status CudaBackend::Scan(DType dtype, const ScanLines& scan) {
+  ASSIGN_OR_RETURN(CudaWork work, cuda::ScanWork(dtype, scan));
+  return Submit(std::move(work)).status();
+}
+
+int64_t CudaBackend::ScanScratchBytes(DType dtype, const ScanLines& scan) const {
+  return cuda::ScanScratchBytes(dtype, scan);
+}
+
 absl::Status CudaBackend::Sort(DType dtype, const SortRuns& sort) {
   ASSIGN_OR_RETURN(CudaWork work, cuda::SortWork(dtype, sort));
   return Submit(std::move(work)).status();

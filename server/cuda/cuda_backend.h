@@ -70,6 +70,8 @@ class CudaBackend final : public Backend {
   absl::Status Factorize(DType dtype, const DenseFactorization& f) override;
   absl::Status Sort(DType dtype, const SortRuns& sort) override;
   int64_t SortScratchBytes(DType dtype, const SortRuns& sort) const override;
+  absl::Status Scan(DType dtype, const ScanLines& scan) override;
+  int64_t ScanScratchBytes(DType dtype, const ScanLines& scan) const override;
   absl::Status Merge(DType dtype, const MergeRuns& merge) override;
   absl::Status SearchSorted(DType dtype, const SearchRuns& search) override;
   absl::Status CsrMatmul(DType dtype, const CsrProduct& product) override;

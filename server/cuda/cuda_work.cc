@@ -12,6 +12,7 @@
 #include "server/cuda/cuda_status.h"
 #include "server/cuda/integer_gemm.h"
 #include "server/cuda/kernels.h"
+#include "server/cuda/scan_kernels.h"
 #include "server/cuda/sort_kernels.h"
 #include "server/cuda/sparse_kernels.h"
 
@@ -242,6 +243,41 @@ absl::StatusOr<CudaWork> SearchSortedWork(DType dtype, const SearchRuns& search)
                                      reinterpret_cast<int64_t*>(out->data()), right, s),
             "searchsorted kernel");
       }};
+}
+
+int64_t ScanScratchBytes(DType dtype, const ScanLines& scan) {
+  return cuda::ScanScratchBytes(dtype, scan.outer, scan.length, scan.inner);
+}
+
+absl::StatusOr<CudaWork> ScanWork(DType dtype, const ScanLines& scan) {
+  const int64_t scratch_bytes = ScanScratchBytes(dtype, scan);
+  if (dtype == DType::kBool || !IsImplemented(dtype) || !ScanLinesFit(dtype, scan) ||
+      scratch_bytes < 0 ||
+      (scratch_bytes > 0 && (!scan.scratch || scan.scratch->bytes() < scratch_bytes))) {
+    return absl::InternalError(
+        absl::StrCat("scan: no scan of ", DTypeName(dtype), " over these buffers"));
+  }
+  CudaBuffer* in = AsCuda(scan.in);
+  CudaBuffer* out = AsCuda(scan.out);
+  CudaBuffer* carry = scan.carry ? AsCuda(scan.carry) : nullptr;
+  CudaBuffer* scratch = scratch_bytes > 0 ? AsCuda(scan.scratch) : nullptr;
+  std::vector<CudaBuffer*> reads, writes = {out};
+  if (in != out) reads.push_back(in);
+  if (carry) reads.push_back(carry);
+  if (scratch) writes.push_back(scratch);
+  const cuda::ScanLaunch launch{.scratch_bytes = scratch_bytes,
+                                .outer = scan.outer,
+                                .length = scan.length,
+                                .inner = scan.inner,
+                                .product = scan.product};
+  return CudaWork{out->device(), std::move(reads), std::move(writes), [=](cudaStream_t s) {
+                    cuda::ScanLaunch l = launch;
+                    l.in = in->data();
+                    l.out = out->data();
+                    l.carry = carry ? carry->data() : nullptr;
+                    l.scratch = scratch ? scratch->data() : nullptr;
+                    return cuda::CudaStatus(cuda::LaunchScan(dtype, l, s), "scan kernel");
+                  }};
 }
 
 namespace {

@@ -49,6 +49,8 @@ absl::StatusOr<CudaWork> SortWork(DType dtype, const SortRuns& sort);
 absl::StatusOr<CudaWork> MergeWork(DType dtype, const MergeRuns& merge);
 absl::StatusOr<CudaWork> SearchSortedWork(DType dtype, const SearchRuns& search);
 int64_t SortScratchBytes(DType dtype, const SortRuns& sort);
+absl::StatusOr<CudaWork> ScanWork(DType dtype, const ScanLines& scan);
+int64_t ScanScratchBytes(DType dtype, const ScanLines& scan);
 int64_t MergeScratchBytes(DType dtype, const MergeRuns& merge);
 // INTERNAL for a dtype without CSR kernels or a block that does not fit its buffers.
 absl::StatusOr<CudaWork> CsrMatmulWork(DType dtype, const CsrProduct& product);

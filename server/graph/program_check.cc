@@ -188,13 +188,15 @@ class StructureChecker {
         RETURN_IF_ERROR(
             CheckOperand(spec.search_sorted().sorted(), field + ".search_sorted.sorted"));
         return CheckOperand(spec.search_sorted().values(), field + ".search_sorted.values");
+      case v1::ManipulationSpec::kScan:
+        return CheckOperand(spec.scan().source(), field + ".scan.source");
       case v1::ManipulationSpec::OP_NOT_SET:
         break;
     }
     return absl::InvalidArgumentError(
         absl::StrCat(field,
                      ": give an op (get_item, set_item, permute_dims, reshape, concat, "
-                     "broadcast_to, sort or search_sorted)"));
+                     "broadcast_to, sort, search_sorted or scan)"));
   }
 
   // The op exists, its operands name variables, and there is one distinct target per result;

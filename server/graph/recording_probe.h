@@ -53,6 +53,7 @@ class RecordingProbe final : public GraphRecording {
     return absl::OkStatus();
   }
   absl::Status Sort(DType, const SortRuns&) override { return absl::OkStatus(); }
+  absl::Status Scan(DType, const ScanLines&) override { return absl::OkStatus(); }
   absl::Status Merge(DType, const MergeRuns&) override { return absl::OkStatus(); }
   absl::Status SearchSorted(DType, const SearchRuns&) override { return absl::OkStatus(); }
   absl::Status CsrMatmul(DType, const CsrProduct&) override { return absl::OkStatus(); }

@@ -159,6 +159,11 @@ absl::Status HostBackend::Sort(DType dtype, const SortRuns& sort) {
   return Submit(std::move(work)).status();
 }
 
+absl::Status HostBackend::Scan(DType dtype, const ScanLines& scan) {
+  ASSIGN_OR_RETURN(HostWork work, host::ScanWork(dtype, scan));
+  return Submit(std::move(work)).status();
+}
+
 absl::Status HostBackend::SearchSorted(DType dtype, const SearchRuns& search) {
   ASSIGN_OR_RETURN(HostWork work, host::SearchSortedWork(dtype, search));
   return Submit(std::move(work)).status();

@@ -56,6 +56,7 @@ class HostBackend final : public Backend {
                     const GemmShape& shape, bool allow_tf32) override;
   absl::Status Factorize(DType dtype, const DenseFactorization& f) override;
   absl::Status Sort(DType dtype, const SortRuns& sort) override;
+  absl::Status Scan(DType dtype, const ScanLines& scan) override;
   absl::Status Merge(DType dtype, const MergeRuns& merge) override;
   absl::Status SearchSorted(DType dtype, const SearchRuns& search) override;
   absl::Status CsrMatmul(DType dtype, const CsrProduct& product) override;

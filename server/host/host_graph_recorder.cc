@@ -349,6 +349,11 @@ absl::Status HostGraphRecording::Sort(DType dtype, const SortRuns& sort) {
   return Record("Sort", std::move(work));
 }
 
+absl::Status HostGraphRecording::Scan(DType dtype, const ScanLines& scan) {
+  ASSIGN_OR_RETURN(HostWork work, host::ScanWork(dtype, scan));
+  return Record("Scan", std::move(work));
+}
+
 absl::Status HostGraphRecording::SearchSorted(DType dtype, const SearchRuns& search) {
   ASSIGN_OR_RETURN(HostWork work, host::SearchSortedWork(dtype, search));
   return Record("SearchSorted", std::move(work));

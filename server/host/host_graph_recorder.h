@@ -78,6 +78,7 @@ class HostGraphRecording final : public GraphRecording {
   absl::Status Gemm(DType dtype, const BufferPtr& a, const BufferPtr& b, const BufferPtr& c,
                     const GemmShape& shape, bool allow_tf32) override;
   absl::Status Sort(DType dtype, const SortRuns& sort) override;
+  absl::Status Scan(DType dtype, const ScanLines& scan) override;
   absl::Status Merge(DType dtype, const MergeRuns& merge) override;
   absl::Status SearchSorted(DType dtype, const SearchRuns& search) override;
   absl::Status CsrMatmul(DType dtype, const CsrProduct& product) override;

@@ -42,6 +42,8 @@ absl::StatusOr<HostWork> ReduceWork(ReduceKind kind, DType in, DType storage, co
 absl::StatusOr<HostWork> SortWork(DType dtype, const SortRuns& sort);
 absl::StatusOr<HostWork> MergeWork(DType dtype, const MergeRuns& merge);
 absl::StatusOr<HostWork> SearchSortedWork(DType dtype, const SearchRuns& search);
+// A chunk's inclusive scan (host_scan.cc); INTERNAL for lines that do not fit their buffers.
+absl::StatusOr<HostWork> ScanWork(DType dtype, const ScanLines& scan);
 // CSR block products and densification (host_sparse.cc); INTERNAL for a dtype without them or a
 // block that does not fit its buffers.
 absl::StatusOr<HostWork> CsrMatmulWork(DType dtype, const CsrProduct& product);

@@ -1,5 +1,6 @@
 #include "server/ops/layout.h"
 
+#include <algorithm>
 #include <optional>
 #include <type_traits>
 
@@ -321,6 +322,44 @@ absl::StatusOr<std::vector<Chunk>> ReadOnlyChunksIn(DeviceOps& ops, const Array&
                    Relayout(ops, array, missing, Mode::kReplica, stop, SourceBuffers::kCopy));
   for (size_t i = 0; i < moved.size(); ++i) out[missing_at[i]] = std::move(moved[i]);
   return out;
+}
+
+IndexMap SplitAlong(const Shape& shape, int axis, const std::vector<int>& devices) {
+  const int64_t parts = std::min<int64_t>(static_cast<int64_t>(devices.size()), shape[axis]);
+  IndexMap map;
+  Box box = FullBox(shape);
+  for (int64_t p = 0; p < parts; ++p) {
+    const int64_t begin = shape[axis] * p / parts;
+    const int64_t end = shape[axis] * (p + 1) / parts;
+    box[axis] = Range{begin, 1, end - begin};
+    map.push_back(ChunkSpec{devices[p], box});
+  }
+  return map;
+}
+
+// Odd-even merge-split (sort.cc) sorts k equal blocks in k rounds (Baudet and Stevenson); a
+// shorter last block behaves as one padded with elements larger than all others, which never
+// leave it, so the k rounds still suffice. Unequal blocks elsewhere would need more.
+IndexMap EqualBlocksAlong(const Shape& shape, int axis, const std::vector<int>& devices) {
+  const int64_t n = shape[axis];
+  const int64_t parts = std::min<int64_t>(static_cast<int64_t>(devices.size()), n);
+  const int64_t block = (n + parts - 1) / parts;
+  IndexMap map;
+  Box box = FullBox(shape);
+  for (int64_t begin = 0, p = 0; begin < n; begin += block, ++p) {
+    box[axis] = Range{begin, 1, std::min(block, n - begin)};
+    map.push_back(ChunkSpec{devices[p], box});
+  }
+  return map;
+}
+
+std::vector<int> DevicesOf(const IndexMap& map) {
+  std::vector<int> devices;
+  for (const ChunkSpec& chunk : map) devices.push_back(chunk.device);
+  std::sort(devices.begin(), devices.end());
+  devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+  if (devices.empty()) devices.push_back(0);
+  return devices;
 }
 
 }  // namespace distarray

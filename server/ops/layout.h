@@ -71,6 +71,16 @@ absl::StatusOr<std::vector<Chunk>> ReadOnlyChunksIn(DeviceOps& ops, const Array&
                                                     const IndexMap& map,
                                                     const StopCheck& stop = {});
 
+// Working layouts of the ops that need whole lines along an axis (sort, scan), each with no gaps
+// and no overlaps. `shape` split evenly along `axis` over `devices` (fewer parts where the axis is
+// shorter).
+IndexMap SplitAlong(const Shape& shape, int axis, const std::vector<int>& devices);
+// `shape` cut along `axis` into blocks of one length over `devices`, the last block shorter where
+// the length does not divide.
+IndexMap EqualBlocksAlong(const Shape& shape, int axis, const std::vector<int>& devices);
+// The distinct devices of `map`, ascending (device 0 for an empty map).
+std::vector<int> DevicesOf(const IndexMap& map);
+
 }  // namespace distarray
 
 #endif  // DISTARRAY_SERVER_OPS_LAYOUT_H_

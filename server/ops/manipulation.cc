@@ -13,6 +13,7 @@
 #include "common/status_macros.h"
 #include "server/ops/flat_runs.h"
 #include "server/ops/reshard_planner.h"
+#include "server/ops/scan.h"
 #include "server/ops/sort.h"
 
 namespace distarray {
@@ -483,11 +484,14 @@ absl::StatusOr<PlannedManipulation> PlanManipulation(const OpContext& context,
       RETURN_IF_ERROR(
           PlanSearchSorted(context, spec.search_sorted(), prefix + ".search_sorted", planned));
       break;
+    case v1::ManipulationSpec::kScan:
+      RETURN_IF_ERROR(PlanScan(context, spec.scan(), prefix + ".scan", planned));
+      break;
     case v1::ManipulationSpec::OP_NOT_SET:
       return absl::InvalidArgumentError(
           absl::StrCat(field,
                        ": give an op (get_item, set_item, permute_dims, reshape, concat, "
-                       "broadcast_to, sort or search_sorted)"));
+                       "broadcast_to, sort, search_sorted or scan)"));
   }
   // A zero-size result has no chunks (docs/design.md), whatever a source's chunks would become
   // (broadcast_to of a (1,) array to (0,) would stretch them to empty boxes).

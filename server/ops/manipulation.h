@@ -40,6 +40,14 @@ struct SortPlan {
   bool right = false;  // search_sorted: the side
 };
 
+// How a scan runs (scan.cc): in the chunks given (the source's, or a working layout's: SortPlan's),
+// each chunk scanning its own lines from the carry of the chunks before it along the axis.
+struct ScanPlan {
+  int axis = 0;
+  bool product = false;
+  IndexMap working;  // empty: the source's chunks
+};
+
 struct PlannedManipulation {
   v1::ManipulationSpec::OpCase op = v1::ManipulationSpec::OP_NOT_SET;
   // get_item, permute_dims, reshape: the source; set_item: the target; concat: every source.
@@ -54,6 +62,7 @@ struct PlannedManipulation {
   std::vector<int> axes;          // permute_dims: result axis i is source axis axes[i]
   bool reshape_in_place = false;  // reshape: every chunk keeps its buffer (relabelled)
   SortPlan sort;
+  ScanPlan scan;
   ArrayMeta result;
 };
 

@@ -10,6 +10,7 @@
 #include "server/ops/device_gather.h"
 #include "server/ops/flat_runs.h"
 #include "server/ops/manipulation.h"
+#include "server/ops/scan.h"
 #include "server/ops/sort.h"
 
 namespace distarray {
@@ -429,6 +430,8 @@ absl::StatusOr<OpResult> ExecuteManipulation(const OpContext& context,
         return ExecuteSort(context, planned);
       case v1::ManipulationSpec::kSearchSorted:
         return ExecuteSearchSorted(context, planned);
+      case v1::ManipulationSpec::kScan:
+        return ExecuteScan(context, planned);
       case v1::ManipulationSpec::OP_NOT_SET:
         break;
     }

@@ -73,7 +73,7 @@ const std::vector<std::string>& ComputeFeatures() {
       list->push_back(absl::StrCat("linalg.", op));
     }
     for (const char* op : {"get_item", "set_item", "permute_dims", "reshape", "concat", "stack",
-                           "broadcast_to", "sort", "argsort", "search_sorted", "take"}) {
+                           "broadcast_to", "sort", "argsort", "search_sorted", "take", "scan"}) {
       list->push_back(absl::StrCat("manipulate.", op));
     }
     return list;

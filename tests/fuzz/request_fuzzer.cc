@@ -246,6 +246,9 @@ class Runner {
             operands = {spec.mutable_search_sorted()->mutable_sorted(),
                         spec.mutable_search_sorted()->mutable_values()};
             break;
+          case v1::ManipulationSpec::kScan:
+            operands = {spec.mutable_scan()->mutable_source()};
+            break;
           case v1::ManipulationSpec::OP_NOT_SET:
             break;
         }

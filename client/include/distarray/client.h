@@ -368,6 +368,11 @@ absl::StatusOr<Array> Argsort(const Array& a, int32_t axis = -1, bool descending
 // numpy.searchsorted: where each of `values` goes in the 1-D ascending `sorted` (before equal
 // elements, or after them with `right`); int64, values' layout.
 absl::StatusOr<Array> SearchSorted(const Array& sorted, const Array& values, bool right = false);
+// The array API's cumulative_sum and cumulative_prod along `axis` (inclusive; dtypes as sum's and
+// prod's: int64 for bool and narrower signed integers, uint64 for narrower unsigned ones); the
+// result takes a's layout, each chunk starting from the carry of the chunks before it (ScanSpec).
+absl::StatusOr<Array> CumulativeSum(const Array& a, int32_t axis = 0);
+absl::StatusOr<Array> CumulativeProd(const Array& a, int32_t axis = 0);
 // numpy.concat along `axis`, and numpy.stack along a new axis `axis`; dtypes promote as NumPy's.
 absl::StatusOr<Array> Concat(const std::vector<Operand>& arrays, int32_t axis = 0);
 absl::StatusOr<Array> Stack(const std::vector<Operand>& arrays, int32_t axis = 0);

@@ -101,6 +101,8 @@ class ProgramBuilder {
   // Sorted along `axis`, or (indices) argsort's positions.
   Var Sort(const Var& a, int32_t axis = -1, bool descending = false, bool indices = false);
   Var SearchSorted(const Var& sorted, const Var& values, bool right = false);
+  // Running sums (or, with `product`, products) along `axis` (ScanSpec).
+  Var Scan(const Var& a, int32_t axis, bool product);
   // Joined along `axis` (concat), or along a new axis there (stack).
   Var Concat(const Vars& vars, int32_t axis = 0, bool stack = false);
 
@@ -163,6 +165,8 @@ Var BroadcastTo(const Var& a, const std::vector<int64_t>& shape);
 Var Sort(const Var& a, int32_t axis = -1, bool descending = false);
 Var Argsort(const Var& a, int32_t axis = -1, bool descending = false);
 Var SearchSorted(const Var& sorted, const Var& values, bool right = false);
+Var CumulativeSum(const Var& a, int32_t axis = 0);
+Var CumulativeProd(const Var& a, int32_t axis = 0);
 Var Concat(const Vars& vars, int32_t axis = 0);  // `vars` not empty
 Var Stack(const Vars& vars, int32_t axis = 0);   // `vars` not empty
 

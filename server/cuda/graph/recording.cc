@@ -291,6 +291,15 @@ int64_t CudaGraphRecording::SortScratchBytes(DType dtype, const SortRuns& sort) 
   return cuda::SortScratchBytes(dtype, sort);
 }
 
+absl::Status CudaGraphRecording::Scan(DType dtype, const ScanLines& scan) {
+  ASSIGN_OR_RETURN(CudaWork work, cuda::ScanWork(dtype, scan));
+  return Submit("Scan", std::move(work));
+}
+
+int64_t CudaGraphRecording::ScanScratchBytes(DType dtype, const ScanLines& scan) const {
+  return cuda::ScanScratchBytes(dtype, scan);
+}
+
 absl::Status CudaGraphRecording::SearchSorted(DType dtype, const SearchRuns& search) {
   ASSIGN_OR_RETURN(CudaWork work, cuda::SearchSortedWork(dtype, search));
   return Submit("SearchSorted", std::move(work));

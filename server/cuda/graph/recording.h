@@ -96,6 +96,8 @@ class CudaGraphRecording final : public GraphRecording {
                     const GemmShape& shape, bool allow_tf32) override;
   absl::Status Sort(DType dtype, const SortRuns& sort) override;
   int64_t SortScratchBytes(DType dtype, const SortRuns& sort) const override;
+  absl::Status Scan(DType dtype, const ScanLines& scan) override;
+  int64_t ScanScratchBytes(DType dtype, const ScanLines& scan) const override;
   absl::Status Merge(DType dtype, const MergeRuns& merge) override;
   absl::Status SearchSorted(DType dtype, const SearchRuns& search) override;
   absl::Status CsrMatmul(DType dtype, const CsrProduct& product) override;
