@@ -688,6 +688,17 @@ std::vector<std::pair<std::string, Case>> Seeds() {
     c.DownloadFrom(3);
   }
   {
+    // Scans whose chunks carry between devices (rows over 3 devices, scanned down the rows) and
+    // whose lines are whole (along the columns); a product over the same chunks.
+    Case& c = add("scan");
+    c.Create(Spec({6, 4}, kF32, RowBlocks({6, 4}, 3))).mutable_fill()->mutable_uniform();
+    c.Manipulate({0}).mutable_scan()->set_axis(0);
+    v1::ScanSpec* product = c.Manipulate({0}).mutable_scan();
+    product->set_axis(-1);
+    product->set_product(true);
+    c.DownloadFrom(1);
+  }
+  {
     Case& c = add("reduce_matmul");
     c.Create(Spec({6, 4}, kF32, RowBlocks({6, 4}, 3))).mutable_fill()->mutable_uniform();
     c.Create(Spec({4, 5}, kF32, Replicated({4, 5}, 2))).mutable_fill()->mutable_ones();

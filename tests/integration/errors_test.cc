@@ -142,8 +142,8 @@ void AddManipulationCases(std::vector<BadCase>& cases) {
   };
   using grpc::StatusCode;
   add("Manipulate with no op", Manipulation([](auto&, auto&) {}), StatusCode::INVALID_ARGUMENT,
-      "spec: give an op (get_item, set_item, permute_dims, reshape, concat, broadcast_to, sort or "
-      "search_sorted)");
+      "spec: give an op (get_item, set_item, permute_dims, reshape, concat, broadcast_to, sort, "
+      "search_sorted or scan)");
   add("broadcast_to a shape that does not fit", Manipulation([](auto& spec, auto& bystander) {
         spec.mutable_broadcast_to()->mutable_source()->set_handle(bystander);
         spec.mutable_broadcast_to()->mutable_shape()->add_dims(10);
@@ -156,6 +156,15 @@ void AddManipulationCases(std::vector<BadCase>& cases) {
         spec.mutable_sort()->set_axis(-3);
       }),
       StatusCode::INVALID_ARGUMENT, "spec.sort.axis: -3 is out of range for an array of rank 2");
+  add("scan along an axis the array lacks", Manipulation([](auto& spec, auto& bystander) {
+        spec.mutable_scan()->mutable_source()->set_handle(bystander);
+        spec.mutable_scan()->set_axis(2);
+      }),
+      StatusCode::INVALID_ARGUMENT, "spec.scan.axis: 2 is out of range for an array of rank 2");
+  add("scan of a scalar", Manipulation([](auto& spec, auto&) {
+        spec.mutable_scan()->mutable_source()->mutable_scalar()->set_float_value(1);
+      }),
+      StatusCode::INVALID_ARGUMENT, "spec.scan.source: give an array");
   add("sort of a scalar", Manipulation([](auto& spec, auto&) {
         spec.mutable_sort()->mutable_source()->mutable_scalar()->set_float_value(1);
       }),

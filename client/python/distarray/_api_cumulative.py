@@ -1,8 +1,10 @@
-"""The array API's ``cumulative_sum`` and ``cumulative_prod``, which the daemon has no op for:
-an inclusive scan in ceil(log2(n)) steps (Hillis and Steele), each adding (or multiplying) the
-array shifted by 1, 2, 4... along the axis, the vacated places filled with the identity. Each step
-is a slice, a concat and an elementwise request on the daemon; floats sum in another order than a
-sequential loop, so their last bits may differ from NumPy's ``cumsum``."""
+"""The array API's ``cumulative_sum`` and ``cumulative_prod``: the daemon's scan (a Manipulate
+request, or a program's ``manipulate`` statement for a traced value). Each chunk scans its own
+lines and starts them from the carry of the chunks before it along the axis, so only those
+carries move between devices; the result keeps the source's layout. Integers wrap as NumPy's;
+float sums combine partial sums in another order than a sequential loop, so their last bits may
+differ from NumPy's ``cumsum``.
+"""
 
 from __future__ import annotations
 
@@ -10,41 +12,48 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import _functions as f
 from ._indexing import normalize_axis
 from ._like import new_like, ones_fill, zeros_fill
-from ._manipulation import concat
-
-
-def _identity_block(y: Any, axis: int, length: int, fill: Any) -> Any:
-    shape = list(y.shape)
-    shape[axis] = length
-    return new_like(y, fill, shape=tuple(shape))
+from ._manipulation import _array, _known_ndim, concat
+from .v1 import distarray_pb2 as pb
 
 
 def _scan(name: str, x: Any, axis: Optional[int], dtype: Any, include_initial: bool) -> Any:
+    x = _array(x, name)
+    product = name == "cumulative_prod"
+    ndim = _known_ndim(x)
+    if ndim is None:  # a traced value: the daemon checks the axis and applies NumPy's dtypes
+        if axis is None or dtype is not None or include_initial:
+            raise ValueError(f"{name} in a program takes an explicit axis, and neither dtype nor "
+                             "include_initial (cast with astype, join with concat)")
+        return _request(x, int(axis), product)
     if axis is None:
-        if x.ndim != 1:
-            raise ValueError(f"{name}: axis is required for an array of {x.ndim} axes")
+        if ndim != 1:
+            raise ValueError(f"{name}: axis is required for an array of {ndim} axes")
         axis = 0
-    axis = normalize_axis(axis, x.ndim)
-    reduce = np.sum if name == "cumulative_sum" else np.prod
+    axis = normalize_axis(axis, ndim)
+    reduce = np.prod if product else np.sum
     out_dtype = reduce(np.zeros(1, x.dtype), dtype=dtype).dtype  # the reduction's dtype
-    y = x if x.dtype == out_dtype else x.astype(out_dtype)
-    op, fill = (f.add, zeros_fill) if name == "cumulative_sum" else (f.multiply, ones_fill)
-    n = x.shape[axis]
-    head = (slice(None),) * axis
-    step = 1
-    while step < n:
-        shifted = concat([_identity_block(y, axis, step, fill()), y[head + (slice(0, n - step),)]],
-                         axis=axis)
-        y = op(y, shifted)
-        step *= 2
-    if y is x:
-        y = x.astype(x.dtype)  # a new array, as for every other length
+    # The daemon scans in NumPy's default dtype for the source's; another dtype asked for is
+    # the source converted first (the same results: integers wrap modulo 2^bits either way).
+    y = x if dtype is None or x.dtype == out_dtype else x.astype(out_dtype)
+    out = _request(y, axis, product)
+    if out.dtype != out_dtype:
+        out = out.astype(out_dtype)
     if include_initial:
-        y = concat([_identity_block(y, axis, 1, fill()), y], axis=axis)
-    return y
+        shape = list(out.shape)
+        shape[axis] = 1
+        fill = ones_fill() if product else zeros_fill()
+        out = concat([new_like(out, fill, shape=tuple(shape)), out], axis=axis)
+    return out
+
+
+def _request(x: Any, axis: int, product: bool) -> Any:
+    spec = pb.ManipulationSpec()
+    spec.scan.source.CopyFrom(x._operand(x))
+    spec.scan.axis = axis
+    spec.scan.product = product
+    return x._manipulate(spec, None)
 
 
 def cumulative_sum(x: Any, /, *, axis: Optional[int] = None, dtype: Any = None,

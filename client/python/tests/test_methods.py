@@ -386,8 +386,6 @@ NEEDS_RANK = {
     "distarray.diff": lambda v, w: distarray.diff(v),
     "distarray.std": lambda v, w: distarray.std(v, axis=0),
     "distarray.var": lambda v, w: distarray.var(v),
-    "distarray.cumulative_sum": lambda v, w: distarray.cumulative_sum(v, axis=0),
-    "distarray.cumulative_prod": lambda v, w: distarray.cumulative_prod(v, axis=0),
     "distarray.vecdot": lambda v, w: distarray.vecdot(v, w),
     "distarray.tensordot": lambda v, w: distarray.tensordot(v, w),
     "distarray.outer": lambda v, w: distarray.outer(v, w),
