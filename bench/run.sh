@@ -2,7 +2,7 @@
 # Runs every benchmark on a GPU machine as one command and prints one table:
 #   bench/run.sh BIN_DIR [OUT_DIR]
 # BIN_DIR holds distarrayd, distarray_bench, kernel_bench, loop_bench, cg_bench,
-# request_graph_bench and peer_limit.
+# request_graph_bench, scan_bench and peer_limit.
 # Needs python3 with cupy for the CuPy and cupyx peers (skipped with a note when absent).
 # BENCH_ONLY=compute,latency bench/run.sh BIN_DIR runs only those sections of distarray_bench
 # (reshard, transfer, shm, latency, compute; default: all) and only the peers they need. The
@@ -10,7 +10,8 @@
 # CUB, and its 16-bit and complex rows against CuPy); "loop" runs loop_bench (the seed's loop through RunGraph) against loop_peers.py; "cg"
 # runs cg_bench (conjugate gradient, the whole solve in one RunGraph) against cg_peers.py;
 # "reqgraph" runs request_graph_bench (a many-piece reshard eagerly against the same op as a cached
-# one-statement RunGraph program); "python"
+# one-statement RunGraph program); "scan" runs scan_bench (cumulative_sum of 1 GiB) against
+# cupy_scan.py and the device-copy limit; "python"
 # runs python_transfer_bench.py (the Python SDK's 1 GiB transfers through gRPC and shared memory,
 # against a host memcpy and the C++ SDK's figures of section "transfer") when python3 can import
 # distarray (pip install ./client/python, or PYTHONPATH naming an installed copy).
@@ -23,7 +24,8 @@ export NCCL_NVLS_ENABLE=0  # never NVLink multicast on shared hosts
 only=${BENCH_ONLY:-}
 want() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
 # No stale peer figures.
-rm -f "$out/cupyx.txt" "$out/cupy_compute.txt" "$out/loop_peers.txt" "$out/cg_peers.txt"
+rm -f "$out/cupyx.txt" "$out/cupy_compute.txt" "$out/loop_peers.txt" "$out/cg_peers.txt" \
+  "$out/cupy_scan.txt"
 
 echo "== limits: peer and device copies (peer_limit)"
 "$bin/peer_limit" | tee "$out/peer.txt"
@@ -75,8 +77,14 @@ if want cg; then
   "$bin/cg_bench" --server="127.0.0.1:$(cat "$out/port")" --peers_file="$out/cg_peers.txt" \
     | tee "$out/cg.txt"
 fi
+if want scan; then
+  echo "== peer: cupy.cumsum (cupy_scan.py)"
+  python3 "$here/cupy_scan.py" | tee "$out/cupy_scan.txt" || echo "cupy unavailable" >&2
+  "$bin/scan_bench" --server="127.0.0.1:$(cat "$out/port")" --peers_file="$out/cupy_scan.txt" \
+    --peer_file="$out/peer.txt" | tee "$out/scan.txt"
+fi
 # distarray_bench's sections: what --only names besides "kernels", "loop", "cg" and "python".
-bench_only=$(echo "$only" | tr ',' '\n' | grep -v -e '^kernels$' -e '^loop$' -e '^cg$' -e '^python$' -e '^reqgraph$' \
+bench_only=$(echo "$only" | tr ',' '\n' | grep -v -e '^kernels$' -e '^loop$' -e '^cg$' -e '^python$' -e '^reqgraph$' -e '^scan$' \
   | paste -sd, || true)
 if [ -z "$only" ] || [ -n "$bench_only" ]; then
   # An empty gRPC server in a process of its own, for the latency section: the transport any

@@ -1,8 +1,10 @@
-// Inclusive scans of a chunk's lines. Contiguous lines (the scanned axis last) are one CUB
-// scan-by-key over the whole chunk, keyed by line, at memory speed however few and long the lines
-// are; a carry is then combined into each line by one elementwise pass. Strided lines (axes after
-// the scanned one) get one thread each, walking its line: neighbouring threads read neighbouring
-// elements, so every step of the walk is one coalesced row.
+// Inclusive scans of a chunk's lines. Contiguous lines (the scanned axis last): one line is a
+// plain CUB scan; several are one CUB scan-by-key over the whole chunk, keyed by line. Either way
+// a line's carry is folded into its first element as it is read (the scan is inclusive and its
+// operation associative), so a carry costs no extra pass. Strided lines (axes after the scanned
+// one) are cut into segments, enough of them to fill the GPU: the segments' totals, a scan of
+// those per line (from the carry), then each segment's scan from its prefix. Neighbouring threads
+// take neighbouring lines, so every step of a walk along a segment is one coalesced row.
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
@@ -51,24 +53,107 @@ __global__ void ScanStridedLinesKernel(const T* in, T* out, const T* carry, int6
   }
 }
 
+// Strided lines in segments (SegmentsFor): thread (segment, line), lines fastest.
 template <typename T>
-__global__ void CombineCarryKernel(T* out, const T* carry, int64_t n, int64_t length,
-                                   bool product) {
+__global__ void SegmentTotalsKernel(const T* in, T* totals, int64_t outer, int64_t length,
+                                    int64_t inner, int64_t segment, int64_t segments,
+                                    bool product) {
   const ScanOp<T> op{product};
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    out[i] = op(carry[i / length], out[i]);
+  const int64_t lines = outer * inner;
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < lines * segments;
+       t += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t line = t % lines, s = t / lines;
+    const int64_t base = (line / inner) * length * inner + line % inner;
+    const int64_t end = (s + 1) * segment < length ? (s + 1) * segment : length;
+    T acc = T(product ? 1 : 0);
+    for (int64_t i = s * segment; i < end; ++i) acc = op(acc, in[base + i * inner]);
+    totals[t] = acc;
+  }
+}
+
+// Each line's segment totals replaced by the prefix its segment starts from.
+template <typename T>
+__global__ void SegmentPrefixesKernel(T* totals, const T* carry, int64_t lines, int64_t segments,
+                                      bool product) {
+  const ScanOp<T> op{product};
+  for (int64_t line = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; line < lines;
+       line += int64_t{gridDim.x} * blockDim.x) {
+    T running = carry ? carry[line] : T(product ? 1 : 0);
+    for (int64_t s = 0; s < segments; ++s) {
+      const T total = totals[s * lines + line];
+      totals[s * lines + line] = running;
+      running = op(running, total);
+    }
   }
 }
 
 template <typename T>
-cudaError_t ScanByLine(void* temp, size_t& temp_bytes, const T* in, T* out, int64_t n,
-                       int64_t length, bool product, cudaStream_t stream) {
+__global__ void ScanSegmentsKernel(const T* in, T* out, const T* prefixes, int64_t outer,
+                                   int64_t length, int64_t inner, int64_t segment, int64_t segments,
+                                   bool product) {
+  const ScanOp<T> op{product};
+  const int64_t lines = outer * inner;
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < lines * segments;
+       t += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t line = t % lines, s = t / lines;
+    const int64_t base = (line / inner) * length * inner + line % inner;
+    const int64_t end = (s + 1) * segment < length ? (s + 1) * segment : length;
+    T acc = prefixes[t];
+    for (int64_t i = s * segment; i < end; ++i) {
+      acc = op(acc, in[base + i * inner]);
+      out[base + i * inner] = acc;
+    }
+  }
+}
+
+// How strided lines are cut: `segments` segments of `segment` elements per line, so that about
+// kTargetThreads threads walk them (one segment per line where the lines alone fill the GPU).
+struct Segments {
+  int64_t segment = 0, segments = 1;
+};
+constexpr int64_t kTargetThreads = int64_t{132} * 2048;  // every thread slot of an H100/H200
+constexpr int64_t kMinSegment = 16;
+Segments SegmentsFor(int64_t outer, int64_t length, int64_t inner) {
+  const int64_t lines = std::max<int64_t>(1, outer * inner);
+  int64_t segments =
+      std::clamp<int64_t>(kTargetThreads / lines, 1, std::max<int64_t>(1, length / kMinSegment));
+  const int64_t segment = std::max<int64_t>(1, (length + segments - 1) / segments);
+  segments = std::max<int64_t>(1, (length + segment - 1) / segment);
+  return Segments{segment, segments};
+}
+
+// Element i of a chunk's contiguous lines as the scan reads it: the line's carry folded into its
+// first element.
+template <typename T>
+struct WithCarry {
+  const T* in;
+  const T* carry;
+  int64_t length;
+  bool product;
+  __host__ __device__ T operator()(int64_t i) const {
+    if (carry == nullptr || i % length != 0) return in[i];
+    return ScanOp<T>{product}(carry[i / length], in[i]);
+  }
+};
+
+template <typename T>
+cudaError_t ScanContiguous(void* temp, size_t& temp_bytes, const T* in, T* out, const T* carry,
+                           int64_t outer, int64_t length, bool product, cudaStream_t stream) {
+  const int64_t n = outer * length;
+  auto values = thrust::make_transform_iterator(thrust::make_counting_iterator<int64_t>(0),
+                                                WithCarry<T>{in, carry, length, product});
+  if (outer == 1) {
+    return cub::DeviceScan::InclusiveScan(temp, temp_bytes, values, out, ScanOp<T>{product}, n,
+                                          stream);
+  }
   auto keys =
       thrust::make_transform_iterator(thrust::make_counting_iterator<int64_t>(0), LineOf{length});
-  return cub::DeviceScan::InclusiveScanByKey(temp, temp_bytes, keys, in, out, ScanOp<T>{product}, n,
-                                             ::cuda::std::equal_to<>(), stream);
+  return cub::DeviceScan::InclusiveScanByKey(temp, temp_bytes, keys, values, out,
+                                             ScanOp<T>{product}, n, ::cuda::std::equal_to<>(),
+                                             stream);
 }
+
+int64_t AlignUp(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
 template <typename Fn>
 cudaError_t DispatchScanDType(DType dtype, Fn&& fn) {
@@ -109,17 +194,28 @@ cudaError_t DispatchScanDType(DType dtype, Fn&& fn) {
 }  // namespace
 
 int64_t ScanScratchBytes(DType dtype, int64_t outer, int64_t length, int64_t inner) {
-  if (inner != 1 || outer * length == 0) return 0;
-  size_t bytes = 0;
-  const cudaError_t e = DispatchScanDType(dtype, [&](auto tag) {
+  if (outer * length * inner == 0) return 0;
+  int64_t bytes = 0;
+  const cudaError_t e = DispatchScanDType(dtype, [&](auto tag) -> cudaError_t {
     using T = decltype(tag);
-    return ScanByLine<T>(nullptr, bytes, nullptr, nullptr, outer * length, length, false, nullptr);
+    if (inner != 1) {
+      const Segments cut = SegmentsFor(outer, length, inner);
+      bytes = cut.segments == 1
+                  ? 0
+                  : AlignUp(outer * inner * cut.segments * static_cast<int64_t>(sizeof(T)));
+      return cudaSuccess;
+    }
+    size_t temp = 0;
+    const cudaError_t query =
+        ScanContiguous<T>(nullptr, temp, nullptr, nullptr, nullptr, outer, length, false, nullptr);
+    bytes = static_cast<int64_t>(temp);
+    return query;
   });
   if (e != cudaSuccess) {
     cudaGetLastError();
     return -1;
   }
-  return static_cast<int64_t>(bytes);
+  return bytes;
 }
 
 cudaError_t LaunchScan(DType dtype, const ScanLaunch& scan, cudaStream_t stream) {
@@ -130,20 +226,27 @@ cudaError_t LaunchScan(DType dtype, const ScanLaunch& scan, cudaStream_t stream)
     const T* in = static_cast<const T*>(scan.in);
     T* out = static_cast<T*>(scan.out);
     const T* carry = static_cast<const T*>(scan.carry);
-    if (scan.inner != 1) {
-      ScanStridedLinesKernel<T><<<Blocks(scan.outer * scan.inner), kThreads, 0, stream>>>(
+    if (scan.inner == 1) {
+      size_t bytes = static_cast<size_t>(scan.scratch_bytes);
+      return ScanContiguous<T>(scan.scratch, bytes, in, out, carry, scan.outer, scan.length,
+                               scan.product, stream);
+    }
+    const int64_t lines = scan.outer * scan.inner;
+    const Segments cut = SegmentsFor(scan.outer, scan.length, scan.inner);
+    if (cut.segments == 1) {
+      ScanStridedLinesKernel<T><<<Blocks(lines), kThreads, 0, stream>>>(
           in, out, carry, scan.outer, scan.length, scan.inner, scan.product);
       return cudaGetLastError();
     }
-    size_t bytes = static_cast<size_t>(scan.scratch_bytes);
-    if (cudaError_t e =
-            ScanByLine<T>(scan.scratch, bytes, in, out, n, scan.length, scan.product, stream);
-        e != cudaSuccess) {
-      return e;
-    }
-    if (carry == nullptr) return cudaSuccess;
-    CombineCarryKernel<T>
-        <<<Blocks(n), kThreads, 0, stream>>>(out, carry, n, scan.length, scan.product);
+    T* prefixes = static_cast<T*>(scan.scratch);
+    const int64_t threads = lines * cut.segments;
+    SegmentTotalsKernel<T><<<Blocks(threads), kThreads, 0, stream>>>(
+        in, prefixes, scan.outer, scan.length, scan.inner, cut.segment, cut.segments, scan.product);
+    SegmentPrefixesKernel<T><<<Blocks(lines), kThreads, 0, stream>>>(prefixes, carry, lines,
+                                                                     cut.segments, scan.product);
+    ScanSegmentsKernel<T><<<Blocks(threads), kThreads, 0, stream>>>(
+        in, out, prefixes, scan.outer, scan.length, scan.inner, cut.segment, cut.segments,
+        scan.product);
     return cudaGetLastError();
   });
 }

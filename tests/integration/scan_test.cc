@@ -200,6 +200,28 @@ TEST_P(ScanTest, OneLineSplitOverDevicesCarriesAcrossThem) {
   EXPECT_EQ(scanned.info().dtype(), v1::DTYPE_INT64);
 }
 
+// Lines long enough along a leading axis that the CUDA backend cuts them into segments (a scan
+// of segment totals between), with carries from other chunks too; and many contiguous lines
+// split along the axis (each line's carry folded into its first element).
+TEST_P(ScanTest, LongLinesOverSplitLayouts) {
+  std::mt19937_64 rng(405);
+  for (const Shape& shape : {Shape{300, 3}, Shape{3, 257, 4}, Shape{6, 1000}}) {
+    const int rank = static_cast<int>(shape.size());
+    for (int axis = 0; axis < rank; ++axis) {
+      const Layout layout{"split along the axis",
+                          Split(rank, axis, shape[axis], {dev(0), dev(1), dev(2)})};
+      const HostArray f =
+          RandomHost(v1::DTYPE_FLOAT64, shape, rng, {.float_lo = -1, .float_hi = 1});
+      ASSERT_NO_FATAL_FAILURE(ExpectScan(f, layout, axis, false, "long lines"));
+      const HostArray i = RandomHost(v1::DTYPE_INT64, shape, rng);
+      ASSERT_NO_FATAL_FAILURE(ExpectScan(i, layout, axis, true, "long lines"));
+      const HostArray h = RandomHost(v1::DTYPE_FLOAT32, shape, rng, {.float_lo = 0, .float_hi = 1});
+      ASSERT_NO_FATAL_FAILURE(ExpectScan(h, {"whole", OnDevice(rank, dev(1))}, axis, false,
+                                         "long lines on one device"));
+    }
+  }
+}
+
 // A scan as a loop body: x = cumulative_sum(x) until an element reaches 1000 (the values become
 // binomial coefficients), over a layout that carries between devices every iteration.
 TEST_P(ScanTest, ScanInARecordedLoop) {
