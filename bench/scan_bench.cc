@@ -94,8 +94,9 @@ int main(int argc, char** argv) {
   };
   bool ok = true;
   std::printf("scan_bench: cumulative_sum, float32, over %d GPU(s)\n", gpus);
-  std::printf("| case | shape | ms | GB/s (read + written) | of device copy | cupy.cumsum on 1 GPU "
-              "| vs cupy | check |\n");
+  std::printf(
+      "| case | shape | ms | GB/s (read + written) | of device copy | cupy.cumsum on 1 GPU "
+      "| vs cupy | check |\n");
   for (const Case& c : {Case{"one line", 1, n, 1, "cupy_cumsum_1d_ms"},
                         Case{"along rows", side, side, 1, "cupy_cumsum_axis1_ms"},
                         Case{"down columns", side, side, 0, "cupy_cumsum_axis0_ms"}}) {
@@ -103,10 +104,10 @@ int main(int argc, char** argv) {
         c.rows == 1 ? std::vector<int64_t>{c.cols} : std::vector<int64_t>{c.rows, c.cols};
     // The 1-D case splits its one axis; the matrix its rows (so a column scan carries).
     const int axis = c.rows == 1 ? 0 : c.axis;
-    auto x = Must(client.Create(shape, v1::DTYPE_FLOAT32,
-                                {distarray::Split(static_cast<int>(shape.size()), 0, shape[0], on)},
-                                fill),
-                  "create");
+    auto x = Must(
+        client.Create(shape, v1::DTYPE_FLOAT32,
+                      {distarray::Split(static_cast<int>(shape.size()), 0, shape[0], on)}, fill),
+        "create");
     const double ms = MedianMs(client, x, axis);
     const std::vector<float> source = Must(x.Download<float>(), "download source");
     auto scanned = Must(distarray::CumulativeSum(x, axis), "cumulative_sum");

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/function_args.h"
 #include "distarray/indexing.h"
 
 namespace distarray {
@@ -78,29 +79,14 @@ v1::Fill Integers(int64_t low, int64_t high, uint64_t seed) {
 
 namespace {
 
-std::string ShapeText(const std::vector<int64_t>& shape) {
-  return absl::StrCat("(", absl::StrJoin(shape, ", "), shape.size() == 1 ? ",)" : ")");
-}
-
-// `axis` in [-rank, rank) as a position, or INVALID_ARGUMENT naming `what`.
-absl::StatusOr<int> AxisOf(int64_t axis, size_t rank, const std::string& what) {
-  const auto r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= r) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": axis ", axis, " is out of range for an array of ", rank, " axes"));
-  }
-  return static_cast<int>(axis < 0 ? axis + r : axis);
-}
+using internal::AxisOf;
+using internal::ShapeText;
 
 // Every axis whole but `axis`, which takes `slice`.
 std::vector<Index> AlongAxis(size_t rank, int axis, const Slice& slice) {
   std::vector<Index> key(rank, Index(Slice{}));
   key[axis] = slice;
   return key;
-}
-
-bool IsComplex(v1::DType dtype) {
-  return dtype == v1::DTYPE_COMPLEX64 || dtype == v1::DTYPE_COMPLEX128;
 }
 
 // The elements with column - row <= k kept (`keep_lower`), or the others.
@@ -224,6 +210,79 @@ absl::StatusOr<Array> Diff(const Array& a, int n, int32_t axis) {
 absl::StatusOr<Array> Tril(const Array& a, int64_t k) { return Triangle(a, k, true, "tril"); }
 absl::StatusOr<Array> Triu(const Array& a, int64_t k) { return Triangle(a, k, false, "triu"); }
 
+absl::StatusOr<Array> Take(const Array& a, const Array& indices, int32_t axis) {
+  const std::vector<int64_t> shape = a.shape();
+  absl::StatusOr<int> d = AxisOf(axis, shape.size(), "axis");
+  if (!d.ok()) return d.status();
+  if (indices.shape().size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "indices: Take takes a 1-D integer array, not shape ", ShapeText(indices.shape())));
+  }
+  std::vector<Index> key(shape.size(), Index(Slice{}));
+  key[*d] = HeldPositions{indices.handle()};
+  return GetItem(a, key);
+}
+
+namespace {
+
+// a's axis `axis` (of length s) becomes (s, 1), broadcast to (s, count), merged back to s * count:
+// each element `count` times in a row (repeat), or, with the 1 first, the whole axis `count` times
+// (tile).
+absl::StatusOr<Array> Stretch(const Array& a, int axis, int64_t count, bool whole_axis) {
+  std::vector<int64_t> shape = a.shape();
+  std::vector<int64_t> split = shape, wide = shape;
+  const size_t at = whole_axis ? axis : axis + 1;
+  split.insert(split.begin() + at, 1);
+  wide.insert(wide.begin() + at, count);
+  absl::StatusOr<Array> opened = Reshape(a, split);
+  if (!opened.ok()) return opened.status();
+  absl::StatusOr<Array> repeated = BroadcastTo(*opened, wide);
+  if (!repeated.ok()) return repeated.status();
+  shape[axis] *= count;
+  return Reshape(*repeated, shape);
+}
+
+}  // namespace
+
+absl::StatusOr<Array> Tile(const Array& a, const std::vector<int64_t>& reps) {
+  for (size_t i = 0; i < reps.size(); ++i) {
+    if (reps[i] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("reps: reps[", i, "] is ", reps[i], "; tile takes counts >= 0"));
+    }
+  }
+  std::vector<int64_t> shape = a.shape();
+  std::vector<int64_t> counts = reps;
+  while (counts.size() < shape.size()) counts.insert(counts.begin(), 1);
+  // The latest result (none yet: `a` itself, widened with leading 1s where reps is longer).
+  std::optional<Array> out;
+  if (shape.size() < counts.size()) {
+    shape.insert(shape.begin(), counts.size() - shape.size(), 1);
+    absl::StatusOr<Array> widened = Reshape(a, shape);
+    if (!widened.ok()) return widened.status();
+    out = *std::move(widened);
+  }
+  for (size_t d = 0; d < counts.size(); ++d) {
+    if (counts[d] == 1) continue;
+    absl::StatusOr<Array> next =
+        Stretch(out ? *out : a, static_cast<int>(d), counts[d], /*whole_axis=*/true);
+    if (!next.ok()) return next.status();
+    out = *std::move(next);
+  }
+  if (out) return *std::move(out);
+  return GetItem(a, std::vector<Index>(shape.size(), Index(Slice{})));  // a copy
+}
+
+absl::StatusOr<Array> Repeat(const Array& a, int64_t repeats, int32_t axis) {
+  if (repeats < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("repeats: ", repeats, "; repeat takes a count >= 0"));
+  }
+  absl::StatusOr<int> d = AxisOf(axis, a.shape().size(), "axis");
+  if (!d.ok()) return d.status();
+  return Stretch(a, *d, repeats, /*whole_axis=*/false);
+}
+
 absl::StatusOr<Array> Outer(const Array& a, const Array& b) {
   const std::vector<int64_t> a_shape = a.shape(), b_shape = b.shape();
   if (a_shape.size() != 1 || b_shape.size() != 1) {
@@ -241,7 +300,7 @@ absl::StatusOr<Array> Outer(const Array& a, const Array& b) {
 absl::StatusOr<Array> Variance(const Array& a, const std::vector<int32_t>& axes, double correction,
                                bool keepdims) {
   const std::vector<int64_t> shape = a.shape();
-  if (IsComplex(a.info().dtype())) {
+  if (internal::IsComplexDType(a.info().dtype())) {
     return absl::InvalidArgumentError(
         "a: Variance and Std take real arrays (complex: use the Python SDK)");
   }

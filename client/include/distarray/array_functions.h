@@ -44,6 +44,14 @@ absl::StatusOr<Array> Diff(const Array& a, int n = 1, int32_t axis = -1);
 // >= k (triu) kept, the others 0.
 absl::StatusOr<Array> Tril(const Array& a, int64_t k = 0);
 absl::StatusOr<Array> Triu(const Array& a, int64_t k = 0);
+// numpy.take along `axis`: a's elements at `indices` (a 1-D integer array held in the daemon;
+// negative positions count from the end, out-of-range ones are OUT_OF_RANGE).
+absl::StatusOr<Array> Take(const Array& a, const Array& indices, int32_t axis = 0);
+// numpy.tile: a repeated `reps[i]` times along axis i (reps shorter than a's rank are padded with
+// leading 1s; longer ones give a leading 1s to a's shape).
+absl::StatusOr<Array> Tile(const Array& a, const std::vector<int64_t>& reps);
+// numpy.repeat with one count: each element repeated `repeats` times along `axis`.
+absl::StatusOr<Array> Repeat(const Array& a, int64_t repeats, int32_t axis);
 // numpy.outer of two 1-D arrays: (m, n), element (i, j) = a[i] * b[j].
 absl::StatusOr<Array> Outer(const Array& a, const Array& b);
 // numpy.var and numpy.std over `axes` (empty: all) with the array API's `correction` (NumPy's
