@@ -49,8 +49,14 @@ bool Reads(const v1::Statement& s, const std::string& name) {
              ReadsOperand(m.set_item().value(), name) ||
              ReadsOperand(m.permute_dims().source(), name) ||
              ReadsOperand(m.reshape().source(), name) ||
-             ReadsOperand(m.broadcast_to().source(), name) || ReadsOperand(m.sort().source(), name);
+             ReadsOperand(m.broadcast_to().source(), name) ||
+             ReadsOperand(m.sort().source(), name) ||
+             ReadsOperand(m.search_sorted().sorted(), name) ||
+             ReadsOperand(m.search_sorted().values(), name) ||
+             ReadsOperand(m.scan().source(), name);
     }
+    case v1::Statement::kCreate:
+      return false;
     case v1::Statement::kWhileLoop:
       return s.while_loop().condition() == name || BlockReads(s.while_loop().body(), 0, name);
     case v1::Statement::kIfElse:
@@ -244,6 +250,17 @@ Var ProgramBuilder::Sort(const Var& a, int32_t axis, bool descending, bool indic
   spec->set_descending(descending);
   spec->set_indices(indices);
   return Emit(std::move(s), "x");
+}
+
+Var ProgramBuilder::Create(const std::vector<int64_t>& shape, v1::DType dtype,
+                           const v1::IndexMap& index_map, const v1::Fill& fill) {
+  v1::Statement s;
+  v1::CreateStatement* create = s.mutable_create();
+  for (int64_t d : shape) create->mutable_shape()->add_dims(d);
+  create->set_dtype(dtype);
+  *create->mutable_index_map() = index_map;
+  *create->mutable_fill() = fill;
+  return Emit(std::move(s), "new");
 }
 
 Var ProgramBuilder::Scan(const Var& a, int32_t axis, bool product) {

@@ -7,12 +7,14 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/index_map.h"
 #include "common/names.h"
 #include "common/proto_convert.h"
 #include "common/status_macros.h"
 #include "server/graph/chain_fusion.h"
 #include "server/graph/loop_fusion.h"
 #include "server/graph/variable_mentions.h"
+#include "server/ops/fill.h"
 #include "server/ops/layout.h"
 #include "server/ops/linalg.h"
 #include "server/ops/manipulation.h"
@@ -468,6 +470,28 @@ absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string
                                         result.mode,
                                         std::move(result.chunks)});
       }
+      return absl::OkStatus();
+    }
+    case v1::Statement::kCreate: {
+      const v1::CreateStatement& create = s.create();
+      const std::string prefix = field + ".create";
+      ASSIGN_OR_RETURN(const DType dtype, DTypeFromProto(create.dtype(), prefix + ".dtype"));
+      const Shape shape = FromProto(create.shape());
+      RETURN_IF_ERROR(ValidateShape(shape, dtype, prefix + ".shape"));
+      ASSIGN_OR_RETURN(const IndexMap map,
+                       context_.normalize_map(create.index_map(), shape, prefix + ".index_map"));
+      if (absl::Status valid = ValidateFill(create.fill(), dtype, shape); !valid.ok()) {
+        // The fill's own messages name "fill.<kind>"; say which statement's.
+        return absl::Status(valid.code(), absl::StrCat(prefix, ".", valid.message()));
+      }
+      if (check) {
+        Assign(s.target(), MetadataOnly({shape, dtype, Mode::kReplica, map}));
+        return absl::OkStatus();
+      }
+      Array out{{}, {}, {}, shape, dtype, Mode::kReplica, {}};
+      ASSIGN_OR_RETURN(out.chunks, AllocateChunks(*context_.ops, dtype, map));
+      RETURN_IF_ERROR(LaunchFill(*context_.ops, out, create.fill(), context_.alive));
+      Assign(s.target(), std::move(out));
       return absl::OkStatus();
     }
     case v1::Statement::kWhileLoop:

@@ -56,7 +56,7 @@ class StructureChecker {
         return absl::InvalidArgumentError(absl::StrCat(
             field,
             ": a statement needs an op (elementwise, reduce, matmul, reshard, change_mode, "
-            "copy, manipulate, linalg, while_loop or if_else)"));
+            "copy, manipulate, linalg, create, while_loop or if_else)"));
       case v1::Statement::kElementwise:
         if (!s.elementwise().out().empty()) {
           return absl::InvalidArgumentError(absl::StrCat(
@@ -92,6 +92,8 @@ class StructureChecker {
         return CheckManipulation(s.manipulate(), field + ".manipulate");
       case v1::Statement::kLinalg:
         return CheckLinalg(s.linalg(), field + ".linalg");
+      case v1::Statement::kCreate:
+        return CheckIndexMap(s.create().index_map(), field + ".create.index_map");
       case v1::Statement::kWhileLoop: {
         const v1::WhileLoop& loop = s.while_loop();
         RETURN_IF_ERROR(ValidateVariableName(loop.condition(), field + ".while_loop.condition"));

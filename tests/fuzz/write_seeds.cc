@@ -793,6 +793,28 @@ std::vector<std::pair<std::string, Case>> Seeds() {
     c.RunGraph(unknown, {0, 1});
   }
   {
+    // Create statements: a random draw in a split layout, a cumulative sum of it in a loop whose
+    // body creates its own ones, and the same program with a fill its dtype cannot hold.
+    Case& c = add("run_graph_create");
+    c.Create(Spec({4}, v1::DTYPE_FLOAT32, Replicated({4}, 1))).mutable_fill()->mutable_ones();
+    v1::Program program;
+    v1::Statement* x = program.add_statements();
+    x->set_target("x");
+    x->mutable_create()->mutable_shape()->add_dims(12);
+    x->mutable_create()->set_dtype(v1::DTYPE_FLOAT32);
+    *x->mutable_create()->mutable_index_map() = RowBlocks({12}, 3);
+    x->mutable_create()->mutable_fill()->mutable_normal()->set_stddev(1);
+    v1::Statement* scan = program.add_statements();
+    scan->set_target("y");
+    scan->mutable_manipulate()->mutable_scan()->mutable_source()->set_variable("x");
+    program.add_outputs("y");
+    c.RunGraph(program, {});
+    v1::Program wrong = program;
+    wrong.mutable_statements(0)->mutable_create()->set_dtype(v1::DTYPE_INT8);
+    wrong.mutable_statements(0)->mutable_create()->mutable_fill()->mutable_arange()->set_step(40);
+    c.RunGraph(wrong, {});
+  }
+  {
     // Sparse matrices: parts made by fills (indptr's second block starts at 3, not 0: offsets
     // the kernels clamp), products with a vector and a matrix, the dense form, the transpose and
     // its product, parts in the wrong roles, a b of the wrong dtype, a request without an op.

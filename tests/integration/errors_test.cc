@@ -1277,6 +1277,38 @@ std::vector<BadCase> Cases() {
   add("RunGraph with a linalg solve without b", linalg_program(v1::LINALG_OP_SOLVE, 1),
       StatusCode::INVALID_ARGUMENT,
       "program.statements[0].linalg.spec.b: solve takes the right-hand sides as an array");
+  // A create statement: CreateArray's checks, named from the statement.
+  const auto create_program = [](std::function<void(v1::CreateStatement&)> edit) {
+    return [edit](auto& stub, auto&) {
+      grpc::ClientContext c;
+      v1::RunGraphRequest r;
+      v1::Statement* s = r.mutable_program()->add_statements();
+      s->set_target("x");
+      v1::CreateStatement& create = *s->mutable_create();
+      create.mutable_shape()->add_dims(300);
+      create.set_dtype(v1::DTYPE_INT8);
+      v1::Chunk* chunk = create.mutable_index_map()->add_chunks();
+      chunk->set_device(0);
+      chunk->add_slices();
+      edit(create);
+      r.mutable_program()->add_outputs("x");
+      v1::RunGraphResponse out;
+      return stub.RunGraph(&c, r, &out);
+    };
+  };
+  add("RunGraph creating an arange past its dtype", create_program([](v1::CreateStatement& c) {
+        c.mutable_fill()->mutable_arange()->set_step(1);
+      }),
+      StatusCode::INVALID_ARGUMENT,
+      "program.statements[0].create.fill.arange: value 299 (start 0, step 1) is outside int8");
+  add("RunGraph creating an array of no dtype",
+      create_program([](v1::CreateStatement& c) { c.set_dtype(v1::DTYPE_UNSPECIFIED); }),
+      StatusCode::INVALID_ARGUMENT, "program.statements[0].create.dtype");
+  add("RunGraph creating an array on a device that does not exist",
+      create_program(
+          [](v1::CreateStatement& c) { c.mutable_index_map()->mutable_chunks(0)->set_device(99); }),
+      StatusCode::INVALID_ARGUMENT,
+      "program.statements[0].create.index_map.chunks[0].device: device 99 does not exist");
   add(
       "RegisterProgram with a bad variable name",
       [](auto& stub, auto&) {

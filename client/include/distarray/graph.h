@@ -103,6 +103,10 @@ class ProgramBuilder {
   Var SearchSorted(const Var& sorted, const Var& values, bool right = false);
   // Running sums (or, with `product`, products) along `axis` (ScanSpec).
   Var Scan(const Var& a, int32_t axis, bool product);
+  // A new REPLICA array of `shape` and `dtype` in `index_map`, filled by `fill` (Client::Create's
+  // fills; distarray/array_functions.h's fills:: helpers). In a loop body: made every iteration.
+  Var Create(const std::vector<int64_t>& shape, v1::DType dtype, const v1::IndexMap& index_map,
+             const v1::Fill& fill = {});
   // Joined along `axis` (concat), or along a new axis there (stack).
   Var Concat(const Vars& vars, int32_t axis = 0, bool stack = false);
 

@@ -334,6 +334,24 @@ class Program:
         self._proto.inputs.append(name)
         return Var(self, name)
 
+    def create(self, shape: Sequence[int], dtype: Any = np.float64,
+               index_map: Optional[IndexMapLike] = None, *,
+               fill: Optional["pb.Fill"] = None) -> Var:
+        """A new array made by the program (a create statement): ``shape`` and ``dtype`` in
+        ``index_map`` (default: the whole array on device 0), filled by ``fill`` (a pb.Fill, as
+        ``Client.create``'s; default zeros). In a loop body it is made anew every iteration."""
+        shape = tuple(int(d) for d in shape)
+        if index_map is None:
+            from ._index_map import on_device
+            index_map = on_device(len(shape), 0)
+        s = pb.Statement()
+        s.create.shape.dims.extend(shape)
+        s.create.dtype = to_proto_dtype(dtype)
+        s.create.index_map.CopyFrom(to_proto_index_map(index_map, len(shape)))
+        if fill is not None:
+            s.create.fill.CopyFrom(fill)
+        return self._emit(s, "new")
+
     def capture(self, array: DistributedArray) -> Var:
         """``array`` as a Var of this program: an input of its own (once per array), which
         ``client.run_graph`` binds to it."""

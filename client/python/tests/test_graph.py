@@ -208,3 +208,28 @@ def test_item_assignment_outside_loops_and_its_errors(client, rng):
     bad = distarray.trace(lambda a: a.__setitem__(12, 0.0) or {"a": a})
     with pytest.raises(IndexError, match="axis 0"):
         client.run_graph(bad, a=x)
+
+
+def test_program_creates_arrays(client):
+    """Program.create is a create statement: the same values as Client.create's fill in another
+    layout, and a create in a loop body is made anew each iteration."""
+    from distarray.v1 import distarray_pb2 as pb
+    layout = distarray.split_index_map((40, 6), 0, [0, 1, 2])
+    normal = pb.Fill(normal=pb.Fill.Normal(mean=1.0, stddev=2.0, seed=5))
+    p = distarray.Program()
+    p.output("x", p.create((40, 6), np.float32, layout, fill=normal))
+    run = client.run_graph(p)
+    want = client.create((40, 6), np.float32, distarray.split_index_map((40, 6), 1, [1, 0]),
+                         fill=normal)
+    np.testing.assert_array_equal(run.outputs["x"].to_numpy(), want.to_numpy())
+    assert run.outputs["x"].devices == (0, 1, 2)
+
+    q = distarray.Program()
+    row = distarray.split_index_map((16,), 0, [0, 1])
+    ones = pb.Fill(ones=pb.Fill.Ones())
+    out = q.while_loop(lambda v: (v < 4).all(),
+                       lambda v: v + q.create((16,), np.int64, row, fill=ones),
+                       q.create((16,), np.int64, row), max_iterations=10)
+    q.output("x", out)
+    assert [s.WhichOneof("op") for s in q.proto.statements].count("create") == 1
+    np.testing.assert_array_equal(client.run_graph(q).outputs["x"].to_numpy(), np.full(16, 4))
