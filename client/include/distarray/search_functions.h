@@ -1,0 +1,33 @@
+// The array API's searching and set functions whose result lengths depend on the values, composed
+// from the daemon's ops as the Python SDK's are: a running count of a mask (the daemon's scan)
+// and a search into it find the True positions without gathering the mask anywhere; the one
+// value read back is their count, which sets the result's length. Each result is a new owned
+// array on the operand's devices.
+#ifndef DISTARRAY_CLIENT_SEARCH_FUNCTIONS_H_
+#define DISTARRAY_CLIENT_SEARCH_FUNCTIONS_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "distarray/client.h"
+
+namespace distarray {
+
+// numpy.nonzero: the indices of a's elements that are not zero (True for bool; NaN is not zero),
+// one int64 array per axis, in C order. A 0-d `a` is INVALID_ARGUMENT (the array API leaves it
+// out). Reads back one element: the count.
+absl::StatusOr<std::vector<Array>> Nonzero(const Array& a);
+
+// The array API's unique_values and unique_counts of a flattened: the distinct values sorted
+// ascending (NaNs last, each NaN a value of its own, -0.0 and 0.0 one value), and how many
+// elements equal each (int64). Real dtypes and bool. Reads back one element.
+absl::StatusOr<Array> UniqueValues(const Array& a);
+struct UniqueCountsResult {
+  Array values;
+  Array counts;
+};
+absl::StatusOr<UniqueCountsResult> UniqueCounts(const Array& a);
+
+}  // namespace distarray
+
+#endif  // DISTARRAY_CLIENT_SEARCH_FUNCTIONS_H_

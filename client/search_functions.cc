@@ -1,0 +1,199 @@
+// Searching and set functions composed from the daemon's ops (distarray/search_functions.h).
+#include "distarray/search_functions.h"
+
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/function_args.h"
+#include "distarray/array_functions.h"
+#include "distarray/index_maps.h"
+#include "distarray/indexing.h"
+
+namespace distarray {
+namespace {
+
+// Positions per take: the daemon plans each run of an index array against each chunk it meets,
+// within --max_chunks; scattered positions are a run each, so batches of this many stay well
+// under it (the Python SDK's GATHER_BATCH).
+constexpr int64_t kGatherBatch = 8192;
+
+std::vector<int> DevicesOf(const Array& a) {
+  std::vector<int> devices;
+  for (const v1::Chunk& chunk : a.info().index_map().chunks()) devices.push_back(chunk.device());
+  std::sort(devices.begin(), devices.end());
+  devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+  if (devices.empty()) devices.push_back(0);
+  return devices;
+}
+
+// `n` int64 values start, start + 1, ... split over `like`'s devices.
+absl::StatusOr<Array> CountUp(const Array& like, int64_t n, int64_t start) {
+  ArrayOptions options;
+  if (n > 0) options.index_map = Split(1, 0, n, DevicesOf(like));
+  return like.client().Create({n}, v1::DTYPE_INT64, options,
+                              fills::Arange(static_cast<double>(start)));
+}
+
+// The running count of the 1-D bool `mask` (int64) and its last element, read back.
+struct RunningCount {
+  Array counts;
+  int64_t total = 0;
+};
+absl::StatusOr<RunningCount> CountTrue(const Array& mask) {
+  absl::StatusOr<Array> counts = CumulativeSum(mask, 0);  // bool scans to int64
+  if (!counts.ok()) return counts.status();
+  RunningCount out{*std::move(counts), 0};
+  const int64_t length = mask.shape()[0];
+  if (length == 0) return out;
+  absl::StatusOr<Array> last = GetItem(out.counts, {Index(length - 1)});
+  if (!last.ok()) return last.status();
+  absl::StatusOr<std::vector<int64_t>> value = last->Download<int64_t>();
+  if (!value.ok()) return value.status();
+  out.total = value->at(0);
+  return out;
+}
+
+// Where in the running count each rank 1, 2, ..., total first appears: the True positions.
+absl::StatusOr<Array> TruePositions(const Array& mask, const RunningCount& count) {
+  absl::StatusOr<Array> ranks = CountUp(mask, count.total, 1);
+  if (!ranks.ok()) return ranks.status();
+  return SearchSorted(count.counts, *ranks, /*right=*/false);
+}
+
+// Take(x, positions) for any number of positions, in batches of kGatherBatch, each batch's
+// pieces resharded to one per device before the batches are joined.
+absl::StatusOr<Array> Gather(const Array& x, const Array& positions) {
+  const int64_t n = positions.shape()[0];
+  if (n <= kGatherBatch) return Take(x, positions, 0);
+  const std::vector<int> devices = DevicesOf(x);
+  std::vector<Array> parts;
+  for (int64_t start = 0; start < n; start += kGatherBatch) {
+    absl::StatusOr<Array> batch =
+        GetItem(positions, {Slice{.start = start, .stop = std::min(n, start + kGatherBatch)}});
+    if (!batch.ok()) return batch.status();
+    absl::StatusOr<Array> part = Take(x, *batch, 0);
+    if (!part.ok()) return part.status();
+    if (part->info().index_map().chunks_size() > static_cast<int>(devices.size())) {
+      absl::StatusOr<Array> compact =
+          part->Reshard(Split(1, 0, part->shape()[0], devices), std::nullopt);
+      if (!compact.ok()) return compact.status();
+      part = std::move(compact);
+    }
+    parts.push_back(*std::move(part));
+  }
+  std::vector<Operand> operands(parts.begin(), parts.end());
+  return Concat(operands, 0);
+}
+
+// True where a value starts in the sorted `s`: its first element and every one unequal to the
+// element before it (each NaN).
+absl::StatusOr<Array> Starts(const Array& s) {
+  ArrayOptions first;
+  first.index_map = Split(1, 0, 1, {DevicesOf(s).front()});
+  absl::StatusOr<Array> head = s.client().Create({1}, v1::DTYPE_BOOL, first, fills::Ones());
+  if (!head.ok() || s.shape()[0] == 1) return head;
+  absl::StatusOr<Array> later = GetItem(s, {Slice{.start = 1}});
+  if (!later.ok()) return later.status();
+  absl::StatusOr<Array> earlier = GetItem(s, {Slice{.stop = -1}});
+  if (!earlier.ok()) return earlier.status();
+  absl::StatusOr<Array> differs = Ufunc(v1::ELEMENTWISE_OP_NOT_EQUAL, {*later, *earlier});
+  if (!differs.ok()) return differs.status();
+  return Concat({*head, *differs}, 0);
+}
+
+// The sorted flattening of `a` and the positions where its values start.
+struct Groups {
+  Array sorted;
+  Array positions;
+};
+absl::StatusOr<Groups> GroupsOf(const Array& a, const char* what) {
+  if (internal::IsComplexDType(a.info().dtype())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a: ", what, " takes real or bool arrays here (complex: the Python SDK)"));
+  }
+  absl::StatusOr<Array> flat = Reshape(a, {-1});
+  if (!flat.ok()) return flat.status();
+  absl::StatusOr<Array> sorted = Sort(*flat, 0);
+  if (!sorted.ok()) return sorted.status();
+  absl::StatusOr<Array> starts = Starts(*sorted);
+  if (!starts.ok()) return starts.status();
+  absl::StatusOr<RunningCount> count = CountTrue(*starts);
+  if (!count.ok()) return count.status();
+  absl::StatusOr<Array> positions = TruePositions(*starts, *count);
+  if (!positions.ok()) return positions.status();
+  return Groups{*std::move(sorted), *std::move(positions)};
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Array>> Nonzero(const Array& a) {
+  const std::vector<int64_t> shape = a.shape();
+  if (shape.empty()) {
+    return absl::InvalidArgumentError(
+        "a: Nonzero of a 0-d array (the array API leaves 0-d inputs out; reshape it to (1,))");
+  }
+  absl::StatusOr<Array> flat = Reshape(a, {-1});
+  if (!flat.ok()) return flat.status();
+  absl::StatusOr<Array> mask =
+      a.info().dtype() == v1::DTYPE_BOOL ? std::move(flat) : AsType(*flat, v1::DTYPE_BOOL);
+  if (!mask.ok()) return mask.status();
+  absl::StatusOr<RunningCount> count = CountTrue(*mask);
+  if (!count.ok()) return count.status();
+  absl::StatusOr<Array> positions = TruePositions(*mask, *count);
+  if (!positions.ok()) return positions.status();
+  // Flat C-order positions as one index per axis: (p % (stride * length)) / stride.
+  std::vector<Array> out;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    int64_t stride = 1;  // elements per step of axis d (a product of the later axes)
+    for (size_t e = d + 1; e < shape.size(); ++e) stride *= shape[e];
+    // Axis 0, and every axis of an empty result (whose strides may be 0), is a copy: each axis
+    // its own array.
+    const bool copy = d == 0 || count->total == 0;
+    absl::StatusOr<Array> index =
+        copy ? AsType(*positions, v1::DTYPE_INT64)
+             : Ufunc(v1::ELEMENTWISE_OP_REMAINDER, {*positions, stride * shape[d]});
+    if (index.ok() && stride != 1 && count->total > 0) {
+      index = Ufunc(v1::ELEMENTWISE_OP_FLOOR_DIVIDE, {*index, stride});
+    }
+    if (!index.ok()) return index.status();
+    out.push_back(*std::move(index));
+  }
+  return out;
+}
+
+absl::StatusOr<Array> UniqueValues(const Array& a) {
+  absl::StatusOr<Array> flat = Reshape(a, {-1});
+  if (!flat.ok() || flat->shape()[0] == 0) return flat;
+  absl::StatusOr<Groups> groups = GroupsOf(a, "UniqueValues");
+  if (!groups.ok()) return groups.status();
+  return Gather(groups->sorted, groups->positions);
+}
+
+absl::StatusOr<UniqueCountsResult> UniqueCounts(const Array& a) {
+  absl::StatusOr<Array> flat = Reshape(a, {-1});
+  if (!flat.ok()) return flat.status();
+  const int64_t n = flat->shape()[0];
+  if (n == 0) {
+    absl::StatusOr<Array> counts = a.client().Create({0}, v1::DTYPE_INT64, {});
+    if (!counts.ok()) return counts.status();
+    return UniqueCountsResult{*std::move(flat), *std::move(counts)};
+  }
+  absl::StatusOr<Groups> groups = GroupsOf(a, "UniqueCounts");
+  if (!groups.ok()) return groups.status();
+  absl::StatusOr<Array> values = Gather(groups->sorted, groups->positions);
+  if (!values.ok()) return values.status();
+  // A value's count: the distance from its start to the next start (or to the end).
+  absl::StatusOr<Array> next = GetItem(groups->positions, {Slice{.start = 1}});
+  if (!next.ok()) return next.status();
+  absl::StatusOr<Array> end = CountUp(groups->positions, 1, n);
+  if (!end.ok()) return end.status();
+  absl::StatusOr<Array> bounds = Concat({*next, *end}, 0);
+  if (!bounds.ok()) return bounds.status();
+  absl::StatusOr<Array> counts = Ufunc(v1::ELEMENTWISE_OP_SUBTRACT, {*bounds, groups->positions});
+  if (!counts.ok()) return counts.status();
+  return UniqueCountsResult{*std::move(values), *std::move(counts)};
+}
+
+}  // namespace distarray

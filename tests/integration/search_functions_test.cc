@@ -1,0 +1,153 @@
+// The C++ SDK's Nonzero, UniqueValues and UniqueCounts (distarray/search_functions.h) against host
+// references on fresh random data in several layouts: sparse and dense masks of every rank, none
+// and all True; repeated integers, floats with NaNs and signed zeros, bool; more distinct values
+// than one gather batch holds; and the refusals by name.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "distarray/index_maps.h"
+#include "distarray/search_functions.h"
+#include "tests/support/backend_fixture.h"
+
+namespace distarray::testing {
+namespace {
+
+class SearchFunctionsTest : public BackendTest {
+ protected:
+  // `values` of `shape` split along axis 0 over two devices, along the last axis over three, and
+  // on one device.
+  template <typename T>
+  std::vector<Array> Layouts(const std::vector<T>& values, const std::vector<int64_t>& shape) {
+    const int rank = static_cast<int>(shape.size());
+    std::vector<Array> out;
+    for (const v1::IndexMap& map :
+         {Split(rank, 0, shape[0], {dev(0), dev(1)}),
+          Split(rank, rank - 1, shape[rank - 1], {dev(2), dev(0), dev(1)}),
+          OnDevice(rank, dev(1))}) {
+      absl::StatusOr<Array> a = client().Upload<T>(values, shape, {map});
+      EXPECT_TRUE(a.ok()) << a.status();
+      if (a.ok()) out.push_back(*std::move(a));
+    }
+    return out;
+  }
+  std::mt19937_64 rng_{97};
+};
+
+TEST_P(SearchFunctionsTest, NonzeroMatchesTheHost) {
+  for (const std::vector<int64_t>& shape :
+       {std::vector<int64_t>{37}, std::vector<int64_t>{9, 8}, std::vector<int64_t>{4, 5, 6}}) {
+    int64_t n = 1;
+    for (int64_t e : shape) n *= e;
+    for (double density : {0.0, 0.1, 0.7, 1.0}) {
+      std::vector<double> values(n);
+      std::uniform_real_distribution<double> u(0, 1);
+      for (double& v : values) v = u(rng_) < density ? u(rng_) - 2 : 0.0;
+      if (density > 0 && density < 1) values[n / 2] = NAN;  // NaN is not zero
+      // The reference: each nonzero element's multi-index, in C order.
+      std::vector<std::vector<int64_t>> want(shape.size());
+      for (int64_t i = 0; i < n; ++i) {
+        if (values[i] == 0) continue;
+        int64_t rest = i;
+        for (size_t d = shape.size(); d-- > 0;) {
+          want[d].push_back(rest % shape[d]);
+          rest /= shape[d];
+        }
+      }
+      for (const Array& a : Layouts(values, shape)) {
+        const std::string what = absl::StrCat(shape.size(), "-D, density ", density);
+        ASSERT_OK_AND_ASSIGN(std::vector<Array> got, Nonzero(a));
+        ASSERT_EQ(got.size(), shape.size()) << what;
+        for (size_t d = 0; d < shape.size(); ++d) {
+          EXPECT_EQ(got[d].info().dtype(), v1::DTYPE_INT64) << what;
+          EXPECT_EQ(*got[d].Download<int64_t>(), want[d]) << what << ", axis " << d;
+        }
+      }
+    }
+  }
+  // A bool mask is its own mask.
+  const bool mask[] = {true, false, false, true, true, false};
+  ASSERT_OK_AND_ASSIGN(Array b, client().Upload<bool>(std::span<const bool>(mask), {2, 3},
+                                                      {Split(2, 0, 2, {dev(0), dev(1)})}));
+  ASSERT_OK_AND_ASSIGN(std::vector<Array> got, Nonzero(b));
+  EXPECT_EQ(*got[0].Download<int64_t>(), (std::vector<int64_t>{0, 1, 1}));
+  EXPECT_EQ(*got[1].Download<int64_t>(), (std::vector<int64_t>{0, 0, 1}));
+}
+
+TEST_P(SearchFunctionsTest, UniqueValuesAndCountsMatchTheHost) {
+  std::vector<int32_t> ints(7 * 11);
+  for (int32_t& v : ints) v = static_cast<int32_t>(rng_() % 13) - 6;
+  std::map<int32_t, int64_t> int_counts;
+  for (int32_t v : ints) ++int_counts[v];
+  for (const Array& a : Layouts(ints, {7, 11})) {
+    ASSERT_OK_AND_ASSIGN(UniqueCountsResult got, UniqueCounts(a));
+    std::vector<int32_t> values;
+    std::vector<int64_t> counts;
+    for (const auto& [v, c] : int_counts) {
+      values.push_back(v);
+      counts.push_back(c);
+    }
+    EXPECT_EQ(*got.values.Download<int32_t>(), values);
+    EXPECT_EQ(*got.counts.Download<int64_t>(), counts);
+    ASSERT_OK_AND_ASSIGN(Array only, UniqueValues(a));
+    EXPECT_EQ(*only.Download<int32_t>(), values);
+  }
+  // Floats: -0.0 and 0.0 one value, each NaN its own (last).
+  const std::vector<double> floats = {2.5, NAN, -0.0, 1.0, 0.0, 2.5, NAN, -7.0};
+  for (const Array& a : Layouts(floats, {8})) {
+    ASSERT_OK_AND_ASSIGN(UniqueCountsResult got, UniqueCounts(a));
+    ASSERT_OK_AND_ASSIGN(std::vector<double> values, got.values.Download<double>());
+    ASSERT_EQ(values.size(), 6u);
+    EXPECT_EQ(std::vector<double>(values.begin(), values.begin() + 4),
+              (std::vector<double>{-7.0, 0.0, 1.0, 2.5}));
+    EXPECT_TRUE(std::isnan(values[4]) && std::isnan(values[5]));
+    EXPECT_EQ(*got.counts.Download<int64_t>(), (std::vector<int64_t>{1, 2, 1, 2, 1, 1}));
+  }
+}
+
+// More distinct values than one take of positions holds (8,192), over several devices.
+TEST_P(SearchFunctionsTest, ManyDistinctValuesAreGatheredInBatches) {
+  const int64_t n = 30000;
+  std::vector<int64_t> values(n);
+  for (int64_t& v : values) v = static_cast<int64_t>(rng_() % 20000);
+  std::vector<int64_t> want = values;
+  std::sort(want.begin(), want.end());
+  want.erase(std::unique(want.begin(), want.end()), want.end());
+  ASSERT_GT(want.size(), 8192u);
+  ASSERT_OK_AND_ASSIGN(
+      Array a, client().Upload<int64_t>(values, {n}, {Split(1, 0, n, {dev(0), dev(1), dev(2)})}));
+  ASSERT_OK_AND_ASSIGN(Array got, UniqueValues(a));
+  EXPECT_EQ(*got.Download<int64_t>(), want);
+}
+
+TEST_P(SearchFunctionsTest, BadArgumentsAreRefusedByName) {
+  ASSERT_OK_AND_ASSIGN(Array scalar,
+                       client().Upload<double>(std::vector<double>{1}, {}, {OnDevice(0, dev(0))}));
+  absl::StatusOr<std::vector<Array>> nz = Nonzero(scalar);
+  EXPECT_EQ(nz.status().code(), absl::StatusCode::kInvalidArgument) << nz.status();
+  EXPECT_TRUE(absl::StartsWith(nz.status().message(), "a:")) << nz.status();
+  ASSERT_OK_AND_ASSIGN(
+      Array z, client().Upload<std::complex<double>>(std::vector<std::complex<double>>(3, {1, 2}),
+                                                     {3}, {OnDevice(1, dev(0))}));
+  absl::StatusOr<Array> u = UniqueValues(z);
+  EXPECT_EQ(u.status().code(), absl::StatusCode::kInvalidArgument) << u.status();
+  EXPECT_TRUE(absl::StartsWith(u.status().message(), "a:")) << u.status();
+  // Empty arrays: no values, no counts.
+  ASSERT_OK_AND_ASSIGN(Array empty,
+                       client().Upload<double>(std::vector<double>{}, {0, 4}, {MakeIndexMap({})}));
+  ASSERT_OK_AND_ASSIGN(UniqueCountsResult none, UniqueCounts(empty));
+  EXPECT_EQ(none.values.shape(), (std::vector<int64_t>{0}));
+  EXPECT_EQ(none.counts.shape(), (std::vector<int64_t>{0}));
+  ASSERT_OK_AND_ASSIGN(std::vector<Array> no_positions, Nonzero(empty));
+  EXPECT_EQ(no_positions.size(), 2u);
+  EXPECT_EQ(no_positions[0].shape(), (std::vector<int64_t>{0}));
+}
+
+DISTARRAY_INSTANTIATE_BACKENDS(SearchFunctionsTest);
+
+}  // namespace
+}  // namespace distarray::testing
