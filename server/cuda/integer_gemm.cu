@@ -42,49 +42,28 @@ __global__ void IntegerGemmKernel(const T* a, const T* b, T* c, int64_t m, int64
   }
 }
 
-template <typename Fn>
-cudaError_t DispatchInteger(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::kBool:
-      return fn(bool{});
-    case DType::kInt8:
-      return fn(int8_t{});
-    case DType::kInt16:
-      return fn(int16_t{});
-    case DType::kInt32:
-      return fn(int32_t{});
-    case DType::kInt64:
-      return fn(int64_t{});
-    case DType::kUInt8:
-      return fn(uint8_t{});
-    case DType::kUInt16:
-      return fn(uint16_t{});
-    case DType::kUInt32:
-      return fn(uint32_t{});
-    case DType::kUInt64:
-      return fn(uint64_t{});
-    default:
-      return cudaErrorInvalidValue;
-  }
-}
-
 }  // namespace
 
 cudaError_t LaunchIntegerGemm(DType dtype, const void* a, const void* b, void* c, int64_t m,
                               int64_t n, int64_t k, int64_t batch, int64_t stride_a,
                               int64_t stride_b, int64_t stride_c, cudaStream_t stream) {
-  return DispatchInteger(dtype, [&](auto tag) -> cudaError_t {
+  if (!IsImplemented(dtype) || IsFloating(dtype) || IsComplex(dtype)) return cudaErrorInvalidValue;
+  return DispatchDType(dtype, [&](auto tag) -> cudaError_t {
     using T = decltype(tag);
-    if (m == 0 || n == 0 || batch == 0) return cudaSuccess;
-    const int64_t col_tiles = (n + kTile - 1) / kTile, row_tiles = (m + kTile - 1) / kTile;
-    // Grid x (2^31 - 1) holds the column tiles of any n a buffer can hold.
-    const dim3 grid(static_cast<unsigned>(col_tiles),
-                    static_cast<unsigned>(std::min(row_tiles, kMaxGridY)),
-                    static_cast<unsigned>(std::min(batch, kMaxGridZ)));
-    IntegerGemmKernel<T><<<grid, dim3(kTile, kTile), 0, stream>>>(
-        static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(c), m, n, k, batch,
-        stride_a, stride_b, stride_c);
-    return cudaGetLastError();
+    if constexpr (!kHasIntegerGemm<T>) {
+      return cudaErrorInvalidValue;  // float32/float64: DispatchDType's other types
+    } else {
+      if (m == 0 || n == 0 || batch == 0) return cudaSuccess;
+      const int64_t col_tiles = (n + kTile - 1) / kTile, row_tiles = (m + kTile - 1) / kTile;
+      // Grid x (2^31 - 1) holds the column tiles of any n a buffer can hold.
+      const dim3 grid(static_cast<unsigned>(col_tiles),
+                      static_cast<unsigned>(std::min(row_tiles, kMaxGridY)),
+                      static_cast<unsigned>(std::min(batch, kMaxGridZ)));
+      IntegerGemmKernel<T><<<grid, dim3(kTile, kTile), 0, stream>>>(
+          static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(c), m, n, k, batch,
+          stride_a, stride_b, stride_c);
+      return cudaGetLastError();
+    }
   });
 }
 

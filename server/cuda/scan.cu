@@ -155,40 +155,18 @@ cudaError_t ScanContiguous(void* temp, size_t& temp_bytes, const T* in, T* out, 
 
 int64_t AlignUp(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
+// Every dtype a scan result can have: DispatchStorageDType's but bool (ScanResultDType widens
+// it). cudaErrorInvalidValue for any other.
 template <typename Fn>
 cudaError_t DispatchScanDType(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::kInt8:
-      return fn(int8_t{});
-    case DType::kInt16:
-      return fn(int16_t{});
-    case DType::kInt32:
-      return fn(int32_t{});
-    case DType::kInt64:
-      return fn(int64_t{});
-    case DType::kUInt8:
-      return fn(uint8_t{});
-    case DType::kUInt16:
-      return fn(uint16_t{});
-    case DType::kUInt32:
-      return fn(uint32_t{});
-    case DType::kUInt64:
-      return fn(uint64_t{});
-    case DType::kFloat16:
-      return fn(Float16{});
-    case DType::kBFloat16:
-      return fn(BFloat16{});
-    case DType::kFloat32:
-      return fn(float{});
-    case DType::kFloat64:
-      return fn(double{});
-    case DType::kComplex64:
-      return fn(Complex64{});
-    case DType::kComplex128:
-      return fn(Complex128{});
-    default:
+  if (!IsImplemented(dtype) || dtype == DType::kBool) return cudaErrorInvalidValue;
+  return DispatchStorageDType(dtype, [&](auto tag) -> cudaError_t {
+    if constexpr (std::is_same_v<decltype(tag), bool>) {
       return cudaErrorInvalidValue;
-  }
+    } else {
+      return fn(tag);
+    }
+  });
 }
 
 }  // namespace
