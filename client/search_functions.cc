@@ -163,6 +163,28 @@ absl::StatusOr<std::vector<Array>> Nonzero(const Array& a) {
   return out;
 }
 
+absl::StatusOr<Array> MaskedGet(const Array& a, const Array& mask) {
+  if (mask.info().dtype() != v1::DTYPE_BOOL) {
+    return absl::InvalidArgumentError(absl::StrCat("mask: MaskedGet takes a bool mask, not ",
+                                                   v1::DType_Name(mask.info().dtype()),
+                                                   " (an integer index array is Take's)"));
+  }
+  if (mask.shape() != a.shape()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mask: shape ", internal::ShapeText(mask.shape()), " differs from a's ",
+                     internal::ShapeText(a.shape())));
+  }
+  absl::StatusOr<Array> flat = Reshape(a, {-1});
+  if (!flat.ok()) return flat.status();
+  absl::StatusOr<Array> flat_mask = Reshape(mask, {-1});
+  if (!flat_mask.ok()) return flat_mask.status();
+  absl::StatusOr<RunningCount> count = CountTrue(*flat_mask);
+  if (!count.ok()) return count.status();
+  absl::StatusOr<Array> positions = TruePositions(*flat_mask, *count);
+  if (!positions.ok()) return positions.status();
+  return Gather(*flat, *positions);
+}
+
 absl::StatusOr<Array> UniqueValues(const Array& a) {
   absl::StatusOr<Array> flat = Reshape(a, {-1});
   if (!flat.ok() || flat->shape()[0] == 0) return flat;

@@ -109,6 +109,36 @@ TEST_P(SearchFunctionsTest, UniqueValuesAndCountsMatchTheHost) {
   }
 }
 
+TEST_P(SearchFunctionsTest, MaskedGetMatchesTheHost) {
+  const std::vector<int64_t> shape = {9, 7};
+  std::vector<double> values(63);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (double& v : values) v = u(rng_);
+  // The mask is values > threshold: none, some and all of the elements.
+  for (double threshold : {2.0, 0.3, -2.0}) {
+    std::vector<double> want;
+    for (double v : values) {
+      if (v > threshold) want.push_back(v);
+    }
+    for (const Array& a : Layouts(values, shape)) {
+      ASSERT_OK_AND_ASSIGN(Array mask, Ufunc(v1::ELEMENTWISE_OP_GREATER, {a, threshold}));
+      ASSERT_OK_AND_ASSIGN(Array got, MaskedGet(a, mask));
+      EXPECT_EQ(got.shape(), (std::vector<int64_t>{static_cast<int64_t>(want.size())}));
+      EXPECT_EQ(*got.Download<double>(), want) << "threshold " << threshold;
+    }
+  }
+  ASSERT_OK_AND_ASSIGN(Array a, client().Upload<double>(values, shape, {OnDevice(2, dev(0))}));
+  absl::StatusOr<Array> not_bool = MaskedGet(a, a);
+  EXPECT_EQ(not_bool.status().code(), absl::StatusCode::kInvalidArgument) << not_bool.status();
+  EXPECT_TRUE(absl::StartsWith(not_bool.status().message(), "mask:")) << not_bool.status();
+  ASSERT_OK_AND_ASSIGN(
+      Array row, client().Upload<double>(std::vector<double>(7, 1.0), {7}, {OnDevice(1, dev(0))}));
+  ASSERT_OK_AND_ASSIGN(Array row_mask, Ufunc(v1::ELEMENTWISE_OP_GREATER, {row, 0.0}));
+  absl::StatusOr<Array> wrong_shape = MaskedGet(a, row_mask);
+  EXPECT_EQ(wrong_shape.status().code(), absl::StatusCode::kInvalidArgument)
+      << wrong_shape.status();
+}
+
 // More distinct values than one take of positions holds (8,192), over several devices.
 TEST_P(SearchFunctionsTest, ManyDistinctValuesAreGatheredInBatches) {
   const int64_t n = 30000;

@@ -18,6 +18,10 @@ namespace distarray {
 // out). Reads back one element: the count.
 absl::StatusOr<std::vector<Array>> Nonzero(const Array& a);
 
+// a[mask] for a bool `mask` of a's shape: the elements where mask is True, in C order, as a 1-D
+// array split over a's devices. Reads back one element (their count).
+absl::StatusOr<Array> MaskedGet(const Array& a, const Array& mask);
+
 // The array API's unique_values and unique_counts of a flattened: the distinct values sorted
 // ascending (NaNs last, each NaN a value of its own, -0.0 and 0.0 one value), and how many
 // elements equal each (int64). Real dtypes and bool. Reads back one element.
