@@ -18,8 +18,10 @@ namespace distarray {
 DType ScanResultDType(DType dtype);
 
 // The most chunks whose carries the scan plans pair by pair; a source with more is scanned in a
-// working layout (one chunk per device) instead.
-inline constexpr size_t kMaxScanCarryChunks = 4096;
+// working layout (one chunk per device) instead. Pairing is quadratic: a chunk late along a split
+// axis combines one copy per earlier chunk on its lines, all in one copy batch (one NCCL group on
+// GPUs without peer access), so the bound keeps that batch and the planning small.
+inline constexpr size_t kMaxScanCarryChunks = 256;
 
 absl::Status PlanScan(const OpContext& context, const v1::ScanSpec& spec, const std::string& field,
                       PlannedManipulation& planned);

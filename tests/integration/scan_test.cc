@@ -192,6 +192,13 @@ TEST_P(ScanTest, OneLineSplitOverDevicesCarriesAcrossThem) {
       ASSERT_NO_FATAL_FAILURE(ExpectScan(i, layout, 0, true, "one line"));
     }
   }
+  // More chunks than the carries pair (kMaxScanCarryChunks, 256): 300 one-element chunks over
+  // the devices, scanned in the working layout and moved back to them.
+  std::vector<int> many;
+  for (int i = 0; i < 300; ++i) many.push_back(dev(i % 4));
+  const Layout fine{"300 chunks", Split(1, 0, 300, many)};
+  const HostArray x = RandomHost(v1::DTYPE_INT64, {300}, rng);
+  ASSERT_NO_FATAL_FAILURE(ExpectScan(x, fine, 0, false, "one line"));
   // Zero-size arrays scan to zero-size arrays.
   ASSERT_OK_AND_ASSIGN(
       Array empty, UploadHost(client(), HostArray{v1::DTYPE_INT32, {0, 3}, {}}, MakeIndexMap({})));

@@ -18,7 +18,8 @@ namespace distarray {
 // The last two axes swapped (array API matrix_transpose; rank >= 2).
 absl::StatusOr<Array> MatrixTranspose(const Array& a);
 // The dot product of vectors along `axis` of a and b broadcast together (array API vecdot, real
-// dtypes; the operands of one dtype).
+// dtypes; the operands of one dtype). The array API defines negative axes, counted from the end
+// of each operand; a non-negative one counts in the rank of the operand with fewer axes.
 absl::StatusOr<Array> Vecdot(const Array& a, const Array& b, int32_t axis = -1);
 // numpy.tensordot: a's `a_axes` contracted with b's `b_axes` (pairwise equal lengths); the result
 // is a's other axes, then b's. The operands of one dtype.
