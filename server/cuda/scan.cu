@@ -37,27 +37,13 @@ struct LineOf {
   __host__ __device__ int64_t operator()(int64_t i) const { return i / length; }
 };
 
+// Strided lines in segments (SegmentsFor): thread (segment, line), lines fastest, each walking its
+// segment from `start[t]` (null: the identity). Without `out` it writes the segment's total to
+// `totals[t]`; with `out`, the running values. One segment per line is the whole scan.
 template <typename T>
-__global__ void ScanStridedLinesKernel(const T* in, T* out, const T* carry, int64_t outer,
-                                       int64_t length, int64_t inner, bool product) {
-  const ScanOp<T> op{product};
-  for (int64_t line = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; line < outer * inner;
-       line += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t o = line / inner, n = line % inner;
-    const int64_t base = o * length * inner + n;
-    T acc = carry ? carry[line] : T(product ? 1 : 0);
-    for (int64_t i = 0; i < length; ++i) {
-      acc = op(acc, in[base + i * inner]);
-      out[base + i * inner] = acc;
-    }
-  }
-}
-
-// Strided lines in segments (SegmentsFor): thread (segment, line), lines fastest.
-template <typename T>
-__global__ void SegmentTotalsKernel(const T* in, T* totals, int64_t outer, int64_t length,
-                                    int64_t inner, int64_t segment, int64_t segments,
-                                    bool product) {
+__global__ void WalkSegmentsKernel(const T* in, T* out, const T* start, T* totals, int64_t outer,
+                                   int64_t length, int64_t inner, int64_t segment, int64_t segments,
+                                   bool product) {
   const ScanOp<T> op{product};
   const int64_t lines = outer * inner;
   for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < lines * segments;
@@ -65,9 +51,12 @@ __global__ void SegmentTotalsKernel(const T* in, T* totals, int64_t outer, int64
     const int64_t line = t % lines, s = t / lines;
     const int64_t base = (line / inner) * length * inner + line % inner;
     const int64_t end = (s + 1) * segment < length ? (s + 1) * segment : length;
-    T acc = T(product ? 1 : 0);
-    for (int64_t i = s * segment; i < end; ++i) acc = op(acc, in[base + i * inner]);
-    totals[t] = acc;
+    T acc = start ? start[t] : T(product ? 1 : 0);
+    for (int64_t i = s * segment; i < end; ++i) {
+      acc = op(acc, in[base + i * inner]);
+      if (out) out[base + i * inner] = acc;
+    }
+    if (!out) totals[t] = acc;
   }
 }
 
@@ -83,25 +72,6 @@ __global__ void SegmentPrefixesKernel(T* totals, const T* carry, int64_t lines, 
       const T total = totals[s * lines + line];
       totals[s * lines + line] = running;
       running = op(running, total);
-    }
-  }
-}
-
-template <typename T>
-__global__ void ScanSegmentsKernel(const T* in, T* out, const T* prefixes, int64_t outer,
-                                   int64_t length, int64_t inner, int64_t segment, int64_t segments,
-                                   bool product) {
-  const ScanOp<T> op{product};
-  const int64_t lines = outer * inner;
-  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < lines * segments;
-       t += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t line = t % lines, s = t / lines;
-    const int64_t base = (line / inner) * length * inner + line % inner;
-    const int64_t end = (s + 1) * segment < length ? (s + 1) * segment : length;
-    T acc = prefixes[t];
-    for (int64_t i = s * segment; i < end; ++i) {
-      acc = op(acc, in[base + i * inner]);
-      out[base + i * inner] = acc;
     }
   }
 }
@@ -211,20 +181,21 @@ cudaError_t LaunchScan(DType dtype, const ScanLaunch& scan, cudaStream_t stream)
     }
     const int64_t lines = scan.outer * scan.inner;
     const Segments cut = SegmentsFor(scan.outer, scan.length, scan.inner);
+    const int64_t threads = lines * cut.segments;
+    auto walk = [&](T* to, const T* from, T* totals) {
+      WalkSegmentsKernel<T><<<Blocks(threads), kThreads, 0, stream>>>(
+          in, to, from, totals, scan.outer, scan.length, scan.inner, cut.segment, cut.segments,
+          scan.product);
+    };
     if (cut.segments == 1) {
-      ScanStridedLinesKernel<T><<<Blocks(lines), kThreads, 0, stream>>>(
-          in, out, carry, scan.outer, scan.length, scan.inner, scan.product);
+      walk(out, carry, nullptr);  // each line whole, from its carry
       return cudaGetLastError();
     }
     T* prefixes = static_cast<T*>(scan.scratch);
-    const int64_t threads = lines * cut.segments;
-    SegmentTotalsKernel<T><<<Blocks(threads), kThreads, 0, stream>>>(
-        in, prefixes, scan.outer, scan.length, scan.inner, cut.segment, cut.segments, scan.product);
+    walk(nullptr, nullptr, prefixes);
     SegmentPrefixesKernel<T><<<Blocks(lines), kThreads, 0, stream>>>(prefixes, carry, lines,
                                                                      cut.segments, scan.product);
-    ScanSegmentsKernel<T><<<Blocks(threads), kThreads, 0, stream>>>(
-        in, out, prefixes, scan.outer, scan.length, scan.inner, cut.segment, cut.segments,
-        scan.product);
+    walk(out, prefixes, nullptr);
     return cudaGetLastError();
   });
 }

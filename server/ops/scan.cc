@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "server/kernels/reduce_ops.h"
 #include "server/ops/layout.h"
 #include "server/ops/reshard_planner.h"
 
@@ -111,19 +112,12 @@ bool IsBefore(const Box& p, const Box& c, int axis) {
 }  // namespace
 
 DType ScanResultDType(DType dtype) {
-  switch (dtype) {
-    case DType::kBool:
-    case DType::kInt8:
-    case DType::kInt16:
-    case DType::kInt32:
-      return DType::kInt64;
-    case DType::kUInt8:
-    case DType::kUInt16:
-    case DType::kUInt32:
-      return DType::kUInt64;
-    default:
-      return dtype;
-  }
+  // sum's dtype rule (Reducer<kSum>::Out); the 16-bit floats, which reductions compute in
+  // float32, keep their own, as NumPy's cumsum does.
+  if (IsHalf(dtype)) return dtype;
+  return DispatchComputeDType(dtype, [](auto tag) {
+    return DTypeFor<typename Reducer<ReduceKind::kSum, decltype(tag)>::Out>();
+  });
 }
 
 absl::Status PlanScan(const OpContext& context, const v1::ScanSpec& spec, const std::string& field,
