@@ -16,6 +16,7 @@ declare -A allowed=(
   [engine]="engine graph ops backend kernels security"
   [logging]="logging"
   [metrics]="metrics engine graph ops backend kernels security"
+  [cluster]="cluster backend kernels"
   [service]="service engine graph ops backend kernels security logging metrics"
 )
 status=0

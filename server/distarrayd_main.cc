@@ -13,6 +13,7 @@
 
 #include "server/daemon/api_server.h"
 #include "server/daemon/backend_factory.h"
+#include "server/daemon/cluster_roles.h"
 #include "server/daemon/command_line.h"
 #include "server/daemon/device_health.h"
 #include "server/daemon/drain.h"
@@ -90,6 +91,21 @@ int RunDaemon(int argc, char** argv) {
     return backend.status().code() == absl::StatusCode::kUnavailable
                ? daemon::kExitBackendUnavailable
                : daemon::kExitBadFlags;
+  }
+  // A cluster (docs/cluster.md): a member serves the leader and no clients; the leader forms the
+  // cluster before anything below, so readiness stays NOT_SERVING until every member is in.
+  std::unique_ptr<daemon::ClusterLeaderRole> cluster_role;
+  if (options->cluster.enabled()) {
+    if (options->cluster.rank > 0) {
+      return daemon::RunClusterMember(*options, std::move(*backend), health.get());
+    }
+    absl::StatusOr<std::unique_ptr<daemon::ClusterLeaderRole>> role =
+        daemon::StartClusterLeader(*options, *backend);
+    if (!role.ok()) {
+      spdlog::critical("{}", std::string(role.status().message()));
+      return daemon::ClusterExitCodeFor(role.status());
+    }
+    cluster_role = *std::move(role);
   }
   auto metrics = Metrics::Create(options->metrics_listen);
   if (!metrics.ok()) {

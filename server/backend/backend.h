@@ -72,6 +72,10 @@ class Backend : public DeviceOps {
   // OK, or UNAVAILABLE while the device is in a sticky error state (its context is unusable until
   // the process restarts). Cheap and non-blocking: probes and metrics call it.
   virtual absl::Status DeviceStatus(int /*device*/) const { return absl::OkStatus(); }
+  // The daemons serving this device space (docs/cluster.md), and which one owns `device`: the
+  // leader is node 0 and owns the devices numbered first. A single daemon is one node.
+  virtual int node_count() const { return 1; }
+  virtual int device_node(int /*device*/) const { return 0; }
 
   // Bytes the layout executor copied into `device` (reshards, mode changes and the reshards of
   // compute operands) since start, for metrics. Thread-safe.

@@ -13,6 +13,7 @@
 #include "common/index_map.h"
 #include "common/sizes.h"
 #include "common/status_macros.h"
+#include "server/daemon/cluster_flags.h"
 #include "server/security/tenant.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -244,6 +245,7 @@ absl::StatusOr<DaemonOptions> DaemonOptionsFromFlags() {
   }
   o.log_progress = absl::Seconds(progress);
 
+  ASSIGN_OR_RETURN(o.cluster, ClusterOptionsFromFlags());
   o.backend.kind = absl::GetFlag(FLAGS_backend);
   o.backend.host_devices = absl::GetFlag(FLAGS_host_devices);
   o.backend.memory_fraction = absl::GetFlag(FLAGS_memory_fraction);

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "server/cluster/cluster_options.h"
 #include "server/daemon/backend_factory.h"
 #include "server/engine/engine.h"
 #include "server/security/tls_credentials.h"
@@ -19,6 +20,7 @@ namespace distarray::daemon {
 
 struct DaemonOptions {
   BackendOptions backend;
+  cluster::ClusterOptions cluster;  // --cluster_*; size 1: a single daemon
   EngineOptions engine;
   std::string listen;            // the API's host:port
   std::string metrics_listen;    // empty: no /metrics

@@ -111,7 +111,9 @@ v1::GetServerInfoResponse Engine::ServerInfo() const {
     device->set_memory_used_bytes(m.used_bytes);
     device->set_memory_limit_bytes(m.limit_bytes);
     device->set_memory_total_bytes(m.total_bytes);
+    device->set_node(backend_->device_node(d));
   }
+  info.set_cluster_size(backend_->node_count());
   for (int t = 1; t <= kMaxDType; ++t) {
     if (IsImplemented(static_cast<DType>(t)))
       info.add_implemented_dtypes(static_cast<v1::DType>(t));

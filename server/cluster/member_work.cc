@@ -1,0 +1,305 @@
+#include "server/cluster/member_work.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/checked.h"
+#include "common/status_macros.h"
+
+namespace distarray::cluster {
+
+absl::StatusOr<BufferPtr> MemberWork::Lookup(uint64_t handle, bool optional) const {
+  if (handle == 0 && optional) return BufferPtr();
+  absl::MutexLock lock(&mu_);
+  auto it = buffers_.find(handle);
+  if (it == buffers_.end()) {
+    return absl::InternalError(absl::StrCat("buffer handle ", handle, " is unknown on this node"));
+  }
+  return it->second;
+}
+
+absl::StatusOr<BufferBox> MemberWork::Lookup(const wire::BufferBox& box) const {
+  BufferBox out;
+  ASSIGN_OR_RETURN(out.buffer, Lookup(box.buffer()));
+  out.shape.assign(box.shape().begin(), box.shape().end());
+  ASSIGN_OR_RETURN(out.box, FromWire(box.box()));
+  return out;
+}
+
+absl::StatusOr<BoxCopy> MemberWork::Lookup(const wire::BoxCopy& copy) const {
+  BoxCopy out;
+  ASSIGN_OR_RETURN(out.src, Lookup(copy.src()));
+  ASSIGN_OR_RETURN(out.dst, Lookup(copy.dst()));
+  ASSIGN_OR_RETURN(out.combine, CombineFromWire(copy.combine()));
+  return out;
+}
+
+absl::StatusOr<uint64_t> MemberWork::Allocate(const wire::Allocate& request) {
+  if (request.device() < 0 || request.device() >= backend_.device_count()) {
+    return absl::InternalError(absl::StrCat("device ", request.device(), " is not on this node"));
+  }
+  ASSIGN_OR_RETURN(BufferPtr buffer, backend_.Allocate(request.device(), request.bytes()));
+  absl::MutexLock lock(&mu_);
+  const uint64_t handle = next_handle_++;
+  buffers_.emplace(handle, std::move(buffer));
+  return handle;
+}
+
+absl::Status MemberWork::Run(const wire::Elementwise& request) {
+  ASSIGN_OR_RETURN(ElementwiseOpId op, ElementwiseOpFromWire(request.op()));
+  ASSIGN_OR_RETURN(DType compute, DTypeFromWire(request.compute()));
+  ASSIGN_OR_RETURN(DType storage, DTypeFromWire(request.storage()));
+  ASSIGN_OR_RETURN(BufferPtr out, Lookup(request.out()));
+  std::vector<ElementwiseArg> args(request.args_size());
+  for (int i = 0; i < request.args_size(); ++i) {
+    const wire::ElementwiseArg& arg = request.args(i);
+    ASSIGN_OR_RETURN(args[i].buffer, Lookup(arg.buffer(), /*optional=*/true));
+    ASSIGN_OR_RETURN(args[i].view, FromWire(arg.view()));
+    args[i].contiguous = arg.contiguous();
+    ASSIGN_OR_RETURN(args[i].scalar, FromWire(arg.scalar()));
+  }
+  return backend_.Elementwise(op, compute, storage, out, request.n(), args);
+}
+
+absl::Status MemberWork::Run(const wire::Reduce& request) {
+  ASSIGN_OR_RETURN(ReduceKind kind, ReduceKindFromWire(request.kind()));
+  ASSIGN_OR_RETURN(DType in, DTypeFromWire(request.in()));
+  ASSIGN_OR_RETURN(DType storage, DTypeFromWire(request.storage()));
+  ASSIGN_OR_RETURN(BufferPtr src, Lookup(request.src()));
+  ASSIGN_OR_RETURN(ReduceGeometry geometry, FromWire(request.geometry()));
+  ASSIGN_OR_RETURN(BufferPtr dst, Lookup(request.dst()));
+  ASSIGN_OR_RETURN(BufferPtr extreme, Lookup(request.extreme(), /*optional=*/true));
+  return backend_.Reduce(kind, in, storage, src, geometry, dst, request.scale(), extreme);
+}
+
+absl::Status MemberWork::Run(const wire::Sort& request) {
+  ASSIGN_OR_RETURN(DType dtype, DTypeFromWire(request.dtype()));
+  SortRuns sort;
+  ASSIGN_OR_RETURN(sort.keys_in, Lookup(request.keys_in()));
+  ASSIGN_OR_RETURN(sort.keys_out, Lookup(request.keys_out(), true));
+  ASSIGN_OR_RETURN(sort.indices_out, Lookup(request.indices_out(), true));
+  ASSIGN_OR_RETURN(sort.scratch, Lookup(request.scratch(), true));
+  sort.lines = request.lines();
+  sort.length = request.length();
+  sort.index_base = request.index_base();
+  sort.descending = request.descending();
+  sort.zeros_equal = request.zeros_equal();
+  return backend_.Sort(dtype, sort);
+}
+
+absl::Status MemberWork::Run(const wire::Scan& request) {
+  ASSIGN_OR_RETURN(DType dtype, DTypeFromWire(request.dtype()));
+  ScanLines scan;
+  ASSIGN_OR_RETURN(scan.in, Lookup(request.in()));
+  ASSIGN_OR_RETURN(scan.out, Lookup(request.out()));
+  ASSIGN_OR_RETURN(scan.carry, Lookup(request.carry(), true));
+  ASSIGN_OR_RETURN(scan.scratch, Lookup(request.scratch(), true));
+  scan.outer = request.outer();
+  scan.length = request.length();
+  scan.inner = request.inner();
+  scan.product = request.product();
+  return backend_.Scan(dtype, scan);
+}
+
+absl::Status MemberWork::Run(const wire::Merge& request) {
+  ASSIGN_OR_RETURN(DType dtype, DTypeFromWire(request.dtype()));
+  MergeRuns merge;
+  ASSIGN_OR_RETURN(merge.a_keys, Lookup(request.a_keys()));
+  ASSIGN_OR_RETURN(merge.a_indices, Lookup(request.a_indices(), true));
+  ASSIGN_OR_RETURN(merge.b_keys, Lookup(request.b_keys()));
+  ASSIGN_OR_RETURN(merge.b_indices, Lookup(request.b_indices(), true));
+  ASSIGN_OR_RETURN(merge.out_keys, Lookup(request.out_keys()));
+  ASSIGN_OR_RETURN(merge.out_indices, Lookup(request.out_indices(), true));
+  ASSIGN_OR_RETURN(merge.scratch, Lookup(request.scratch(), true));
+  merge.a_count = request.a_count();
+  merge.b_count = request.b_count();
+  merge.descending = request.descending();
+  merge.zeros_equal = request.zeros_equal();
+  return backend_.Merge(dtype, merge);
+}
+
+absl::Status MemberWork::Run(const wire::CsrBlock& request) {
+  ASSIGN_OR_RETURN(DType dtype, DTypeFromWire(request.dtype()));
+  CsrProduct block;
+  ASSIGN_OR_RETURN(block.indptr, Lookup(request.indptr()));
+  ASSIGN_OR_RETURN(block.indices, Lookup(request.indices()));
+  ASSIGN_OR_RETURN(block.data, Lookup(request.data()));
+  ASSIGN_OR_RETURN(block.x, Lookup(request.x(), true));
+  ASSIGN_OR_RETURN(block.y, Lookup(request.y()));
+  ASSIGN_OR_RETURN(block.index_dtype, DTypeFromWire(request.index_dtype()));
+  block.rows = request.rows();
+  block.cols = request.cols();
+  block.k = request.k();
+  block.capacity = request.capacity();
+  return request.to_dense() ? backend_.CsrToDense(dtype, block) : backend_.CsrMatmul(dtype, block);
+}
+
+absl::Status MemberWork::Run(const wire::Factorize& request) {
+  ASSIGN_OR_RETURN(DType dtype, DTypeFromWire(request.dtype()));
+  if (request.kind() < 0 || request.kind() > static_cast<int>(Factorization::kSlogdet)) {
+    return absl::InternalError("cluster message malformed: factorization kind");
+  }
+  DenseFactorization f;
+  f.kind = static_cast<Factorization>(request.kind());
+  f.batch = request.batch();
+  f.m = request.m();
+  f.n = request.n();
+  f.nrhs = request.nrhs();
+  f.upper = request.upper();
+  f.full_matrices = request.full_matrices();
+  f.compute_uv = request.compute_uv();
+  f.det = request.det();
+  ASSIGN_OR_RETURN(f.a, Lookup(request.a()));
+  ASSIGN_OR_RETURN(f.b, Lookup(request.b(), true));
+  ASSIGN_OR_RETURN(f.out0, Lookup(request.out0(), true));
+  ASSIGN_OR_RETURN(f.out1, Lookup(request.out1(), true));
+  ASSIGN_OR_RETURN(f.out2, Lookup(request.out2(), true));
+  ASSIGN_OR_RETURN(f.info, Lookup(request.info()));
+  return backend_.Factorize(dtype, f);
+}
+
+absl::StatusOr<uint64_t> MemberWork::Execute(const wire::DeviceWork& work) {
+  switch (work.work_case()) {
+    case wire::DeviceWork::kAllocate:
+      return Allocate(work.allocate());
+    case wire::DeviceWork::kFillConstant: {
+      const wire::FillConstant& fill = work.fill_constant();
+      ASSIGN_OR_RETURN(DType dtype, DTypeFromWire(fill.dtype()));
+      ASSIGN_OR_RETURN(BufferBox dst, Lookup(fill.dst()));
+      ASSIGN_OR_RETURN(Scalar value, FromWire(fill.value()));
+      RETURN_IF_ERROR(backend_.FillConstant(dtype, dst, value));
+      return 0;
+    }
+    case wire::DeviceWork::kFillGenerated: {
+      const wire::FillGenerated& fill = work.fill_generated();
+      ASSIGN_OR_RETURN(DType dtype, DTypeFromWire(fill.dtype()));
+      ASSIGN_OR_RETURN(BufferPtr dst, Lookup(fill.dst()));
+      const Shape shape(fill.global_shape().begin(), fill.global_shape().end());
+      ASSIGN_OR_RETURN(Box box, FromWire(fill.chunk_box()));
+      ASSIGN_OR_RETURN(Generator generator, FromWire(fill.generator()));
+      RETURN_IF_ERROR(backend_.FillGenerated(dtype, dst, shape, box, generator));
+      return 0;
+    }
+    case wire::DeviceWork::kCopy: {
+      ASSIGN_OR_RETURN(DType dtype, DTypeFromWire(work.copy().dtype()));
+      std::vector<BoxCopy> copies(work.copy().copies_size());
+      for (size_t i = 0; i < copies.size(); ++i) {
+        ASSIGN_OR_RETURN(copies[i], Lookup(work.copy().copies(i)));
+      }
+      RETURN_IF_ERROR(backend_.Copy(dtype, copies));
+      return 0;
+    }
+    case wire::DeviceWork::kElementwise:
+      RETURN_IF_ERROR(Run(work.elementwise()));
+      return 0;
+    case wire::DeviceWork::kCast: {
+      const wire::Cast& cast = work.cast();
+      ASSIGN_OR_RETURN(DType from, DTypeFromWire(cast.from()));
+      ASSIGN_OR_RETURN(DType to, DTypeFromWire(cast.to()));
+      ASSIGN_OR_RETURN(BufferPtr src, Lookup(cast.src()));
+      ASSIGN_OR_RETURN(BufferPtr dst, Lookup(cast.dst()));
+      RETURN_IF_ERROR(backend_.Cast(from, to, src, dst, cast.n()));
+      return 0;
+    }
+    case wire::DeviceWork::kReduce:
+      RETURN_IF_ERROR(Run(work.reduce()));
+      return 0;
+    case wire::DeviceWork::kGemm: {
+      const wire::Gemm& gemm = work.gemm();
+      ASSIGN_OR_RETURN(DType dtype, DTypeFromWire(gemm.dtype()));
+      ASSIGN_OR_RETURN(BufferPtr a, Lookup(gemm.a()));
+      ASSIGN_OR_RETURN(BufferPtr b, Lookup(gemm.b()));
+      ASSIGN_OR_RETURN(BufferPtr c, Lookup(gemm.c()));
+      const GemmShape shape{.m = gemm.m(),
+                            .n = gemm.n(),
+                            .k = gemm.k(),
+                            .batch = gemm.batch(),
+                            .stride_a = gemm.stride_a(),
+                            .stride_b = gemm.stride_b(),
+                            .stride_c = gemm.stride_c()};
+      RETURN_IF_ERROR(backend_.Gemm(dtype, a, b, c, shape, gemm.allow_tf32()));
+      return 0;
+    }
+    case wire::DeviceWork::kSort:
+      RETURN_IF_ERROR(Run(work.sort()));
+      return 0;
+    case wire::DeviceWork::kScan:
+      RETURN_IF_ERROR(Run(work.scan()));
+      return 0;
+    case wire::DeviceWork::kMerge:
+      RETURN_IF_ERROR(Run(work.merge()));
+      return 0;
+    case wire::DeviceWork::kSearchSorted: {
+      const wire::SearchSorted& search = work.search_sorted();
+      ASSIGN_OR_RETURN(DType dtype, DTypeFromWire(search.dtype()));
+      SearchRuns runs;
+      ASSIGN_OR_RETURN(runs.sorted, Lookup(search.sorted()));
+      ASSIGN_OR_RETURN(runs.values, Lookup(search.values()));
+      ASSIGN_OR_RETURN(runs.out, Lookup(search.out()));
+      runs.sorted_count = search.sorted_count();
+      runs.count = search.count();
+      runs.right = search.right();
+      RETURN_IF_ERROR(backend_.SearchSorted(dtype, runs));
+      return 0;
+    }
+    case wire::DeviceWork::kCsr:
+      RETURN_IF_ERROR(Run(work.csr()));
+      return 0;
+    case wire::DeviceWork::kFactorize:
+      RETURN_IF_ERROR(Run(work.factorize()));
+      return 0;
+    case wire::DeviceWork::kSendBox: {
+      const wire::SendBox& send = work.send_box();
+      ASSIGN_OR_RETURN(DType dtype, DTypeFromWire(send.dtype()));
+      ASSIGN_OR_RETURN(BufferBox src, Lookup(send.src()));
+      RETURN_IF_ERROR(data_plane_.Send(backend_, dtype, src, send.peer_rank(), send.tag()));
+      return 0;
+    }
+    case wire::DeviceWork::kReceiveBox: {
+      const wire::ReceiveBox& receive = work.receive_box();
+      ASSIGN_OR_RETURN(DType dtype, DTypeFromWire(receive.dtype()));
+      ASSIGN_OR_RETURN(BufferBox dst, Lookup(receive.dst()));
+      ASSIGN_OR_RETURN(Combine combine, CombineFromWire(receive.combine()));
+      RETURN_IF_ERROR(
+          data_plane_.Receive(backend_, dtype, dst, combine, receive.peer_rank(), receive.tag()));
+      return 0;
+    }
+    case wire::DeviceWork::WORK_NOT_SET:
+      break;
+  }
+  return absl::InternalError("cluster message malformed: no device work");
+}
+
+void MemberWork::Free(absl::Span<const uint64_t> handles) {
+  absl::MutexLock lock(&mu_);
+  for (uint64_t handle : handles) buffers_.erase(handle);
+}
+
+absl::Status MemberWork::Write(uint64_t handle, int64_t offset, const std::string& data) {
+  ASSIGN_OR_RETURN(BufferPtr buffer, Lookup(handle));
+  const std::optional<int64_t> end = AddOrNull(offset, static_cast<int64_t>(data.size()));
+  if (offset < 0 || !end || *end > buffer->bytes()) {
+    return absl::InternalError("a write lies outside its buffer");
+  }
+  return backend_.WriteFromHost(buffer, offset, data.data(), static_cast<int64_t>(data.size()));
+}
+
+absl::StatusOr<std::string> MemberWork::Read(uint64_t handle, int64_t offset, int64_t bytes) {
+  ASSIGN_OR_RETURN(BufferPtr buffer, Lookup(handle));
+  const std::optional<int64_t> end = AddOrNull(offset, bytes);
+  if (offset < 0 || bytes < 0 || !end || *end > buffer->bytes()) {
+    return absl::InternalError("a read lies outside its buffer");
+  }
+  std::string out(static_cast<size_t>(bytes), '\0');
+  ASSIGN_OR_RETURN(std::unique_ptr<PendingRead> read,
+                   backend_.ReadToHost(buffer, offset, bytes, out.data()));
+  RETURN_IF_ERROR(read->Wait());
+  return out;
+}
+
+int64_t MemberWork::live_buffers() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int64_t>(buffers_.size());
+}
+
+}  // namespace distarray::cluster

@@ -1,0 +1,259 @@
+#include "server/cluster/remote_node.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <utility>
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace distarray::cluster {
+namespace {
+
+// Bytes per Write or Read message: well under the channel's message bound.
+constexpr int64_t kTransferPieceBytes = int64_t{16} << 20;
+// Enqueueing work takes microseconds; a receive waits for its bytes up to the transfer timeout.
+constexpr absl::Duration kExecuteDeadline = absl::Seconds(90);
+// A read or a synchronize waits for the member's queued work.
+constexpr absl::Duration kWaitDeadline = absl::Minutes(30);
+
+void SetDeadline(grpc::ClientContext& context, absl::Duration d) {
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(absl::ToInt64Milliseconds(d)));
+}
+
+}  // namespace
+
+RemoteNode::RemoteNode(Description description, uint64_t leader_incarnation)
+    : description_(std::move(description)), leader_incarnation_(leader_incarnation) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(int{64} << 20);
+  args.SetMaxSendMessageSize(int{64} << 20);
+  stub_ = internal::v1::ClusterService::NewStub(
+      grpc::CreateCustomChannel(description_.address, grpc::InsecureChannelCredentials(), args));
+  devices_ = description_.devices;
+  freer_ = std::thread([this] { SendFrees(); });
+}
+
+RemoteNode::~RemoteNode() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  freer_.join();
+}
+
+absl::Status RemoteNode::Usable() const {
+  absl::MutexLock lock(&mu_);
+  if (lost_.empty()) return absl::OkStatus();
+  return absl::UnavailableError(
+      absl::StrCat("cluster node ", rank(), " (", address(), ", devices ", first_device(), "..",
+                   first_device() + device_count() - 1, ") is lost: ", lost_,
+                   "; the array chunks on its devices are gone"));
+}
+
+void RemoteNode::MarkLost(const std::string& why) {
+  absl::MutexLock lock(&mu_);
+  if (!lost_.empty()) return;
+  lost_ = why;
+  spdlog::error("cluster node {} ({}) lost: {}", rank(), address(), why);
+}
+
+absl::Status RemoteNode::FromGrpc(const grpc::Status& status, const char* what) const {
+  const auto code = static_cast<absl::StatusCode>(status.error_code());
+  // A member's own refusal keeps its code (RESOURCE_EXHAUSTED for its memory); a broken
+  // connection is the node's unavailability.
+  return absl::Status(code, absl::StrCat("cluster node ", rank(), " (", address(), "), ", what,
+                                         ": ", status.error_message()));
+}
+
+absl::StatusOr<uint64_t> RemoteNode::Call(const wire::DeviceWork& work) {
+  if (absl::Status usable = Usable(); !usable.ok()) return usable;
+  grpc::ClientContext context;
+  SetDeadline(context, kExecuteDeadline);
+  wire::DeviceWorkResult result;
+  if (grpc::Status s = stub_->Execute(&context, work, &result); !s.ok()) {
+    return FromGrpc(s, "device work");
+  }
+  return result.allocated();
+}
+
+absl::StatusOr<BufferPtr> RemoteNode::Allocate(int local_device, int64_t bytes) {
+  wire::DeviceWork work;
+  work.mutable_allocate()->set_device(local_device);
+  work.mutable_allocate()->set_bytes(bytes);
+  absl::StatusOr<uint64_t> handle = Call(work);
+  if (!handle.ok()) return handle.status();
+  return std::make_shared<RemoteBuffer>(shared_from_this(), *handle, first_device() + local_device,
+                                        bytes);
+}
+
+absl::Status RemoteNode::Execute(const wire::DeviceWork& work) { return Call(work).status(); }
+
+absl::Status RemoteNode::Write(uint64_t handle, int64_t offset, const void* src, int64_t bytes) {
+  if (absl::Status usable = Usable(); !usable.ok()) return usable;
+  const char* from = static_cast<const char*>(src);
+  for (int64_t done = 0; done < bytes;) {
+    const int64_t piece = std::min(kTransferPieceBytes, bytes - done);
+    wire::WriteRequest request;
+    request.set_buffer(handle);
+    request.set_offset(offset + done);
+    request.set_data(from + done, static_cast<size_t>(piece));
+    wire::WriteResponse response;
+    grpc::ClientContext context;
+    SetDeadline(context, kExecuteDeadline);
+    if (grpc::Status s = stub_->Write(&context, request, &response); !s.ok()) {
+      return FromGrpc(s, "write");
+    }
+    done += piece;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RemoteNode::Read(uint64_t handle, int64_t offset, int64_t bytes, void* dst) {
+  if (absl::Status usable = Usable(); !usable.ok()) return usable;
+  char* to = static_cast<char*>(dst);
+  for (int64_t done = 0; done < bytes;) {
+    const int64_t piece = std::min(kTransferPieceBytes, bytes - done);
+    wire::ReadRequest request;
+    request.set_buffer(handle);
+    request.set_offset(offset + done);
+    request.set_bytes(piece);
+    wire::ReadResponse response;
+    grpc::ClientContext context;
+    SetDeadline(context, kWaitDeadline);
+    if (grpc::Status s = stub_->Read(&context, request, &response); !s.ok()) {
+      return FromGrpc(s, "read");
+    }
+    if (static_cast<int64_t>(response.data().size()) != piece) {
+      return absl::InternalError(absl::StrCat("cluster node ", rank(), " returned ",
+                                              response.data().size(), " bytes for ", piece));
+    }
+    std::memcpy(to + done, response.data().data(), static_cast<size_t>(piece));
+    done += piece;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RemoteNode::Synchronize() {
+  if (absl::Status usable = Usable(); !usable.ok()) return usable;
+  grpc::ClientContext context;
+  SetDeadline(context, kWaitDeadline);
+  wire::SynchronizeRequest request;
+  wire::SynchronizeResponse response;
+  if (grpc::Status s = stub_->Synchronize(&context, request, &response); !s.ok()) {
+    return FromGrpc(s, "synchronize");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RemoteNode::Heartbeat(absl::Duration timeout) {
+  grpc::ClientContext context;
+  SetDeadline(context, timeout);
+  wire::HeartbeatRequest request;
+  request.set_leader_incarnation(leader_incarnation_);
+  wire::HeartbeatResponse response;
+  if (grpc::Status s = stub_->Heartbeat(&context, request, &response); !s.ok()) {
+    return FromGrpc(s, "heartbeat");
+  }
+  if (response.incarnation() != incarnation()) {
+    return absl::UnavailableError(
+        absl::StrCat("cluster node ", rank(), " (", address(), ") restarted since it joined"));
+  }
+  absl::MutexLock lock(&mu_);
+  if (response.devices_size() == static_cast<int>(devices_.size())) {
+    devices_.assign(response.devices().begin(), response.devices().end());
+  }
+  data_plane_epoch_ = response.epoch();
+  return absl::OkStatus();
+}
+
+absl::Status RemoteNode::Connect(int64_t epoch, absl::Duration timeout) {
+  grpc::ClientContext context;
+  SetDeadline(context, timeout);
+  wire::ConnectRequest request;
+  request.set_epoch(epoch);
+  wire::ConnectResponse response;
+  if (grpc::Status s = stub_->Connect(&context, request, &response); !s.ok()) {
+    return FromGrpc(s, "data plane connection");
+  }
+  absl::MutexLock lock(&mu_);
+  data_plane_epoch_ = epoch;
+  return absl::OkStatus();
+}
+
+int64_t RemoteNode::data_plane_epoch() const {
+  absl::MutexLock lock(&mu_);
+  return data_plane_epoch_;
+}
+
+DeviceMemory RemoteNode::memory(int local_device) const {
+  absl::MutexLock lock(&mu_);
+  DeviceMemory m;
+  if (local_device < 0 || local_device >= static_cast<int>(devices_.size())) return m;
+  const wire::DeviceDescription& d = devices_[local_device];
+  m.name = d.name();
+  m.used_bytes = d.memory_used_bytes();
+  m.limit_bytes = d.memory_limit_bytes();
+  m.total_bytes = d.memory_total_bytes();
+  m.allocation_failures = d.allocation_failures();
+  return m;
+}
+
+std::string RemoteNode::device_uuid(int local_device) const {
+  absl::MutexLock lock(&mu_);
+  if (local_device < 0 || local_device >= static_cast<int>(devices_.size())) return "";
+  return devices_[local_device].uuid();
+}
+
+absl::Status RemoteNode::DeviceStatus(int local_device) const {
+  if (absl::Status usable = Usable(); !usable.ok()) return usable;
+  absl::MutexLock lock(&mu_);
+  if (local_device >= 0 && local_device < static_cast<int>(devices_.size()) &&
+      !devices_[local_device].status().empty()) {
+    return absl::UnavailableError(
+        absl::StrCat("cluster node ", rank(), ": ", devices_[local_device].status()));
+  }
+  return absl::OkStatus();
+}
+
+void RemoteNode::Free(uint64_t handle) {
+  absl::MutexLock lock(&mu_);
+  frees_.push_back(handle);
+}
+
+void RemoteNode::SendFrees() {
+  // Frees are batched: a reshard drops hundreds of buffers at once. Their order against the work
+  // that used them does not matter: that work was enqueued on the member before the last
+  // reference dropped here, and the member's backend holds its own references until it is done.
+  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !frees_.empty(); };
+  for (;;) {
+    std::vector<uint64_t> batch;
+    bool stopping = false;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(50));
+      batch.swap(frees_);
+      stopping = stopping_;
+      if (!lost_.empty()) batch.clear();  // nothing left there to free
+    }
+    if (!batch.empty()) {
+      wire::FreeRequest request;
+      request.mutable_buffers()->Add(batch.begin(), batch.end());
+      wire::FreeResponse response;
+      grpc::ClientContext context;
+      SetDeadline(context, absl::Seconds(10));
+      if (grpc::Status s = stub_->Free(&context, request, &response); !s.ok()) {
+        spdlog::warn("cluster node {}: freeing {} buffers failed: {}", rank(), batch.size(),
+                     s.error_message());
+      }
+    }
+    if (stopping) return;
+  }
+}
+
+}  // namespace distarray::cluster
