@@ -40,10 +40,39 @@ class HeldRead final : public StagedRead {
   std::string bytes_;
 };
 
+// The leader's own recorder, for device sets wholly on the leader (whose global device ids are
+// its local ones).
+class LeaderRecorder final : public GraphRecorder {
+ public:
+  LeaderRecorder(GraphRecorder& local, int leader_devices)
+      : local_(local), leader_devices_(leader_devices) {}
+  absl::StatusOr<std::unique_ptr<GraphRecording>> Begin(absl::Span<const int> devices) override {
+    return local_.Begin(devices);
+  }
+  bool CanRecord(absl::Span<const int> devices) const override {
+    for (int d : devices) {
+      if (d < 0 || d >= leader_devices_) return false;
+    }
+    return local_.CanRecord(devices);
+  }
+  std::optional<std::string> Unsupported(const RecordingNeeds& needs) const override {
+    return local_.Unsupported(needs);
+  }
+  bool ReplayBeatsLaunches() const override { return local_.ReplayBeatsLaunches(); }
+
+ private:
+  GraphRecorder& local_;
+  const int leader_devices_;
+};
+
 }  // namespace
 
 ClusterBackend::ClusterBackend(std::unique_ptr<Backend> local, ClusterLeader& leader)
-    : local_(std::move(local)), leader_(leader) {}
+    : local_(std::move(local)), leader_(leader) {
+  if (GraphRecorder* recorder = local_->graph_recorder(); recorder != nullptr) {
+    recorder_ = std::make_unique<LeaderRecorder>(*recorder, local_->device_count());
+  }
+}
 
 ClusterBackend::Placement ClusterBackend::Place(int device) const {
   const std::vector<int>& first = leader_.first_devices();
@@ -75,8 +104,9 @@ absl::Status ClusterBackend::Forward(const BufferPtr& buffer, const wire::Device
 DeviceMemory ClusterBackend::memory(int device) const {
   const Placement p = Place(device);
   if (p.rank == 0) return local_->memory(p.local);
-  std::shared_ptr<RemoteNode> node = leader_.node(p.rank);
-  return node->memory(p.local);
+  DeviceMemory m = leader_.node(p.rank)->memory(p.local);
+  m.name = absl::StrCat(m.name, " on node ", p.rank);
+  return m;
 }
 
 std::string ClusterBackend::device_uuid(int device) const {

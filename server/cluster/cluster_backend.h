@@ -8,7 +8,8 @@
 // (data_plane.h). Every other op must find its buffers on one node (the engine co-locates
 // operands first); INTERNAL otherwise.
 //
-// Programs run eagerly on a cluster (graph_recorder() is null): a recorded graph is one node's.
+// A program whose devices are all the leader's records and replays as on one daemon; one that
+// touches another node's devices runs eagerly (a recorded graph is one node's).
 #ifndef DISTARRAY_SERVER_CLUSTER_CLUSTER_BACKEND_H_
 #define DISTARRAY_SERVER_CLUSTER_CLUSTER_BACKEND_H_
 
@@ -18,6 +19,7 @@
 #include <string>
 
 #include "server/backend/backend.h"
+#include "server/backend/graph_recorder.h"
 #include "server/cluster/cluster_leader.h"
 
 namespace distarray::cluster {
@@ -70,6 +72,7 @@ class ClusterBackend final : public Backend {
   absl::StatusOr<std::unique_ptr<StagedRead>> ReadToStaging(const BufferPtr& src, int64_t offset,
                                                             int64_t bytes) override;
   absl::Status Synchronize() override;
+  GraphRecorder* graph_recorder() override { return recorder_.get(); }
 
  private:
   struct Placement {
@@ -87,6 +90,7 @@ class ClusterBackend final : public Backend {
   std::unique_ptr<Backend> local_;
   ClusterLeader& leader_;
   std::atomic<uint64_t> next_tag_{1};
+  std::unique_ptr<GraphRecorder> recorder_;  // null when the local backend records nothing
 };
 
 }  // namespace distarray::cluster

@@ -159,17 +159,8 @@ absl::Status ClusterLeader::Form() {
     total_devices_ = local_devices_;
     for (int r = 1; r < options_.size; ++r) {
       first_devices_[r] = total_devices_;
-      RemoteNode::Description description{.rank = r,
-                                          .first_device = total_devices_,
-                                          .address = nodes_[r]->address(),
-                                          .incarnation = nodes_[r]->incarnation(),
-                                          .devices = {}};
-      for (int d = 0; d < nodes_[r]->device_count(); ++d) {
-        wire::DeviceDescription device;
-        device.set_name(nodes_[r]->memory(d).name);
-        device.set_uuid(nodes_[r]->device_uuid(d));
-        description.devices.push_back(device);
-      }
+      RemoteNode::Description description = nodes_[r]->description();
+      description.first_device = total_devices_;
       total_devices_ += nodes_[r]->device_count();
       nodes_[r] = std::make_shared<RemoteNode>(std::move(description), incarnation_);
     }

@@ -61,9 +61,25 @@ void RemoteNode::MarkLost(const std::string& why) {
   if (!lost_.empty()) return;
   lost_ = why;
   spdlog::error("cluster node {} ({}) lost: {}", rank(), address(), why);
+  for (grpc::ClientContext* context : in_flight_) context->TryCancel();
+}
+
+RemoteNode::InFlight::InFlight(RemoteNode& node, grpc::ClientContext& context)
+    : node_(node), context_(context) {
+  absl::MutexLock lock(&node_.mu_);
+  node_.in_flight_.insert(&context_);
+  if (!node_.lost_.empty()) context_.TryCancel();
+}
+
+RemoteNode::InFlight::~InFlight() {
+  absl::MutexLock lock(&node_.mu_);
+  node_.in_flight_.erase(&context_);
 }
 
 absl::Status RemoteNode::FromGrpc(const grpc::Status& status, const char* what) const {
+  if (status.error_code() == grpc::StatusCode::CANCELLED) {
+    if (absl::Status usable = Usable(); !usable.ok()) return usable;
+  }
   const auto code = static_cast<absl::StatusCode>(status.error_code());
   // A member's own refusal keeps its code (RESOURCE_EXHAUSTED for its memory); a broken
   // connection is the node's unavailability.
@@ -75,6 +91,7 @@ absl::StatusOr<uint64_t> RemoteNode::Call(const wire::DeviceWork& work) {
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
   grpc::ClientContext context;
   SetDeadline(context, kExecuteDeadline);
+  InFlight in_flight(*this, context);
   wire::DeviceWorkResult result;
   if (grpc::Status s = stub_->Execute(&context, work, &result); !s.ok()) {
     return FromGrpc(s, "device work");
@@ -87,6 +104,10 @@ absl::StatusOr<BufferPtr> RemoteNode::Allocate(int local_device, int64_t bytes) 
   work.mutable_allocate()->set_device(local_device);
   work.mutable_allocate()->set_bytes(bytes);
   absl::StatusOr<uint64_t> handle = Call(work);
+  {
+    absl::MutexLock lock(&mu_);
+    refreshed_ = absl::InfinitePast();  // the figures changed
+  }
   if (!handle.ok()) return handle.status();
   return std::make_shared<RemoteBuffer>(shared_from_this(), *handle, first_device() + local_device,
                                         bytes);
@@ -106,6 +127,7 @@ absl::Status RemoteNode::Write(uint64_t handle, int64_t offset, const void* src,
     wire::WriteResponse response;
     grpc::ClientContext context;
     SetDeadline(context, kExecuteDeadline);
+    InFlight in_flight(*this, context);
     if (grpc::Status s = stub_->Write(&context, request, &response); !s.ok()) {
       return FromGrpc(s, "write");
     }
@@ -126,6 +148,7 @@ absl::Status RemoteNode::Read(uint64_t handle, int64_t offset, int64_t bytes, vo
     wire::ReadResponse response;
     grpc::ClientContext context;
     SetDeadline(context, kWaitDeadline);
+    InFlight in_flight(*this, context);
     if (grpc::Status s = stub_->Read(&context, request, &response); !s.ok()) {
       return FromGrpc(s, "read");
     }
@@ -143,6 +166,7 @@ absl::Status RemoteNode::Synchronize() {
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
   grpc::ClientContext context;
   SetDeadline(context, kWaitDeadline);
+  InFlight in_flight(*this, context);
   wire::SynchronizeRequest request;
   wire::SynchronizeResponse response;
   if (grpc::Status s = stub_->Synchronize(&context, request, &response); !s.ok()) {
@@ -191,7 +215,24 @@ int64_t RemoteNode::data_plane_epoch() const {
   return data_plane_epoch_;
 }
 
-DeviceMemory RemoteNode::memory(int local_device) const {
+DeviceMemory RemoteNode::memory(int local_device) {
+  // Allocations and frees reset the clock, so a reader after its own call always refreshes; this
+  // only spares the devices of one node a refresh each within one GetServerInfo.
+  constexpr absl::Duration kFreshMemory = absl::Milliseconds(20);
+  std::vector<uint64_t> frees;
+  bool refresh = false;
+  {
+    absl::MutexLock lock(&mu_);
+    refresh = lost_.empty() && absl::Now() - refreshed_ > kFreshMemory;
+    if (refresh) frees.swap(frees_);
+  }
+  if (refresh) {
+    SendFreeBatch(std::move(frees));
+    if (Heartbeat(absl::Seconds(2)).ok()) {
+      absl::MutexLock lock(&mu_);
+      refreshed_ = absl::Now();
+    }
+  }
   absl::MutexLock lock(&mu_);
   DeviceMemory m;
   if (local_device < 0 || local_device >= static_cast<int>(devices_.size())) return m;
@@ -224,6 +265,7 @@ absl::Status RemoteNode::DeviceStatus(int local_device) const {
 void RemoteNode::Free(uint64_t handle) {
   absl::MutexLock lock(&mu_);
   frees_.push_back(handle);
+  refreshed_ = absl::InfinitePast();
 }
 
 void RemoteNode::SendFrees() {
@@ -241,18 +283,21 @@ void RemoteNode::SendFrees() {
       stopping = stopping_;
       if (!lost_.empty()) batch.clear();  // nothing left there to free
     }
-    if (!batch.empty()) {
-      wire::FreeRequest request;
-      request.mutable_buffers()->Add(batch.begin(), batch.end());
-      wire::FreeResponse response;
-      grpc::ClientContext context;
-      SetDeadline(context, absl::Seconds(10));
-      if (grpc::Status s = stub_->Free(&context, request, &response); !s.ok()) {
-        spdlog::warn("cluster node {}: freeing {} buffers failed: {}", rank(), batch.size(),
-                     s.error_message());
-      }
-    }
+    SendFreeBatch(std::move(batch));
     if (stopping) return;
+  }
+}
+
+void RemoteNode::SendFreeBatch(std::vector<uint64_t> batch) {
+  if (batch.empty()) return;
+  wire::FreeRequest request;
+  request.mutable_buffers()->Add(batch.begin(), batch.end());
+  wire::FreeResponse response;
+  grpc::ClientContext context;
+  SetDeadline(context, absl::Seconds(10));
+  if (grpc::Status s = stub_->Free(&context, request, &response); !s.ok()) {
+    spdlog::warn("cluster node {}: freeing {} buffers failed: {}", rank(), batch.size(),
+                 s.error_message());
   }
 }
 

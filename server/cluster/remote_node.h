@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -37,6 +38,7 @@ class RemoteNode : public std::enable_shared_from_this<RemoteNode> {
   int device_count() const { return static_cast<int>(description_.devices.size()); }
   const std::string& address() const { return description_.address; }
   uint64_t incarnation() const { return description_.incarnation; }
+  const Description& description() const { return description_; }
 
   // OK, or UNAVAILABLE naming the node once it is lost.
   absl::Status Usable() const;
@@ -56,7 +58,10 @@ class RemoteNode : public std::enable_shared_from_this<RemoteNode> {
   // The member's data plane epoch from the last heartbeat (0: not connected).
   int64_t data_plane_epoch() const;
 
-  DeviceMemory memory(int local_device) const;
+  // The device's figures, refreshed first (queued frees sent, then a heartbeat) when the leader
+  // allocated or freed there since the last refresh, or that is older than 20 ms: a client
+  // reading them after its call sees its buffers' memory as the member counts it.
+  DeviceMemory memory(int local_device);
   std::string device_uuid(int local_device) const;
   absl::Status DeviceStatus(int local_device) const;
 
@@ -64,10 +69,23 @@ class RemoteNode : public std::enable_shared_from_this<RemoteNode> {
   void Free(uint64_t handle);
 
  private:
+  // Registers a call in flight for MarkLost to cancel, so that no caller waits on a lost node
+  // longer than the heartbeats take to find it lost.
+  class InFlight {
+   public:
+    InFlight(RemoteNode& node, grpc::ClientContext& context);
+    ~InFlight();
+
+   private:
+    RemoteNode& node_;
+    grpc::ClientContext& context_;
+  };
   absl::StatusOr<uint64_t> Call(const wire::DeviceWork& work);
   // The member's error, as the leader reports it: its code, the node named.
   absl::Status FromGrpc(const grpc::Status& status, const char* what) const;
   void SendFrees();
+  // Sends `batch` now (the frees thread, and memory()'s refresh).
+  void SendFreeBatch(std::vector<uint64_t> batch);
 
   const Description description_;
   const uint64_t leader_incarnation_;
@@ -78,7 +96,9 @@ class RemoteNode : public std::enable_shared_from_this<RemoteNode> {
   std::vector<wire::DeviceDescription> devices_ ABSL_GUARDED_BY(mu_);
   int64_t data_plane_epoch_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<uint64_t> frees_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<grpc::ClientContext*> in_flight_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time refreshed_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::thread freer_;
 };
 

@@ -32,7 +32,13 @@ namespace distarray::testing {
 // The daemon options a test parameter stands for.
 inline Daemon::Options OptionsFor(const std::string& param) {
   Daemon::Options options;
-  options.backend = param == "cuda_nccl" ? "cuda" : param;
+  options.backend = param == "cuda_nccl" ? "cuda" : param == "host_cluster" ? "host" : param;
+  if (param == "host_cluster") {
+    // Two daemons of two simulated devices each: the layouts the tests write for four devices
+    // spread over two nodes, so every copy between devices 0-1 and 2-3 crosses the data plane.
+    options.host_devices = 2;
+    options.cluster_size = 2;
+  }
   if (param == "cuda_nccl") {
     options.transfer = "nccl";
     options.graph_agreement = "nccl";
@@ -147,8 +153,9 @@ class SharedDaemonsStopCleanly : public ::testing::Environment {
 inline ::testing::Environment* const kSharedDaemonsStopCleanly =
     ::testing::AddGlobalTestEnvironment(new SharedDaemonsStopCleanly);
 
-#define DISTARRAY_INSTANTIATE_BACKENDS(suite)                                               \
-  INSTANTIATE_TEST_SUITE_P(Backends, suite, ::testing::Values("host", "cuda", "cuda_nccl"), \
+#define DISTARRAY_INSTANTIATE_BACKENDS(suite)                                              \
+  INSTANTIATE_TEST_SUITE_P(Backends, suite,                                                \
+                           ::testing::Values("host", "host_cluster", "cuda", "cuda_nccl"), \
                            [](const ::testing::TestParamInfo<std::string>& p) { return p.param; })
 
 // A chunk on `device` holding [lo, hi) of `axis` and the other axes of a rank-`rank` array whole.

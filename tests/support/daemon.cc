@@ -26,7 +26,24 @@ std::string DaemonBinary() {
   return binary != nullptr ? binary : DISTARRAYD_PATH;
 }
 
-absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Options& options) {
+namespace {
+
+// The flags that make the daemon of `options` rank `rank` of a loopback cluster of
+// options.cluster_size; the leader's cluster port is `leader_port` (members).
+std::vector<std::string> ClusterFlags(const Daemon::Options& options, int rank, int leader_port,
+                                      const std::string& dir) {
+  if (options.cluster_size <= 1) return {};
+  std::vector<std::string> flags = {
+      absl::StrCat("--cluster_size=", options.cluster_size), absl::StrCat("--cluster_rank=", rank),
+      "--cluster_listen=127.0.0.1:0", absl::StrCat("--cluster_port_file=", dir, "/cluster_port")};
+  if (rank > 0) flags.push_back(absl::StrCat("--cluster_leader=127.0.0.1:", leader_port));
+  return flags;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Launch(const Options& options, int rank,
+                                                       int leader_port) {
   std::string dir_template =
       (std::filesystem::temp_directory_path() / "distarray-test-XXXXXX").string();
   const char* dir = mkdtemp(dir_template.data());
@@ -57,6 +74,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Options& options) {
     if (!tokens.flush()) return absl::InternalError("cannot write " + tokens_file);
     args.push_back("--auth_tokens_file=" + tokens_file);
   }
+  for (std::string& flag : ClusterFlags(options, rank, leader_port, dir)) {
+    args.push_back(std::move(flag));
+  }
   args.insert(args.end(), options.extra_flags.begin(), options.extra_flags.end());
 
   const pid_t pid = fork();
@@ -73,33 +93,58 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Options& options) {
     execv(argv[0], argv.data());
     _exit(127);
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  return std::unique_ptr<Daemon>(new Daemon(pid, "", "", dir));
+}
+
+absl::StatusOr<int> Daemon::WaitForPort(const std::string& file_name, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid) {
-      std::stringstream log;
-      log << std::ifstream(log_file).rdbuf();
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
       const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      const std::string message = absl::StrCat("distarrayd --backend=", options.backend,
-                                               " exited with ", code, ": ", log.str());
-      std::filesystem::remove_all(dir);
+      const std::string message =
+          absl::StrCat("distarrayd exited with ", code, " before writing ", file_name, ": ", log());
       return code == 3 ? absl::UnavailableError(message) : absl::InternalError(message);
     }
-    std::ifstream in(port_file);
+    std::ifstream in(absl::StrCat(dir_, "/", file_name));
     int port = 0;
-    if (in >> port && port > 0) {
-      // The health port file is written before the API port's, during start-up.
-      std::ifstream health_in(health_port_file);
-      int health_port = 0;
-      health_in >> health_port;
-      return std::unique_ptr<Daemon>(new Daemon(pid, absl::StrCat("127.0.0.1:", port),
-                                                absl::StrCat("127.0.0.1:", health_port), dir));
-    }
+    if (in >> port && port > 0) return port;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
-  return absl::DeadlineExceededError("distarrayd did not start within 30 s");
+  return absl::DeadlineExceededError(
+      absl::StrCat("distarrayd did not write ", file_name, " within ", timeout_ms, " ms"));
+}
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Options& options) {
+  absl::StatusOr<std::unique_ptr<Daemon>> daemon = Launch(options, 0, 0);
+  if (!daemon.ok()) return daemon.status();
+  std::vector<std::unique_ptr<Daemon>> members;
+  if (options.cluster_size > 1) {
+    absl::StatusOr<int> leader_port = (*daemon)->WaitForPort("cluster_port", 30000);
+    if (!leader_port.ok()) return leader_port.status();
+    for (int rank = 1; rank < options.cluster_size; ++rank) {
+      absl::StatusOr<std::unique_ptr<Daemon>> member = Launch(options, rank, *leader_port);
+      if (!member.ok()) return member.status();
+      members.push_back(*std::move(member));
+    }
+  }
+  absl::StatusOr<int> port = (*daemon)->WaitForPort("port", 30000);
+  if (!port.ok()) {
+    std::string logs;
+    for (size_t i = 0; i < members.size(); ++i) {
+      logs += absl::StrCat("\nmember ", i + 1, ": ", members[i]->log());
+    }
+    return absl::Status(port.status().code(), absl::StrCat(port.status().message(), logs));
+  }
+  // The health port file is written before the API port's, during start-up.
+  std::ifstream health_in((*daemon)->dir_ + "/health_port");
+  int health_port = 0;
+  health_in >> health_port;
+  (*daemon)->address_ = absl::StrCat("127.0.0.1:", *port);
+  (*daemon)->health_address_ = absl::StrCat("127.0.0.1:", health_port);
+  (*daemon)->members_ = std::move(members);
+  return daemon;
 }
 
 std::string Daemon::log() const {
@@ -116,7 +161,12 @@ bool Daemon::alive() {
     ReportDeath(status);
     return false;
   }
-  return waited == 0;  // -1 (EINTR, ECHILD): not known dead, so still stopped at the end
+  if (waited != 0) return false;  // -1 (EINTR, ECHILD): not known dead, so still stopped at the end
+  for (std::unique_ptr<Daemon>& member : members_) {
+    // A member the test itself stopped and reaped is not a crash.
+    if (member->pid_ > 0 && !member->alive()) return false;
+  }
+  return true;
 }
 
 void Daemon::ReportDeath(int wait_status) {
@@ -131,6 +181,18 @@ void Daemon::ReportDeath(int wait_status) {
   std::fprintf(stderr, "distarrayd (pid %d) died during the test (%s); its log:\n%s\n",
                static_cast<int>(pid_), how.c_str(), text.c_str());
   pid_ = -1;
+}
+
+int Daemon::WaitForExit(int timeout_ms) {
+  if (pid_ <= 0) return -1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  int status = 0;
+  while (waitpid(pid_, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  pid_ = -1;
+  return status;
 }
 
 int Daemon::Terminate(int timeout_ms) {
@@ -148,6 +210,18 @@ int Daemon::Terminate(int timeout_ms) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   pid_ = -1;
+  // The leader first, so that it synchronizes with live members while it drains; then the
+  // members, whose SIGTERM ends them before they would miss the leader's heartbeats.
+  for (std::unique_ptr<Daemon>& member : members_) {
+    if (member->pid_ <= 0) continue;  // already reaped by the test
+    const int member_status = member->Terminate(timeout_ms);
+    if (!(member_status != -1 && WIFEXITED(member_status) && WEXITSTATUS(member_status) == 0)) {
+      std::fprintf(stderr, "cluster member did not stop cleanly (wait status %d); its log:\n%s\n",
+                   member_status, member->log().c_str());
+      status = member_status;
+    }
+  }
+  members_.clear();
   return status;
 }
 

@@ -30,6 +30,9 @@ class Daemon {
     std::map<std::string, std::string> tokens;
     // More flags, e.g. "--session_lease_seconds=2"; later flags override earlier ones.
     std::vector<std::string> extra_flags;
+    // Above 1: a cluster of this many daemons on loopback (docs/cluster.md), each with
+    // host_devices and the flags above. Start returns the leader, which owns the members.
+    int cluster_size = 1;
   };
   // UNAVAILABLE, with the daemon's own message, when the backend cannot start here (no GPU).
   static absl::StatusOr<std::unique_ptr<Daemon>> Start(const Options& options);
@@ -40,12 +43,24 @@ class Daemon {
   const std::string& health_address() const { return health_address_; }
   // The daemon's scratch directory (its log, port files), removed with the daemon.
   const std::string& dir() const { return dir_; }
+  // A cluster's members (rank r at r - 1), started and stopped with the leader.
+  std::vector<std::unique_ptr<Daemon>>& members() { return members_; }
+  // Starts one daemon of `options` as cluster rank `rank` (a member joins the leader's cluster
+  // port `leader_port`) without waiting for it, e.g. to restart a member.
+  static absl::StatusOr<std::unique_ptr<Daemon>> Launch(const Options& options, int rank,
+                                                        int leader_port);
+  // Waits for the daemon to write the port file `file_name` ("port", "cluster_port") in its
+  // directory: the port, or the daemon's exit with its log.
+  absl::StatusOr<int> WaitForPort(const std::string& file_name, int timeout_ms);
   // Whether the process is still running (a crash is a test failure).
   bool alive();
   pid_t pid() const { return pid_; }
   // Sends SIGTERM and waits up to `timeout_ms` for the process to end. Returns its wait status,
   // or -1 when it was still running (it is then killed).
   int Terminate(int timeout_ms);
+  // Waits up to `timeout_ms` for the process to end by itself. Returns its wait status, or -1
+  // when it still runs.
+  int WaitForExit(int timeout_ms);
   // The daemon's log so far (stdout and stderr).
   std::string log() const;
 
@@ -62,6 +77,7 @@ class Daemon {
   std::string address_;
   std::string health_address_;
   std::string dir_;
+  std::vector<std::unique_ptr<Daemon>> members_;
 };
 
 }  // namespace distarray::testing

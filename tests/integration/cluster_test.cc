@@ -1,0 +1,359 @@
+// Clusters of host-backend daemons on loopback (docs/cluster.md): three nodes serving one device
+// space, the configurations a cluster refuses with their exit codes, and members that die during
+// work: calls end UNAVAILABLE within the documented time, arrays on live nodes stay intact, and a
+// restarted member rejoins with its devices empty. The whole integration suite also runs over a
+// two-node cluster (the "host_cluster" parameter of backend_fixture.h).
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "distarray/client.h"
+#include "distarray/graph.h"
+#include "distarray/index_maps.h"
+#include "distarray/internal/v1/cluster.grpc.pb.h"
+#include "tests/support/backend_fixture.h"
+#include "tests/support/daemon.h"
+#include "tests/support/reference.h"
+#include "tests/support/run_command.h"
+
+namespace distarray::testing {
+namespace {
+
+namespace g = graph;
+namespace wire = ::distarray::internal::v1;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kExitBadFlags = 2;
+constexpr int kExitClusterNotFormed = 5;
+constexpr int kExitClusterRefused = 6;
+constexpr int kExitClusterLeaderLost = 7;
+
+Daemon::Options ClusterOf(int size, std::vector<std::string> extra_flags = {}) {
+  Daemon::Options options;
+  options.backend = "host";
+  options.host_devices = 2;
+  options.cluster_size = size;
+  options.extra_flags = std::move(extra_flags);
+  return options;
+}
+
+int ExitCode(int wait_status) {
+  return wait_status != -1 && WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
+}
+
+// The seed's loop: while all(a < limit): a += 1.
+v1::Program SeedLoop(float limit) {
+  g::ProgramBuilder p;
+  g::Var a = p.Input("a");
+  g::Vars out = p.WhileLoop([limit](auto v) { return g::All(v[0] < limit); },
+                            [](auto v) { return g::Vars{v[0] + 1.0f}; }, {a}, int64_t{1} << 20);
+  p.Output("a", out[0]);
+  return p.program();
+}
+
+TEST(Cluster, ThreeNodesServeOneDeviceSpaceNumberedNodeMajor) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> daemon, Daemon::Start(ClusterOf(3)));
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon->address()));
+  ASSERT_OK_AND_ASSIGN(v1::GetServerInfoResponse info, client.ServerInfo());
+  EXPECT_EQ(info.cluster_size(), 3);
+  ASSERT_EQ(info.devices_size(), 6);
+  for (int d = 0; d < 6; ++d) {
+    EXPECT_EQ(info.devices(d).id(), d);
+    EXPECT_EQ(info.devices(d).node(), d / 2) << d;
+    EXPECT_GT(info.devices(d).memory_limit_bytes(), 0) << d;
+  }
+
+  std::mt19937_64 rng(31);
+  const Shape shape = {12, 10};
+  const std::vector<double> x = RandomValues<double>(120, rng);
+  ASSERT_OK_AND_ASSIGN(Array rows,
+                       client.Upload<double>(x, shape, {Split(2, 0, 12, {0, 1, 2, 3, 4, 5})}));
+  // Columns in another order: every piece crosses a node or a device.
+  ASSERT_OK_AND_ASSIGN(Array cols, rows.Reshard(Split(2, 1, 10, {5, 3, 1, 4, 2})));
+  ASSERT_OK_AND_ASSIGN(std::vector<double> got, cols.Download<double>());
+  EXPECT_EQ(got, x);
+
+  ASSERT_OK_AND_ASSIGN(Array doubled, rows * 2.0);
+  ASSERT_OK_AND_ASSIGN(Array sum, doubled + cols);
+  ASSERT_OK_AND_ASSIGN(std::vector<double> sum_values, sum.Download<double>());
+  for (int i = 0; i < 120; ++i) EXPECT_EQ(sum_values[i], 3 * x[i]) << i;
+
+  ASSERT_OK_AND_ASSIGN(Array column_sums, Reduce(rows, v1::REDUCE_OP_SUM, {0}, false, true));
+  ASSERT_OK_AND_ASSIGN(std::vector<double> sums, column_sums.Download<double>());
+  for (int j = 0; j < 10; ++j) {
+    long double expected = 0;
+    for (int i = 0; i < 12; ++i) expected += x[i * 10 + j];
+    EXPECT_NEAR(sums[j], static_cast<double>(expected), 1e-12) << j;
+  }
+
+  ASSERT_OK_AND_ASSIGN(
+      Array square, client.Upload<double>(std::vector<double>(x.begin(), x.begin() + 100), {10, 10},
+                                          {Split(2, 0, 10, {4, 0})}));
+  ASSERT_OK_AND_ASSIGN(Array other, square.Reshard(Split(2, 1, 10, {2, 5})));
+  ASSERT_OK_AND_ASSIGN(Array product, Matmul(square, other));
+  ASSERT_OK_AND_ASSIGN(std::vector<double> product_values, product.Download<double>());
+  for (int i = 0; i < 10; ++i) {
+    for (int j = 0; j < 10; ++j) {
+      long double expected = 0;
+      for (int k = 0; k < 10; ++k) expected += (long double)x[i * 10 + k] * x[k * 10 + j];
+      EXPECT_NEAR(product_values[i * 10 + j], static_cast<double>(expected),
+                  1e-13 * std::abs(static_cast<double>(expected)) + 1e-12);
+    }
+  }
+
+  // A loop whose condition spans the three nodes runs eagerly on the leader; one on the
+  // leader's own devices records a graph as a single daemon does.
+  std::vector<float> start(60);
+  std::uniform_real_distribution<float> uniform(0.0f, 10.0f);
+  for (float& v : start) v = uniform(rng);
+  std::vector<float> expected = start;
+  int64_t iterations = 0;
+  auto all_below = [&] {
+    for (float v : expected) {
+      if (!(v < 20.0f)) return false;
+    }
+    return true;
+  };
+  while (all_below()) {
+    for (float& v : expected) v += 1.0f;
+    ++iterations;
+  }
+  ASSERT_GT(iterations, 5);
+  for (const std::vector<int>& devices : {std::vector<int>{0, 2, 4}, std::vector<int>{1}}) {
+    ASSERT_OK_AND_ASSIGN(Array a, client.Upload<float>(start, {60}, {Split(1, 0, 60, devices)}));
+    ASSERT_OK_AND_ASSIGN(GraphRun run, client.RunGraph(SeedLoop(20.0f), {{"a", &a}}));
+    ASSERT_OK_AND_ASSIGN(std::vector<float> looped, run.outputs.at("a").Download<float>());
+    EXPECT_EQ(looped, expected) << devices.size();
+    EXPECT_EQ(run.execution,
+              devices.size() == 3 ? v1::GRAPH_EXECUTION_EAGER : v1::GRAPH_EXECUTION_DEVICE_GRAPH);
+  }
+  EXPECT_EQ(ExitCode(daemon->Terminate(30000)), 0) << daemon->log();
+}
+
+TEST(Cluster, BadConfigurationsAreBadFlags) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"--cluster_size=65"},
+      {"--cluster_size=2", "--cluster_rank=2"},
+      {"--cluster_size=2", "--cluster_rank=1", "--cluster_leader="},
+      {"--cluster_size=2", "--cluster_rank=0", "--cluster_listen=0.0.0.0:0", "--cluster_address="},
+  };
+  const std::vector<std::string> named = {"--cluster_size", "--cluster_rank", "--cluster_leader",
+                                          "--cluster_address"};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    Daemon::Options options = ClusterOf(1, cases[i]);
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> daemon, Daemon::Launch(options, 0, 0));
+    EXPECT_EQ(ExitCode(daemon->WaitForExit(20000)), kExitBadFlags) << daemon->log();
+    EXPECT_NE(daemon->log().find(named[i]), std::string::npos) << daemon->log();
+  }
+}
+
+TEST(Cluster, AMemberThatCannotReachTheLeaderRetriesThenExits) {
+  Daemon::Options options = ClusterOf(2, {"--cluster_form_timeout_seconds=2"});
+  // Port 1 on loopback: nothing listens there.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> member, Daemon::Launch(options, 1, 1));
+  EXPECT_EQ(ExitCode(member->WaitForExit(20000)), kExitClusterNotFormed) << member->log();
+  EXPECT_NE(member->log().find("retrying"), std::string::npos) << member->log();
+  EXPECT_NE(member->log().find("127.0.0.1:1"), std::string::npos) << member->log();
+}
+
+TEST(Cluster, ALeaderIsNotReadyUntilFormedAndExitsWhenMembersNeverCome) {
+  Daemon::Options options = ClusterOf(3, {"--cluster_form_timeout_seconds=3"});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> leader, Daemon::Launch(options, 0, 0));
+  ASSERT_OK_AND_ASSIGN(int health_port, leader->WaitForPort("health_port", 20000));
+  const CommandResult readiness =
+      Probe(absl::StrCat("127.0.0.1:", health_port), "readiness", /*timeout_ms=*/2000);
+  EXPECT_EQ(readiness.exit_code, 1) << readiness.output;
+  EXPECT_EQ(ExitCode(leader->WaitForExit(20000)), kExitClusterNotFormed) << leader->log();
+  EXPECT_NE(leader->log().find("rank(s) 1, 2"), std::string::npos) << leader->log();
+}
+
+TEST(Cluster, TheLeaderRefusesASecondDaemonWithATakenRankAndOtherReleases) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> daemon, Daemon::Start(ClusterOf(2)));
+  ASSERT_OK_AND_ASSIGN(int leader_port, daemon->WaitForPort("cluster_port", 1000));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> second,
+                       Daemon::Launch(ClusterOf(2), 1, leader_port));
+  EXPECT_EQ(ExitCode(second->WaitForExit(20000)), kExitClusterRefused) << second->log();
+  EXPECT_NE(second->log().find("held by the live daemon"), std::string::npos) << second->log();
+
+  // Raw joins: another protocol, release or size is refused with the field named.
+  auto stub = wire::ClusterService::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", leader_port), grpc::InsecureChannelCredentials()));
+  auto join = [&](const wire::JoinRequest& request) {
+    grpc::ClientContext context;
+    wire::JoinResponse response;
+    return stub->Join(&context, request, &response);
+  };
+  wire::JoinRequest request;
+  request.set_protocol(wire::PROTOCOL_VERSION_CURRENT);
+  request.set_version("0.0.0-other");
+  request.set_backend("host");
+  request.set_rank(1);
+  request.set_cluster_size(2);
+  request.add_devices()->set_name("host:0");
+  grpc::Status status = join(request);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(status.error_message().find("release"), std::string::npos) << status.error_message();
+  request.set_protocol(wire::PROTOCOL_VERSION_UNSPECIFIED);
+  EXPECT_EQ(join(request).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  // The leader serves no device work, and the cluster port no client API.
+  grpc::ClientContext context;
+  wire::DeviceWork work;
+  wire::DeviceWorkResult result;
+  EXPECT_EQ(stub->Execute(&context, work, &result).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(Client::Connect(absl::StrCat("127.0.0.1:", leader_port)).status().code(),
+            absl::StatusCode::kUnimplemented);
+  // The API port serves no cluster calls.
+  auto api_stub = wire::ClusterService::NewStub(
+      grpc::CreateChannel(daemon->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext api_context;
+  wire::JoinResponse api_response;
+  EXPECT_EQ(api_stub->Join(&api_context, request, &api_response).error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+}
+
+// Repeats `call` until it fails; the failure, or OK when `deadline` passed first.
+template <typename Fn>
+absl::Status UntilFailure(Fn call, Clock::time_point deadline) {
+  while (Clock::now() < deadline) {
+    if (absl::Status s = call(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// A member killed with SIGKILL while reshards, loops and uploads cross to it: each call ends
+// UNAVAILABLE naming the node within the documented time, arrays on the leader stay intact, the
+// leader stays up, and the restarted member rejoins with its devices usable again.
+TEST(Cluster, AKilledMemberFailsCallsQuicklyAndRejoinsAfterARestart) {
+  const Daemon::Options options = ClusterOf(2, {"--cluster_lost_after_seconds=2"});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> daemon, Daemon::Start(options));
+  ASSERT_OK_AND_ASSIGN(int leader_port, daemon->WaitForPort("cluster_port", 1000));
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon->address()));
+  std::mt19937_64 rng(5);
+  const Shape shape = {512, 512};
+  const std::vector<float> x = RandomValues<float>(512 * 512, rng);
+  const v1::IndexMap everywhere = Split(2, 0, 512, {0, 1, 2, 3});
+  ASSERT_OK_AND_ASSIGN(Array on_leader, client.Upload<float>(x, shape, {Split(2, 0, 512, {0, 1})}));
+  ASSERT_OK_AND_ASSIGN(Array spread, client.Upload<float>(x, shape, {everywhere}));
+  const std::vector<float> small(64, 0.5f);
+  ASSERT_OK_AND_ASSIGN(Array counter, client.Upload<float>(small, {64}, {Split(1, 0, 64, {1, 2})}));
+
+  const auto give_up = Clock::now() + std::chrono::seconds(30);
+  absl::Status reshard, loop, upload;
+  Clock::time_point reshard_end, loop_end, upload_end;
+  std::thread reshards([&] {
+    reshard = UntilFailure(
+        [&] {
+          return spread.Reshard(Split(2, 1, 512, {3, 2, 1, 0})).status();
+        },
+        give_up);
+    reshard_end = Clock::now();
+  });
+  std::thread loops([&] {
+    // About 10^6 eager iterations across the two nodes: still running when the member dies.
+    loop = client.RunGraph(SeedLoop(1e6f), {{"a", &counter}}).status();
+    loop_end = Clock::now();
+  });
+  std::thread uploads([&] {
+    upload = UntilFailure([&] { return client.Upload<float>(x, shape, {everywhere}).status(); },
+                          give_up);
+    upload_end = Clock::now();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  Daemon& member = *daemon->members()[0];
+  ASSERT_EQ(kill(member.pid(), SIGKILL), 0);
+  const Clock::time_point killed = Clock::now();
+  reshards.join();
+  loops.join();
+  uploads.join();
+  // The documented bound: --cluster_lost_after_seconds plus a heartbeat period, with a margin
+  // for two busy cores.
+  constexpr auto kBound = std::chrono::seconds(2 + 1 + 3);
+  for (const auto& [what, status, end] :
+       {std::tuple{"reshard", reshard, reshard_end}, std::tuple{"loop", loop, loop_end},
+        std::tuple{"upload", upload, upload_end}}) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << what << ": " << status;
+    EXPECT_NE(status.message().find("cluster node 1"), std::string::npos) << what << ": " << status;
+    EXPECT_LT(end - killed, kBound) << what;
+  }
+  EXPECT_EQ(ExitCode(member.WaitForExit(5000)), -1);  // reaped: killed by a signal
+  ASSERT_TRUE(daemon->alive()) << daemon->log();
+
+  // The leader's arrays are intact; the ones with chunks on the lost node say so.
+  ASSERT_OK_AND_ASSIGN(std::vector<float> kept, on_leader.Download<float>());
+  EXPECT_EQ(kept, x);
+  ASSERT_OK_AND_ASSIGN(Array kept_sum, on_leader + 1.0f);
+  ASSERT_OK_AND_ASSIGN(std::vector<float> kept_plus, kept_sum.Download<float>());
+  EXPECT_EQ(kept_plus[7], x[7] + 1.0f);
+
+  // The member restarts and rejoins; its devices come back empty and work again.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> restarted, Daemon::Launch(options, 1, leader_port));
+  absl::Status rejoined = absl::UnavailableError("not yet");
+  const auto rejoin_deadline = Clock::now() + std::chrono::seconds(30);
+  while (!rejoined.ok() && Clock::now() < rejoin_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    absl::StatusOr<Array> again = client.Upload<float>(x, shape, {everywhere});
+    if (!again.ok()) {
+      rejoined = again.status();
+      continue;
+    }
+    absl::StatusOr<Array> moved = again->Reshard(Split(2, 1, 512, {3, 2, 1, 0}));
+    rejoined = moved.status();
+    if (moved.ok()) {
+      ASSERT_OK_AND_ASSIGN(std::vector<float> values, moved->Download<float>());
+      EXPECT_EQ(values, x);
+    }
+  }
+  ASSERT_TRUE(rejoined.ok()) << rejoined << "\n" << daemon->log() << "\n" << restarted->log();
+  absl::StatusOr<std::vector<float>> gone = spread.Download<float>();
+  EXPECT_EQ(gone.status().code(), absl::StatusCode::kUnavailable) << gone.status();
+  daemon->members()[0] = std::move(restarted);
+  EXPECT_EQ(ExitCode(daemon->Terminate(30000)), 0) << daemon->log();
+}
+
+// A member that stops answering without closing its connections (SIGSTOP: a hung host, a
+// partition) is found lost by the heartbeats; the call waiting on it is cancelled then, not left
+// hanging. When it wakes, the leader no longer heartbeats it, so it exits for a restart.
+TEST(Cluster, ASilentMemberIsFoundLostAndItsWaitingCallsEnd) {
+  const Daemon::Options options = ClusterOf(2, {"--cluster_lost_after_seconds=2"});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> daemon, Daemon::Start(options));
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon->address()));
+  const std::vector<double> values(1000, 1.5);
+  ASSERT_OK_AND_ASSIGN(Array a, client.Upload<double>(values, {1000}, {Split(1, 0, 1000, {0, 3})}));
+  Daemon& member = *daemon->members()[0];
+  ASSERT_EQ(kill(member.pid(), SIGSTOP), 0);
+  const Clock::time_point stopped = Clock::now();
+  absl::StatusOr<std::vector<double>> read = a.Download<double>();
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kUnavailable) << read.status();
+  EXPECT_NE(read.status().message().find("is lost"), std::string::npos) << read.status();
+  EXPECT_LT(Clock::now() - stopped, std::chrono::seconds(2 + 1 + 3));
+  ASSERT_EQ(kill(member.pid(), SIGCONT), 0);
+  EXPECT_EQ(ExitCode(member.WaitForExit(15000)), kExitClusterLeaderLost) << member.log();
+  EXPECT_TRUE(daemon->alive());
+  daemon->members().clear();
+  EXPECT_EQ(ExitCode(daemon->Terminate(30000)), 0) << daemon->log();
+}
+
+TEST(Cluster, TheLeadersLossEndsTheMembers) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> daemon,
+                       Daemon::Start(ClusterOf(3, {"--cluster_lost_after_seconds=2"})));
+  ASSERT_EQ(kill(daemon->pid(), SIGKILL), 0);
+  EXPECT_NE(daemon->WaitForExit(5000), -1);
+  for (std::unique_ptr<Daemon>& member : daemon->members()) {
+    EXPECT_EQ(ExitCode(member->WaitForExit(15000)), kExitClusterLeaderLost) << member->log();
+    EXPECT_NE(member->log().find("sent no heartbeat"), std::string::npos) << member->log();
+  }
+  daemon->members().clear();
+}
+
+}  // namespace
+}  // namespace distarray::testing
