@@ -7,7 +7,8 @@
 # x86-64 from version 15 (Debian 12's clang-14 lacks it); 16 is the newest Debian 12 ships. python3-venv and
 # python3-pip make the venv in which scripts/test-python.sh installs the Python SDK from PyPI's
 # grpcio, protobuf and numpy. clang-format checks the sources' formatting (scripts/check-format.sh;
-# the tree is formatted with Debian 12's version).
+# the tree is formatted with Debian 12's version). libgloo-dev carries the bytes between the daemons
+# of a cluster (docs/cluster.md).
 # The CUDA toolkit is not a Debian package; the build finds it at /usr/local/cuda when present
 # and builds the host backend alone when it is not (see README.md, "CUDA").
 set -euo pipefail
@@ -18,6 +19,7 @@ packages=(
   libabsl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
   prometheus-cpp-dev civetweb libcivetweb-dev libcurl4-openssl-dev zlib1g-dev
   libopenblas-dev clang-format
+  libgloo-dev
   libssl-dev openssl
   clang-16 libclang-rt-16-dev llvm-16
   python3 python3-venv python3-pip

@@ -110,7 +110,7 @@ def cmd_info(args, out: _Out) -> int:
     with _connect(args) as client:
         info = client.server_info()
     devices = [
-        {"id": d.id, "name": d.name, "memory_used_bytes": d.memory_used_bytes,
+        {"id": d.id, "node": d.node, "name": d.name, "memory_used_bytes": d.memory_used_bytes,
          "memory_limit_bytes": d.memory_limit_bytes, "memory_total_bytes": d.memory_total_bytes}
         for d in info.devices
     ]
@@ -118,19 +118,23 @@ def cmd_info(args, out: _Out) -> int:
     if out.as_json:
         out.json({
             "address": args.address, "backend": info.backend, "version": info.version,
+            "cluster_size": max(info.cluster_size, 1),
             "devices": devices, "array_count": info.array_count,
             "live_sessions": info.live_sessions,
             "session_lease_seconds": info.session_lease_seconds, "dtypes": dtypes,
             "features": list(info.features),
         })
         return EXIT_OK
+    # A cluster (docs/cluster.md) numbers devices node-major; the node column says which daemon
+    # owns each.
+    nodes = f" on {info.cluster_size} nodes" if info.cluster_size > 1 else ""
     out.console.print(
         f"distarrayd [bold]{info.version}[/bold] at {args.address}: backend [bold]{info.backend}"
-        f"[/bold], {len(devices)} devices, {info.array_count} arrays, "
+        f"[/bold], {len(devices)} devices{nodes}, {info.array_count} arrays, "
         f"{info.live_sessions} live sessions (lease {info.session_lease_seconds} s)"
     )
-    out.table("devices", ["id", "name", "used", "limit", "total"], [
-        (d["id"], d["name"], _human_bytes(d["memory_used_bytes"]),
+    out.table("devices", ["id", "node", "name", "used", "limit", "total"], [
+        (d["id"], d["node"], d["name"], _human_bytes(d["memory_used_bytes"]),
          _human_bytes(d["memory_limit_bytes"]), _human_bytes(d["memory_total_bytes"]))
         for d in devices
     ])
