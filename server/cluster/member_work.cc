@@ -7,6 +7,61 @@
 #include "common/status_macros.h"
 
 namespace distarray::cluster {
+namespace {
+
+absl::Status OutOfBuffer(const char* what) {
+  return absl::InternalError(absl::StrCat("cluster message: ", what, " lies outside its buffer"));
+}
+
+// Whether `box` lies within the dense C-order `shape` (an empty box with a non-empty shape: the
+// whole shape), and `shape` within `buffer_bytes` of `dtype` (-1: no buffer to check): what a
+// backend's box copy trusts.
+bool BoxFits(DType dtype, const BufferBox& box, int64_t buffer_bytes) {
+  const bool whole = box.box.empty();
+  if ((!whole && box.box.size() != box.shape.size()) || box.shape.size() > kMaxRank) return false;
+  int64_t elements = 1;
+  for (size_t d = 0; d < box.shape.size(); ++d) {
+    const int64_t extent = box.shape[d];
+    std::optional<int64_t> next = extent >= 0 ? MulOrNull(elements, extent) : std::nullopt;
+    if (!next || (!whole && box.box[d].count < 0)) return false;
+    elements = *next;
+    if (whole) continue;
+    const Range& r = box.box[d];
+    if (r.count == 0) continue;
+    const std::optional<int64_t> span = MulOrNull(r.count - 1, r.step);
+    const std::optional<int64_t> last = span ? AddOrNull(r.start, *span) : std::nullopt;
+    if (!last || r.start < 0 || r.start >= extent || *last < 0 || *last >= extent) return false;
+  }
+  const std::optional<int64_t> bytes = MulOrNull(elements, DTypeSize(dtype));
+  return bytes && (buffer_bytes < 0 || *bytes <= buffer_bytes);
+}
+
+// Whether every element a strided view reads, for `n` outputs of `element` bytes, lies in
+// `buffer` (an elementwise operand; `contiguous`: elements 0 .. n-1).
+bool ViewFits(const StridedBox& view, bool contiguous, int64_t n, int64_t element,
+              const BufferPtr& buffer) {
+  if (n < 0) return false;
+  if (n == 0) return true;
+  int64_t low = 0, high = 0;
+  if (contiguous) {
+    high = n - 1;
+  } else {
+    low = high = view.offset;
+    for (int d = 0; d < view.rank; ++d) {
+      if (view.count[d] <= 0) return true;  // reads nothing
+      const std::optional<int64_t> reach = MulOrNull(view.count[d] - 1, view.stride[d]);
+      if (!reach) return false;
+      const std::optional<int64_t> moved =
+          reach >= 0 ? AddOrNull(high, *reach) : AddOrNull(low, *reach);
+      if (!moved) return false;
+      (*reach >= 0 ? high : low) = *moved;
+    }
+  }
+  const std::optional<int64_t> end = MulOrNull(high + 1, element);
+  return low >= 0 && end && *end <= buffer->bytes();
+}
+
+}  // namespace
 
 absl::StatusOr<BufferPtr> MemberWork::Lookup(uint64_t handle, bool optional) const {
   if (handle == 0 && optional) return BufferPtr();
@@ -18,19 +73,24 @@ absl::StatusOr<BufferPtr> MemberWork::Lookup(uint64_t handle, bool optional) con
   return it->second;
 }
 
-absl::StatusOr<BufferBox> MemberWork::Lookup(const wire::BufferBox& box) const {
+absl::StatusOr<BufferBox> MemberWork::Lookup(DType dtype, const wire::BufferBox& box) const {
   BufferBox out;
   ASSIGN_OR_RETURN(out.buffer, Lookup(box.buffer()));
   out.shape.assign(box.shape().begin(), box.shape().end());
   ASSIGN_OR_RETURN(out.box, FromWire(box.box()));
+  if (!BoxFits(dtype, out, out.buffer->bytes())) return OutOfBuffer("a box");
   return out;
 }
 
-absl::StatusOr<BoxCopy> MemberWork::Lookup(const wire::BoxCopy& copy) const {
+absl::StatusOr<BoxCopy> MemberWork::Lookup(DType dtype, const wire::BoxCopy& copy) const {
   BoxCopy out;
-  ASSIGN_OR_RETURN(out.src, Lookup(copy.src()));
-  ASSIGN_OR_RETURN(out.dst, Lookup(copy.dst()));
+  ASSIGN_OR_RETURN(out.src, Lookup(dtype, copy.src()));
+  ASSIGN_OR_RETURN(out.dst, Lookup(dtype, copy.dst()));
   ASSIGN_OR_RETURN(out.combine, CombineFromWire(copy.combine()));
+  if (out.src.box.size() != out.dst.box.size()) return OutOfBuffer("a copy's boxes");
+  for (size_t d = 0; d < out.src.box.size(); ++d) {
+    if (out.src.box[d].count != out.dst.box[d].count) return OutOfBuffer("a copy's boxes");
+  }
   return out;
 }
 
@@ -57,6 +117,18 @@ absl::Status MemberWork::Run(const wire::Elementwise& request) {
     ASSIGN_OR_RETURN(args[i].view, FromWire(arg.view()));
     args[i].contiguous = arg.contiguous();
     ASSIGN_OR_RETURN(args[i].scalar, FromWire(arg.scalar()));
+    // Operands are stored in `storage` (where's condition in bool).
+    const int64_t element =
+        DTypeSize(op == ElementwiseOpId::kWhere && i == 0 ? DType::kBool : storage);
+    if (args[i].buffer != nullptr &&
+        !ViewFits(args[i].view, args[i].contiguous, request.n(), element, args[i].buffer)) {
+      return OutOfBuffer("an elementwise operand");
+    }
+  }
+  // The result's element size depends on the op (a comparison writes bool), which the ops
+  // layer above knows; here, at least one byte per result.
+  if (!ViewFits(StridedBox{}, /*contiguous=*/true, request.n(), 1, out)) {
+    return OutOfBuffer("an elementwise result");
   }
   return backend_.Elementwise(op, compute, storage, out, request.n(), args);
 }
@@ -84,6 +156,7 @@ absl::Status MemberWork::Run(const wire::Sort& request) {
   sort.index_base = request.index_base();
   sort.descending = request.descending();
   sort.zeros_equal = request.zeros_equal();
+  if (!SortRunsFit(dtype, sort)) return OutOfBuffer("a sort");
   return backend_.Sort(dtype, sort);
 }
 
@@ -98,6 +171,7 @@ absl::Status MemberWork::Run(const wire::Scan& request) {
   scan.length = request.length();
   scan.inner = request.inner();
   scan.product = request.product();
+  if (!ScanLinesFit(dtype, scan)) return OutOfBuffer("a scan");
   return backend_.Scan(dtype, scan);
 }
 
@@ -115,6 +189,7 @@ absl::Status MemberWork::Run(const wire::Merge& request) {
   merge.b_count = request.b_count();
   merge.descending = request.descending();
   merge.zeros_equal = request.zeros_equal();
+  if (!MergeRunsFit(dtype, merge)) return OutOfBuffer("a merge");
   return backend_.Merge(dtype, merge);
 }
 
@@ -131,6 +206,7 @@ absl::Status MemberWork::Run(const wire::CsrBlock& request) {
   block.cols = request.cols();
   block.k = request.k();
   block.capacity = request.capacity();
+  if (!CsrBlockFits(dtype, block, !request.to_dense())) return OutOfBuffer("a CSR block");
   return request.to_dense() ? backend_.CsrToDense(dtype, block) : backend_.CsrMatmul(dtype, block);
 }
 
@@ -155,6 +231,7 @@ absl::Status MemberWork::Run(const wire::Factorize& request) {
   ASSIGN_OR_RETURN(f.out1, Lookup(request.out1(), true));
   ASSIGN_OR_RETURN(f.out2, Lookup(request.out2(), true));
   ASSIGN_OR_RETURN(f.info, Lookup(request.info()));
+  if (!DenseFactorizationFits(dtype, f)) return OutOfBuffer("a factorization");
   return backend_.Factorize(dtype, f);
 }
 
@@ -165,7 +242,7 @@ absl::StatusOr<uint64_t> MemberWork::Execute(const wire::DeviceWork& work) {
     case wire::DeviceWork::kFillConstant: {
       const wire::FillConstant& fill = work.fill_constant();
       ASSIGN_OR_RETURN(DType dtype, DTypeFromWire(fill.dtype()));
-      ASSIGN_OR_RETURN(BufferBox dst, Lookup(fill.dst()));
+      ASSIGN_OR_RETURN(BufferBox dst, Lookup(dtype, fill.dst()));
       ASSIGN_OR_RETURN(Scalar value, FromWire(fill.value()));
       RETURN_IF_ERROR(backend_.FillConstant(dtype, dst, value));
       return 0;
@@ -177,6 +254,15 @@ absl::StatusOr<uint64_t> MemberWork::Execute(const wire::DeviceWork& work) {
       const Shape shape(fill.global_shape().begin(), fill.global_shape().end());
       ASSIGN_OR_RETURN(Box box, FromWire(fill.chunk_box()));
       ASSIGN_OR_RETURN(Generator generator, FromWire(fill.generator()));
+      // The chunk's box lies in the global shape, and its elements fill `dst` densely.
+      if (!BoxFits(dtype, BufferBox{nullptr, shape, box}, /*buffer_bytes=*/-1)) {
+        return OutOfBuffer("a generated fill's box");
+      }
+      Shape counts;
+      for (const Range& r : box) counts.push_back(r.count);
+      if (!BoxFits(dtype, BufferBox{dst, counts, Box()}, dst->bytes())) {
+        return OutOfBuffer("a generated fill");
+      }
       RETURN_IF_ERROR(backend_.FillGenerated(dtype, dst, shape, box, generator));
       return 0;
     }
@@ -184,7 +270,7 @@ absl::StatusOr<uint64_t> MemberWork::Execute(const wire::DeviceWork& work) {
       ASSIGN_OR_RETURN(DType dtype, DTypeFromWire(work.copy().dtype()));
       std::vector<BoxCopy> copies(work.copy().copies_size());
       for (size_t i = 0; i < copies.size(); ++i) {
-        ASSIGN_OR_RETURN(copies[i], Lookup(work.copy().copies(i)));
+        ASSIGN_OR_RETURN(copies[i], Lookup(dtype, work.copy().copies(i)));
       }
       RETURN_IF_ERROR(backend_.Copy(dtype, copies));
       return 0;
@@ -198,6 +284,10 @@ absl::StatusOr<uint64_t> MemberWork::Execute(const wire::DeviceWork& work) {
       ASSIGN_OR_RETURN(DType to, DTypeFromWire(cast.to()));
       ASSIGN_OR_RETURN(BufferPtr src, Lookup(cast.src()));
       ASSIGN_OR_RETURN(BufferPtr dst, Lookup(cast.dst()));
+      if (!ViewFits(StridedBox{}, true, cast.n(), DTypeSize(from), src) ||
+          !ViewFits(StridedBox{}, true, cast.n(), DTypeSize(to), dst)) {
+        return OutOfBuffer("a cast");
+      }
       RETURN_IF_ERROR(backend_.Cast(from, to, src, dst, cast.n()));
       return 0;
     }
@@ -217,6 +307,10 @@ absl::StatusOr<uint64_t> MemberWork::Execute(const wire::DeviceWork& work) {
                             .stride_a = gemm.stride_a(),
                             .stride_b = gemm.stride_b(),
                             .stride_c = gemm.stride_c()};
+      const int64_t size = DTypeSize(dtype);
+      if (!GemmFits(shape, a->bytes() / size, b->bytes() / size, c->bytes() / size)) {
+        return OutOfBuffer("a GEMM");
+      }
       RETURN_IF_ERROR(backend_.Gemm(dtype, a, b, c, shape, gemm.allow_tf32()));
       return 0;
     }
@@ -239,6 +333,7 @@ absl::StatusOr<uint64_t> MemberWork::Execute(const wire::DeviceWork& work) {
       runs.sorted_count = search.sorted_count();
       runs.count = search.count();
       runs.right = search.right();
+      if (!SearchRunsFit(dtype, runs)) return OutOfBuffer("a search");
       RETURN_IF_ERROR(backend_.SearchSorted(dtype, runs));
       return 0;
     }
@@ -251,14 +346,14 @@ absl::StatusOr<uint64_t> MemberWork::Execute(const wire::DeviceWork& work) {
     case wire::DeviceWork::kSendBox: {
       const wire::SendBox& send = work.send_box();
       ASSIGN_OR_RETURN(DType dtype, DTypeFromWire(send.dtype()));
-      ASSIGN_OR_RETURN(BufferBox src, Lookup(send.src()));
+      ASSIGN_OR_RETURN(BufferBox src, Lookup(dtype, send.src()));
       RETURN_IF_ERROR(data_plane_.Send(backend_, dtype, src, send.peer_rank(), send.tag()));
       return 0;
     }
     case wire::DeviceWork::kReceiveBox: {
       const wire::ReceiveBox& receive = work.receive_box();
       ASSIGN_OR_RETURN(DType dtype, DTypeFromWire(receive.dtype()));
-      ASSIGN_OR_RETURN(BufferBox dst, Lookup(receive.dst()));
+      ASSIGN_OR_RETURN(BufferBox dst, Lookup(dtype, receive.dst()));
       ASSIGN_OR_RETURN(Combine combine, CombineFromWire(receive.combine()));
       RETURN_IF_ERROR(
           data_plane_.Receive(backend_, dtype, dst, combine, receive.peer_rank(), receive.tag()));

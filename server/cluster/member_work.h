@@ -32,8 +32,10 @@ class MemberWork {
  private:
   // The buffer of `handle`; 0 is null when `optional`. INTERNAL for an unknown handle.
   absl::StatusOr<BufferPtr> Lookup(uint64_t handle, bool optional = false) const;
-  absl::StatusOr<BufferBox> Lookup(const wire::BufferBox& box) const;
-  absl::StatusOr<BoxCopy> Lookup(const wire::BoxCopy& copy) const;
+  // A box and its buffer, checked to lie within it (INTERNAL otherwise): a member trusts no size
+  // it can check, as a backend does not for the engine's.
+  absl::StatusOr<BufferBox> Lookup(DType dtype, const wire::BufferBox& box) const;
+  absl::StatusOr<BoxCopy> Lookup(DType dtype, const wire::BoxCopy& copy) const;
 
   absl::StatusOr<uint64_t> Allocate(const wire::Allocate& request);
   absl::Status Run(const wire::Elementwise& request);

@@ -139,6 +139,47 @@ TEST(Cluster, ThreeNodesServeOneDeviceSpaceNumberedNodeMajor) {
   EXPECT_EQ(ExitCode(daemon->Terminate(30000)), 0) << daemon->log();
 }
 
+// Two CUDA daemons forming a cluster (on a one-GPU machine both use GPU 0): the forwarding and
+// the data plane run on the GPU backend too, where the bytes between nodes stage through host
+// memory. Skips without a GPU unless DISTARRAY_REQUIRE_BACKENDS names cuda.
+TEST(Cluster, CudaDaemonsServeOneDeviceSpace) {
+  Daemon::Options options = ClusterOf(2);
+  options.backend = "cuda";
+  std::unique_ptr<Daemon> daemon;
+  ASSERT_NO_FATAL_FAILURE(StartOwnDaemon("cuda", options, daemon));
+  if (::testing::Test::IsSkipped()) return;
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon->address()));
+  ASSERT_OK_AND_ASSIGN(v1::GetServerInfoResponse info, client.ServerInfo());
+  ASSERT_EQ(info.cluster_size(), 2);
+  const int devices = info.devices_size();
+  ASSERT_GE(devices, 2);
+  std::vector<int> all(devices), reversed(devices);
+  for (int d = 0; d < devices; ++d) {
+    all[d] = d;
+    reversed[d] = devices - 1 - d;
+  }
+  EXPECT_EQ(info.devices(devices - 1).node(), 1);
+  std::mt19937_64 rng(77);
+  const Shape shape = {96, 80};
+  const std::vector<double> x = RandomValues<double>(96 * 80, rng);
+  ASSERT_OK_AND_ASSIGN(Array rows, client.Upload<double>(x, shape, {Split(2, 0, 96, all)}));
+  ASSERT_OK_AND_ASSIGN(Array cols, rows.Reshard(Split(2, 1, 80, reversed)));
+  ASSERT_OK_AND_ASSIGN(std::vector<double> moved, cols.Download<double>());
+  EXPECT_EQ(moved, x);
+  ASSERT_OK_AND_ASSIGN(Array twice, rows * 2.0);
+  ASSERT_OK_AND_ASSIGN(Array sum, twice + cols);
+  ASSERT_OK_AND_ASSIGN(std::vector<double> summed, sum.Download<double>());
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(summed[i], 3 * x[i]) << i;
+  ASSERT_OK_AND_ASSIGN(Array column_sums, Reduce(rows, v1::REDUCE_OP_SUM, {0}, false, true));
+  ASSERT_OK_AND_ASSIGN(std::vector<double> sums, column_sums.Download<double>());
+  for (int j = 0; j < 80; ++j) {
+    long double expected = 0;
+    for (int i = 0; i < 96; ++i) expected += x[i * 80 + j];
+    EXPECT_NEAR(sums[j], static_cast<double>(expected), 1e-11) << j;
+  }
+  EXPECT_EQ(ExitCode(daemon->Terminate(30000)), 0) << daemon->log();
+}
+
 TEST(Cluster, BadConfigurationsAreBadFlags) {
   const std::vector<std::vector<std::string>> cases = {
       {"--cluster_size=65"},

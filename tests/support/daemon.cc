@@ -103,8 +103,8 @@ absl::StatusOr<int> Daemon::WaitForPort(const std::string& file_name, int timeou
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
       const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      const std::string message =
-          absl::StrCat("distarrayd exited with ", code, " before writing ", file_name, ": ", log());
+      const std::string message = absl::StrCat("distarrayd (starting, no ", file_name,
+                                               " yet) exited with ", code, ": ", log());
       return code == 3 ? absl::UnavailableError(message) : absl::InternalError(message);
     }
     std::ifstream in(absl::StrCat(dir_, "/", file_name));
