@@ -82,6 +82,10 @@ class DataPlane {
   std::list<Sender> senders_ ABSL_GUARDED_BY(senders_mu_);
 };
 
+// A copy's pieces are told apart by bits kPieceShift..62 of its Gloo slot; copy tags keep them
+// clear (the top bit marks a copy, the low bits count them).
+inline constexpr int kPieceShift = 40;
+
 // Bytes of a box of `dtype`; the two halves of a copy must agree on it.
 absl::StatusOr<int64_t> BoxBytes(DType dtype, const Box& box);
 
