@@ -140,14 +140,43 @@ bool WholeBuffer(DType dtype, const BufferBox& box) {
   return elements * DTypeSize(dtype) == box.buffer->bytes();
 }
 
-// Host memory for one transfer's bytes, left uninitialized (they are overwritten at once).
-struct HostBytes {
-  explicit HostBytes(int64_t n) : data(new char[static_cast<size_t>(n)]), size(n) {}
-  std::unique_ptr<char[]> data;
-  int64_t size;
+}  // namespace
+
+// Host memory for one transfer, one pool piece per kPieceBytes, given back when done.
+class DataPlane::HostPieces {
+ public:
+  HostPieces(PiecePool& pool, int64_t bytes) : pool_(pool), bytes_(bytes) {
+    for (int64_t i = 0; i < PieceCount(bytes); ++i) pieces_.push_back(pool_.Take());
+  }
+  ~HostPieces() {
+    for (auto& piece : pieces_) pool_.Give(std::move(piece));
+  }
+  int64_t count() const { return static_cast<int64_t>(pieces_.size()); }
+  char* data(int64_t i) const { return pieces_[i].get(); }
+  int64_t bytes(int64_t i) const { return std::min(kPieceBytes, bytes_ - i * kPieceBytes); }
+
+ private:
+  PiecePool& pool_;
+  const int64_t bytes_;
+  std::vector<std::unique_ptr<char[]>> pieces_;
 };
 
-}  // namespace
+std::unique_ptr<char[]> DataPlane::PiecePool::Take() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!idle_.empty()) {
+      std::unique_ptr<char[]> piece = std::move(idle_.back());
+      idle_.pop_back();
+      return piece;
+    }
+  }
+  return std::unique_ptr<char[]>(new char[kPieceBytes]);
+}
+
+void DataPlane::PiecePool::Give(std::unique_ptr<char[]> piece) {
+  absl::MutexLock lock(&mu_);
+  if (static_cast<int64_t>(idle_.size()) < kMaxIdlePieces) idle_.push_back(std::move(piece));
+}
 
 absl::Status DataPlane::Send(Backend& backend, DType dtype, const BufferBox& src, int peer,
                              uint64_t tag) {
@@ -165,13 +194,11 @@ absl::Status DataPlane::Send(Backend& backend, DType dtype, const BufferBox& src
     dense = *std::move(packed);
   }
   // Every piece's read is queued at once; the sender thread posts each piece as its read lands.
-  auto host = std::make_shared<HostBytes>(*bytes);
+  auto host = std::make_shared<HostPieces>(pool_, *bytes);
   auto reads = std::make_shared<std::vector<std::unique_ptr<PendingRead>>>();
-  for (int64_t piece = 0; piece < PieceCount(*bytes); ++piece) {
-    const int64_t offset = piece * kPieceBytes;
-    const int64_t n = std::min(kPieceBytes, *bytes - offset);
-    absl::StatusOr<std::unique_ptr<PendingRead>> read =
-        backend.ReadToHost(dense, offset, n, host->data.get() + offset);
+  for (int64_t piece = 0; piece < host->count(); ++piece) {
+    absl::StatusOr<std::unique_ptr<PendingRead>> read = backend.ReadToHost(
+        dense, piece * kPieceBytes, host->bytes(piece), host->data(piece));
     if (!read.ok()) return read.status();
     reads->push_back(*std::move(read));
   }
@@ -189,10 +216,8 @@ absl::Status DataPlane::Send(Backend& backend, DType dtype, const BufferBox& src
                             std::string(s.message()));
               break;
             }
-            const int64_t offset = static_cast<int64_t>(piece) * kPieceBytes;
             posted.push_back(context->createUnboundBuffer(
-                host->data.get() + offset,
-                static_cast<size_t>(std::min(kPieceBytes, host->size - offset))));
+                host->data(piece), static_cast<size_t>(host->bytes(piece))));
             posted.back()->send(peer, PieceSlot(tag, static_cast<int64_t>(piece)));
           }
           for (auto& buffer : posted) {
@@ -225,14 +250,13 @@ absl::Status DataPlane::Receive(Backend& backend, DType dtype, const BufferBox& 
     if (!staged.ok()) return staged.status();
     target = *std::move(staged);
   }
-  HostBytes host(*bytes);
+  HostPieces host(pool_, *bytes);
   try {
     // Every piece's receive is posted at once; each is written to the device as it lands.
     std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> posted;
-    for (int64_t piece = 0; piece < PieceCount(*bytes); ++piece) {
-      const int64_t offset = piece * kPieceBytes;
-      posted.push_back((*context)->createUnboundBuffer(
-          host.data.get() + offset, static_cast<size_t>(std::min(kPieceBytes, *bytes - offset))));
+    for (int64_t piece = 0; piece < host.count(); ++piece) {
+      posted.push_back((*context)->createUnboundBuffer(host.data(piece),
+                                                       static_cast<size_t>(host.bytes(piece))));
       posted.back()->recv(peer, PieceSlot(tag, piece));
     }
     // Every posted piece is waited for, even after an error: Gloo writes into `host` until then.
@@ -242,10 +266,9 @@ absl::Status DataPlane::Receive(Backend& backend, DType dtype, const BufferBox& 
         MarkBroken(*context, "receive aborted");  // closes the pairs: nothing lands any more
         return absl::UnavailableError(absl::StrCat("receive from node ", peer, " aborted"));
       }
-      const int64_t offset = piece * kPieceBytes;
       if (written.ok()) {
-        written = backend.WriteFromHost(target, offset, host.data.get() + offset,
-                                        std::min(kPieceBytes, *bytes - offset));
+        written = backend.WriteFromHost(target, piece * kPieceBytes, host.data(piece),
+                                        host.bytes(piece));
       }
     }
     if (!written.ok()) return written;

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
@@ -68,7 +69,22 @@ class DataPlane {
   void MarkBroken(const std::shared_ptr<gloo::Context>& context, const std::string& why);
   void ReapFinishedSenders() ABSL_EXCLUSIVE_LOCKS_REQUIRED(senders_mu_);
 
+  // Host memory in pieces, kept for the next transfer: fresh memory costs a page fault per 4 KiB
+  // on first touch, which on 16 cores cost a cross-node copy a third of its time.
+  class PiecePool {
+   public:
+    std::unique_ptr<char[]> Take();
+    void Give(std::unique_ptr<char[]> piece);
+
+   private:
+    static constexpr int64_t kMaxIdlePieces = 64;  // 512 MiB kept at most
+    absl::Mutex mu_;
+    std::vector<std::unique_ptr<char[]>> idle_ ABSL_GUARDED_BY(mu_);
+  };
+  class HostPieces;
+
   const Options options_;
+  PiecePool pool_;
   std::shared_ptr<gloo::transport::Device> device_;
   mutable absl::Mutex mu_;
   std::shared_ptr<gloo::Context> context_ ABSL_GUARDED_BY(mu_);
