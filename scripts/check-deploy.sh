@@ -47,6 +47,9 @@ rm -f "$out/rendered"/*.yaml
 for overlay in deploy/k8s/overlays/*/; do
   name=$(basename "$overlay")
   kubectl kustomize "$overlay" > "$out/rendered/$name.yaml"
+  # checkov knows no LeaderWorkerSet (cluster-lws): the pods its controller creates go along,
+  # next to the policies and Services that select them.
+  python tests/deploy/lws_pods.py "$out/rendered/$name.yaml" >> "$out/rendered/$name.yaml"
 done
 chart=deploy/helm/distarray
 python tests/deploy/helm_render.py "$chart" > "$out/rendered/helm-defaults.yaml"

@@ -17,14 +17,19 @@ EXCEPTIONS = {
 }
 
 
-def pod_template(doc):
+def pod_templates(doc):
+    """The pod templates of a workload (none for other objects): one for the built-in kinds; a
+    LeaderWorkerSet has its workers' and, when it sets one, its leader's."""
     if doc.get("kind") == "Pod":
-        return doc
+        return [doc]
     if doc.get("kind") == "CronJob":
-        return doc["spec"]["jobTemplate"]["spec"]["template"]
+        return [doc["spec"]["jobTemplate"]["spec"]["template"]]
     if doc.get("kind") in WORKLOAD_KINDS:
-        return doc["spec"]["template"]
-    return None
+        return [doc["spec"]["template"]]
+    if doc.get("kind") == "LeaderWorkerSet":
+        templates = doc["spec"]["leaderWorkerTemplate"]
+        return [templates[key] for key in ("leaderTemplate", "workerTemplate") if key in templates]
+    return []
 
 
 def _probe_ports(probe):
@@ -96,12 +101,10 @@ def violations(docs):
     """Every breach in the documents that no EXCEPTIONS entry covers, as readable lines."""
     found = []
     for doc in docs:
-        template = pod_template(doc)
-        if template is None:
-            continue
         key = (doc["kind"], doc["metadata"]["name"])
         allowed = EXCEPTIONS.get(key, {})
-        for rule, message in pod_violations(template["spec"]):
-            if rule not in allowed:
-                found.append(f"{key[0]}/{key[1]}: {message} [{rule}]")
+        for template in pod_templates(doc):
+            for rule, message in pod_violations(template["spec"]):
+                if rule not in allowed:
+                    found.append(f"{key[0]}/{key[1]}: {message} [{rule}]")
     return found

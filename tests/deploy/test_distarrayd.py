@@ -1,7 +1,9 @@
 """The distarrayd manifests say what docs/operations.md says they do: GPU count from the
 parameter, node selection, probes on the health port, ports, flags the daemon knows, the
 Service, ServiceMonitor and NetworkPolicy pointing at the right things, and TLS material where
-the daemon's flags look for it."""
+the daemon's flags look for it. The daemon runs as the DaemonSet distarrayd, or in cluster-lws
+as the LeaderWorkerSet distarrayd-cluster whose one pod template the leader and the members
+share; the checks of the pod hold for either (test_cluster_lws.py adds the cluster's own)."""
 
 import os
 import pathlib
@@ -9,12 +11,20 @@ import subprocess
 
 import pytest
 
+import lws_pods
 import render
 from conftest import rendered
 
 # None: the GPUs come from a DRA ResourceClaim (all of the node's), not an nvidia.com/gpu count.
-GPU_COUNT = {"single-gpu": 1, "multi-gpu": 8, "with-tls": 8, "dra": None}
+GPU_COUNT = {"single-gpu": 1, "multi-gpu": 8, "with-tls": 8, "dra": None, "cluster-lws": 8}
 PORTS = {"grpc": 50051, "health": 8081, "metrics": 9464}
+# Overlays whose daemons form one cluster (docs/cluster.md), and the port between them.
+CLUSTERS = {"cluster-lws"}
+CLUSTER_PORT = 50061
+# Labels the LeaderWorkerSet controller gives its pods: the set's name, and the pod's index in
+# its group, 0 for the leader.
+LWS_NAME = lws_pods.SET_NAME
+LWS_WORKER_INDEX = lws_pods.WORKER_INDEX
 DAEMON = pathlib.Path(os.environ.get("BUILD_DIR", render.REPO / "build")) / "server" / "distarrayd"
 
 
@@ -24,12 +34,36 @@ def find(docs, kind, name=None):
     return found[0]
 
 
-def daemonset(docs):
-    return find(docs, "DaemonSet", "distarrayd")
+def workload(docs):
+    """The daemon's workload: the DaemonSet distarrayd, or the LeaderWorkerSet of a cluster."""
+    found = [d for d in docs if (d["kind"], d["metadata"]["name"]) in
+             {("DaemonSet", "distarrayd"), ("LeaderWorkerSet", "distarrayd-cluster")}]
+    assert len(found) == 1, [(d["kind"], d["metadata"]["name"]) for d in found]
+    return found[0]
+
+
+def template(docs):
+    """The daemon's pod template. A LeaderWorkerSet's leader runs its worker template when it has
+    no leaderTemplate: one template, so leader and members cannot drift apart."""
+    doc = workload(docs)
+    if doc["kind"] == "LeaderWorkerSet":
+        assert "leaderTemplate" not in doc["spec"]["leaderWorkerTemplate"]
+        return doc["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    return doc["spec"]["template"]
 
 
 def pod(docs):
-    return daemonset(docs)["spec"]["template"]["spec"]
+    return template(docs)["spec"]
+
+
+def leader_labels(docs):
+    """The labels of the pod that serves clients: every pod of a DaemonSet; in a
+    LeaderWorkerSet, the template's plus those the controller adds to the leader."""
+    labels = dict(template(docs)["metadata"]["labels"])
+    doc = workload(docs)
+    if doc["kind"] == "LeaderWorkerSet":
+        labels.update({LWS_NAME: doc["metadata"]["name"], LWS_WORKER_INDEX: "0"})
+    return labels
 
 
 def container(docs):
@@ -142,15 +176,16 @@ def test_runtime_class_and_device_plugin_per_overlay(overlay):
     # The DRA driver hands devices over through CDI: no runtime class needed.
     assert pod(docs).get("runtimeClassName") == (
         None if name in ("single-gpu", "dra") else "nvidia")
-    plugins = [d for d in docs if d["kind"] == "DaemonSet" and d["metadata"]["name"] != "distarrayd"]
+    plugins = [d for d in docs if d["kind"] == "DaemonSet" and d is not workload(docs)]
     assert [d["metadata"]["name"] for d in plugins] == (
         ["nvidia-device-plugin-daemonset"] if name == "single-gpu" else [])
 
 
 def test_probes_use_the_health_services(overlay):
-    _, docs = overlay
+    name, docs = overlay
     c = container(docs)
-    assert {p["name"]: p["containerPort"] for p in c["ports"]} == PORTS
+    want = PORTS | ({"cluster": CLUSTER_PORT} if name in CLUSTERS else {})
+    assert {p["name"]: p["containerPort"] for p in c["ports"]} == want
     assert c["startupProbe"]["grpc"] == {"port": 8081, "service": "readiness"}
     assert c["readinessProbe"]["grpc"] == {"port": 8081, "service": "readiness"}
     assert c["livenessProbe"]["grpc"] == {"port": 8081, "service": "liveness"}
@@ -211,10 +246,11 @@ def test_every_config_key_is_a_daemon_flag(overlay):
 
 def test_service_and_service_monitor_reach_the_pods(overlay):
     name, docs = overlay
-    labels = daemonset(docs)["spec"]["template"]["metadata"]["labels"]
+    labels = leader_labels(docs)
     service = find(docs, "Service", "distarrayd")
     assert service["spec"]["selector"].items() <= labels.items()
-    assert service["spec"]["internalTrafficPolicy"] == "Local"
+    # A per-node daemon serves its own node's clients; a cluster's leader serves every node's.
+    assert service["spec"]["internalTrafficPolicy"] == ("Cluster" if name in CLUSTERS else "Local")
     port_names = {p["name"] for p in container(docs)["ports"]}
     service_ports = {p["name"]: p for p in service["spec"]["ports"]}
     assert set(service_ports) == {"grpc", "metrics"}, "the health port stays off the Service"
@@ -232,7 +268,7 @@ def test_service_and_service_monitor_reach_the_pods(overlay):
 def test_network_policy_admits_only_clients_and_prometheus(overlay):
     _, docs = overlay
     policy = find(docs, "NetworkPolicy", "distarrayd")["spec"]
-    labels = daemonset(docs)["spec"]["template"]["metadata"]["labels"]
+    labels = leader_labels(docs)
     assert policy["podSelector"]["matchLabels"].items() <= labels.items()
     assert policy["policyTypes"] == ["Ingress"]
     admitted = {}

@@ -14,8 +14,13 @@ def test_overlay_meets_the_policy(overlay):
 
 
 def test_every_overlay_renders_the_daemon(overlay):
+    """One workload runs the daemon: the per-node DaemonSet, or a cluster's LeaderWorkerSet
+    (whose pod templates the policy checks like any other)."""
     name, docs = overlay
-    assert [d for d in docs if (d["kind"], d["metadata"]["name"]) == ("DaemonSet", "distarrayd")], name
+    daemons = [(d["kind"], d["metadata"]["name"]) for d in docs
+               if (d["kind"], d["metadata"]["name"]) in
+               {("DaemonSet", "distarrayd"), ("LeaderWorkerSet", "distarrayd-cluster")}]
+    assert len(daemons) == 1, (name, daemons)
 
 
 def test_each_exception_is_still_needed():
@@ -23,8 +28,7 @@ def test_each_exception_is_still_needed():
     docs = [d for name in ("single-gpu", "multi-gpu", "with-tls") for d in rendered(name)]
     fired = set()
     for doc in docs:
-        template = policy.pod_template(doc)
-        if template is not None:
+        for template in policy.pod_templates(doc):
             key = (doc["kind"], doc["metadata"]["name"])
             fired.update((key, rule) for rule, _ in policy.pod_violations(template["spec"]))
     for key, rules in policy.EXCEPTIONS.items():
@@ -104,3 +108,16 @@ def test_pod_level_seccomp_and_non_root_count():
     assert policy.violations([doc]) == []
     del doc["spec"]["template"]["spec"]["securityContext"]["seccompProfile"]
     assert any("[seccomp]" in line for line in policy.violations([doc]))
+
+
+@pytest.mark.parametrize("template", ["workerTemplate", "leaderTemplate"])
+def test_policy_reads_a_leaderworkersets_templates(template):
+    """A LeaderWorkerSet's pods come from its worker template and, when it has one, its leader
+    template: a breach in either is found."""
+    doc = copy.deepcopy(next(d for d in rendered("cluster-lws") if d["kind"] == "LeaderWorkerSet"))
+    templates = doc["spec"]["leaderWorkerTemplate"]
+    templates.setdefault("leaderTemplate", copy.deepcopy(templates["workerTemplate"]))
+    assert policy.violations([doc]) == []
+    templates[template]["spec"]["containers"][0]["securityContext"]["privileged"] = True
+    assert policy.violations([doc]) == [
+        "LeaderWorkerSet/distarrayd-cluster: distarrayd: privileged [no-privilege-escalation]"]

@@ -1,8 +1,11 @@
 """Every rendered object validates against the Kubernetes schemas (kubernetes-validate, strict:
-unknown fields fail) of each supported version. The Prometheus Operator's kinds are custom
-resources with no schema in kubernetes-validate: they are checked against crd_schemas/, written
-from the operator's CRDs for the fields we use, with unknown fields rejected the same way."""
+unknown fields fail) of each supported version. The Prometheus Operator's kinds and
+LeaderWorkerSet are custom resources with no schema in kubernetes-validate: they are checked
+against crd_schemas/, written from their CRDs for the fields we use, with unknown fields
+rejected the same way. A LeaderWorkerSet's CRD embeds Kubernetes' own PodTemplateSpec: its pod
+templates are validated by kubernetes-validate as v1 PodTemplates, on every version."""
 
+import copy
 import json
 import pathlib
 
@@ -18,12 +21,35 @@ SINCE = {"dra": "1.34"}
 CRD_SCHEMAS = {
     ("monitoring.coreos.com/v1", "ServiceMonitor"): "servicemonitor.json",
     ("monitoring.coreos.com/v1", "PrometheusRule"): "prometheusrule.json",
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): "leaderworkerset.json",
 }
 SCHEMA_DIR = pathlib.Path(__file__).parent / "crd_schemas"
 
 
 def _older(version, since):
     return tuple(map(int, version.split("."))) < tuple(map(int, since.split(".")))
+
+
+def embedded_pod_templates(doc):
+    """A custom resource's pod templates as v1 PodTemplate objects, for kubernetes-validate."""
+    if (doc["apiVersion"], doc["kind"]) != ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"):
+        return []
+    templates = doc["spec"]["leaderWorkerTemplate"]
+    return [{"apiVersion": "v1", "kind": "PodTemplate",
+             "metadata": {"name": f"{doc['metadata']['name']}-{key}",
+                          "namespace": doc["metadata"].get("namespace", "default")},
+             "template": templates[key]}
+            for key in ("leaderTemplate", "workerTemplate") if key in templates]
+
+
+def _validate(doc, version, label):
+    try:
+        kubernetes_validate.validate(doc, version, strict=True)
+    except kubernetes_validate.SchemaNotFoundError:
+        pytest.fail(f"{label}: no schema; a custom resource needs an entry in CRD_SCHEMAS")
+    except kubernetes_validate.ValidationError as error:
+        path = ".".join(str(p) for p in error.path)
+        pytest.fail(f"{label}: {path}: {error.message}")
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -34,15 +60,12 @@ def test_builtin_kinds_validate_strictly(overlay, version):
     checked = 0
     for doc in docs:
         if (doc["apiVersion"], doc["kind"]) in CRD_SCHEMAS:
+            for template in embedded_pod_templates(doc):
+                _validate(template, version, f"{name}: {doc['kind']}/{doc['metadata']['name']} "
+                                             f"{template['metadata']['name']} on {version}")
+                checked += 1
             continue
-        label = f"{name}: {doc['kind']}/{doc['metadata']['name']} on {version}"
-        try:
-            kubernetes_validate.validate(doc, version, strict=True)
-        except kubernetes_validate.SchemaNotFoundError:
-            pytest.fail(f"{label}: no schema; a custom resource needs an entry in CRD_SCHEMAS")
-        except kubernetes_validate.ValidationError as error:
-            path = ".".join(str(p) for p in error.path)
-            pytest.fail(f"{label}: {path}: {error.message}")
+        _validate(doc, version, f"{name}: {doc['kind']}/{doc['metadata']['name']} on {version}")
         checked += 1
     assert checked >= 8, f"{name}: only {checked} objects validated"
 
@@ -91,3 +114,59 @@ def test_crd_schema_rejects(field, value):
     node[field[-1]] = value
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(doc, schema)
+
+
+def _leaderworkerset():
+    from conftest import rendered
+    (doc,) = [d for d in rendered("cluster-lws") if d["kind"] == "LeaderWorkerSet"]
+    return copy.deepcopy(doc)
+
+
+LWT = ("spec", "leaderWorkerTemplate")
+
+
+@pytest.mark.parametrize("field,value", [
+    (LWT + ("restartPolicy",), "RecreateGroup"),                      # not a policy
+    (LWT + ("size",), "2"),                                           # a string
+    (LWT + ("size",), 0),                                             # not even a leader
+    (LWT + ("sise",), 2),                                             # a misspelt field
+    (LWT + ("workerTemplate", "metadata", "labels", "tier"), 1),      # a label that is not a string
+    (LWT + ("workerTemplate", "spek"), {}),                           # a misspelt template field
+    (("spec", "startupPolicy"), "LeaderStarted"),                     # not a policy
+    (("spec", "networkConfig"), {"subdomainPolicy": "PerGroup"}),     # not a policy
+], ids=lambda v: ".".join(map(str, v)) if isinstance(v, tuple) else None)
+def test_leaderworkerset_schema_rejects(field, value):
+    schema = json.loads((SCHEMA_DIR / "leaderworkerset.json").read_text())
+    doc = _leaderworkerset()
+    jsonschema.validate(doc, schema)
+    node = doc
+    for key in field[:-1]:
+        node = node[key]
+    node[field[-1]] = value
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, schema)
+
+
+def test_leaderworkerset_schema_needs_the_worker_template():
+    schema = json.loads((SCHEMA_DIR / "leaderworkerset.json").read_text())
+    doc = _leaderworkerset()
+    del doc["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, schema)
+
+
+@pytest.mark.parametrize("template", ["workerTemplate", "leaderTemplate"])
+def test_leaderworkerset_pod_templates_are_strictly_checked(template):
+    """The CRD schema leaves the templates' pod spec to kubernetes-validate: a misspelt pod field,
+    in the workers' template or a leader's, fails there."""
+    doc = _leaderworkerset()
+    templates = doc["spec"]["leaderWorkerTemplate"]
+    templates.setdefault("leaderTemplate", copy.deepcopy(templates["workerTemplate"]))
+    wrapped = {t["metadata"]["name"]: t for t in embedded_pod_templates(doc)}
+    assert set(wrapped) == {"distarrayd-cluster-leaderTemplate", "distarrayd-cluster-workerTemplate"}
+    for t in wrapped.values():
+        kubernetes_validate.validate(t, VERSIONS[-1], strict=True)
+    templates[template]["spec"]["containers"][0]["securityContxt"] = {}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(wrapped[f"distarrayd-cluster-{template}"], VERSIONS[-1],
+                                     strict=True)
