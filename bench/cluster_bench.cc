@@ -65,7 +65,8 @@ double GlooLoopbackMs(int64_t bytes) {
       } else {
         buffer->recv(0, 7);
         buffer->waitRecv();
-        if (k > 0) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        if (k > 0)
+          ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
       }
     }
   };
@@ -116,7 +117,8 @@ int main(int argc, char** argv) {
   std::printf("cluster reshard of %lld MiB, device %d (node 0) -> device %d (node 1)\n",
               static_cast<long long>(absl::GetFlag(FLAGS_mib)), absl::GetFlag(FLAGS_from),
               absl::GetFlag(FLAGS_to));
-  std::printf("  Gloo tcp loopback, bare send:  %8.2f ms  %6.2f GB/s\n", gloo_ms, gb / gloo_ms * 1e3);
+  std::printf("  Gloo tcp loopback, bare send:  %8.2f ms  %6.2f GB/s\n", gloo_ms,
+              gb / gloo_ms * 1e3);
   std::printf("  reshard across nodes:          %8.2f ms  %6.2f GB/s  %.2fx the bare send\n",
               cross_ms, gb / cross_ms * 1e3, gloo_ms / cross_ms);
   if (const int local = absl::GetFlag(FLAGS_local_to); local >= 0) {

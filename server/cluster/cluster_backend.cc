@@ -221,8 +221,7 @@ absl::Status ClusterBackend::CopyAcrossNodes(DType dtype, const BoxCopy& copy, i
   ASSIGN_OR_RETURN(int64_t bytes, BoxBytes(dtype, copy.src.box));
   if (bytes == 0) return absl::OkStatus();
   // The counter's low bits name the copy; the bits from kPieceShift up name its pieces.
-  const uint64_t tag =
-      kCopyTagBit | (next_tag_.fetch_add(1) & ((uint64_t{1} << kPieceShift) - 1));
+  const uint64_t tag = kCopyTagBit | (next_tag_.fetch_add(1) & ((uint64_t{1} << kPieceShift) - 1));
   if (src_rank == 0) {
     RETURN_IF_ERROR(leader_.data_plane().Send(*local_, dtype, copy.src, dst_rank, tag));
   } else {

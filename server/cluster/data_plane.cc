@@ -197,8 +197,8 @@ absl::Status DataPlane::Send(Backend& backend, DType dtype, const BufferBox& src
   auto host = std::make_shared<HostPieces>(pool_, *bytes);
   auto reads = std::make_shared<std::vector<std::unique_ptr<PendingRead>>>();
   for (int64_t piece = 0; piece < host->count(); ++piece) {
-    absl::StatusOr<std::unique_ptr<PendingRead>> read = backend.ReadToHost(
-        dense, piece * kPieceBytes, host->bytes(piece), host->data(piece));
+    absl::StatusOr<std::unique_ptr<PendingRead>> read =
+        backend.ReadToHost(dense, piece * kPieceBytes, host->bytes(piece), host->data(piece));
     if (!read.ok()) return read.status();
     reads->push_back(*std::move(read));
   }
@@ -216,8 +216,8 @@ absl::Status DataPlane::Send(Backend& backend, DType dtype, const BufferBox& src
                             std::string(s.message()));
               break;
             }
-            posted.push_back(context->createUnboundBuffer(
-                host->data(piece), static_cast<size_t>(host->bytes(piece))));
+            posted.push_back(context->createUnboundBuffer(host->data(piece),
+                                                          static_cast<size_t>(host->bytes(piece))));
             posted.back()->send(peer, PieceSlot(tag, static_cast<int64_t>(piece)));
           }
           for (auto& buffer : posted) {
@@ -267,8 +267,8 @@ absl::Status DataPlane::Receive(Backend& backend, DType dtype, const BufferBox& 
         return absl::UnavailableError(absl::StrCat("receive from node ", peer, " aborted"));
       }
       if (written.ok()) {
-        written = backend.WriteFromHost(target, piece * kPieceBytes, host.data(piece),
-                                        host.bytes(piece));
+        written =
+            backend.WriteFromHost(target, piece * kPieceBytes, host.data(piece), host.bytes(piece));
       }
     }
     if (!written.ok()) return written;

@@ -5,6 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "common/checked.h"
 #include "common/status_macros.h"
+#include "server/kernels/elementwise_loop.h"
+#include "server/kernels/elementwise_result.h"
+#include "server/kernels/reduce_ops.h"
 
 namespace distarray::cluster {
 namespace {
@@ -36,29 +39,75 @@ bool BoxFits(DType dtype, const BufferBox& box, int64_t buffer_bytes) {
   return bytes && (buffer_bytes < 0 || *bytes <= buffer_bytes);
 }
 
+// The lowest and highest element offsets `box` reaches from its offset; false when the box is
+// empty (*empty set) or the arithmetic overflows.
+bool StridedExtent(const StridedBox& box, int64_t* low, int64_t* high, bool* empty) {
+  *low = *high = box.offset;
+  *empty = false;
+  for (int d = 0; d < box.rank; ++d) {
+    if (box.count[d] <= 0) {
+      *empty = true;
+      return true;
+    }
+    const std::optional<int64_t> reach = MulOrNull(box.count[d] - 1, box.stride[d]);
+    if (!reach) return false;
+    int64_t& end = *reach >= 0 ? *high : *low;
+    const std::optional<int64_t> moved = AddOrNull(end, *reach);
+    if (!moved) return false;
+    end = *moved;
+  }
+  return true;
+}
+
+// The elements of `box`, or nullopt when the count overflows.
+std::optional<int64_t> CheckedSize(const StridedBox& box) {
+  int64_t n = 1;
+  for (int d = 0; d < box.rank; ++d) {
+    const std::optional<int64_t> next =
+        box.count[d] >= 0 ? MulOrNull(n, box.count[d]) : std::nullopt;
+    if (!next) return std::nullopt;
+    n = *next;
+  }
+  return n;
+}
+
+// Whether element offsets [low, high] of `element` bytes lie in `buffer`.
+bool SpanFits(int64_t low, int64_t high, int64_t element, const BufferPtr& buffer) {
+  const std::optional<int64_t> end = AddOrNull(high, 1);
+  const std::optional<int64_t> bytes = end ? MulOrNull(*end, element) : std::nullopt;
+  return low >= 0 && bytes && *bytes <= buffer->bytes();
+}
+
 // Whether every element a strided view reads, for `n` outputs of `element` bytes, lies in
 // `buffer` (an elementwise operand; `contiguous`: elements 0 .. n-1).
 bool ViewFits(const StridedBox& view, bool contiguous, int64_t n, int64_t element,
               const BufferPtr& buffer) {
   if (n < 0) return false;
   if (n == 0) return true;
+  if (contiguous) return SpanFits(0, n - 1, element, buffer);
+  // Output i reads BoxOffset(view, i): past the view's own elements it would leave the box.
+  const std::optional<int64_t> elements = CheckedSize(view);
+  if (!elements || n > *elements) return false;
   int64_t low = 0, high = 0;
-  if (contiguous) {
-    high = n - 1;
-  } else {
-    low = high = view.offset;
-    for (int d = 0; d < view.rank; ++d) {
-      if (view.count[d] <= 0) return true;  // reads nothing
-      const std::optional<int64_t> reach = MulOrNull(view.count[d] - 1, view.stride[d]);
-      if (!reach) return false;
-      const std::optional<int64_t> moved =
-          reach >= 0 ? AddOrNull(high, *reach) : AddOrNull(low, *reach);
-      if (!moved) return false;
-      (*reach >= 0 ? high : low) = *moved;
-    }
+  bool empty = false;
+  if (!StridedExtent(view, &low, &high, &empty)) return false;
+  return empty || SpanFits(low, high, element, buffer);
+}
+
+// Whether a reduction's reads (base + kept + reduced offsets) lie in `src` of `element` bytes.
+bool ReduceReadsFit(const ReduceGeometry& g, int64_t element, const BufferPtr& src) {
+  int64_t kept_low, kept_high, reduced_low, reduced_high;
+  bool kept_empty, reduced_empty;
+  if (!StridedExtent(g.kept, &kept_low, &kept_high, &kept_empty) ||
+      !StridedExtent(g.reduced, &reduced_low, &reduced_high, &reduced_empty)) {
+    return false;
   }
-  const std::optional<int64_t> end = MulOrNull(high + 1, element);
-  return low >= 0 && end && *end <= buffer->bytes();
+  if (kept_empty || reduced_empty) return true;
+  const std::optional<int64_t> low = AddOrNull(g.base, kept_low);
+  const std::optional<int64_t> high = AddOrNull(g.base, kept_high);
+  const std::optional<int64_t> lowest = low ? AddOrNull(*low, reduced_low) : std::nullopt;
+  const std::optional<int64_t> highest = high ? AddOrNull(*high, reduced_high) : std::nullopt;
+  return lowest && highest && SpanFits(*lowest, *highest, element, src);
 }
 
 }  // namespace
@@ -78,7 +127,10 @@ absl::StatusOr<BufferBox> MemberWork::Lookup(DType dtype, const wire::BufferBox&
   ASSIGN_OR_RETURN(out.buffer, Lookup(box.buffer()));
   out.shape.assign(box.shape().begin(), box.shape().end());
   ASSIGN_OR_RETURN(out.box, FromWire(box.box()));
-  if (!BoxFits(dtype, out, out.buffer->bytes())) return OutOfBuffer("a box");
+  // One range per axis (BoxFits alone would take an empty box as the whole shape).
+  if (out.box.size() != out.shape.size() || !BoxFits(dtype, out, out.buffer->bytes())) {
+    return OutOfBuffer("a box");
+  }
   return out;
 }
 
@@ -125,9 +177,18 @@ absl::Status MemberWork::Run(const wire::Elementwise& request) {
       return OutOfBuffer("an elementwise operand");
     }
   }
-  // The result's element size depends on the op (a comparison writes bool), which the ops
-  // layer above knows; here, at least one byte per result.
-  if (!ViewFits(StridedBox{}, /*contiguous=*/true, request.n(), 1, out)) {
+  // The op's own arity and dtypes, as the engine checked them: a kernel reads that many
+  // operands and writes its result dtype (bool for a comparison), or `storage` for a result of
+  // the compute dtype stored in 16 bits.
+  const std::optional<DType> result = ElementwiseResultDType(op, compute);
+  const bool half_storage =
+      (storage == DType::kFloat16 || storage == DType::kBFloat16) && compute == DType::kFloat32;
+  if (!result || static_cast<int>(args.size()) != ArityOf(op) ||
+      (storage != compute && !half_storage)) {
+    return absl::InternalError("cluster message malformed: an elementwise op's operands");
+  }
+  const DType written = *result == compute ? storage : *result;
+  if (!ViewFits(StridedBox{}, /*contiguous=*/true, request.n(), DTypeSize(written), out)) {
     return OutOfBuffer("an elementwise result");
   }
   return backend_.Elementwise(op, compute, storage, out, request.n(), args);
@@ -141,6 +202,25 @@ absl::Status MemberWork::Run(const wire::Reduce& request) {
   ASSIGN_OR_RETURN(ReduceGeometry geometry, FromWire(request.geometry()));
   ASSIGN_OR_RETURN(BufferPtr dst, Lookup(request.dst()));
   ASSIGN_OR_RETURN(BufferPtr extreme, Lookup(request.extreme(), /*optional=*/true));
+  // The reads, `extreme`, and the outputs in the kind's result dtype (argmax's int64, all's
+  // bool), stored in `storage` when that is the input's (16-bit floats reduced in float32).
+  const bool half_storage =
+      (storage == DType::kFloat16 || storage == DType::kBFloat16) && in == DType::kFloat32;
+  if (storage != in && !half_storage) {
+    return absl::InternalError("cluster message malformed: a reduction's dtypes");
+  }
+  const DType result = ReduceResultDType(kind, in);
+  const DType written = result == in ? storage : result;
+  const std::optional<int64_t> outputs = CheckedSize(geometry.kept);
+  if (!outputs || !CheckedSize(geometry.reduced) || !CheckedSize(geometry.index)) {
+    return OutOfBuffer("a reduction's geometry");
+  }
+  if (!ReduceReadsFit(geometry, DTypeSize(storage), src) ||
+      !ViewFits(StridedBox{}, true, *outputs, DTypeSize(written), dst) ||
+      (extreme != nullptr &&
+       !ViewFits(StridedBox{}, true, *outputs, DTypeSize(storage), extreme))) {
+    return OutOfBuffer("a reduction");
+  }
   return backend_.Reduce(kind, in, storage, src, geometry, dst, request.scale(), extreme);
 }
 

@@ -8,6 +8,9 @@
 #include <limits>
 #include <type_traits>
 
+#ifndef __CUDACC__
+#include "common/dtype.h"
+#endif
 #include "common/strided_box.h"
 #include "server/kernels/ops.h"
 
@@ -135,6 +138,33 @@ void DispatchReduceKind(ReduceKind kind, Fn&& fn) {
 template <ReduceKind K, typename T, typename S>
 using ReduceStoredOut = std::conditional_t<std::is_same_v<typename Reducer<K, T>::Out, T>, S,
                                            typename Reducer<K, T>::Out>;
+
+#ifndef __CUDACC__
+// The dtype a reduction of `kind` writes for input dtype `in`: Reducer<kind, T>::Out (host code;
+// a cluster member checks a forwarded reduction's output buffer with it).
+inline DType ReduceResultDType(ReduceKind kind, DType in) {
+  DType out = in;
+  DispatchComputeDType(in, [&](auto tag) {
+    using T = decltype(tag);
+    switch (kind) {
+#define DA_REDUCE_OUT(K)                                       \
+  case ReduceKind::K:                                          \
+    out = DTypeFor<typename Reducer<ReduceKind::K, T>::Out>(); \
+    break;
+      DA_REDUCE_OUT(kSum)
+      DA_REDUCE_OUT(kProd)
+      DA_REDUCE_OUT(kMax)
+      DA_REDUCE_OUT(kMin)
+      DA_REDUCE_OUT(kAll)
+      DA_REDUCE_OUT(kAny)
+      DA_REDUCE_OUT(kMean)
+      DA_REDUCE_OUT(kArgMatch)
+#undef DA_REDUCE_OUT
+    }
+  });
+  return out;
+}
+#endif
 
 }  // namespace distarray
 

@@ -29,29 +29,6 @@ const ElementwiseOpInfo* FindElementwiseOp(v1::ElementwiseOp op) {
 
 const ElementwiseOpInfo& OpInfo(ElementwiseOpId id) { return kOps[static_cast<int>(id)]; }
 
-std::optional<DType> ElementwiseResultDType(ElementwiseOpId id, DType compute) {
-  std::optional<DType> result;
-  auto record = [&](auto functor, auto tag, auto arity_tag) {
-    using Op = decltype(functor);
-    using T = decltype(tag);
-    result = DTypeFor<ElementwiseOut<Op, T, decltype(arity_tag)::value>>();
-  };
-  switch (ArityOf(id)) {
-    case 1:
-      DispatchElementwise<1>(id, compute, record);
-      break;
-    case 2:
-      DispatchElementwise<2>(id, compute, record);
-      break;
-    case 3:
-      DispatchElementwise<3>(id, compute, record);
-      break;
-    default:
-      break;
-  }
-  return result;
-}
-
 const std::vector<std::string>& ComputeFeatures() {
   // Built once: GetServerInfo answers with it on every call.
   static const std::vector<std::string>* const features = [] {

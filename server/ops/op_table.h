@@ -10,6 +10,7 @@
 
 #include "common/dtype.h"
 #include "distarray/v1/distarray.pb.h"
+#include "server/kernels/elementwise_result.h"
 #include "server/kernels/ufuncs.h"
 
 namespace distarray {
@@ -27,8 +28,8 @@ struct ElementwiseOpInfo {
 const ElementwiseOpInfo* FindElementwiseOp(v1::ElementwiseOp op);
 const ElementwiseOpInfo& OpInfo(ElementwiseOpId id);
 
-// The result dtype of op `id` computing in `compute`; nullopt when the op does not take it.
-std::optional<DType> ElementwiseResultDType(ElementwiseOpId id, DType compute);
+// ElementwiseResultDType (the dtype op `id` writes computing in `compute`) is in
+// server/kernels/elementwise_result.h.
 
 // "elementwise.<name>" for every op, "elementwise.astype", the reductions and "matmul".
 const std::vector<std::string>& ComputeFeatures();
