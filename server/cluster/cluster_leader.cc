@@ -89,8 +89,12 @@ absl::StatusOr<wire::JoinResponse> ClusterLeader::Join(const wire::JoinRequest& 
     return absl::InvalidArgumentError(
         absl::StrCat(who, ": --cluster_rank must be in [1, ", options_.size - 1, "] for a member"));
   }
-  if (request.devices_size() == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(who, " has no devices"));
+  // A backend has at most 64 devices (the host backend's bound; a GPU node has 8): the device
+  // table a join adds to is bounded like every other request.
+  constexpr int kMaxNodeDevices = 64;
+  if (request.devices_size() == 0 || request.devices_size() > kMaxNodeDevices) {
+    return absl::InvalidArgumentError(absl::StrCat(who, " announces ", request.devices_size(),
+                                                   " devices; a node has 1 to ", kMaxNodeDevices));
   }
   std::shared_ptr<RemoteNode> previous;
   {
