@@ -44,6 +44,13 @@ grpc::Status ClusterServiceImpl::StoreSet(grpc::ServerContext*,
                                           const wire::StoreSetRequest* request,
                                           wire::StoreSetResponse*) {
   if (leader_ == nullptr) return NotLeader();
+  // Gloo's rendezvous keys are short and its values a few hundred bytes (a rank's addresses).
+  constexpr size_t kMaxKeyBytes = 256, kMaxValueBytes = 64 << 10;
+  if (request->key().size() > kMaxKeyBytes || request->value().size() > kMaxValueBytes) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("rendezvous key or value too large (at most ", kMaxKeyBytes,
+                                     " and ", kMaxValueBytes, " bytes)"));
+  }
   return ToGrpc(leader_->store().Set(request->key(), request->value()));
 }
 

@@ -257,6 +257,14 @@ TEST(Cluster, TheLeaderRefusesASecondDaemonWithATakenRankAndOtherReleases) {
   EXPECT_EQ(too_many.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << too_many.error_message();
   EXPECT_NE(too_many.error_message().find("65 devices"), std::string::npos)
       << too_many.error_message();
+  // The rendezvous store takes small keys and values only.
+  grpc::ClientContext store_context;
+  wire::StoreSetRequest huge;
+  huge.set_key("epoch9/huge");
+  huge.set_value(std::string(1 << 20, 'x'));
+  wire::StoreSetResponse stored;
+  EXPECT_EQ(stub->StoreSet(&store_context, huge, &stored).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
   // The leader serves no device work, and the cluster port no client API.
   grpc::ClientContext context;
   wire::DeviceWork work;
