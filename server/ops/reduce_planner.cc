@@ -42,30 +42,8 @@ absl::StatusOr<OpRule> RuleFor(v1::ReduceOp op) {
   }
 }
 
-DType ResultDType(ReduceKind kind, DType in) {
-  DType out = in;
-  DispatchComputeDType(in, [&](auto tag) {
-    using T = decltype(tag);
-    switch (kind) {
-      case ReduceKind::kSum:
-        out = DTypeFor<typename Reducer<ReduceKind::kSum, T>::Out>();
-        break;
-      case ReduceKind::kProd:
-        out = DTypeFor<typename Reducer<ReduceKind::kProd, T>::Out>();
-        break;
-      case ReduceKind::kMean:
-        out = DTypeFor<typename Reducer<ReduceKind::kMean, T>::Out>();
-        break;
-      case ReduceKind::kAll:
-      case ReduceKind::kAny:
-        out = DType::kBool;
-        break;
-      default:
-        out = in;
-    }
-  });
-  return out;
-}
+// Reducer<kind, T>::Out, as the kernels define it (server/kernels/reduce_ops.h).
+DType ResultDType(ReduceKind kind, DType in) { return ReduceResultDType(kind, in); }
 
 // Axis 0 split evenly over the devices the array uses: a layout with no gaps and no overlaps.
 IndexMap CoveringMap(const ArrayMeta& array) {
