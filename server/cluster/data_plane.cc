@@ -222,12 +222,12 @@ absl::Status DataPlane::Send(Backend& backend, DType dtype, const BufferBox& src
           }
           for (auto& buffer : posted) {
             if (!buffer->waitSend(ToChrono(options_.timeout))) {
-              MarkBroken(context, absl::StrCat("send to node ", peer, " (tag ", tag, ") aborted"));
+              MarkBroken(context, absl::StrCat("send to cluster node ", peer, " (tag ", tag, ") aborted"));
               break;
             }
           }
         } catch (const std::exception& e) {
-          MarkBroken(context, absl::StrCat("send to node ", peer, ": ", e.what()));
+          MarkBroken(context, absl::StrCat("send to cluster node ", peer, ": ", e.what()));
         }
         done->store(true);
       }),
@@ -264,7 +264,7 @@ absl::Status DataPlane::Receive(Backend& backend, DType dtype, const BufferBox& 
     for (int64_t piece = 0; piece < static_cast<int64_t>(posted.size()); ++piece) {
       if (!posted[piece]->waitRecv(ToChrono(options_.timeout))) {
         MarkBroken(*context, "receive aborted");  // closes the pairs: nothing lands any more
-        return absl::UnavailableError(absl::StrCat("receive from node ", peer, " aborted"));
+        return absl::UnavailableError(absl::StrCat("receive from cluster node ", peer, " aborted"));
       }
       if (written.ok()) {
         written =
@@ -274,7 +274,7 @@ absl::Status DataPlane::Receive(Backend& backend, DType dtype, const BufferBox& 
     if (!written.ok()) return written;
   } catch (const std::exception& e) {
     MarkBroken(*context, e.what());
-    return absl::UnavailableError(absl::StrCat("receive from node ", peer, ": ", e.what()));
+    return absl::UnavailableError(absl::StrCat("receive from cluster node ", peer, ": ", e.what()));
   }
   if (direct) return absl::OkStatus();
   const BoxCopy unpack{DenseBlock(target, dst.box), dst, combine};
