@@ -222,7 +222,8 @@ absl::Status DataPlane::Send(Backend& backend, DType dtype, const BufferBox& src
           }
           for (auto& buffer : posted) {
             if (!buffer->waitSend(ToChrono(options_.timeout))) {
-              MarkBroken(context, absl::StrCat("send to cluster node ", peer, " (tag ", tag, ") aborted"));
+              MarkBroken(context,
+                         absl::StrCat("send to cluster node ", peer, " (tag ", tag, ") aborted"));
               break;
             }
           }
