@@ -86,8 +86,9 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
                                                e == cudaSuccess ? "0 devices" : cudaGetErrorName(e),
                                                ")"));
   }
-  std::unique_ptr<CudaBackend> backend(
-      new CudaBackend(options.transfer, options.loop_unroll, options.graph_agreement));
+  std::unique_ptr<CudaBackend> backend(new CudaBackend(options.transfer, options.loop_unroll,
+                                                       options.loop_persistent_max_elements,
+                                                       options.graph_agreement));
   backend->devices_.devices.resize(count);
   for (int d = 0; d < count; ++d) {
     ScopedDevice scope(d);
@@ -161,14 +162,19 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
   }
   backend->recorder_ = std::make_unique<CudaGraphRecorder>(
       backend.get(), &backend->devices_, &backend->rtc_,
-      CudaGraphRecorder::Options{backend->graph_agreement_, backend->loop_unroll_});
+      CudaGraphRecorder::Options{backend->graph_agreement_, backend->loop_unroll_,
+                                 backend->loop_persistent_max_elements_});
   spdlog::info("cuda backend: {} devices, cross-device copies by {}", count,
                options.transfer == Transfer::kNccl ? "NCCL send/recv" : "peer copies");
   return backend;
 }
 
-CudaBackend::CudaBackend(Transfer transfer, int loop_unroll, GraphAgreement graph_agreement)
-    : transfer_(transfer), loop_unroll_(loop_unroll), graph_agreement_(graph_agreement) {}
+CudaBackend::CudaBackend(Transfer transfer, int loop_unroll, int64_t loop_persistent_max_elements,
+                         GraphAgreement graph_agreement)
+    : transfer_(transfer),
+      loop_unroll_(loop_unroll),
+      loop_persistent_max_elements_(loop_persistent_max_elements),
+      graph_agreement_(graph_agreement) {}
 
 CudaBackend::~CudaBackend() { Synchronize().IgnoreError(); }
 

@@ -876,6 +876,62 @@ TEST_P(GraphTest, ChainsEndingInASumCountEachElementOnce) {
   }
 }
 
+// On one GPU the CUDA backend runs a small fused loop as a persistent kernel: up to 256
+// iterations per launch with a grid barrier between them (docs/graphs.md, "Persistent loops").
+// Loops that stop inside a launch, at its end and one past it, by the cap at and past a launch's
+// end, and run 0 or 1 times, against the host model on every backend; on "cuda" also against a
+// daemon that unrolls instead (--loop_persistent_max_elements=0): the same values, iteration
+// counts and cap.
+TEST_P(GraphTest, PersistentAndUnrolledLoopsAgreeAtLaunchBoundaries) {
+  std::vector<const Client*> daemons = {&client()};
+  std::unique_ptr<Daemon> unrolled_daemon;
+  std::optional<Client> unrolled;
+  if (GetParam() == "cuda") {
+    Daemon::Options options = OptionsFor(GetParam());
+    options.extra_flags = {"--loop_persistent_max_elements=0"};
+    ASSERT_NO_FATAL_FAILURE(StartOwnDaemon(GetParam(), options, unrolled_daemon));
+    if (IsSkipped()) return;
+    auto connected = Client::Connect(unrolled_daemon->address());
+    ASSERT_TRUE(connected.ok()) << connected.status();
+    unrolled.emplace(*std::move(connected));
+    daemons.push_back(&*unrolled);
+  }
+  std::mt19937_64 rng(11);
+  struct Case {
+    float offset;  // added to values in [0, 6], the largest being 6: 994 - offset iterations
+    int64_t cap;
+  };
+  const std::vector<Case> cases = {{0, 100000}, {738, 100000}, {737, 100000}, {0, 256},
+                                   {0, 257},    {0, 300},      {993, 100000}, {1000, 100000}};
+  // One block of the fused kernel, and about a hundred (the grid barrier between them); the
+  // host backends need only the first.
+  const std::vector<int64_t> sizes =
+      IsCuda() ? std::vector<int64_t>{3000, 400001} : std::vector<int64_t>{3000};
+  for (const int64_t n : sizes) {
+    const v1::IndexMap map = Split(1, 0, n, {dev(0)});
+    for (const Case& c : cases) {
+      SCOPED_TRACE(absl::StrCat("n ", n, ", offset ", c.offset, ", cap ", c.cap));
+      std::vector<float> a = RandomSmallIntegers(n, rng);
+      for (float& x : a) x += c.offset;
+      a[n / 2] = 6 + c.offset;
+      std::vector<float> expected = a;
+      const int64_t iterations = SeedLoopOnHost(expected, 1000, c.cap);
+      for (const Client* daemon : daemons) {
+        auto input = daemon->Upload<float>(a, {n}, ArrayOpts(map));
+        ASSERT_TRUE(input.ok()) << input.status();
+        auto run = daemon->RunGraph(SeedLoop(1000, c.cap), {{"a", &*input}});
+        ASSERT_TRUE(run.ok()) << run.status();
+        EXPECT_EQ(run->iterations, iterations);
+        EXPECT_EQ(run->hit_iteration_cap, iterations == c.cap);
+        EXPECT_EQ(run->fused_loops, FusedLoopsExpected(map));
+        auto got = run->outputs.at("a").Download<float>();
+        ASSERT_TRUE(got.ok()) << got.status();
+        EXPECT_EQ(*got, expected);
+      }
+    }
+  }
+}
+
 DISTARRAY_INSTANTIATE_BACKENDS(GraphTest);
 
 }  // namespace

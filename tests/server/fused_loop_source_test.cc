@@ -99,6 +99,36 @@ TEST(FusedLoopSourceTest, TheSeedLoopCompiles) {
   EXPECT_GT(cubin->size(), 0u);
 }
 
+// The persistent form: the same chain inside a loop of the kernel's own, each iteration ended by
+// the grid barrier's vote; the launch's position and start count read once, before it.
+TEST(FusedLoopSourceTest, ThePersistentSeedLoopIteratesInsideOneLaunchAndCompiles) {
+  const std::string source =
+      cuda::FusedLoopSource(SeedLoop(), /*aligned=*/true, /*persistent=*/true);
+  EXPECT_EQ(source.find("Running(args)"), std::string::npos) << source;
+  EXPECT_EQ(source.find("FinishIteration"), std::string::npos) << source;
+  const size_t started = source.find("const int64_t started =");
+  const size_t loop = source.find("for (int k = 0;; ++k) {");
+  const size_t chain = source.find("q0.v[l] = v0;");
+  const size_t next =
+      source.find("PersistentNextIteration(args, local, true, position, started, k)");
+  ASSERT_NE(started, std::string::npos) << source;
+  ASSERT_NE(loop, std::string::npos) << source;
+  ASSERT_NE(chain, std::string::npos) << source;
+  ASSERT_NE(next, std::string::npos) << source;
+  EXPECT_LT(started, loop);
+  EXPECT_LT(loop, chain);
+  EXPECT_LT(chain, next);
+  RequireNvrtc();
+  absl::StatusOr<std::string> cubin = cuda::CompileToCubin(source, "sm_90");
+  ASSERT_TRUE(cubin.ok()) << cubin.status() << "\n" << source;
+  EXPECT_GT(cubin->size(), 0u);
+  FusedLoop any = SeedLoop();
+  any.all = false;
+  EXPECT_NE(cuda::FusedLoopSource(any, true, true)
+                .find("PersistentNextIteration(args, local, false, position, started, k)"),
+            std::string::npos);
+}
+
 // One loop per dtype holding every op of the table that takes it, each reading the input (and
 // scalars), so NVRTC instantiates every functor exactly as a fused loop of that op would.
 template <typename T>

@@ -26,6 +26,19 @@ struct FusedLoopState {
   unsigned int padding;
 };
 
+// Device memory of one persistent fused loop (docs/graphs.md, "Persistent loops"), zeroed when
+// allocated and left consistent by every launch, so it serves every replay of its graph.
+struct PersistentLoopState {
+  unsigned int arrived;     // the grid barrier's word (GridBarrier)
+  unsigned int decided[3];  // per iteration, by position % 3: a block found the deciding element
+  unsigned long long position;  // iterations this loop has run, over every launch and replay
+};
+
+// The most iterations one launch of a persistent loop runs before it ends, so that the conditional
+// node reads the cancel word between launches: at the sizes it is chosen for, 256 iterations take
+// well under a millisecond.
+constexpr int kPersistentIterationsPerLaunch = 256;
+
 constexpr int kMaxFusedBuffers = 16;
 constexpr int kFusedBlockThreads = 256;
 // Packs (16-byte accesses where the dtypes allow, fused_loop_source.h) a thread loads before it
@@ -65,6 +78,10 @@ struct FusedLoopArgs {
   // The loop's condition is this device's part (its chunk's all/any) agreed with the other
   // devices of the graph (loop_condition.cuh); one device alone: no exchange.
   Agreement agreement;
+  // Persistent loops only (one device): their barrier and votes, and the iterations a launch
+  // runs at most.
+  PersistentLoopState* persistent;
+  int iterations_per_launch;
 };
 
 #ifdef __CUDACC__
@@ -192,6 +209,60 @@ __device__ __forceinline__ void FinishIteration(const FusedLoopArgs& args, bool 
                                          args.cancel_word, args.counters, args.agreement);
   args.state->running = run;
   cudaGraphSetConditional(static_cast<cudaGraphConditionalHandle>(args.handle), run);
+}
+
+// A barrier over every block of the grid, which a cooperative launch keeps resident together:
+// grid_group::sync's scheme without its headers. Block 0 adds 2^31 - (blocks - 1), the others 1,
+// so the word's top bit flips once every block has arrived; each waits for the flip.
+__device__ __forceinline__ void GridBarrier(unsigned int* arrived) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned int add = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1) : 1u;
+    __threadfence();  // this block's writes (the votes) before its arrival
+    const unsigned int old = atomicAdd(arrived, add);
+    while (((old ^ *static_cast<volatile unsigned int*>(arrived)) & 0x80000000u) == 0) {
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+// Ends iteration `k` of a persistent loop's launch and says whether this block runs the next one
+// in the same launch. Every block combines its predicate into the iteration's vote slot, waits at
+// the grid barrier, then reads the verdict: all blocks decide alike, from values they all read
+// after the barrier. The launch goes on while the flag holds, fewer than `iterations_per_launch`
+// have run and the cap allows one more; otherwise block 0 records the iterations, the flag and the
+// position, and decides the next launch with NextIteration (the cap, the cancel word, the WHILE
+// node's condition), as the unrolled kernel's last block does every iteration.
+// `position` and `started` (the loop's bodies started, this launch's first included) are read at
+// the launch's start. Every thread of every block must call it.
+__device__ __forceinline__ bool PersistentNextIteration(const FusedLoopArgs& args, bool local,
+                                                        bool is_all, unsigned long long position,
+                                                        int64_t started, int k) {
+  PersistentLoopState* const state = args.persistent;
+  const unsigned int slot = static_cast<unsigned int>((position + k) % 3);
+  const bool block_value = is_all ? __syncthreads_and(local) : __syncthreads_or(local);
+  if (threadIdx.x == 0 && block_value != is_all) atomicOr(&state->decided[slot], 1u);
+  GridBarrier(&state->arrived);
+  const bool decided = *static_cast<volatile unsigned int*>(&state->decided[slot]) != 0;
+  // The slot before this one: every block read it before arriving at this barrier, and the next
+  // iteration to vote in it comes after two more barriers.
+  if (blockIdx.x == 0 && threadIdx.x == 0) state->decided[(slot + 2) % 3] = 0;
+  const bool flag = is_all ? !decided : decided;
+  if (flag && k + 1 < args.iterations_per_launch && started + k < args.max_iterations) {
+    return true;
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    // The k bodies this launch started after its first, counted as NextIteration counts them.
+    *args.count = started + k;
+    args.counters->iterations += static_cast<unsigned long long>(k);
+    state->position = position + k + 1;
+    *args.condition = flag ? 1 : 0;
+    const unsigned int run = NextIteration(true, flag, !is_all, args.count, args.max_iterations,
+                                           args.cancel_word, args.counters, args.agreement);
+    cudaGraphSetConditional(static_cast<cudaGraphConditionalHandle>(args.handle), run);
+  }
+  return false;
 }
 
 }  // namespace fused

@@ -225,15 +225,23 @@ std::string FusedChainSource(const FusedLoop& chain) {
   return s;
 }
 
-std::string FusedLoopSource(const FusedLoop& loop, bool aligned) {
+std::string FusedLoopSource(const FusedLoop& loop, bool aligned, bool persistent) {
   std::string s =
       "#include \"server/kernels/ufuncs.h\"\n"
       "#include \"server/cuda/fusion/fused_loop_device.cuh\"\n\n";
   absl::StrAppend(&s, "extern \"C\" __global__ void __launch_bounds__(",
                   "distarray::cuda::kFusedBlockThreads) ", kFusedLoopKernelName,
                   "(const distarray::cuda::FusedLoopArgs args) {\n",
-                  "  namespace u = distarray::ufunc;\n",
-                  "  if (!distarray::cuda::fused::Running(args)) return;\n");
+                  "  namespace u = distarray::ufunc;\n");
+  if (persistent) {
+    // Read before the first barrier: block 0 writes them back only after the last one.
+    absl::StrAppend(&s,
+                    "  const unsigned long long position = *static_cast<volatile unsigned long "
+                    "long*>(&args.persistent->position);\n",
+                    "  const int64_t started = *static_cast<volatile int64_t*>(args.count);\n");
+  } else {
+    absl::StrAppend(&s, "  if (!distarray::cuda::fused::Running(args)) return;\n");
+  }
   for (size_t k = 0; k < loop.inputs.size(); ++k) {
     const char* type = MemoryTypeName(loop.inputs[k].dtype);
     absl::StrAppend(&s, "  const ", type, "* const in", k, " = static_cast<const ", type,
@@ -248,12 +256,14 @@ std::string FusedLoopSource(const FusedLoop& loop, bool aligned) {
   // input before computing any: independent loads in flight (a store to a slot may alias a
   // later load, so loads cannot move past stores). Then the elements past the last whole pack.
   const int width = FusedLoopPackWidth(loop, aligned);
-  absl::StrAppend(&s, "  bool local = ", loop.all ? "true" : "false", ";\n",
-                  "  constexpr int kU = distarray::cuda::kFusedPacksPerThread;\n",
+  absl::StrAppend(&s, "  constexpr int kU = distarray::cuda::kFusedPacksPerThread;\n",
                   "  constexpr int kW = ", width, ";\n",
                   "  const int64_t stride = int64_t(gridDim.x) * blockDim.x;\n",
                   "  const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;\n",
-                  "  const int64_t packs = args.elements / kW;\n",
+                  "  const int64_t packs = args.elements / kW;\n");
+  // A persistent kernel runs its iterations in a loop of its own; each thread keeps its elements.
+  if (persistent) absl::StrAppend(&s, "  for (int k = 0;; ++k) {\n");
+  absl::StrAppend(&s, "  bool local = ", loop.all ? "true" : "false", ";\n",
                   "  for (int64_t base = first; base < packs; base += kU * stride) {\n");
   auto pack = [&](DType dtype) {
     return absl::StrCat("distarray::cuda::fused::Pack<", MemoryTypeName(dtype), ", kW>");
@@ -288,8 +298,15 @@ std::string FusedLoopSource(const FusedLoop& loop, bool aligned) {
       loop, "    ", [](size_t k) { return absl::StrCat("in", k, "[i]"); },
       [](size_t k, const std::string& value) { return absl::StrCat("out", k, "[i] = ", value); },
       s);
-  absl::StrAppend(&s, "  }\n", "  distarray::cuda::fused::FinishIteration(args, local, ",
-                  loop.all ? "true" : "false", ");\n}\n");
+  const char* is_all = loop.all ? "true" : "false";
+  if (persistent) {
+    absl::StrAppend(&s, "  }\n",
+                    "  if (!distarray::cuda::fused::PersistentNextIteration(args, local, ", is_all,
+                    ", position, started, k)) return;\n  }\n}\n");
+  } else {
+    absl::StrAppend(&s, "  }\n", "  distarray::cuda::fused::FinishIteration(args, local, ", is_all,
+                    ");\n}\n");
+  }
   return s;
 }
 

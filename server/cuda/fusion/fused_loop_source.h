@@ -17,7 +17,10 @@ inline constexpr char kFusedLoopKernelName[] = "distarray_fused_loop";
 // must hold them. Scalars are written into the source (exactly, as bit patterns), so two loops
 // differing only in a constant compile separately: the compile cache keys on the source.
 // `aligned`: every buffer starts on 16 bytes, so arrays of one element size move as 16-byte packs.
-std::string FusedLoopSource(const FusedLoop& loop, bool aligned = true);
+// `persistent`: one cooperative launch runs up to FusedLoopArgs::iterations_per_launch iterations
+// with a grid barrier between them (PersistentNextIteration), for one device alone; else one
+// launch is one iteration (FinishIteration).
+std::string FusedLoopSource(const FusedLoop& loop, bool aligned = true, bool persistent = false);
 
 inline constexpr char kFusedChainKernelName[] = "distarray_fused_chain";
 

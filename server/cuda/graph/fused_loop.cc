@@ -1,5 +1,7 @@
 // CudaGraphRecording::RecordFusedWhile: a WHILE loop whose iteration is one runtime-compiled
-// kernel (fusion/fused_loop_device.cuh), unrolled loop_unroll times per conditional iteration.
+// kernel (fusion/fused_loop_device.cuh), unrolled loop_unroll times per conditional iteration; or,
+// on one device and up to loop_persistent_max_elements elements, one persistent cooperative
+// kernel per conditional iteration running up to kPersistentIterationsPerLaunch iterations.
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -32,6 +34,23 @@ void LogUnfused(const absl::Status& status, const std::string& source) {
     return;
   }
   spdlog::warn("RunGraph: a fusable loop runs unfused: {}\n{}", status.ToString(), source);
+}
+
+// Whether a fused loop runs as a persistent kernel.
+bool PersistentFits(absl::Span<const FusedLoop> loops, int64_t max_elements) {
+  // One device: a grid barrier per iteration is cheaper than a launch, but agreeing across
+  // devices as well would need a second barrier to share the verdict (measured no faster than
+  // unrolling: docs/graphs.md, "Persistent loops").
+  if (loops.size() != 1 || loops[0].elements > max_elements) {
+    return false;
+  }
+  // The condition variable is written once per launch, not per iteration: a body that reads it
+  // must see every iteration's flag, as the unrolled kernels store it.
+  const void* condition = AsCuda(loops[0].condition)->data();
+  for (const FusedLoop::Input& input : loops[0].inputs) {
+    if (AsCuda(input.buffer)->data() == condition) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -78,9 +97,10 @@ absl::Status CudaGraphRecording::RecordFusedWhile(absl::Span<const FusedLoop> lo
       aligned = aligned && reinterpret_cast<uintptr_t>(AsCuda(store.buffer)->data()) % 16 == 0;
     }
   }
+  const bool persistent = PersistentFits(loops, context_.loop_persistent_max_elements);
   // Compiled before anything is recorded: a loop that cannot be compiled is recorded statement
   // by statement instead, from an untouched recording.
-  const std::string source = cuda::FusedLoopSource(loops[0], aligned);
+  const std::string source = cuda::FusedLoopSource(loops[0], aligned, persistent);
   struct Launch {
     std::shared_ptr<const cuda::RtcKernel> kernel;
     int blocks = 0;
@@ -152,6 +172,13 @@ absl::Status CudaGraphRecording::RecordFusedWhile(absl::Span<const FusedLoop> lo
       args.cancel_word = cancel_word(i);
       args.counters = counters(i);
       args.agreement = agreement(i);
+      if (persistent) {
+        ASSIGN_OR_RETURN(cuda::DeviceBlock barrier, cuda::DeviceBlock::AllocateZeroed(
+                                                        device, sizeof(cuda::PersistentLoopState)));
+        args.persistent = static_cast<cuda::PersistentLoopState*>(barrier.data());
+        args.iterations_per_launch = cuda::kPersistentIterationsPerLaunch;
+        resources(i).loop_counts.push_back(std::move(barrier));
+      }
       // The device address of the state's `running` word (no host access to device memory).
       auto* running = reinterpret_cast<unsigned int*>(static_cast<char*>(state.data()) +
                                                       offsetof(cuda::FusedLoopState, running));
@@ -168,7 +195,21 @@ absl::Status CudaGraphRecording::RecordFusedWhile(absl::Span<const FusedLoop> lo
       Block& open = captures_[i].open.back();
       args.handle = open.handle;
       void* params[] = {&args};
-      for (int copy = 0; copy < unroll; ++copy) {
+      if (persistent) {
+        // Cooperative: the launch fails rather than starts a grid whose blocks cannot all be
+        // resident at once, which the grid barrier needs (the grid is sized within occupancy).
+        cudaLaunchConfig_t config{};
+        config.gridDim = dim3(launches[i].blocks);
+        config.blockDim = dim3(cuda::kFusedBlockThreads);
+        config.stream = open.stream->get();
+        cudaLaunchAttribute cooperative{};
+        cooperative.id = cudaLaunchAttributeCooperative;
+        cooperative.val.cooperative = 1;
+        config.attrs = &cooperative;
+        config.numAttrs = 1;
+        CUDA_RETURN_IF_ERROR(cudaLaunchKernelExC(&config, launches[i].kernel->function(), params));
+      }
+      for (int copy = 0; copy < (persistent ? 0 : unroll); ++copy) {
         cudaLaunchConfig_t config{};
         config.gridDim = dim3(launches[i].blocks);
         config.blockDim = dim3(cuda::kFusedBlockThreads);
@@ -187,10 +228,18 @@ absl::Status CudaGraphRecording::RecordFusedWhile(absl::Span<const FusedLoop> lo
       }
       RETURN_IF_ERROR(EndBody(open));
       captures_[i].open.pop_back();
-      spdlog::debug(
-          "RunGraph: fused loop over {} elements on device {}, {} ops, {} blocks, {} copies per "
-          "node",
-          loop.elements, device, loop.ops.size(), launches[i].blocks, unroll);
+      if (persistent) {
+        spdlog::debug(
+            "RunGraph: persistent fused loop over {} elements on device {}, {} ops, {} blocks, "
+            "up to {} iterations per node",
+            loop.elements, device, loop.ops.size(), launches[i].blocks,
+            cuda::kPersistentIterationsPerLaunch);
+      } else {
+        spdlog::debug(
+            "RunGraph: fused loop over {} elements on device {}, {} ops, {} blocks, {} copies "
+            "per node",
+            loop.elements, device, loop.ops.size(), launches[i].blocks, unroll);
+      }
     }
     return absl::OkStatus();
   }());
