@@ -86,9 +86,8 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
                                                e == cudaSuccess ? "0 devices" : cudaGetErrorName(e),
                                                ")"));
   }
-  std::unique_ptr<CudaBackend> backend(new CudaBackend(options.transfer, options.loop_unroll,
-                                                       options.loop_persistent_max_elements,
-                                                       options.graph_agreement));
+  std::unique_ptr<CudaBackend> backend(new CudaBackend(
+      options.transfer, options.loop_unroll, options.persistent_loops, options.graph_agreement));
   backend->devices_.devices.resize(count);
   for (int d = 0; d < count; ++d) {
     ScopedDevice scope(d);
@@ -163,17 +162,17 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Options& 
   backend->recorder_ = std::make_unique<CudaGraphRecorder>(
       backend.get(), &backend->devices_, &backend->rtc_,
       CudaGraphRecorder::Options{backend->graph_agreement_, backend->loop_unroll_,
-                                 backend->loop_persistent_max_elements_});
+                                 backend->persistent_loops_});
   spdlog::info("cuda backend: {} devices, cross-device copies by {}", count,
                options.transfer == Transfer::kNccl ? "NCCL send/recv" : "peer copies");
   return backend;
 }
 
-CudaBackend::CudaBackend(Transfer transfer, int loop_unroll, int64_t loop_persistent_max_elements,
+CudaBackend::CudaBackend(Transfer transfer, int loop_unroll, bool persistent_loops,
                          GraphAgreement graph_agreement)
     : transfer_(transfer),
       loop_unroll_(loop_unroll),
-      loop_persistent_max_elements_(loop_persistent_max_elements),
+      persistent_loops_(persistent_loops),
       graph_agreement_(graph_agreement) {}
 
 CudaBackend::~CudaBackend() { Synchronize().IgnoreError(); }

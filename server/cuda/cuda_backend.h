@@ -35,9 +35,9 @@ class CudaBackend final : public Backend {
     // Copies of a fused loop's body per WHILE iteration (graph_recorder.h); 0: loops are not
     // fused. docs/design.md has the measurements behind the default.
     int loop_unroll = 8;
-    // Fused loops on one device up to this many elements run one persistent kernel per WHILE
-    // iteration instead of loop_unroll copies (docs/graphs.md, "Persistent loops"); 0: never.
-    int64_t loop_persistent_max_elements = 1 << 20;
+    // Fused loops on one device run one persistent kernel per WHILE iteration instead of
+    // loop_unroll copies (docs/graphs.md, "Persistent loops").
+    bool persistent_loops = true;
     // How the devices of a program recorded over several agree on its conditions.
     GraphAgreement graph_agreement = GraphAgreement::kAuto;
   };
@@ -90,7 +90,7 @@ class CudaBackend final : public Backend {
   GraphRecorder* graph_recorder() override;
 
  private:
-  CudaBackend(Transfer transfer, int loop_unroll, int64_t loop_persistent_max_elements,
+  CudaBackend(Transfer transfer, int loop_unroll, bool persistent_loops,
               GraphAgreement graph_agreement);
   struct StagedBlock {
     cuda::PinnedPool::Block* block;
@@ -108,7 +108,7 @@ class CudaBackend final : public Backend {
 
   const Transfer transfer_;
   const int loop_unroll_;
-  const int64_t loop_persistent_max_elements_;
+  const bool persistent_loops_;
   const GraphAgreement graph_agreement_;
   cuda::RtcCompiler rtc_;  // fused loop bodies
   CudaDevices devices_;

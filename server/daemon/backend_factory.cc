@@ -39,7 +39,7 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCudaOnWholeGpus(const BackendOpti
   cuda.memory_limit_bytes = options.memory_limit_bytes;
   cuda.memory_fraction = options.memory_fraction;
   cuda.loop_unroll = options.loop_unroll;
-  cuda.loop_persistent_max_elements = options.loop_persistent_max_elements;
+  cuda.persistent_loops = options.persistent_loops;
   if (options.transfer == "peer") {
     cuda.transfer = CudaBackend::Transfer::kPeer;
   } else if (options.transfer != "nccl") {

@@ -17,8 +17,8 @@ struct BackendOptions {
   int64_t memory_limit_bytes = 0;  // per device; 0: host 1 GiB, cuda memory_fraction of the card
   double memory_fraction = 0.9;
   int loop_unroll = 8;  // cuda: fused loop body copies per WHILE iteration; 0: no fusion
-  // cuda: fused loops on one device up to this many elements run persistent kernels; 0: never.
-  int64_t loop_persistent_max_elements = 1 << 20;
+  // cuda: fused loops on one device run persistent kernels (else unrolled copies).
+  bool persistent_loops = true;
   std::string transfer = "peer";  // cuda: cross-device copies by "peer" copies or "nccl" send/recv
   // cuda: how a program's graphs over several devices agree on conditions: "auto" (peer memory
   // where every pair has peer access, else NCCL), "peer" or "nccl".

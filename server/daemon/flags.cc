@@ -33,10 +33,10 @@ ABSL_FLAG(int, loop_unroll, 8,
           "CUDA: RunGraph loops whose body is an elementwise chain ending in all()/any() run as "
           "one runtime-compiled kernel per iteration, this many per conditional-node iteration; "
           "0 records such loops, and straight-line chains of elementwise ops, op by op");
-ABSL_FLAG(int64_t, loop_persistent_max_elements, 1 << 20,
-          "CUDA: a fused loop on one GPU over at most this many elements runs as one persistent "
-          "cooperative kernel per conditional-node iteration, with a grid barrier between its "
-          "iterations, instead of --loop_unroll copies; 0: never");
+ABSL_FLAG(bool, persistent_loops, true,
+          "CUDA: a fused loop on one GPU runs as one persistent cooperative kernel per "
+          "conditional-node iteration, with a grid barrier between its iterations, instead of "
+          "--loop_unroll copies of a one-iteration kernel (measured faster at every size)");
 ABSL_FLAG(std::string, graph_agreement, "auto",
           "CUDA: how the per-device graphs of a RunGraph program over several GPUs agree on each "
           "loop or if condition: peer (votes through peer memory, in the body's last kernel), "
@@ -255,10 +255,7 @@ absl::StatusOr<DaemonOptions> DaemonOptionsFromFlags() {
   o.backend.memory_fraction = absl::GetFlag(FLAGS_memory_fraction);
   o.backend.transfer = absl::GetFlag(FLAGS_transfer);
   o.backend.loop_unroll = absl::GetFlag(FLAGS_loop_unroll);
-  o.backend.loop_persistent_max_elements = absl::GetFlag(FLAGS_loop_persistent_max_elements);
-  if (o.backend.loop_persistent_max_elements < 0) {
-    return BadFlag("loop_persistent_max_elements", "must be >= 0");
-  }
+  o.backend.persistent_loops = absl::GetFlag(FLAGS_persistent_loops);
   o.backend.graph_agreement = absl::GetFlag(FLAGS_graph_agreement);
   if (o.backend.graph_agreement != "auto" && o.backend.graph_agreement != "peer" &&
       o.backend.graph_agreement != "nccl") {

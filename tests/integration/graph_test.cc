@@ -880,7 +880,7 @@ TEST_P(GraphTest, ChainsEndingInASumCountEachElementOnce) {
 // iterations per launch with a grid barrier between them (docs/graphs.md, "Persistent loops").
 // Loops that stop inside a launch, at its end and one past it, by the cap at and past a launch's
 // end, and run 0 or 1 times, against the host model on every backend; on "cuda" also against a
-// daemon that unrolls instead (--loop_persistent_max_elements=0): the same values, iteration
+// daemon that unrolls instead (--persistent_loops=false): the same values, iteration
 // counts and cap.
 TEST_P(GraphTest, PersistentAndUnrolledLoopsAgreeAtLaunchBoundaries) {
   std::vector<const Client*> daemons = {&client()};
@@ -888,7 +888,7 @@ TEST_P(GraphTest, PersistentAndUnrolledLoopsAgreeAtLaunchBoundaries) {
   std::optional<Client> unrolled;
   if (GetParam() == "cuda") {
     Daemon::Options options = OptionsFor(GetParam());
-    options.extra_flags = {"--loop_persistent_max_elements=0"};
+    options.extra_flags = {"--persistent_loops=false"};
     ASSERT_NO_FATAL_FAILURE(StartOwnDaemon(GetParam(), options, unrolled_daemon));
     if (IsSkipped()) return;
     auto connected = Client::Connect(unrolled_daemon->address());

@@ -34,10 +34,15 @@ struct PersistentLoopState {
   unsigned long long position;  // iterations this loop has run, over every launch and replay
 };
 
-// The most iterations one launch of a persistent loop runs before it ends, so that the conditional
-// node reads the cancel word between launches: at the sizes it is chosen for, 256 iterations take
-// well under a millisecond.
-constexpr int kPersistentIterationsPerLaunch = 256;
+// The most iterations one launch of a persistent loop over `elements` runs before it ends, so that
+// the conditional node reads the cancel word between launches: about 2^28 element-iterations, at
+// most 256, at least 1. A launch then lasts about half a millisecond on an H200 at any size (1e7
+// float32 elements: 26 iterations of 14 us), while its few microseconds of launch spread over
+// enough iterations to vanish.
+constexpr int PersistentIterationsPerLaunch(int64_t elements) {
+  const int64_t k = (int64_t{1} << 28) / (elements > 0 ? elements : 1);
+  return static_cast<int>(k < 1 ? 1 : k > 256 ? 256 : k);
+}
 
 constexpr int kMaxFusedBuffers = 16;
 constexpr int kFusedBlockThreads = 256;

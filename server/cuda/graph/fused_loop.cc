@@ -1,7 +1,7 @@
 // CudaGraphRecording::RecordFusedWhile: a WHILE loop whose iteration is one runtime-compiled
 // kernel (fusion/fused_loop_device.cuh), unrolled loop_unroll times per conditional iteration; or,
-// on one device and up to loop_persistent_max_elements elements, one persistent cooperative
-// kernel per conditional iteration running up to kPersistentIterationsPerLaunch iterations.
+// on one device (--persistent_loops), one persistent cooperative kernel per conditional iteration
+// running up to PersistentIterationsPerLaunch iterations.
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -37,13 +37,11 @@ void LogUnfused(const absl::Status& status, const std::string& source) {
 }
 
 // Whether a fused loop runs as a persistent kernel.
-bool PersistentFits(absl::Span<const FusedLoop> loops, int64_t max_elements) {
+bool PersistentFits(absl::Span<const FusedLoop> loops) {
   // One device: a grid barrier per iteration is cheaper than a launch, but agreeing across
   // devices as well would need a second barrier to share the verdict (measured no faster than
   // unrolling: docs/graphs.md, "Persistent loops").
-  if (loops.size() != 1 || loops[0].elements > max_elements) {
-    return false;
-  }
+  if (loops.size() != 1) return false;
   // The condition variable is written once per launch, not per iteration: a body that reads it
   // must see every iteration's flag, as the unrolled kernels store it.
   const void* condition = AsCuda(loops[0].condition)->data();
@@ -97,7 +95,7 @@ absl::Status CudaGraphRecording::RecordFusedWhile(absl::Span<const FusedLoop> lo
       aligned = aligned && reinterpret_cast<uintptr_t>(AsCuda(store.buffer)->data()) % 16 == 0;
     }
   }
-  const bool persistent = PersistentFits(loops, context_.loop_persistent_max_elements);
+  const bool persistent = context_.persistent_loops && PersistentFits(loops);
   // Compiled before anything is recorded: a loop that cannot be compiled is recorded statement
   // by statement instead, from an untouched recording.
   const std::string source = cuda::FusedLoopSource(loops[0], aligned, persistent);
@@ -176,7 +174,7 @@ absl::Status CudaGraphRecording::RecordFusedWhile(absl::Span<const FusedLoop> lo
         ASSIGN_OR_RETURN(cuda::DeviceBlock barrier, cuda::DeviceBlock::AllocateZeroed(
                                                         device, sizeof(cuda::PersistentLoopState)));
         args.persistent = static_cast<cuda::PersistentLoopState*>(barrier.data());
-        args.iterations_per_launch = cuda::kPersistentIterationsPerLaunch;
+        args.iterations_per_launch = cuda::PersistentIterationsPerLaunch(loop.elements);
         resources(i).loop_counts.push_back(std::move(barrier));
       }
       // The device address of the state's `running` word (no host access to device memory).
@@ -232,8 +230,7 @@ absl::Status CudaGraphRecording::RecordFusedWhile(absl::Span<const FusedLoop> lo
         spdlog::debug(
             "RunGraph: persistent fused loop over {} elements on device {}, {} ops, {} blocks, "
             "up to {} iterations per node",
-            loop.elements, device, loop.ops.size(), launches[i].blocks,
-            cuda::kPersistentIterationsPerLaunch);
+            loop.elements, device, loop.ops.size(), launches[i].blocks, args.iterations_per_launch);
       } else {
         spdlog::debug(
             "RunGraph: fused loop over {} elements on device {}, {} ops, {} blocks, {} copies "

@@ -30,7 +30,7 @@ absl::StatusOr<std::unique_ptr<GraphRecording>> CudaGraphRecorder::Begin(
   ASSIGN_OR_RETURN(std::unique_ptr<CudaGraphRecording> recording,
                    CudaGraphRecording::Start(
                        CudaGraphRecording::Context{gpus_, backend_, rtc_, options_.loop_unroll,
-                                                   options_.loop_persistent_max_elements},
+                                                   options_.persistent_loops},
                        devices, std::move(clique)));
   return recording;
 }

@@ -28,8 +28,8 @@ class CudaGraphRecorder final : public GraphRecorder {
     GraphAgreement agreement = GraphAgreement::kAuto;
     // Copies of a fused loop's body per WHILE iteration; 0: loops are not fused.
     int loop_unroll = 8;
-    // Fused loops on one device up to this many elements run persistent kernels; 0: never.
-    int64_t loop_persistent_max_elements = 0;
+    // Fused loops on one device run persistent kernels (else loop_unroll copies).
+    bool persistent_loops = true;
   };
   // `backend` owns `gpus` and `rtc`, and outlives the recorder and every recording.
   CudaGraphRecorder(Backend* backend, CudaDevices* gpus, cuda::RtcCompiler* rtc, Options options)

@@ -53,8 +53,8 @@ class CudaGraphRecording final : public GraphRecording {
     Backend* backend;  // CountReshardBytes only
     cuda::RtcCompiler* rtc;
     int loop_unroll;
-    // Fused loops on one device up to this many elements run persistent kernels (0: never).
-    int64_t loop_persistent_max_elements;
+    // Fused loops on one device run persistent kernels (else unrolled copies).
+    bool persistent_loops;
   };
   // Opens a recording on `devices`. Over several devices, they agree through `clique` (an NCCL
   // communicator per device, in the order of `devices`), or where it is null through peer memory,
