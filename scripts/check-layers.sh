@@ -16,7 +16,7 @@ declare -A allowed=(
   [engine]="engine graph ops backend kernels security"
   [logging]="logging"
   [metrics]="metrics engine graph ops backend kernels security"
-  [cluster]="cluster backend kernels"
+  [cluster]="cluster backend kernels security"
   [service]="service engine graph ops backend kernels security logging metrics"
 )
 status=0

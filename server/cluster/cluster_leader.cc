@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/cluster/cluster_credentials.h"
 
 namespace distarray::cluster {
 
@@ -132,7 +133,9 @@ absl::StatusOr<wire::JoinResponse> ClusterLeader::Join(const wire::JoinRequest& 
       .address = request.member_address(),
       .incarnation = request.incarnation(),
       .devices = {request.devices().begin(), request.devices().end()}};
-  nodes_[request.rank()] = std::make_shared<RemoteNode>(std::move(description), incarnation_);
+  std::shared_ptr<grpc::Channel> channel = ClusterChannel(description.address, options_);
+  nodes_[request.rank()] =
+      std::make_shared<RemoteNode>(std::move(description), incarnation_, std::move(channel));
   spdlog::info("cluster: {} {} with {} devices", who, previous ? "rejoined" : "joined",
                request.devices_size());
   wire::JoinResponse response;
@@ -166,7 +169,9 @@ absl::Status ClusterLeader::Form() {
       RemoteNode::Description description = nodes_[r]->description();
       description.first_device = total_devices_;
       total_devices_ += nodes_[r]->device_count();
-      nodes_[r] = std::make_shared<RemoteNode>(std::move(description), incarnation_);
+      std::shared_ptr<grpc::Channel> channel = ClusterChannel(description.address, options_);
+      nodes_[r] =
+          std::make_shared<RemoteNode>(std::move(description), incarnation_, std::move(channel));
     }
   }
   if (absl::Status connected = ConnectDataPlane(1); !connected.ok()) return connected;

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "server/cluster/cluster_credentials.h"
 #include "server/cluster/cluster_leader.h"
 #include "server/cluster/rendezvous_store.h"
 
@@ -24,8 +25,7 @@ ClusterMember::ClusterMember(const ClusterOptions& options, Backend& backend, st
                                      .address = options.address,
                                      .timeout = options.transfer_timeout}),
       work_(backend, data_plane_),
-      leader_(internal::v1::ClusterService::NewStub(
-          grpc::CreateChannel(options.leader, grpc::InsecureChannelCredentials()))),
+      leader_(internal::v1::ClusterService::NewStub(ClusterChannel(options.leader, options))),
       last_heartbeat_(absl::Now()) {}
 
 absl::Status ClusterMember::Join(const std::string& advertised_address) {

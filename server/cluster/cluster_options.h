@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "server/security/tls_credentials.h"
 
 namespace distarray::cluster {
 
@@ -21,6 +22,10 @@ struct ClusterOptions {
   absl::Duration heartbeat = absl::Seconds(1);     // the leader's probe period
   absl::Duration lost_after = absl::Seconds(5);    // silence after which a node is lost
   absl::Duration transfer_timeout = absl::Seconds(30);
+  // Mutual TLS on the cluster service, both ways (--cluster_tls_*); not enabled: plaintext.
+  MutualTls tls;
+  // The name peers' certificates are checked against; empty: the host of the peer's address.
+  std::string tls_server_name = "distarray-cluster";
 
   bool enabled() const { return size > 1; }
 };

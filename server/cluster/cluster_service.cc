@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "server/cluster/cluster_credentials.h"
 
 namespace distarray::cluster {
 namespace {
@@ -116,11 +117,12 @@ grpc::Status ClusterServiceImpl::Synchronize(grpc::ServerContext*, const wire::S
   return ToGrpc(member_->backend().Synchronize());
 }
 
-absl::StatusOr<ClusterServer> StartClusterServer(const std::string& listen,
+absl::StatusOr<ClusterServer> StartClusterServer(const ClusterOptions& options,
                                                  ClusterServiceImpl& service) {
+  const std::string& listen = options.listen;
   ClusterServer out;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &out.port);
+  builder.AddListeningPort(listen, ClusterServerCredentials(options), &out.port);
   builder.RegisterService(&service);
   builder.SetMaxReceiveMessageSize(int{64} << 20);
   builder.SetMaxSendMessageSize(int{64} << 20);

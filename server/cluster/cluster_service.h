@@ -53,9 +53,9 @@ struct ClusterServer {
   std::unique_ptr<grpc::Server> server;
   int port = 0;
 };
-// Serves `service` on `listen` (host:port, port 0 picks one). INVALID_ARGUMENT naming
-// --cluster_listen when it cannot be bound.
-absl::StatusOr<ClusterServer> StartClusterServer(const std::string& listen,
+// Serves `service` on options.listen (host:port, port 0 picks one), over mutual TLS where
+// options.tls is enabled. INVALID_ARGUMENT naming --cluster_listen when it cannot be bound.
+absl::StatusOr<ClusterServer> StartClusterServer(const ClusterOptions& options,
                                                  ClusterServiceImpl& service);
 
 }  // namespace distarray::cluster

@@ -28,13 +28,10 @@ void SetDeadline(grpc::ClientContext& context, absl::Duration d) {
 
 }  // namespace
 
-RemoteNode::RemoteNode(Description description, uint64_t leader_incarnation)
+RemoteNode::RemoteNode(Description description, uint64_t leader_incarnation,
+                       std::shared_ptr<grpc::Channel> channel)
     : description_(std::move(description)), leader_incarnation_(leader_incarnation) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(int{64} << 20);
-  args.SetMaxSendMessageSize(int{64} << 20);
-  stub_ = internal::v1::ClusterService::NewStub(
-      grpc::CreateCustomChannel(description_.address, grpc::InsecureChannelCredentials(), args));
+  stub_ = internal::v1::ClusterService::NewStub(std::move(channel));
   devices_ = description_.devices;
   freer_ = std::thread([this] { SendFrees(); });
 }

@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include <grpcpp/channel.h>
+
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -30,7 +32,9 @@ class RemoteNode : public std::enable_shared_from_this<RemoteNode> {
     uint64_t incarnation = 0;
     std::vector<wire::DeviceDescription> devices;
   };
-  RemoteNode(Description description, uint64_t leader_incarnation);
+  // `channel`: to the member's cluster service (ClusterChannel).
+  RemoteNode(Description description, uint64_t leader_incarnation,
+             std::shared_ptr<grpc::Channel> channel);
   ~RemoteNode();  // sends the frees still queued
 
   int rank() const { return description_.rank; }

@@ -6,6 +6,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/status_macros.h"
+#include "server/security/tls_credentials.h"
 
 ABSL_FLAG(int, cluster_size, 0,
           "Daemons (one per node) serving one device space; 0: LWS_GROUP_SIZE when set, else 1 "
@@ -27,6 +29,16 @@ ABSL_FLAG(int, cluster_form_timeout_seconds, 300,
           "How long the leader waits for every member to join, and a member for the leader");
 ABSL_FLAG(int, cluster_lost_after_seconds, 5,
           "Silence after which the leader counts a member lost (and a member the leader)");
+ABSL_FLAG(std::string, cluster_tls_cert_file, "",
+          "PEM certificate chain this daemon presents to the other daemons of its cluster, as "
+          "server and as client (mutual TLS on the cluster port); with --cluster_tls_key_file and "
+          "--cluster_tls_ca_file, or none of the three (plaintext)");
+ABSL_FLAG(std::string, cluster_tls_key_file, "", "PEM private key of --cluster_tls_cert_file");
+ABSL_FLAG(std::string, cluster_tls_ca_file, "",
+          "PEM CA certificates; the other daemons' certificates must be signed by one of them");
+ABSL_FLAG(std::string, cluster_tls_server_name, "distarray-cluster",
+          "The name every cluster certificate carries (a subjectAltName DNS entry), which each "
+          "daemon checks its peers' certificates against; empty: the host of the peer's address");
 ABSL_FLAG(int, cluster_transfer_timeout_seconds, 30,
           "Longest wait of one copy between nodes, and of the data plane's rendezvous");
 
@@ -86,6 +98,12 @@ absl::StatusOr<cluster::ClusterOptions> ClusterOptionsFromFlags() {
     return BadFlag("cluster_rank", absl::StrCat("must be in [0, ", o.size - 1,
                                                 "] for --cluster_size=", o.size, ", got ", o.rank));
   }
+  // Checked with or without a cluster: a daemon given unusable files should say so at once.
+  ASSIGN_OR_RETURN(o.tls,
+                   LoadMutualTls(absl::GetFlag(FLAGS_cluster_tls_cert_file),
+                                 absl::GetFlag(FLAGS_cluster_tls_key_file),
+                                 absl::GetFlag(FLAGS_cluster_tls_ca_file), "--cluster_tls_"));
+  o.tls_server_name = absl::GetFlag(FLAGS_cluster_tls_server_name);
   if (!o.enabled()) return o;
 
   o.listen = absl::GetFlag(FLAGS_cluster_listen);

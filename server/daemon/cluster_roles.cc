@@ -52,7 +52,7 @@ absl::StatusOr<std::unique_ptr<ClusterLeaderRole>> StartClusterLeader(
       options.cluster, std::string(backend->name()), backend->device_count(), DISTARRAY_VERSION);
   role->service = std::make_unique<cluster::ClusterServiceImpl>(role->leader.get());
   absl::StatusOr<cluster::ClusterServer> server =
-      cluster::StartClusterServer(options.cluster.listen, *role->service);
+      cluster::StartClusterServer(options.cluster, *role->service);
   if (!server.ok()) return server.status();
   role->server = *std::move(server);
   PublishClusterPort(role->server.port);
@@ -68,7 +68,7 @@ int RunClusterMember(const DaemonOptions& options, std::unique_ptr<Backend> back
   cluster::ClusterMember member(options.cluster, *backend, DISTARRAY_VERSION);
   cluster::ClusterServiceImpl service(&member);
   absl::StatusOr<cluster::ClusterServer> server =
-      cluster::StartClusterServer(options.cluster.listen, service);
+      cluster::StartClusterServer(options.cluster, service);
   if (!server.ok()) {
     spdlog::critical("{}", std::string(server.status().message()));
     return kExitBadFlags;

@@ -62,7 +62,60 @@ absl::Status CheckValidNow(const X509* cert, const std::string& flag, const std:
   return absl::OkStatus();
 }
 
+struct Identity {
+  std::string cert_pem;
+  std::string key_pem;
+};
+
+// A certificate chain and its key, read and checked: the chain parses, its leaf is valid now, and
+// the key is an unencrypted one that belongs to it.
+absl::StatusOr<Identity> LoadIdentity(const std::string& cert_file, const std::string& key_file,
+                                      const std::string& cert_flag, const std::string& key_flag) {
+  ASSIGN_OR_RETURN(std::string cert_pem, ReadSmallFile(cert_file, cert_flag, kMaxPemBytes));
+  ASSIGN_OR_RETURN(std::string key_pem, ReadSmallFile(key_file, key_flag, kMaxPemBytes));
+  ASSIGN_OR_RETURN(std::vector<X509Ptr> chain, ParseCertificates(cert_pem, cert_flag, cert_file));
+  RETURN_IF_ERROR(CheckValidNow(chain.front().get(), cert_flag, cert_file));
+  auto bio = MemoryBio(key_pem);
+  std::unique_ptr<EVP_PKEY, KeyDeleter> key(
+      PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
+  ERR_clear_error();
+  if (!key) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(key_flag, ": ", key_file, " holds no unencrypted PEM private key"));
+  }
+  if (X509_check_private_key(chain.front().get(), key.get()) != 1) {
+    ERR_clear_error();
+    return absl::InvalidArgumentError(absl::StrCat(
+        key_flag, ": the key in ", key_file, " does not belong to the certificate in ", cert_flag));
+  }
+  return Identity{std::move(cert_pem), std::move(key_pem)};
+}
+
+// The CA certificates of `file`, read and checked to hold at least one.
+absl::StatusOr<std::string> LoadCa(const std::string& file, const std::string& flag) {
+  ASSIGN_OR_RETURN(std::string ca_pem, ReadSmallFile(file, flag, kMaxPemBytes));
+  RETURN_IF_ERROR(ParseCertificates(ca_pem, flag, file).status());
+  return ca_pem;
+}
+
 }  // namespace
+
+absl::StatusOr<MutualTls> LoadMutualTls(const std::string& cert_file, const std::string& key_file,
+                                        const std::string& ca_file,
+                                        const std::string& flag_prefix) {
+  const std::string cert_flag = flag_prefix + "cert_file";
+  const std::string key_flag = flag_prefix + "key_file";
+  const std::string ca_flag = flag_prefix + "ca_file";
+  if (cert_file.empty() && key_file.empty() && ca_file.empty()) return MutualTls{};
+  // Each missing one named, with what asked for it.
+  const std::string given = !cert_file.empty() ? cert_flag : !key_file.empty() ? key_flag : ca_flag;
+  if (cert_file.empty()) return absl::InvalidArgumentError(cert_flag + ": required with " + given);
+  if (key_file.empty()) return absl::InvalidArgumentError(key_flag + ": required with " + given);
+  if (ca_file.empty()) return absl::InvalidArgumentError(ca_flag + ": required with " + given);
+  ASSIGN_OR_RETURN(Identity identity, LoadIdentity(cert_file, key_file, cert_flag, key_flag));
+  ASSIGN_OR_RETURN(std::string ca_pem, LoadCa(ca_file, ca_flag));
+  return MutualTls{std::move(identity.cert_pem), std::move(identity.key_pem), std::move(ca_pem)};
+}
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ApiServerCredentialsFromFiles(
     const TlsFiles& files) {
@@ -75,39 +128,14 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ApiServerCredentialsFro
   if (files.key_file.empty()) {
     return absl::InvalidArgumentError("--tls_key_file: required with --tls_cert_file");
   }
-  ASSIGN_OR_RETURN(std::string cert_pem,
-                   ReadSmallFile(files.cert_file, "--tls_cert_file", kMaxPemBytes));
-  ASSIGN_OR_RETURN(std::string key_pem,
-                   ReadSmallFile(files.key_file, "--tls_key_file", kMaxPemBytes));
-  ASSIGN_OR_RETURN(std::vector<X509Ptr> chain,
-                   ParseCertificates(cert_pem, "--tls_cert_file", files.cert_file));
-  RETURN_IF_ERROR(CheckValidNow(chain.front().get(), "--tls_cert_file", files.cert_file));
-  {
-    auto bio = MemoryBio(key_pem);
-    std::unique_ptr<EVP_PKEY, KeyDeleter> key(
-        PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
-    ERR_clear_error();
-    if (!key) {
-      return absl::InvalidArgumentError(absl::StrCat("--tls_key_file: ", files.key_file,
-                                                     " holds no unencrypted PEM private key"));
-    }
-    if (X509_check_private_key(chain.front().get(), key.get()) != 1) {
-      ERR_clear_error();
-      return absl::InvalidArgumentError(
-          absl::StrCat("--tls_key_file: the key in ", files.key_file,
-                       " does not belong to the certificate in --tls_cert_file"));
-    }
-  }
-
+  ASSIGN_OR_RETURN(Identity identity, LoadIdentity(files.cert_file, files.key_file,
+                                                   "--tls_cert_file", "--tls_key_file"));
   grpc::SslServerCredentialsOptions options;
-  options.pem_key_cert_pairs.push_back({std::move(key_pem), std::move(cert_pem)});
+  options.pem_key_cert_pairs.push_back({std::move(identity.key_pem), std::move(identity.cert_pem)});
   if (files.client_ca_file.empty()) {
     options.client_certificate_request = GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE;
   } else {
-    ASSIGN_OR_RETURN(std::string ca_pem,
-                     ReadSmallFile(files.client_ca_file, "--tls_client_ca_file", kMaxPemBytes));
-    RETURN_IF_ERROR(
-        ParseCertificates(ca_pem, "--tls_client_ca_file", files.client_ca_file).status());
+    ASSIGN_OR_RETURN(std::string ca_pem, LoadCa(files.client_ca_file, "--tls_client_ca_file"));
     options.pem_root_certs = std::move(ca_pem);
     options.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
   }

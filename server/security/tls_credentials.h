@@ -24,6 +24,22 @@ struct TlsFiles {
   }
 };
 
+// The PEM contents of a mutual-TLS identity between peers that are both clients and servers (the
+// daemons of a cluster): each presents `cert_pem` (with `key_pem`) and accepts only peers whose
+// certificate a CA of `ca_pem` signed.
+struct MutualTls {
+  std::string cert_pem;
+  std::string key_pem;
+  std::string ca_pem;
+  bool enabled() const { return !cert_pem.empty(); }
+};
+
+// Reads and checks the three files of a MutualTls, named in errors as the flags
+// `<flag_prefix>cert_file`, `<flag_prefix>key_file` and `<flag_prefix>ca_file`: all three or none
+// (none: a MutualTls that is not enabled). INVALID_ARGUMENT naming the flag as for the API port.
+absl::StatusOr<MutualTls> LoadMutualTls(const std::string& cert_file, const std::string& key_file,
+                                        const std::string& ca_file, const std::string& flag_prefix);
+
 // Insecure credentials when no file is given; TLS with a cert and key; mutual TLS with a client
 // CA as well. INVALID_ARGUMENT naming the flag when a file is missing, unreadable or unusable, or
 // a flag is given without its partner.

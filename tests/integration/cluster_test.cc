@@ -11,7 +11,10 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -415,6 +418,136 @@ TEST(Cluster, TheLeadersLossEndsTheMembers) {
     EXPECT_NE(member->log().find("sent no heartbeat"), std::string::npos) << member->log();
   }
   daemon->members().clear();
+}
+
+// Mutual TLS between the daemons (--cluster_tls_*), with certificates made by openssl at test
+// time: a cluster CA and a node certificate for the name every daemon checks
+// ("distarray-cluster"), and one of another CA with the same name.
+class ClusterTlsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string dir = (std::filesystem::temp_directory_path() / "distarray-ctls-XXXXXX").string();
+    dir_ = new std::string(mkdtemp(dir.data()));
+    const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    const std::string script = absl::StrCat(
+        "set -e; cd ", *dir_, "; ", "openssl req -x509 ", key,
+        " -keyout ca.key -out ca.crt -days 1 -subj /CN=cluster-ca; ", "openssl req -x509 ", key,
+        " -keyout other-ca.key -out other-ca.crt -days 1 -subj /CN=another-ca; ",
+        "printf 'subjectAltName=DNS:distarray-cluster\\nextendedKeyUsage=serverAuth,clientAuth\\n' "
+        "> node.ext; ",
+        "openssl req ", key, " -keyout node.key -out node.csr -subj /CN=distarray-cluster; ",
+        "openssl x509 -req -in node.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 "
+        "-extfile node.ext -out node.crt; ",
+        "openssl req ", key,
+        " -keyout stranger.key -out stranger.csr -subj /CN=distarray-cluster; ",
+        "openssl x509 -req -in stranger.csr -CA other-ca.crt -CAkey other-ca.key "
+        "-CAcreateserial -days 1 -extfile node.ext -out stranger.crt; ",
+        "printf 'not a certificate\\n' > garbage.pem");
+    std::ofstream(*dir_ + "/make-certs.sh") << script << "\n";
+    const CommandResult made = RunCommand(absl::StrCat("sh ", *dir_, "/make-certs.sh"));
+    ASSERT_EQ(made.exit_code, 0) << made.output;
+  }
+  static void TearDownTestSuite() {
+    std::filesystem::remove_all(*dir_);
+    delete dir_;
+  }
+  static std::string File(const std::string& name) { return *dir_ + "/" + name; }
+  // The cluster flags of a daemon holding `who`.crt and .key and trusting `ca`.crt.
+  static std::vector<std::string> TlsFlags(const std::string& who, const std::string& ca = "ca") {
+    return {"--cluster_tls_cert_file=" + File(who + ".crt"),
+            "--cluster_tls_key_file=" + File(who + ".key"),
+            "--cluster_tls_ca_file=" + File(ca + ".crt")};
+  }
+  static std::string ReadAll(const std::string& path) {
+    std::stringstream contents;
+    contents << std::ifstream(path).rdbuf();
+    return contents.str();
+  }
+  static std::string* dir_;
+};
+std::string* ClusterTlsTest::dir_ = nullptr;
+
+TEST_F(ClusterTlsTest, DaemonsWithTheClusterCertificateFormAndWorkAcrossNodes) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> daemon,
+                       Daemon::Start(ClusterOf(2, TlsFlags("node"))));
+  ASSERT_OK_AND_ASSIGN(int leader_port, daemon->WaitForPort("cluster_port", 1000));
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon->address()));
+  std::mt19937_64 rng(41);
+  const std::vector<float> x = RandomValues<float>(4 * 1000, rng);
+  ASSERT_OK_AND_ASSIGN(Array rows, client.Upload<float>(x, {4, 1000}, {Split(2, 0, 4, {0, 3})}));
+  ASSERT_OK_AND_ASSIGN(Array cols, rows.Reshard(Split(2, 1, 1000, {2, 1, 0})));
+  ASSERT_OK_AND_ASSIGN(std::vector<float> got, cols.Download<float>());
+  EXPECT_EQ(got, x);
+
+  // The cluster port takes neither a plaintext caller nor one whose certificate another CA
+  // signed; one with the cluster's certificate gets an answer (a refusal of its join).
+  wire::JoinRequest join;
+  join.set_protocol(wire::PROTOCOL_VERSION_CURRENT);
+  join.set_rank(1);
+  join.set_cluster_size(2);
+  const std::string target = absl::StrCat("127.0.0.1:", leader_port);
+  auto join_with = [&](std::shared_ptr<grpc::ChannelCredentials> credentials) {
+    grpc::ChannelArguments args;
+    args.SetSslTargetNameOverride("distarray-cluster");
+    auto stub = wire::ClusterService::NewStub(grpc::CreateCustomChannel(target, credentials, args));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    wire::JoinResponse response;
+    return stub->Join(&context, join, &response);
+  };
+  auto tls = [&](const std::string& who) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = ReadAll(File("ca.crt"));
+    ssl.pem_private_key = ReadAll(File(who + ".key"));
+    ssl.pem_cert_chain = ReadAll(File(who + ".crt"));
+    return grpc::SslCredentials(ssl);
+  };
+  EXPECT_EQ(join_with(grpc::InsecureChannelCredentials()).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(join_with(tls("stranger")).error_code(), grpc::StatusCode::UNAVAILABLE);
+  const grpc::Status member = join_with(tls("node"));
+  EXPECT_EQ(member.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << member.error_message();
+  EXPECT_TRUE(daemon->alive());
+}
+
+TEST_F(ClusterTlsTest, AMemberWithAnotherCasCertificateCannotJoin) {
+  std::vector<std::string> leader_flags = TlsFlags("node");
+  leader_flags.push_back("--cluster_form_timeout_seconds=4");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> leader,
+                       Daemon::Launch(ClusterOf(2, leader_flags), 0, 0));
+  ASSERT_OK_AND_ASSIGN(int leader_port, leader->WaitForPort("cluster_port", 20000));
+  // It trusts the cluster CA but presents the stranger's certificate: the leader refuses the
+  // handshake, and the member retries until its form timeout.
+  std::vector<std::string> member_flags = TlsFlags("stranger", "ca");
+  member_flags.push_back("--cluster_form_timeout_seconds=3");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> member,
+                       Daemon::Launch(ClusterOf(2, member_flags), 1, leader_port));
+  EXPECT_EQ(ExitCode(member->WaitForExit(20000)), kExitClusterNotFormed) << member->log();
+  EXPECT_NE(member->log().find("retrying"), std::string::npos) << member->log();
+  EXPECT_EQ(ExitCode(leader->WaitForExit(20000)), kExitClusterNotFormed) << leader->log();
+  EXPECT_NE(leader->log().find("rank(s) 1"), std::string::npos) << leader->log();
+}
+
+TEST_F(ClusterTlsTest, IncompleteOrUnusableFilesAreBadFlags) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--cluster_tls_cert_file=" + File("node.crt")}, "--cluster_tls_key_file"},
+      {{"--cluster_tls_cert_file=" + File("node.crt"),
+        "--cluster_tls_key_file=" + File("node.key")},
+       "--cluster_tls_ca_file"},
+      {{"--cluster_tls_ca_file=" + File("ca.crt")}, "--cluster_tls_cert_file"},
+      {{"--cluster_tls_cert_file=" + File("node.crt"),
+        "--cluster_tls_key_file=" + File("stranger.key"),
+        "--cluster_tls_ca_file=" + File("ca.crt")},
+       "does not belong"},
+      {{"--cluster_tls_cert_file=" + File("node.crt"), "--cluster_tls_key_file=" + File("node.key"),
+        "--cluster_tls_ca_file=" + File("garbage.pem")},
+       "--cluster_tls_ca_file"},
+  };
+  for (const auto& [flags, named] : cases) {
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> daemon, Daemon::Launch(ClusterOf(2, flags), 0, 0));
+    EXPECT_EQ(ExitCode(daemon->WaitForExit(20000)), kExitBadFlags) << daemon->log();
+    EXPECT_NE(daemon->log().find(named), std::string::npos) << named << "\n" << daemon->log();
+  }
 }
 
 }  // namespace
