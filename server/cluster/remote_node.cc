@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/backend/call_bound.h"
 
 namespace distarray::cluster {
 namespace {
@@ -21,9 +22,57 @@ constexpr absl::Duration kExecuteDeadline = absl::Seconds(90);
 // A read or a synchronize waits for the member's queued work.
 constexpr absl::Duration kWaitDeadline = absl::Minutes(30);
 
+// How often a wait on a member checks that the call it serves is still wanted.
+constexpr auto kCallPollInterval = std::chrono::milliseconds(20);
+
 void SetDeadline(grpc::ClientContext& context, absl::Duration d) {
   context.set_deadline(std::chrono::system_clock::now() +
                        std::chrono::milliseconds(absl::ToInt64Milliseconds(d)));
+}
+
+// Sets `context`'s deadline to `fixed` from now, or to the deadline of the client call this
+// thread serves (ScopedCallBound) where that comes first; says which.
+bool SetCallDeadline(grpc::ClientContext& context, absl::Duration fixed) {
+  const absl::Time own = absl::Now() + fixed;
+  const ScopedCallBound* bound = ScopedCallBound::Current();
+  const bool by_call = bound != nullptr && bound->deadline() < own;
+  context.set_deadline(absl::ToChronoTime(by_call ? bound->deadline() : own));
+  return by_call;
+}
+
+// Runs one unary call that `start` begins on a completion queue, and waits for its answer while
+// the client call this thread serves is wanted: polled every kCallPollInterval, the RPC is
+// cancelled once it is not, and `ended` holds why (the client's cancel, the drain). Without a
+// bound it simply waits.
+template <typename Response, typename Start>
+grpc::Status Await(grpc::ClientContext& context, Start start, Response* response,
+                   absl::Status* ended) {
+  grpc::CompletionQueue queue;
+  auto reader = start(&queue);
+  grpc::Status status;
+  reader->Finish(response, &status, &status);
+  const ScopedCallBound* bound = ScopedCallBound::Current();
+  bool cancelled = false;
+  for (;;) {
+    void* tag = nullptr;
+    bool ok = false;
+    const grpc::CompletionQueue::NextStatus next =
+        queue.AsyncNext(&tag, &ok, std::chrono::system_clock::now() + kCallPollInterval);
+    if (next != grpc::CompletionQueue::TIMEOUT) break;
+    if (!cancelled && bound != nullptr) {
+      if (absl::Status alive = bound->Alive(); !alive.ok()) {
+        *ended = std::move(alive);
+        context.TryCancel();  // the Finish event follows, with CANCELLED
+        cancelled = true;
+      }
+    }
+  }
+  queue.Shutdown();
+  void* tag = nullptr;
+  bool ok = false;
+  while (queue.Next(&tag, &ok)) {
+  }
+  return status;
 }
 
 }  // namespace
@@ -73,6 +122,20 @@ RemoteNode::InFlight::~InFlight() {
   node_.in_flight_.erase(&context_);
 }
 
+absl::Status RemoteNode::FromBoundedGrpc(const grpc::Status& status, const absl::Status& ended,
+                                         bool by_call_deadline, const char* what) const {
+  if (!ended.ok()) {
+    return absl::Status(ended.code(), absl::StrCat("waiting for cluster node ", rank(), " (",
+                                                   address(), "), ", what, ": ", ended.message()));
+  }
+  if (by_call_deadline && status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("the call's deadline passed while waiting for cluster node ", rank(), " (",
+                     address(), "), ", what));
+  }
+  return FromGrpc(status, what);
+}
+
 absl::Status RemoteNode::FromGrpc(const grpc::Status& status, const char* what) const {
   if (status.error_code() == grpc::StatusCode::CANCELLED) {
     if (absl::Status usable = Usable(); !usable.ok()) return usable;
@@ -87,12 +150,28 @@ absl::Status RemoteNode::FromGrpc(const grpc::Status& status, const char* what) 
 absl::StatusOr<uint64_t> RemoteNode::Call(const wire::DeviceWork& work) {
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
   grpc::ClientContext context;
-  SetDeadline(context, kExecuteDeadline);
   InFlight in_flight(*this, context);
   wire::DeviceWorkResult result;
-  if (grpc::Status s = stub_->Execute(&context, work, &result); !s.ok()) {
-    return FromGrpc(s, "device work");
+  // An allocation left behind by a caller that stopped waiting would leak its handle on the
+  // member, and a copy's half abandoned on one node would leave the other's waiting for it: those
+  // run to their own bounds (the transfer timeout). Other work only stops being waited for.
+  const bool bounded = work.work_case() != wire::DeviceWork::kAllocate &&
+                       work.work_case() != wire::DeviceWork::kSendBox &&
+                       work.work_case() != wire::DeviceWork::kReceiveBox;
+  if (!bounded) {
+    SetDeadline(context, kExecuteDeadline);
+    if (grpc::Status s = stub_->Execute(&context, work, &result); !s.ok()) {
+      return FromGrpc(s, "device work");
+    }
+    return result.allocated();
   }
+  const bool by_call = SetCallDeadline(context, kExecuteDeadline);
+  absl::Status ended;
+  const grpc::Status s = Await(
+      context,
+      [&](grpc::CompletionQueue* queue) { return stub_->AsyncExecute(&context, work, queue); },
+      &result, &ended);
+  if (!s.ok() || !ended.ok()) return FromBoundedGrpc(s, ended, by_call, "device work");
   return result.allocated();
 }
 
@@ -123,11 +202,14 @@ absl::Status RemoteNode::Write(uint64_t handle, int64_t offset, const void* src,
     request.set_data(from + done, static_cast<size_t>(piece));
     wire::WriteResponse response;
     grpc::ClientContext context;
-    SetDeadline(context, kExecuteDeadline);
+    const bool by_call = SetCallDeadline(context, kExecuteDeadline);
     InFlight in_flight(*this, context);
-    if (grpc::Status s = stub_->Write(&context, request, &response); !s.ok()) {
-      return FromGrpc(s, "write");
-    }
+    absl::Status ended;
+    const grpc::Status s = Await(
+        context,
+        [&](grpc::CompletionQueue* queue) { return stub_->AsyncWrite(&context, request, queue); },
+        &response, &ended);
+    if (!s.ok() || !ended.ok()) return FromBoundedGrpc(s, ended, by_call, "write");
     done += piece;
   }
   return absl::OkStatus();
@@ -144,11 +226,14 @@ absl::Status RemoteNode::Read(uint64_t handle, int64_t offset, int64_t bytes, vo
     request.set_bytes(piece);
     wire::ReadResponse response;
     grpc::ClientContext context;
-    SetDeadline(context, kWaitDeadline);
+    const bool by_call = SetCallDeadline(context, kWaitDeadline);
     InFlight in_flight(*this, context);
-    if (grpc::Status s = stub_->Read(&context, request, &response); !s.ok()) {
-      return FromGrpc(s, "read");
-    }
+    absl::Status ended;
+    const grpc::Status s = Await(
+        context,
+        [&](grpc::CompletionQueue* queue) { return stub_->AsyncRead(&context, request, queue); },
+        &response, &ended);
+    if (!s.ok() || !ended.ok()) return FromBoundedGrpc(s, ended, by_call, "read");
     if (static_cast<int64_t>(response.data().size()) != piece) {
       return absl::InternalError(absl::StrCat("cluster node ", rank(), " returned ",
                                               response.data().size(), " bytes for ", piece));
@@ -162,13 +247,18 @@ absl::Status RemoteNode::Read(uint64_t handle, int64_t offset, int64_t bytes, vo
 absl::Status RemoteNode::Synchronize() {
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
   grpc::ClientContext context;
-  SetDeadline(context, kWaitDeadline);
+  const bool by_call = SetCallDeadline(context, kWaitDeadline);
   InFlight in_flight(*this, context);
   wire::SynchronizeRequest request;
   wire::SynchronizeResponse response;
-  if (grpc::Status s = stub_->Synchronize(&context, request, &response); !s.ok()) {
-    return FromGrpc(s, "synchronize");
-  }
+  absl::Status ended;
+  const grpc::Status s = Await(
+      context,
+      [&](grpc::CompletionQueue* queue) {
+        return stub_->AsyncSynchronize(&context, request, queue);
+      },
+      &response, &ended);
+  if (!s.ok() || !ended.ok()) return FromBoundedGrpc(s, ended, by_call, "synchronize");
   return absl::OkStatus();
 }
 

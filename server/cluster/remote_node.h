@@ -87,6 +87,11 @@ class RemoteNode : public std::enable_shared_from_this<RemoteNode> {
   absl::StatusOr<uint64_t> Call(const wire::DeviceWork& work);
   // The member's error, as the leader reports it: its code, the node named.
   absl::Status FromGrpc(const grpc::Status& status, const char* what) const;
+  // The same for a wait bounded by the client call it serves (ScopedCallBound): `ended` is why the
+  // caller stopped waiting, if it did; `by_call_deadline`, that the RPC's deadline was the call's,
+  // so its passing is the call's DEADLINE_EXCEEDED, not the member's fault.
+  absl::Status FromBoundedGrpc(const grpc::Status& status, const absl::Status& ended,
+                               bool by_call_deadline, const char* what) const;
   void SendFrees();
   // Sends `batch` now (the frees thread, and memory()'s refresh).
   void SendFreeBatch(std::vector<uint64_t> batch);

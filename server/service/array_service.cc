@@ -17,6 +17,7 @@
 #include "common/names.h"
 #include "common/proto_convert.h"
 #include "common/status_macros.h"
+#include "server/backend/call_bound.h"
 #include "server/engine/upload_session.h"
 #include "server/logging/request_log.h"
 #include "server/service/array_info.h"
@@ -222,6 +223,11 @@ grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerCont
       auto probe = std::make_shared<CancelProbe>();
       CallContext call{*std::move(session),
                        [this, context, probe] { return CallAlive(context, drain_gate_, *probe); }};
+      // Waits outside the process on the call's behalf (a cluster member) end with it.
+      const bool has_deadline = context->deadline() != std::chrono::system_clock::time_point::max();
+      const ScopedCallBound bound(
+          has_deadline ? absl::FromChrono(context->deadline()) : absl::InfiniteFuture(),
+          call.alive);
       call.tenant = *std::move(tenant);
       call.results = std::make_shared<CallResults>();
       const bool renew = use == SessionUse::kRenew;

@@ -408,6 +408,63 @@ TEST(Cluster, ASilentMemberIsFoundLostAndItsWaitingCallsEnd) {
   EXPECT_EQ(ExitCode(daemon->Terminate(30000)), 0) << daemon->log();
 }
 
+// A call's own deadline bounds its wait on a member that stops answering, long before the
+// heartbeats would find the member lost: a download with a 1 s deadline frees its handler (the
+// daemon's only call thread here) about then, not when the member is found lost 60 s later; once
+// the member wakes (still a member: its silence was shorter than --cluster_lost_after_seconds) the
+// same download succeeds.
+TEST(Cluster, ACallsDeadlineEndsItsWaitOnASilentMember) {
+  // One call at a time: a handler still waiting on the member holds the only call thread, and the
+  // next call is refused.
+  const Daemon::Options options =
+      ClusterOf(2, {"--cluster_lost_after_seconds=60", "--max_concurrent_calls=1"});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> daemon, Daemon::Start(options));
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon->address()));
+  std::vector<float> values(1000);
+  for (int i = 0; i < 1000; ++i) values[i] = static_cast<float>(i % 7);
+  // On the member's devices (2 and 3), and on the leader's.
+  ASSERT_OK_AND_ASSIGN(Array remote,
+                       client.Upload<float>(values, {1000}, {Split(1, 0, 1000, {2, 3})}));
+  ASSERT_OK_AND_ASSIGN(Array local,
+                       client.Upload<float>(values, {1000}, {Split(1, 0, 1000, {0, 1})}));
+  Daemon& member = *daemon->members()[0];
+  ASSERT_EQ(kill(member.pid(), SIGSTOP), 0);
+  // Woken on every way out: a stopped member would outlive the test's teardown.
+  struct Wake {
+    pid_t pid;
+    ~Wake() { kill(pid, SIGCONT); }
+  } wake{member.pid()};
+  const Clock::time_point stopped = Clock::now();
+  {
+    auto stub = v1::ArrayService::NewStub(
+        grpc::CreateChannel(daemon->address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    v1::DownloadArrayRequest request;
+    request.set_handle(remote.handle());
+    auto reader = stub->DownloadArray(&context, request);
+    v1::DownloadArrayResponse response;
+    while (reader->Read(&response)) {
+    }
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  }
+  // The handler let go of its wait and its call slot soon after the deadline.
+  absl::StatusOr<std::vector<float>> intact = absl::UnavailableError("not tried");
+  while (!intact.ok() && Clock::now() - stopped < std::chrono::seconds(5)) {
+    intact = local.Download<float>();
+    if (!intact.ok()) {
+      EXPECT_EQ(intact.status().code(), absl::StatusCode::kResourceExhausted) << intact.status();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  ASSERT_TRUE(intact.ok()) << intact.status();
+  EXPECT_EQ(*intact, values);
+  ASSERT_EQ(kill(member.pid(), SIGCONT), 0);
+  ASSERT_OK_AND_ASSIGN(std::vector<float> got, remote.Download<float>());
+  EXPECT_EQ(got, values);
+  EXPECT_TRUE(daemon->alive());
+}
+
 TEST(Cluster, TheLeadersLossEndsTheMembers) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> daemon,
                        Daemon::Start(ClusterOf(3, {"--cluster_lost_after_seconds=2"})));
