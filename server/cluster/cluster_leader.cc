@@ -190,7 +190,9 @@ absl::Status ClusterLeader::ConnectDataPlane(int64_t epoch) {
     absl::MutexLock lock(&mu_);
     nodes = nodes_;
   }
-  // Every rank's rendezvous must run at once: each waits for the others' keys.
+  // Every rank's rendezvous must run at once: each waits for the others' keys, which earlier
+  // epochs' (and strays') must not crowd out of the bounded store.
+  store_.KeepOnlyEpoch(epoch);
   std::vector<absl::Status> results(nodes.size());
   std::vector<std::thread> threads;
   const absl::Duration timeout = options_.transfer_timeout + absl::Seconds(5);
