@@ -108,22 +108,82 @@ struct Groups {
   Array sorted;
   Array positions;
 };
-absl::StatusOr<Groups> GroupsOf(const Array& a, const char* what) {
-  if (internal::IsComplexDType(a.info().dtype())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a: ", what, " takes real or bool arrays here (complex: the Python SDK)"));
-  }
-  absl::StatusOr<Array> flat = Reshape(a, {-1});
-  if (!flat.ok()) return flat.status();
-  absl::StatusOr<Array> sorted = Sort(*flat, 0);
-  if (!sorted.ok()) return sorted.status();
-  absl::StatusOr<Array> starts = Starts(*sorted);
+absl::Status RealOrBool(const Array& a, const char* what) {
+  if (!internal::IsComplexDType(a.info().dtype())) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("a: ", what, " takes real or bool arrays here (complex: the Python SDK)"));
+}
+
+// The starts' running count and positions in the sorted `sorted`.
+struct StartsOf {
+  RunningCount count;
+  Array positions;
+};
+absl::StatusOr<StartsOf> StartsIn(const Array& sorted) {
+  absl::StatusOr<Array> starts = Starts(sorted);
   if (!starts.ok()) return starts.status();
   absl::StatusOr<RunningCount> count = CountTrue(*starts);
   if (!count.ok()) return count.status();
   absl::StatusOr<Array> positions = TruePositions(*starts, *count);
   if (!positions.ok()) return positions.status();
-  return Groups{*std::move(sorted), *std::move(positions)};
+  return StartsOf{*std::move(count), *std::move(positions)};
+}
+
+absl::StatusOr<Groups> GroupsOf(const Array& a, const char* what) {
+  if (absl::Status s = RealOrBool(a, what); !s.ok()) return s;
+  absl::StatusOr<Array> flat = Reshape(a, {-1});
+  if (!flat.ok()) return flat.status();
+  absl::StatusOr<Array> sorted = Sort(*flat, 0);
+  if (!sorted.ok()) return sorted.status();
+  absl::StatusOr<StartsOf> starts = StartsIn(*sorted);
+  if (!starts.ok()) return starts.status();
+  return Groups{*std::move(sorted), std::move(starts->positions)};
+}
+
+// Each value's count: the distance from its start to the next start (or to `n`, the end).
+absl::StatusOr<Array> CountsOf(const Array& positions, int64_t n) {
+  absl::StatusOr<Array> next = GetItem(positions, {Slice{.start = 1}});
+  if (!next.ok()) return next.status();
+  absl::StatusOr<Array> end = CountUp(positions, 1, n);
+  if (!end.ok()) return end.status();
+  absl::StatusOr<Array> bounds = Concat({*next, *end}, 0);
+  if (!bounds.ok()) return bounds.status();
+  return Ufunc(v1::ELEMENTWISE_OP_SUBTRACT, {*bounds, positions});
+}
+
+// What UniqueInverse and UniqueAll share: the stable order of the flattened `a`, its sorted
+// values' starts, and each element's value number in a's shape.
+struct Inverse {
+  Array order;  // the stable argsort of the flattened a
+  Array sorted;
+  StartsOf starts;
+  Array inverse_indices;
+};
+absl::StatusOr<Inverse> InverseOf(const Array& a, const char* what) {
+  if (absl::Status s = RealOrBool(a, what); !s.ok()) return s;
+  absl::StatusOr<Array> flat = Reshape(a, {-1});
+  if (!flat.ok()) return flat.status();
+  absl::StatusOr<Array> order = Argsort(*flat, 0);
+  if (!order.ok()) return order.status();
+  absl::StatusOr<Array> sorted = Gather(*flat, *order);
+  if (!sorted.ok()) return sorted.status();
+  absl::StatusOr<StartsOf> starts = StartsIn(*sorted);
+  if (!starts.ok()) return starts.status();
+  // The sorted element i holds value number counts[i] - 1; the element at order[i] is it.
+  absl::StatusOr<Array> numbers = Ufunc(v1::ELEMENTWISE_OP_SUBTRACT, {starts->count.counts, 1});
+  if (!numbers.ok()) return numbers.status();
+  absl::StatusOr<Array> back = Argsort(*order, 0);
+  if (!back.ok()) return back.status();
+  absl::StatusOr<Array> placed = Gather(*numbers, *back);
+  if (!placed.ok()) return placed.status();
+  absl::StatusOr<Array> inverse = Reshape(*placed, a.shape());
+  if (!inverse.ok()) return inverse.status();
+  return Inverse{*std::move(order), *std::move(sorted), *std::move(starts), *std::move(inverse)};
+}
+
+// An empty int64 array of `shape` on a's devices.
+absl::StatusOr<Array> EmptyIndices(const Array& a, const std::vector<int64_t>& shape) {
+  return a.client().Create(shape, v1::DTYPE_INT64, {});
 }
 
 }  // namespace
@@ -206,16 +266,112 @@ absl::StatusOr<UniqueCountsResult> UniqueCounts(const Array& a) {
   if (!groups.ok()) return groups.status();
   absl::StatusOr<Array> values = Gather(groups->sorted, groups->positions);
   if (!values.ok()) return values.status();
-  // A value's count: the distance from its start to the next start (or to the end).
-  absl::StatusOr<Array> next = GetItem(groups->positions, {Slice{.start = 1}});
-  if (!next.ok()) return next.status();
-  absl::StatusOr<Array> end = CountUp(groups->positions, 1, n);
-  if (!end.ok()) return end.status();
-  absl::StatusOr<Array> bounds = Concat({*next, *end}, 0);
-  if (!bounds.ok()) return bounds.status();
-  absl::StatusOr<Array> counts = Ufunc(v1::ELEMENTWISE_OP_SUBTRACT, {*bounds, groups->positions});
+  absl::StatusOr<Array> counts = CountsOf(groups->positions, n);
   if (!counts.ok()) return counts.status();
   return UniqueCountsResult{*std::move(values), *std::move(counts)};
+}
+
+absl::StatusOr<UniqueInverseResult> UniqueInverse(const Array& a) {
+  if (absl::Status s = RealOrBool(a, "UniqueInverse"); !s.ok()) return s;
+  absl::StatusOr<Array> flat = Reshape(a, {-1});
+  if (!flat.ok()) return flat.status();
+  if (flat->shape()[0] == 0) {
+    absl::StatusOr<Array> inverse = EmptyIndices(a, a.shape());
+    if (!inverse.ok()) return inverse.status();
+    return UniqueInverseResult{*std::move(flat), *std::move(inverse)};
+  }
+  absl::StatusOr<Inverse> inverse = InverseOf(a, "UniqueInverse");
+  if (!inverse.ok()) return inverse.status();
+  absl::StatusOr<Array> values = Gather(inverse->sorted, inverse->starts.positions);
+  if (!values.ok()) return values.status();
+  return UniqueInverseResult{*std::move(values), std::move(inverse->inverse_indices)};
+}
+
+absl::StatusOr<UniqueAllResult> UniqueAll(const Array& a) {
+  if (absl::Status s = RealOrBool(a, "UniqueAll"); !s.ok()) return s;
+  absl::StatusOr<Array> flat = Reshape(a, {-1});
+  if (!flat.ok()) return flat.status();
+  const int64_t n = flat->shape()[0];
+  if (n == 0) {
+    absl::StatusOr<Array> indices = EmptyIndices(a, {0});
+    absl::StatusOr<Array> inverse = EmptyIndices(a, a.shape());
+    absl::StatusOr<Array> counts = EmptyIndices(a, {0});
+    for (const absl::StatusOr<Array>* made : {&indices, &inverse, &counts}) {
+      if (!made->ok()) return made->status();
+    }
+    return UniqueAllResult{*std::move(flat), *std::move(indices), *std::move(inverse),
+                           *std::move(counts)};
+  }
+  absl::StatusOr<Inverse> inverse = InverseOf(a, "UniqueAll");
+  if (!inverse.ok()) return inverse.status();
+  absl::StatusOr<Array> values = Gather(inverse->sorted, inverse->starts.positions);
+  if (!values.ok()) return values.status();
+  // Stable: a value's first sorted element is its first occurrence.
+  absl::StatusOr<Array> indices = Gather(inverse->order, inverse->starts.positions);
+  if (!indices.ok()) return indices.status();
+  absl::StatusOr<Array> counts = CountsOf(inverse->starts.positions, n);
+  if (!counts.ok()) return counts.status();
+  return UniqueAllResult{*std::move(values), *std::move(indices),
+                         std::move(inverse->inverse_indices), *std::move(counts)};
+}
+
+namespace {
+
+absl::Status CheckMask(const Array& a, const Array& mask) {
+  if (mask.info().dtype() != v1::DTYPE_BOOL) {
+    return absl::InvalidArgumentError(absl::StrCat("mask: MaskedSet takes a bool mask, not ",
+                                                   v1::DType_Name(mask.info().dtype())));
+  }
+  if (mask.shape() != a.shape()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mask: shape ", internal::ShapeText(mask.shape()), " differs from a's ",
+                     internal::ShapeText(a.shape())));
+  }
+  return absl::OkStatus();
+}
+
+// a = where(mask, v, a), in place.
+absl::Status WriteWhere(Array& a, const Array& mask, const Operand& v) {
+  absl::StatusOr<Array> written = Ufunc(v1::ELEMENTWISE_OP_WHERE, {mask, v, a});
+  if (!written.ok()) return written.status();
+  return a.SetItem({Ellipsis()}, *written);
+}
+
+}  // namespace
+
+absl::Status MaskedSet(Array& a, const Array& mask, const Operand& scalar) {
+  if (absl::Status s = CheckMask(a, mask); !s.ok()) return s;
+  return WriteWhere(a, mask, scalar);
+}
+
+absl::Status MaskedSet(Array& a, const Array& mask, const Array& value) {
+  if (absl::Status s = CheckMask(a, mask); !s.ok()) return s;
+  const std::vector<int64_t> shape = value.shape();
+  if (shape.empty()) return WriteWhere(a, mask, value);
+  if (shape.size() == 1 && shape[0] == 1) {
+    absl::StatusOr<Array> one = Reshape(value, {});
+    if (!one.ok()) return one.status();
+    return WriteWhere(a, mask, *one);
+  }
+  // One value per selected element: the i-th selected position takes value[c[i] - 1], c being
+  // the mask's running count.
+  absl::StatusOr<Array> flat_mask = Reshape(mask, {-1});
+  if (!flat_mask.ok()) return flat_mask.status();
+  absl::StatusOr<RunningCount> count = CountTrue(*flat_mask);
+  if (!count.ok()) return count.status();
+  if (shape.size() != 1 || shape[0] != count->total) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "value: shape ", internal::ShapeText(shape),
+        " is neither one element nor one per selected element (", count->total, " selected)"));
+  }
+  if (count->total == 0) return absl::OkStatus();
+  absl::StatusOr<Array> rank = Ufunc(v1::ELEMENTWISE_OP_SUBTRACT, {count->counts, 1});
+  if (rank.ok()) rank = Ufunc(v1::ELEMENTWISE_OP_MAXIMUM, {*rank, 0});
+  if (!rank.ok()) return rank.status();
+  absl::StatusOr<Array> spread = Gather(value, *rank);
+  if (spread.ok()) spread = Reshape(*spread, a.shape());
+  if (!spread.ok()) return spread.status();
+  return WriteWhere(a, mask, *spread);
 }
 
 }  // namespace distarray

@@ -1,7 +1,7 @@
-// The C++ SDK's Nonzero, UniqueValues and UniqueCounts (distarray/search_functions.h) against host
-// references on fresh random data in several layouts: sparse and dense masks of every rank, none
-// and all True; repeated integers, floats with NaNs and signed zeros, bool; more distinct values
-// than one gather batch holds; and the refusals by name.
+// The C++ SDK's Nonzero, MaskedGet, MaskedSet and the Unique functions
+// (distarray/search_functions.h) against host references on fresh random data in several layouts:
+// sparse and dense masks of every rank, none and all True; repeated integers, floats with NaNs and
+// signed zeros, bool; more distinct values than one gather batch holds; and the refusals by name.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -137,6 +137,119 @@ TEST_P(SearchFunctionsTest, MaskedGetMatchesTheHost) {
   absl::StatusOr<Array> wrong_shape = MaskedGet(a, row_mask);
   EXPECT_EQ(wrong_shape.status().code(), absl::StatusCode::kInvalidArgument)
       << wrong_shape.status();
+}
+
+// UniqueInverse and UniqueAll against the host: values ascending; inverse_indices of a's shape
+// rebuild a through values; indices are first occurrences; counts add up. Repeated integers in
+// three layouts, floats with NaNs (each its own value) and signed zeros (one value), and empty.
+TEST_P(SearchFunctionsTest, UniqueInverseAndAllMatchTheHost) {
+  std::vector<int32_t> ints(7 * 11);
+  for (int32_t& v : ints) v = static_cast<int32_t>(rng_() % 13) - 6;
+  std::vector<int32_t> want_values = ints;
+  std::sort(want_values.begin(), want_values.end());
+  want_values.erase(std::unique(want_values.begin(), want_values.end()), want_values.end());
+  for (const Array& a : Layouts(ints, {7, 11})) {
+    ASSERT_OK_AND_ASSIGN(UniqueAllResult all, UniqueAll(a));
+    ASSERT_OK_AND_ASSIGN(std::vector<int32_t> values, all.values.Download<int32_t>());
+    EXPECT_EQ(values, want_values);
+    EXPECT_EQ(all.inverse_indices.shape(), (std::vector<int64_t>{7, 11}));
+    ASSERT_OK_AND_ASSIGN(std::vector<int64_t> inverse, all.inverse_indices.Download<int64_t>());
+    ASSERT_OK_AND_ASSIGN(std::vector<int64_t> indices, all.indices.Download<int64_t>());
+    ASSERT_OK_AND_ASSIGN(std::vector<int64_t> counts, all.counts.Download<int64_t>());
+    ASSERT_EQ(inverse.size(), ints.size());
+    ASSERT_EQ(indices.size(), values.size());
+    ASSERT_EQ(counts.size(), values.size());
+    std::vector<int64_t> seen(values.size(), 0);
+    for (size_t i = 0; i < ints.size(); ++i) {
+      ASSERT_GE(inverse[i], 0);
+      ASSERT_LT(inverse[i], static_cast<int64_t>(values.size()));
+      EXPECT_EQ(values[inverse[i]], ints[i]) << i;
+      ++seen[inverse[i]];
+    }
+    EXPECT_EQ(counts, seen);
+    for (size_t k = 0; k < values.size(); ++k) {
+      const auto first = std::find(ints.begin(), ints.end(), values[k]) - ints.begin();
+      EXPECT_EQ(indices[k], first) << k;
+    }
+    ASSERT_OK_AND_ASSIGN(UniqueInverseResult inv, UniqueInverse(a));
+    EXPECT_EQ(*inv.values.Download<int32_t>(), want_values);
+    EXPECT_EQ(*inv.inverse_indices.Download<int64_t>(), inverse);
+  }
+  const std::vector<double> floats = {2.5, NAN, -0.0, 1.0, 0.0, 2.5, NAN, -7.0};
+  for (const Array& a : Layouts(floats, {8})) {
+    ASSERT_OK_AND_ASSIGN(UniqueAllResult all, UniqueAll(a));
+    ASSERT_OK_AND_ASSIGN(std::vector<double> values, all.values.Download<double>());
+    ASSERT_EQ(values.size(), 6u);
+    EXPECT_EQ(std::vector<double>(values.begin(), values.begin() + 4),
+              (std::vector<double>{-7.0, 0.0, 1.0, 2.5}));
+    EXPECT_EQ(*all.counts.Download<int64_t>(), (std::vector<int64_t>{1, 2, 1, 2, 1, 1}));
+    EXPECT_EQ(*all.indices.Download<int64_t>(), (std::vector<int64_t>{7, 2, 3, 0, 1, 6}));
+    // Each NaN its own value, in order; -0.0 and 0.0 the same.
+    EXPECT_EQ(*all.inverse_indices.Download<int64_t>(),
+              (std::vector<int64_t>{3, 4, 1, 2, 1, 3, 5, 0}));
+  }
+  ASSERT_OK_AND_ASSIGN(Array empty, client().Create({0, 3}, v1::DTYPE_FLOAT32, {}));
+  ASSERT_OK_AND_ASSIGN(UniqueAllResult none, UniqueAll(empty));
+  EXPECT_EQ(none.values.shape(), (std::vector<int64_t>{0}));
+  EXPECT_EQ(none.inverse_indices.shape(), (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(none.counts.shape(), (std::vector<int64_t>{0}));
+}
+
+// a[mask] = value in place against the host: a scalar, a one-element array, one value per
+// selected element (through the running count), none selected; then the refusals by name.
+TEST_P(SearchFunctionsTest, MaskedSetMatchesTheHost) {
+  const std::vector<int64_t> shape = {9, 7};
+  std::vector<double> values(63);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (double& v : values) v = u(rng_);
+  for (double threshold : {0.3, 2.0}) {
+    std::vector<double> selected;
+    for (double v : values) {
+      if (v > threshold) selected.push_back(v);
+    }
+    const int64_t count = static_cast<int64_t>(selected.size());
+    for (Array& a : Layouts(values, shape)) {
+      const std::string handle = a.handle();
+      ASSERT_OK_AND_ASSIGN(Array mask, Ufunc(v1::ELEMENTWISE_OP_GREATER, {a, threshold}));
+      // One value per selected element: 100 + its rank among them.
+      std::vector<double> per(count);
+      for (int64_t i = 0; i < count; ++i) per[i] = 100.0 + static_cast<double>(i);
+      ASSERT_OK_AND_ASSIGN(Array per_array,
+                           client().Upload<double>(per, {count}, {OnDevice(1, dev(2))}));
+      ASSERT_OK(MaskedSet(a, mask, per_array));
+      std::vector<double> want = values;
+      int64_t rank = 0;
+      for (double& v : want) {
+        if (v > threshold) v = 100.0 + static_cast<double>(rank++);
+      }
+      EXPECT_EQ(a.handle(), handle);
+      EXPECT_EQ(*a.Download<double>(), want) << "threshold " << threshold;
+      // A scalar, then a one-element array, to every selected element.
+      ASSERT_OK(MaskedSet(a, mask, -5.0));
+      for (double& v : want) {
+        if (v >= 100.0) v = -5.0;
+      }
+      EXPECT_EQ(*a.Download<double>(), want);
+      ASSERT_OK_AND_ASSIGN(
+          Array one, client().Upload<double>(std::vector<double>{7.0}, {1}, {OnDevice(1, dev(0))}));
+      ASSERT_OK(MaskedSet(a, mask, one));
+      for (double& v : want) {
+        if (v == -5.0) v = 7.0;
+      }
+      EXPECT_EQ(*a.Download<double>(), want);
+    }
+  }
+  ASSERT_OK_AND_ASSIGN(Array a, client().Upload<double>(values, shape, {OnDevice(2, dev(0))}));
+  ASSERT_OK_AND_ASSIGN(Array mask, Ufunc(v1::ELEMENTWISE_OP_GREATER, {a, 0.0}));
+  const absl::Status not_bool = MaskedSet(a, a, 1.0);
+  EXPECT_EQ(not_bool.code(), absl::StatusCode::kInvalidArgument) << not_bool;
+  EXPECT_TRUE(absl::StartsWith(not_bool.message(), "mask:")) << not_bool;
+  ASSERT_OK_AND_ASSIGN(Array three, client().Upload<double>(std::vector<double>{1, 2, 3}, {3},
+                                                            {OnDevice(1, dev(0))}));
+  const absl::Status wrong_length = MaskedSet(a, mask, three);
+  EXPECT_EQ(wrong_length.code(), absl::StatusCode::kInvalidArgument) << wrong_length;
+  EXPECT_TRUE(absl::StartsWith(wrong_length.message(), "value:")) << wrong_length;
+  EXPECT_EQ(*a.Download<double>(), values);  // untouched by the refusals
 }
 
 // More distinct values than one take of positions holds (8,192), over several devices.

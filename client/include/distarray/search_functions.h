@@ -32,6 +32,36 @@ struct UniqueCountsResult {
 };
 absl::StatusOr<UniqueCountsResult> UniqueCounts(const Array& a);
 
+// The array API's unique_inverse: UniqueValues, and for each element of `a` (int64, a's shape)
+// the position of its value in `values`, so values[inverse_indices] rebuilds `a` (each NaN its
+// own value). The sort is stable: an argsort of the flattened `a`, whose inverse permutation (an
+// argsort of it) carries each sorted element's value number back to the element's place.
+struct UniqueInverseResult {
+  Array values;
+  Array inverse_indices;
+};
+absl::StatusOr<UniqueInverseResult> UniqueInverse(const Array& a);
+
+// The array API's unique_all: UniqueInverse and UniqueCounts, with `indices`, the position in
+// the flattened `a` of each value's first occurrence (int64).
+struct UniqueAllResult {
+  Array values;
+  Array indices;
+  Array inverse_indices;
+  Array counts;
+};
+absl::StatusOr<UniqueAllResult> UniqueAll(const Array& a);
+
+// a[mask] = value in place (the handle stays; a becomes REPLICA), for a bool `mask` of a's shape,
+// as NumPy's: `value` is an array of one element (shape () or (1,)), written to every selected
+// element, or a 1-D array with one element per selected element, in C order. The value is
+// converted to a's dtype. Written as where(mask, v, a) into a; a value per selected element is
+// first gathered to a's positions by the mask's running count, whose total (read back) must
+// match its length: INVALID_ARGUMENT naming `value` otherwise.
+absl::Status MaskedSet(Array& a, const Array& mask, const Array& value);
+// The same with a scalar written to every selected element.
+absl::Status MaskedSet(Array& a, const Array& mask, const Operand& scalar);
+
 }  // namespace distarray
 
 #endif  // DISTARRAY_CLIENT_SEARCH_FUNCTIONS_H_
