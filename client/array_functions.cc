@@ -300,10 +300,6 @@ absl::StatusOr<Array> Outer(const Array& a, const Array& b) {
 absl::StatusOr<Array> Variance(const Array& a, const std::vector<int32_t>& axes, double correction,
                                bool keepdims) {
   const std::vector<int64_t> shape = a.shape();
-  if (internal::IsComplexDType(a.info().dtype())) {
-    return absl::InvalidArgumentError(
-        "a: Variance and Std take real arrays (complex: use the Python SDK)");
-  }
   if (!(correction >= 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("correction: ", correction, " is not a number >= 0"));
@@ -326,7 +322,10 @@ absl::StatusOr<Array> Variance(const Array& a, const std::vector<int32_t>& axes,
   if (!mean.ok()) return mean.status();
   absl::StatusOr<Array> deviation = Ufunc(v1::ELEMENTWISE_OP_SUBTRACT, {a, *mean});
   if (!deviation.ok()) return deviation.status();
-  absl::StatusOr<Array> squared = Ufunc(v1::ELEMENTWISE_OP_SQUARE, {*deviation});
+  // Complex: |deviation|^2, a real variance as NumPy's.
+  absl::StatusOr<Array> squared = internal::IsComplexDType(a.info().dtype())
+                                      ? internal::AbsSquared(*deviation)
+                                      : Ufunc(v1::ELEMENTWISE_OP_SQUARE, {*deviation});
   if (!squared.ok()) return squared.status();
   absl::StatusOr<Array> sum = Reduce(*squared, v1::REDUCE_OP_SUM, axes, keepdims, true);
   if (!sum.ok()) return sum.status();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,12 +29,6 @@ absl::Status SameDType(const Array& a, const Array& b, const char* what) {
   return absl::InvalidArgumentError(absl::StrCat(
       "b: ", what, " takes operands of one dtype, not ", v1::DType_Name(a.info().dtype()), " and ",
       v1::DType_Name(b.info().dtype()), " (convert one with AsType)"));
-}
-
-absl::Status RealOnly(const Array& a, const char* field, const char* what) {
-  if (!internal::IsComplexDType(a.info().dtype())) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      field, ": ", what, " takes real arrays here (complex: the Python SDK conjugates)"));
 }
 
 // |a| in a floating dtype: complex magnitudes; integers and bool through float64 first.
@@ -82,7 +77,6 @@ absl::StatusOr<Array> MatrixTranspose(const Array& a) {
 }
 
 absl::StatusOr<Array> Vecdot(const Array& a, const Array& b, int32_t axis) {
-  if (absl::Status s = RealOnly(a, "a", "Vecdot"); !s.ok()) return s;
   if (absl::Status s = SameDType(a, b, "Vecdot"); !s.ok()) return s;
   const std::vector<int64_t> a_shape = a.shape(), b_shape = b.shape();
   const size_t rank = std::max(a_shape.size(), b_shape.size());
@@ -95,7 +89,15 @@ absl::StatusOr<Array> Vecdot(const Array& a, const Array& b, int32_t axis) {
                                                    ShapeText(b_shape), " differ along axis ",
                                                    axis));
   }
-  absl::StatusOr<Array> product = Ufunc(v1::ELEMENTWISE_OP_MULTIPLY, {a, b});
+  // Complex: sum(conj(a) * b), as the array API's.
+  std::optional<Array> conjugated;
+  if (internal::IsComplexDType(a.info().dtype())) {
+    absl::StatusOr<Array> c = internal::Conjugate(a);
+    if (!c.ok()) return c.status();
+    conjugated.emplace(*std::move(c));
+  }
+  absl::StatusOr<Array> product =
+      Ufunc(v1::ELEMENTWISE_OP_MULTIPLY, {conjugated ? *conjugated : a, b});
   if (!product.ok()) return product.status();
   absl::StatusOr<Array> sum =
       Reduce(*product, v1::REDUCE_OP_SUM, {static_cast<int32_t>(rank) + from_end},
@@ -200,7 +202,7 @@ absl::StatusOr<Array> Trace(const Array& a, int64_t offset) {
 }
 
 absl::StatusOr<Array> Cross(const Array& a, const Array& b, int32_t axis) {
-  if (absl::Status s = RealOnly(a, "a", "Cross"); !s.ok()) return s;
+  // Complex operands as NumPy's: the same products, nothing conjugated.
   if (absl::Status s = SameDType(a, b, "Cross"); !s.ok()) return s;
   const std::vector<int64_t> shape = a.shape();
   if (b.shape() != shape) {
