@@ -72,6 +72,12 @@ class Backend : public DeviceOps {
   // OK, or UNAVAILABLE while the device is in a sticky error state (its context is unusable until
   // the process restarts). Cheap and non-blocking: probes and metrics call it.
   virtual absl::Status DeviceStatus(int /*device*/) const { return absl::OkStatus(); }
+  // OK, or UNAVAILABLE when `buffer`'s contents are gone or out of reach: its device is in a
+  // sticky error state, or (a cluster) the node that held it was lost, even if a new process has
+  // joined in its place since. Cheap: error messages name the arrays it finds lost.
+  virtual absl::Status BufferStatus(const DeviceBuffer& buffer) const {
+    return DeviceStatus(buffer.device());
+  }
   // The daemons serving this device space (docs/cluster.md), and which one owns `device`: the
   // leader is node 0 and owns the devices numbered first. A single daemon is one node.
   virtual int node_count() const { return 1; }

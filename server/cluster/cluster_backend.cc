@@ -121,6 +121,11 @@ absl::Status ClusterBackend::DeviceStatus(int device) const {
   return leader_.node(p.rank)->DeviceStatus(p.local);
 }
 
+absl::Status ClusterBackend::BufferStatus(const DeviceBuffer& buffer) const {
+  if (Place(buffer.device()).rank == 0) return local_->BufferStatus(buffer);
+  return static_cast<const RemoteBuffer&>(buffer).node().Usable();
+}
+
 absl::StatusOr<BufferPtr> ClusterBackend::Allocate(int device, int64_t bytes) {
   if (device < 0 || device >= device_count()) {
     return absl::InternalError(absl::StrCat("device ", device, " is not in the cluster"));

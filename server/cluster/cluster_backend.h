@@ -36,6 +36,8 @@ class ClusterBackend final : public Backend {
   DeviceMemory memory(int device) const override;
   std::string device_uuid(int device) const override;
   absl::Status DeviceStatus(int device) const override;
+  // A member's buffer: whether the member process that allocated it is still a live member.
+  absl::Status BufferStatus(const DeviceBuffer& buffer) const override;
 
   absl::StatusOr<BufferPtr> Allocate(int device, int64_t bytes) override;
   absl::Status FillConstant(DType dtype, const BufferBox& dst, const Scalar& value) override;

@@ -11,6 +11,7 @@
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/names.h"
 #include "common/proto_convert.h"
 #include "common/scalar_check.h"
@@ -97,6 +98,32 @@ Engine::~Engine() {
   backend_->Synchronize().IgnoreError();
   SetMemoryReclaimer(backend_.get(), nullptr);
   registry_.tenant_memory().set_reclaimer(nullptr);
+}
+
+absl::Status Engine::NameLostArrays(const absl::Status& status, absl::string_view tenant) const {
+  if (!absl::IsUnavailable(status)) return status;
+  constexpr size_t kMostNamed = 8;
+  std::vector<std::string> named;
+  size_t lost = 0;
+  for (const ArrayPtr& array :
+       registry_.ListAfter(tenant, "", std::numeric_limits<size_t>::max())) {
+    const bool gone = absl::c_any_of(array->chunks, [&](const Chunk& chunk) {
+      return chunk.buffer != nullptr && !backend_->BufferStatus(*chunk.buffer).ok();
+    });
+    if (!gone) continue;
+    if (++lost <= kMostNamed) {
+      named.push_back(array->name.empty()
+                          ? array->handle
+                          : absl::StrCat("'", array->name, "' (", array->handle, ")"));
+    }
+  }
+  if (lost == 0) return status;
+  return absl::Status(
+      status.code(),
+      absl::StrCat(status.message(),
+                   "; your arrays with chunks that are gone: ", absl::StrJoin(named, ", "),
+                   lost > kMostNamed ? absl::StrCat(" and ", lost - kMostNamed, " more") : "",
+                   " (delete them and upload again)"));
 }
 
 v1::GetServerInfoResponse Engine::ServerInfo() const {

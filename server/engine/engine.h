@@ -124,6 +124,11 @@ class Engine {
 
   v1::GetServerInfoResponse ServerInfo() const;
 
+  // `status`, and where it is UNAVAILABLE, the arrays of `tenant` whose chunks are gone or out
+  // of reach (Backend::BufferStatus: a lost cluster node, a GPU in a sticky error), named in its
+  // message (at most 8, then how many more), so the caller knows which to delete and rebuild.
+  absl::Status NameLostArrays(const absl::Status& status, absl::string_view tenant) const;
+
   // Renews the call's session (no-op without one). Every call does this on arrival.
   // RESOURCE_EXHAUSTED when the session is new and its tenant holds --max_sessions_per_tenant
   // sessions, or the daemon as many as it holds.

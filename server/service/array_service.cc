@@ -233,7 +233,7 @@ grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerCont
       const bool renew = use == SessionUse::kRenew;
       status = renew ? engine_.TouchSession(call) : absl::OkStatus();
       if (status.ok()) {
-        status = body(call);
+        status = engine_.NameLostArrays(body(call), call.tenant);
         if (status.ok() && response != nullptr) {
           status = AnswerInTime(context, drain_gate_, *probe, response->ByteSizeLong());
         }

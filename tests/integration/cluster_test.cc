@@ -353,7 +353,16 @@ TEST(Cluster, AKilledMemberFailsCallsQuicklyAndRejoinsAfterARestart) {
   EXPECT_TRUE(member_status != -1 && WIFSIGNALED(member_status)) << member_status;
   ASSERT_TRUE(daemon->alive()) << daemon->log();
 
-  // The leader's arrays are intact; the ones with chunks on the lost node say so.
+  // The leader's arrays are intact; the ones with chunks on the lost node say so, and once the
+  // heartbeats have found the node lost a failing call names them (and only them).
+  absl::Status named;
+  do {
+    named = spread.Reshard(Split(2, 0, 512, {0, 1})).status();
+  } while (named.message().find("is lost") == std::string::npos && Clock::now() - killed < kBound);
+  EXPECT_EQ(named.code(), absl::StatusCode::kUnavailable) << named;
+  EXPECT_NE(named.message().find(spread.handle()), std::string::npos) << named;
+  EXPECT_NE(named.message().find(counter.handle()), std::string::npos) << named;
+  EXPECT_EQ(named.message().find(on_leader.handle()), std::string::npos) << named;
   ASSERT_OK_AND_ASSIGN(std::vector<float> kept, on_leader.Download<float>());
   EXPECT_EQ(kept, x);
   ASSERT_OK_AND_ASSIGN(Array kept_sum, on_leader + 1.0f);
@@ -381,6 +390,8 @@ TEST(Cluster, AKilledMemberFailsCallsQuicklyAndRejoinsAfterARestart) {
   ASSERT_TRUE(rejoined.ok()) << rejoined << "\n" << daemon->log() << "\n" << restarted->log();
   absl::StatusOr<std::vector<float>> gone = spread.Download<float>();
   EXPECT_EQ(gone.status().code(), absl::StatusCode::kUnavailable) << gone.status();
+  // Still named after the node's rank came back: its chunks went with the old process.
+  EXPECT_NE(gone.status().message().find(spread.handle()), std::string::npos) << gone.status();
   daemon->members()[0] = std::move(restarted);
   EXPECT_EQ(ExitCode(daemon->Terminate(30000)), 0) << daemon->log();
 }
