@@ -242,11 +242,16 @@ void ClusterLeader::Heartbeats() {
       if (absl::Status s = node.Heartbeat(options_.heartbeat * 2); s.ok()) {
         last_answer[r] = absl::Now();
         if (node.data_plane_epoch() != epoch) reconnect = true;
-      } else if (absl::Now() - last_answer[r] > options_.lost_after) {
-        node.MarkLost(absl::StrCat("no answer for ",
-                                   absl::FormatDuration(absl::Now() - last_answer[r]), " (",
-                                   s.message(), ")"));
+      } else {
+        // Not answering, lost or not yet: no reconnection this round. A rendezvous with a member
+        // that does not come would hold this thread for the transfer timeout, and with it the
+        // detection of the member's loss.
         all_live = false;
+        if (absl::Now() - last_answer[r] > options_.lost_after) {
+          node.MarkLost(absl::StrCat("no answer for ",
+                                     absl::FormatDuration(absl::Now() - last_answer[r]), " (",
+                                     s.message(), ")"));
+        }
       }
     }
     if (all_live && reconnect) {

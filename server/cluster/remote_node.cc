@@ -376,6 +376,10 @@ void RemoteNode::SendFrees() {
 }
 
 void RemoteNode::SendFreeBatch(std::vector<uint64_t> batch) {
+  // One batch at a time: memory()'s refresh, even with nothing of its own to send, waits here for
+  // a batch the frees thread took and is sending, so its heartbeat reads the member's figures
+  // after those frees.
+  absl::MutexLock sending(&send_mu_);
   if (batch.empty()) return;
   wire::FreeRequest request;
   request.mutable_buffers()->Add(batch.begin(), batch.end());

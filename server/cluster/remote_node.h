@@ -100,6 +100,7 @@ class RemoteNode : public std::enable_shared_from_this<RemoteNode> {
   const uint64_t leader_incarnation_;
   std::shared_ptr<internal::v1::ClusterService::Stub> stub_;
 
+  absl::Mutex send_mu_;  // held while a batch of frees is sent (SendFreeBatch)
   mutable absl::Mutex mu_;
   std::string lost_ ABSL_GUARDED_BY(mu_);  // empty while live
   std::vector<wire::DeviceDescription> devices_ ABSL_GUARDED_BY(mu_);
