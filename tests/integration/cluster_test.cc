@@ -27,6 +27,7 @@
 #include "tests/support/daemon.h"
 #include "tests/support/reference.h"
 #include "tests/support/run_command.h"
+#include "tests/support/test_certificates.h"
 
 namespace distarray::testing {
 namespace {
@@ -494,26 +495,14 @@ TEST(Cluster, TheLeadersLossEndsTheMembers) {
 class ClusterTlsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    std::string dir = (std::filesystem::temp_directory_path() / "distarray-ctls-XXXXXX").string();
-    dir_ = new std::string(mkdtemp(dir.data()));
-    const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-    const std::string script = absl::StrCat(
-        "set -e; cd ", *dir_, "; ", "openssl req -x509 ", key,
-        " -keyout ca.key -out ca.crt -days 1 -subj /CN=cluster-ca; ", "openssl req -x509 ", key,
-        " -keyout other-ca.key -out other-ca.crt -days 1 -subj /CN=another-ca; ",
-        "printf 'subjectAltName=DNS:distarray-cluster\\nextendedKeyUsage=serverAuth,clientAuth\\n' "
-        "> node.ext; ",
-        "openssl req ", key, " -keyout node.key -out node.csr -subj /CN=distarray-cluster; ",
-        "openssl x509 -req -in node.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 "
-        "-extfile node.ext -out node.crt; ",
-        "openssl req ", key,
-        " -keyout stranger.key -out stranger.csr -subj /CN=distarray-cluster; ",
-        "openssl x509 -req -in stranger.csr -CA other-ca.crt -CAkey other-ca.key "
-        "-CAcreateserial -days 1 -extfile node.ext -out stranger.crt; ",
-        "printf 'not a certificate\\n' > garbage.pem");
-    std::ofstream(*dir_ + "/make-certs.sh") << script << "\n";
-    const CommandResult made = RunCommand(absl::StrCat("sh ", *dir_, "/make-certs.sh"));
-    ASSERT_EQ(made.exit_code, 0) << made.output;
+    dir_ = new std::string(MakeCertificates(
+        "distarray-ctls",
+        absl::StrCat(SelfSignedCa("ca", "cluster-ca"), SelfSignedCa("other-ca", "another-ca"),
+                     "printf 'subjectAltName=DNS:distarray-cluster\\nextendedKeyUsage="
+                     "serverAuth,clientAuth\\n' > node.ext; ",
+                     SignedBy("ca", "node", "distarray-cluster", "node.ext"),
+                     SignedBy("other-ca", "stranger", "distarray-cluster", "node.ext"),
+                     "printf 'not a certificate\\n' > garbage.pem")));
   }
   static void TearDownTestSuite() {
     std::filesystem::remove_all(*dir_);

@@ -17,6 +17,7 @@
 #include "tests/support/backend_fixture.h"
 #include "tests/support/daemon.h"
 #include "tests/support/run_command.h"
+#include "tests/support/test_certificates.h"
 
 namespace distarray::testing {
 namespace {
@@ -30,31 +31,16 @@ std::string ReadFile(const std::string& path) {
 class TlsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    std::string dir = (std::filesystem::temp_directory_path() / "distarray-tls-XXXXXX").string();
-    dir_ = new std::string(mkdtemp(dir.data()));
-    // P-256 keys: quick to make. Each certificate is valid for a day from now.
-    const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-    const std::string script = absl::StrCat(
-        "set -e; cd ", *dir_, "; ", "openssl req -x509 ", key,
-        " -keyout ca.key -out ca.crt -days 1 -subj /CN=test-ca; ", "openssl req -x509 ", key,
-        " -keyout other-ca.key -out other-ca.crt -days 1 -subj /CN=another-ca; ",
-        "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\nextendedKeyUsage=serverAuth\\n' "
-        "> server.ext; ",
-        "printf 'extendedKeyUsage=clientAuth\\n' > client.ext; ", "openssl req ", key,
-        " -keyout server.key -out server.csr -subj /CN=localhost; ",
-        "openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 "
-        "-extfile server.ext -out server.crt; ",
-        "openssl req ", key, " -keyout client.key -out client.csr -subj /CN=alice; ",
-        "openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 "
-        "-extfile client.ext -out client.crt; ",
-        "openssl req ", key, " -keyout stranger.key -out stranger.csr -subj /CN=mallory; ",
-        "openssl x509 -req -in stranger.csr -CA other-ca.crt -CAkey other-ca.key "
-        "-CAcreateserial -days 1 -extfile client.ext -out stranger.crt; ",
-        "printf 'not a certificate\\n' > garbage.pem");
-    // Written to a script file: no quoting through popen's shell.
-    std::ofstream(*dir_ + "/make-certs.sh") << script << "\n";
-    const CommandResult made = RunCommand(absl::StrCat("sh ", *dir_, "/make-certs.sh"));
-    ASSERT_EQ(made.exit_code, 0) << made.output;
+    dir_ = new std::string(MakeCertificates(
+        "distarray-tls",
+        absl::StrCat(SelfSignedCa("ca", "test-ca"), SelfSignedCa("other-ca", "another-ca"),
+                     "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\nextendedKeyUsage="
+                     "serverAuth\\n' > server.ext; ",
+                     "printf 'extendedKeyUsage=clientAuth\\n' > client.ext; ",
+                     SignedBy("ca", "server", "localhost", "server.ext"),
+                     SignedBy("ca", "client", "alice", "client.ext"),
+                     SignedBy("other-ca", "stranger", "mallory", "client.ext"),
+                     "printf 'not a certificate\\n' > garbage.pem")));
   }
   static void TearDownTestSuite() {
     std::filesystem::remove_all(*dir_);
