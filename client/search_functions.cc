@@ -108,10 +108,24 @@ struct Groups {
   Array sorted;
   Array positions;
 };
-absl::Status RealOrBool(const Array& a, const char* what) {
-  if (!internal::IsComplexDType(a.info().dtype())) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("a: ", what, " takes real or bool arrays here (complex: the Python SDK)"));
+// The stable permutation that sorts the 1-D `flat`. Complex numbers have no order on the daemon:
+// an argsort by imaginary part, then a stable one by real part, orders them as NumPy does (real
+// part first) and makes equal numbers adjacent, as the Python SDK composes it. The imaginary part
+// is composed, and NaN where the real part is infinite, so numbers of one infinite real part may
+// come out as more than one value.
+absl::StatusOr<Array> SortingOrder(const Array& flat) {
+  if (!internal::IsComplexDType(flat.info().dtype())) return Argsort(flat, 0);
+  absl::StatusOr<Array> imag = internal::ImagPart(flat);
+  if (!imag.ok()) return imag.status();
+  absl::StatusOr<Array> by_imag = Argsort(*imag, 0);
+  if (!by_imag.ok()) return by_imag.status();
+  absl::StatusOr<Array> real = internal::RealPart(flat);
+  if (!real.ok()) return real.status();
+  absl::StatusOr<Array> real_by_imag = Gather(*real, *by_imag);
+  if (!real_by_imag.ok()) return real_by_imag.status();
+  absl::StatusOr<Array> then_real = Argsort(*real_by_imag, 0);
+  if (!then_real.ok()) return then_real.status();
+  return Gather(*by_imag, *then_real);
 }
 
 // The starts' running count and positions in the sorted `sorted`.
@@ -129,11 +143,17 @@ absl::StatusOr<StartsOf> StartsIn(const Array& sorted) {
   return StartsOf{*std::move(count), *std::move(positions)};
 }
 
-absl::StatusOr<Groups> GroupsOf(const Array& a, const char* what) {
-  if (absl::Status s = RealOrBool(a, what); !s.ok()) return s;
+absl::StatusOr<Groups> GroupsOf(const Array& a) {
   absl::StatusOr<Array> flat = Reshape(a, {-1});
   if (!flat.ok()) return flat.status();
-  absl::StatusOr<Array> sorted = Sort(*flat, 0);
+  absl::StatusOr<Array> sorted = absl::UnknownError("unsorted");
+  if (internal::IsComplexDType(a.info().dtype())) {
+    absl::StatusOr<Array> order = SortingOrder(*flat);
+    if (!order.ok()) return order.status();
+    sorted = Gather(*flat, *order);
+  } else {
+    sorted = Sort(*flat, 0);
+  }
   if (!sorted.ok()) return sorted.status();
   absl::StatusOr<StartsOf> starts = StartsIn(*sorted);
   if (!starts.ok()) return starts.status();
@@ -159,11 +179,10 @@ struct Inverse {
   StartsOf starts;
   Array inverse_indices;
 };
-absl::StatusOr<Inverse> InverseOf(const Array& a, const char* what) {
-  if (absl::Status s = RealOrBool(a, what); !s.ok()) return s;
+absl::StatusOr<Inverse> InverseOf(const Array& a) {
   absl::StatusOr<Array> flat = Reshape(a, {-1});
   if (!flat.ok()) return flat.status();
-  absl::StatusOr<Array> order = Argsort(*flat, 0);
+  absl::StatusOr<Array> order = SortingOrder(*flat);
   if (!order.ok()) return order.status();
   absl::StatusOr<Array> sorted = Gather(*flat, *order);
   if (!sorted.ok()) return sorted.status();
@@ -248,7 +267,7 @@ absl::StatusOr<Array> MaskedGet(const Array& a, const Array& mask) {
 absl::StatusOr<Array> UniqueValues(const Array& a) {
   absl::StatusOr<Array> flat = Reshape(a, {-1});
   if (!flat.ok() || flat->shape()[0] == 0) return flat;
-  absl::StatusOr<Groups> groups = GroupsOf(a, "UniqueValues");
+  absl::StatusOr<Groups> groups = GroupsOf(a);
   if (!groups.ok()) return groups.status();
   return Gather(groups->sorted, groups->positions);
 }
@@ -262,7 +281,7 @@ absl::StatusOr<UniqueCountsResult> UniqueCounts(const Array& a) {
     if (!counts.ok()) return counts.status();
     return UniqueCountsResult{*std::move(flat), *std::move(counts)};
   }
-  absl::StatusOr<Groups> groups = GroupsOf(a, "UniqueCounts");
+  absl::StatusOr<Groups> groups = GroupsOf(a);
   if (!groups.ok()) return groups.status();
   absl::StatusOr<Array> values = Gather(groups->sorted, groups->positions);
   if (!values.ok()) return values.status();
@@ -272,7 +291,6 @@ absl::StatusOr<UniqueCountsResult> UniqueCounts(const Array& a) {
 }
 
 absl::StatusOr<UniqueInverseResult> UniqueInverse(const Array& a) {
-  if (absl::Status s = RealOrBool(a, "UniqueInverse"); !s.ok()) return s;
   absl::StatusOr<Array> flat = Reshape(a, {-1});
   if (!flat.ok()) return flat.status();
   if (flat->shape()[0] == 0) {
@@ -280,7 +298,7 @@ absl::StatusOr<UniqueInverseResult> UniqueInverse(const Array& a) {
     if (!inverse.ok()) return inverse.status();
     return UniqueInverseResult{*std::move(flat), *std::move(inverse)};
   }
-  absl::StatusOr<Inverse> inverse = InverseOf(a, "UniqueInverse");
+  absl::StatusOr<Inverse> inverse = InverseOf(a);
   if (!inverse.ok()) return inverse.status();
   absl::StatusOr<Array> values = Gather(inverse->sorted, inverse->starts.positions);
   if (!values.ok()) return values.status();
@@ -288,7 +306,6 @@ absl::StatusOr<UniqueInverseResult> UniqueInverse(const Array& a) {
 }
 
 absl::StatusOr<UniqueAllResult> UniqueAll(const Array& a) {
-  if (absl::Status s = RealOrBool(a, "UniqueAll"); !s.ok()) return s;
   absl::StatusOr<Array> flat = Reshape(a, {-1});
   if (!flat.ok()) return flat.status();
   const int64_t n = flat->shape()[0];
@@ -302,7 +319,7 @@ absl::StatusOr<UniqueAllResult> UniqueAll(const Array& a) {
     return UniqueAllResult{*std::move(flat), *std::move(indices), *std::move(inverse),
                            *std::move(counts)};
   }
-  absl::StatusOr<Inverse> inverse = InverseOf(a, "UniqueAll");
+  absl::StatusOr<Inverse> inverse = InverseOf(a);
   if (!inverse.ok()) return inverse.status();
   absl::StatusOr<Array> values = Gather(inverse->sorted, inverse->starts.positions);
   if (!values.ok()) return values.status();

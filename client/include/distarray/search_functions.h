@@ -24,7 +24,8 @@ absl::StatusOr<Array> MaskedGet(const Array& a, const Array& mask);
 
 // The array API's unique_values and unique_counts of a flattened: the distinct values sorted
 // ascending (NaNs last, each NaN a value of its own, -0.0 and 0.0 one value), and how many
-// elements equal each (int64). Real dtypes and bool. Reads back one element.
+// elements equal each (int64). Every dtype: complex numbers in NumPy's order (real part, then
+// imaginary). Reads back one element.
 absl::StatusOr<Array> UniqueValues(const Array& a);
 struct UniqueCountsResult {
   Array values;
