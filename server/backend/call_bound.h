@@ -8,7 +8,6 @@
 #define DISTARRAY_SERVER_BACKEND_CALL_BOUND_H_
 
 #include <functional>
-#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -18,10 +17,11 @@ namespace distarray {
 class ScopedCallBound {
  public:
   // `alive`: OK while the call is wanted; its error (CANCELLED, DEADLINE_EXCEEDED, the drain's
-  // UNAVAILABLE) once not. Nests: an inner scope (a tighter run-time bound) replaces the outer one
-  // for its lifetime.
-  ScopedCallBound(absl::Time deadline, std::function<absl::Status()> alive)
-      : deadline_(deadline), alive_(std::move(alive)), previous_(current_) {
+  // UNAVAILABLE) once not. Held by reference (no copy on every call): it must outlive the scope,
+  // as the handler's CallContext does. Nests: an inner scope (a tighter run-time bound) replaces
+  // the outer one for its lifetime.
+  ScopedCallBound(absl::Time deadline, const std::function<absl::Status()>& alive)
+      : deadline_(deadline), alive_(alive), previous_(current_) {
     current_ = this;
   }
   ~ScopedCallBound() { current_ = previous_; }
@@ -36,7 +36,7 @@ class ScopedCallBound {
 
  private:
   const absl::Time deadline_;
-  const std::function<absl::Status()> alive_;
+  const std::function<absl::Status()>& alive_;
   const ScopedCallBound* const previous_;
   static inline thread_local const ScopedCallBound* current_ = nullptr;
 };

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "server/backend/call_bound.h"
 
 namespace distarray::cluster {
@@ -122,6 +123,23 @@ RemoteNode::InFlight::~InFlight() {
   node_.in_flight_.erase(&context_);
 }
 
+template <typename Request, typename Response, typename AsyncMethod>
+absl::Status RemoteNode::BoundedCall(const char* what, absl::Duration own_bound, AsyncMethod method,
+                                     const Request& request, Response* response) {
+  grpc::ClientContext context;
+  const bool by_call = SetCallDeadline(context, own_bound);
+  InFlight in_flight(*this, context);
+  absl::Status ended;
+  const grpc::Status s = Await(
+      context,
+      [&](grpc::CompletionQueue* queue) {
+        return (stub_.get()->*method)(&context, request, queue);
+      },
+      response, &ended);
+  if (s.ok() && ended.ok()) return absl::OkStatus();
+  return FromBoundedGrpc(s, ended, by_call, what);
+}
+
 absl::Status RemoteNode::FromBoundedGrpc(const grpc::Status& status, const absl::Status& ended,
                                          bool by_call_deadline, const char* what) const {
   if (!ended.ok()) {
@@ -149,8 +167,6 @@ absl::Status RemoteNode::FromGrpc(const grpc::Status& status, const char* what) 
 
 absl::StatusOr<uint64_t> RemoteNode::Call(const wire::DeviceWork& work) {
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
-  grpc::ClientContext context;
-  InFlight in_flight(*this, context);
   wire::DeviceWorkResult result;
   // An allocation left behind by a caller that stopped waiting would leak its handle on the
   // member, and a copy's half abandoned on one node would leave the other's waiting for it: those
@@ -158,20 +174,17 @@ absl::StatusOr<uint64_t> RemoteNode::Call(const wire::DeviceWork& work) {
   const bool bounded = work.work_case() != wire::DeviceWork::kAllocate &&
                        work.work_case() != wire::DeviceWork::kSendBox &&
                        work.work_case() != wire::DeviceWork::kReceiveBox;
-  if (!bounded) {
-    SetDeadline(context, kExecuteDeadline);
-    if (grpc::Status s = stub_->Execute(&context, work, &result); !s.ok()) {
-      return FromGrpc(s, "device work");
-    }
+  if (bounded) {
+    RETURN_IF_ERROR(BoundedCall("device work", kExecuteDeadline,
+                                &internal::v1::ClusterService::Stub::AsyncExecute, work, &result));
     return result.allocated();
   }
-  const bool by_call = SetCallDeadline(context, kExecuteDeadline);
-  absl::Status ended;
-  const grpc::Status s = Await(
-      context,
-      [&](grpc::CompletionQueue* queue) { return stub_->AsyncExecute(&context, work, queue); },
-      &result, &ended);
-  if (!s.ok() || !ended.ok()) return FromBoundedGrpc(s, ended, by_call, "device work");
+  grpc::ClientContext context;
+  SetDeadline(context, kExecuteDeadline);
+  InFlight in_flight(*this, context);
+  if (grpc::Status s = stub_->Execute(&context, work, &result); !s.ok()) {
+    return FromGrpc(s, "device work");
+  }
   return result.allocated();
 }
 
@@ -201,15 +214,9 @@ absl::Status RemoteNode::Write(uint64_t handle, int64_t offset, const void* src,
     request.set_offset(offset + done);
     request.set_data(from + done, static_cast<size_t>(piece));
     wire::WriteResponse response;
-    grpc::ClientContext context;
-    const bool by_call = SetCallDeadline(context, kExecuteDeadline);
-    InFlight in_flight(*this, context);
-    absl::Status ended;
-    const grpc::Status s = Await(
-        context,
-        [&](grpc::CompletionQueue* queue) { return stub_->AsyncWrite(&context, request, queue); },
-        &response, &ended);
-    if (!s.ok() || !ended.ok()) return FromBoundedGrpc(s, ended, by_call, "write");
+    RETURN_IF_ERROR(BoundedCall("write", kExecuteDeadline,
+                                &internal::v1::ClusterService::Stub::AsyncWrite, request,
+                                &response));
     done += piece;
   }
   return absl::OkStatus();
@@ -225,15 +232,8 @@ absl::Status RemoteNode::Read(uint64_t handle, int64_t offset, int64_t bytes, vo
     request.set_offset(offset + done);
     request.set_bytes(piece);
     wire::ReadResponse response;
-    grpc::ClientContext context;
-    const bool by_call = SetCallDeadline(context, kWaitDeadline);
-    InFlight in_flight(*this, context);
-    absl::Status ended;
-    const grpc::Status s = Await(
-        context,
-        [&](grpc::CompletionQueue* queue) { return stub_->AsyncRead(&context, request, queue); },
-        &response, &ended);
-    if (!s.ok() || !ended.ok()) return FromBoundedGrpc(s, ended, by_call, "read");
+    RETURN_IF_ERROR(BoundedCall(
+        "read", kWaitDeadline, &internal::v1::ClusterService::Stub::AsyncRead, request, &response));
     if (static_cast<int64_t>(response.data().size()) != piece) {
       return absl::InternalError(absl::StrCat("cluster node ", rank(), " returned ",
                                               response.data().size(), " bytes for ", piece));
@@ -246,20 +246,10 @@ absl::Status RemoteNode::Read(uint64_t handle, int64_t offset, int64_t bytes, vo
 
 absl::Status RemoteNode::Synchronize() {
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
-  grpc::ClientContext context;
-  const bool by_call = SetCallDeadline(context, kWaitDeadline);
-  InFlight in_flight(*this, context);
   wire::SynchronizeRequest request;
   wire::SynchronizeResponse response;
-  absl::Status ended;
-  const grpc::Status s = Await(
-      context,
-      [&](grpc::CompletionQueue* queue) {
-        return stub_->AsyncSynchronize(&context, request, queue);
-      },
-      &response, &ended);
-  if (!s.ok() || !ended.ok()) return FromBoundedGrpc(s, ended, by_call, "synchronize");
-  return absl::OkStatus();
+  return BoundedCall("synchronize", kWaitDeadline,
+                     &internal::v1::ClusterService::Stub::AsyncSynchronize, request, &response);
 }
 
 absl::Status RemoteNode::Heartbeat(absl::Duration timeout) {

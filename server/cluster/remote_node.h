@@ -87,6 +87,12 @@ class RemoteNode : public std::enable_shared_from_this<RemoteNode> {
   absl::StatusOr<uint64_t> Call(const wire::DeviceWork& work);
   // The member's error, as the leader reports it: its code, the node named.
   absl::Status FromGrpc(const grpc::Status& status, const char* what) const;
+  // One unary RPC (`method`, an Async* method of the stub) whose wait is bounded by the client
+  // call this thread serves (ScopedCallBound) as well as by `own_bound`, registered in flight for
+  // MarkLost; its failure as FromBoundedGrpc reports it, naming `what`.
+  template <typename Request, typename Response, typename AsyncMethod>
+  absl::Status BoundedCall(const char* what, absl::Duration own_bound, AsyncMethod method,
+                           const Request& request, Response* response);
   // The same for a wait bounded by the client call it serves (ScopedCallBound): `ended` is why the
   // caller stopped waiting, if it did; `by_call_deadline`, that the RPC's deadline was the call's,
   // so its passing is the call's DEADLINE_EXCEEDED, not the member's fault.

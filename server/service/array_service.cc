@@ -95,12 +95,19 @@ absl::Status CallAlive(grpc::ServerContext* context, const DrainGate* drain, Can
   return absl::OkStatus();
 }
 
+// The client's deadline for the call, or the infinite future when it set none.
+absl::Time ClientDeadline(const grpc::ServerContext& context) {
+  return context.deadline() == std::chrono::system_clock::time_point::max()
+             ? absl::InfiniteFuture()
+             : absl::FromChrono(context.deadline());
+}
+
 // `call` stopped, as at a deadline, once RunGraph has run longer than the daemon allows: the
 // default bound when the client set no deadline, the maximum whatever it set. The replay's wait
 // polls `alive` and sets the devices' cancel word, so a loop stops on the GPUs too.
 CallContext WithRunTimeBound(const CallContext& call, const grpc::ServerContext& context,
                              const EngineOptions& options) {
-  const bool client_deadline = context.deadline() != std::chrono::system_clock::time_point::max();
+  const bool client_deadline = ClientDeadline(context) != absl::InfiniteFuture();
   const absl::Duration bound =
       client_deadline ? options.run_graph_max_time : options.run_graph_default_time;
   const char* flag = client_deadline ? "--run_graph_max_seconds" : "--run_graph_default_seconds";
@@ -224,10 +231,7 @@ grpc::Status ArrayServiceImpl::Handle(absl::string_view method, grpc::ServerCont
       CallContext call{*std::move(session),
                        [this, context, probe] { return CallAlive(context, drain_gate_, *probe); }};
       // Waits outside the process on the call's behalf (a cluster member) end with it.
-      const bool has_deadline = context->deadline() != std::chrono::system_clock::time_point::max();
-      const ScopedCallBound bound(
-          has_deadline ? absl::FromChrono(context->deadline()) : absl::InfiniteFuture(),
-          call.alive);
+      const ScopedCallBound bound(ClientDeadline(*context), call.alive);
       call.tenant = *std::move(tenant);
       call.results = std::make_shared<CallResults>();
       const bool renew = use == SessionUse::kRenew;
@@ -613,9 +617,10 @@ grpc::Status ArrayServiceImpl::RunGraph(grpc::ServerContext* context,
                                         const v1::RunGraphRequest* request,
                                         v1::RunGraphResponse* response) {
   return Handle("RunGraph", context, response, [&](const CallContext& call) -> absl::Status {
-    ASSIGN_OR_RETURN(
-        GraphRunOutcome outcome,
-        engine_.RunGraph(*request, WithRunTimeBound(call, *context, engine_.options())));
+    const CallContext bounded = WithRunTimeBound(call, *context, engine_.options());
+    // Waits on cluster members end at the run-time bound too (its `alive` is polled).
+    const ScopedCallBound run_bound(ClientDeadline(*context), bounded.alive);
+    ASSIGN_OR_RETURN(GraphRunOutcome outcome, engine_.RunGraph(*request, bounded));
     for (const auto& [variable, array] : outcome.outputs) {
       (*response->mutable_outputs())[variable] = ToArrayInfo(*array);
     }

@@ -515,11 +515,6 @@ class ClusterTlsTest : public ::testing::Test {
             "--cluster_tls_key_file=" + File(who + ".key"),
             "--cluster_tls_ca_file=" + File(ca + ".crt")};
   }
-  static std::string ReadAll(const std::string& path) {
-    std::stringstream contents;
-    contents << std::ifstream(path).rdbuf();
-    return contents.str();
-  }
   static std::string* dir_;
 };
 std::string* ClusterTlsTest::dir_ = nullptr;
@@ -554,9 +549,9 @@ TEST_F(ClusterTlsTest, DaemonsWithTheClusterCertificateFormAndWorkAcrossNodes) {
   };
   auto tls = [&](const std::string& who) {
     grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = ReadAll(File("ca.crt"));
-    ssl.pem_private_key = ReadAll(File(who + ".key"));
-    ssl.pem_cert_chain = ReadAll(File(who + ".crt"));
+    ssl.pem_root_certs = ReadPem(File("ca.crt"));
+    ssl.pem_private_key = ReadPem(File(who + ".key"));
+    ssl.pem_cert_chain = ReadPem(File(who + ".crt"));
     return grpc::SslCredentials(ssl);
   };
   EXPECT_EQ(join_with(grpc::InsecureChannelCredentials()).error_code(),

@@ -22,12 +22,6 @@
 namespace distarray::testing {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::stringstream contents;
-  contents << std::ifstream(path).rdbuf();
-  return contents.str();
-}
-
 class TlsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -66,10 +60,10 @@ class TlsTest : public ::testing::Test {
     ConnectOptions options;
     options.tls = true;
     options.keepalive = false;
-    options.tls_root_certs_pem = ReadFile(File("ca.crt"));
+    options.tls_root_certs_pem = ReadPem(File("ca.crt"));
     if (!client.empty()) {
-      options.tls_client_cert_pem = ReadFile(File(client + ".crt"));
-      options.tls_client_key_pem = ReadFile(File(client + ".key"));
+      options.tls_client_cert_pem = ReadPem(File(client + ".crt"));
+      options.tls_client_key_pem = ReadPem(File(client + ".key"));
     }
     return options;
   }
@@ -103,7 +97,7 @@ TEST_F(TlsTest, TlsClientsWorkAndPlaintextClientsAreRefused) {
     EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
     // A client that does not trust the server's CA is refused too.
     ConnectOptions untrusting = TlsOptions();
-    untrusting.tls_root_certs_pem = ReadFile(File("other-ca.crt"));
+    untrusting.tls_root_certs_pem = ReadPem(File("other-ca.crt"));
     absl::StatusOr<Client> unverified = Client::Connect(daemon->address(), 2000, untrusting);
     ASSERT_FALSE(unverified.ok());
     EXPECT_EQ(unverified.status().code(), absl::StatusCode::kUnavailable);

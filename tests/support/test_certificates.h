@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -31,6 +32,13 @@ inline std::string SignedBy(const std::string& ca, const std::string& name, cons
                       ".csr -subj /CN=", cn, "; openssl x509 -req -in ", name, ".csr -CA ", ca,
                       ".crt -CAkey ", ca, ".key -CAcreateserial -days 1 -extfile ", extensions,
                       " -out ", name, ".crt; ");
+}
+
+// A whole (PEM) file, or empty when it cannot be read.
+inline std::string ReadPem(const std::string& path) {
+  std::stringstream contents;
+  contents << std::ifstream(path).rdbuf();
+  return contents.str();
 }
 
 // Runs `commands` (sh) in a new temporary directory named after `prefix` and returns it; a
