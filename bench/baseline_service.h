@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -17,6 +18,11 @@
 
 namespace distarray::bench {
 
+// A steady_clock time as nanoseconds of the host's monotonic clock (see HoldTimes).
+inline int64_t SteadyNanos(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
 class BaselineService final : public Baseline::Service {
  public:
   grpc::Status Ping(grpc::ServerContext*, const Empty*, Empty*) override {
@@ -24,11 +30,17 @@ class BaselineService final : public Baseline::Service {
   }
   // Answers after `micros` with the handler thread awake (yielding), as RunGraph's handler is
   // near a replay's end: what gRPC adds around a call that lasts that long.
-  grpc::Status Hold(grpc::ServerContext*, const HoldRequest* request, Empty*) override {
+  grpc::Status Hold(grpc::ServerContext*, const HoldRequest* request, HoldTimes* times) override {
+    const auto entered = std::chrono::steady_clock::now();
     const auto until =
-        std::chrono::steady_clock::now() +
-        std::chrono::microseconds(std::clamp<int64_t>(request->micros(), 0, 10'000'000));
-    while (std::chrono::steady_clock::now() < until) std::this_thread::yield();
+        entered + std::chrono::microseconds(std::clamp<int64_t>(request->micros(), 0, 10'000'000));
+    auto now = entered;
+    while (now < until) {
+      std::this_thread::yield();
+      now = std::chrono::steady_clock::now();
+    }
+    times->set_entered_ns(SteadyNanos(entered));
+    times->set_left_ns(SteadyNanos(now));
     return grpc::Status::OK;
   }
   grpc::Status Put(grpc::ServerContext*, grpc::ServerReader<Blob>* reader, Empty*) override {

@@ -32,6 +32,14 @@
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "distarrayd address");
 ABSL_FLAG(std::string, peers_file, "", "key value lines from loop_peers.py");
 ABSL_FLAG(std::string, sizes, "100000,1000000,10000000", "element counts");
+ABSL_FLAG(int, repeats, 5, "timed RunGraph calls per size (the median is reported)");
+ABSL_FLAG(std::string, baseline, "",
+          "address of the do-nothing baseline served by another process (distarray_bench "
+          "--serve_baseline_port_file); empty: served in this process");
+ABSL_FLAG(bool, trace_calls, false,
+          "print each timed RunGraph and held call's send and receive times on the host's "
+          "monotonic clock ('trace' lines), to set against the daemon's debug log and the held "
+          "call's own span (bench/trace_legs.py joins them)");
 ABSL_FLAG(int64_t, rpc_loop_max_elements, 1000000,
           "largest size at which the client-driven loop (one RPC per op) is timed");
 
@@ -118,11 +126,19 @@ int main(int argc, char** argv) {
 
   // The do-nothing baseline in this process: an empty call, and calls held on the server.
   distarray::bench::BaselineService baseline;
-  int baseline_port = 0;
-  auto baseline_server = distarray::bench::StartBaseline(baseline, &baseline_port);
-  if (baseline_server == nullptr) return 2;
-  auto baseline_stub = distarray::bench::Baseline::NewStub(grpc::CreateChannel(
-      absl::StrCat("127.0.0.1:", baseline_port), grpc::InsecureChannelCredentials()));
+  std::string baseline_address = absl::GetFlag(FLAGS_baseline);
+  std::unique_ptr<grpc::Server> baseline_server;
+  if (baseline_address.empty()) {
+    int baseline_port = 0;
+    baseline_server = distarray::bench::StartBaseline(baseline, &baseline_port);
+    if (baseline_server == nullptr) return 2;
+    baseline_address = absl::StrCat("127.0.0.1:", baseline_port);
+  }
+  std::printf("| do-nothing baseline: %s |\n",
+              baseline_server != nullptr ? "served in this process" : "served by another process");
+  auto baseline_stub = distarray::bench::Baseline::NewStub(
+      grpc::CreateChannel(baseline_address, grpc::InsecureChannelCredentials()));
+  const bool trace = absl::GetFlag(FLAGS_trace_calls);
   // The median end-to-end time of `count` calls held `micros` on the server.
   auto held_call_ms = [&](int64_t micros, int count) {
     std::vector<double> times;
@@ -130,10 +146,17 @@ int main(int argc, char** argv) {
     request.set_micros(micros);
     for (int i = 0; i < count; ++i) {
       grpc::ClientContext context;
-      distarray::bench::Empty out;
+      distarray::bench::HoldTimes out;
       const auto t0 = Clock::now();
       if (!baseline_stub->Hold(&context, request, &out).ok()) return -1.0;
-      times.push_back(Ms(t0, Clock::now()));
+      const auto t1 = Clock::now();
+      times.push_back(Ms(t0, t1));
+      if (trace && micros > 0) {
+        std::printf("trace held %lld %lld %lld %lld\n",
+                    static_cast<long long>(distarray::bench::SteadyNanos(t0)),
+                    static_cast<long long>(out.entered_ns()), static_cast<long long>(out.left_ns()),
+                    static_cast<long long>(distarray::bench::SteadyNanos(t1)));
+      }
     }
     std::sort(times.begin(), times.end());
     return times[times.size() / 2];
@@ -147,7 +170,7 @@ int main(int argc, char** argv) {
     grpc::CompletionQueue cq;
     for (int i = 0; i < count; ++i) {
       grpc::ClientContext context;
-      distarray::bench::Empty out;
+      distarray::bench::HoldTimes out;
       grpc::Status status;
       const auto t0 = Clock::now();
       auto rpc = baseline_stub->AsyncHold(&context, request, &cq);
@@ -193,13 +216,22 @@ int main(int argc, char** argv) {
       ok &= first.iterations == kIterations && Correct(first.outputs.at("a"), n);
       std::vector<double> times, device_times;
       bool hit = true;
-      for (int rep = 0; rep < 5; ++rep) {
+      const int repeats = std::max(1, absl::GetFlag(FLAGS_repeats));
+      for (int rep = 0; rep < repeats; ++rep) {
         const auto t1 = Clock::now();
         auto run = Must(client.RunGraph(program, {{"a", &a}}), "RunGraph");
-        times.push_back(Ms(t1, Clock::now()));
+        const auto t2 = Clock::now();
+        times.push_back(Ms(t1, t2));
+        if (trace) {
+          std::printf("trace RunGraph %lld %lld %.0f\n",
+                      static_cast<long long>(distarray::bench::SteadyNanos(t1)),
+                      static_cast<long long>(distarray::bench::SteadyNanos(t2)),
+                      run.device_seconds * 1e9);
+        }
         device_times.push_back(run.device_seconds * 1e3);
         hit &= run.graph_cache_hit;
-        if (rep == 4) ok &= run.iterations == kIterations && Correct(run.outputs.at("a"), n);
+        if (rep == repeats - 1)
+          ok &= run.iterations == kIterations && Correct(run.outputs.at("a"), n);
       }
       std::sort(times.begin(), times.end());
       std::sort(device_times.begin(), device_times.end());
@@ -225,7 +257,7 @@ int main(int argc, char** argv) {
             "(%.2f near-empty RPCs) |\n",
             label.c_str(), device_ms, device_ms * 1e3 / kIterations, ms, ms - device_ms,
             (ms - device_ms) / empty_ms);
-        const double held_ms = held_call_ms(static_cast<int64_t>(device_ms * 1e3), 5);
+        const double held_ms = held_call_ms(static_cast<int64_t>(device_ms * 1e3), repeats);
         std::printf(
             "| %s: a do-nothing call held %.2f ms on the server: end to end + %.3f ms; RunGraph "
             "adds %.3f ms, %.2fx that |\n",

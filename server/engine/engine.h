@@ -21,6 +21,7 @@
 #include "server/backend/backend.h"
 #include "server/engine/registry.h"
 #include "server/engine/sessions.h"
+#include "server/graph/checked_programs.h"
 #include "server/graph/program_check.h"
 #include "server/graph/program_limits.h"
 #include "server/graph/program_runner.h"
@@ -265,6 +266,7 @@ class Engine {
   Registry registry_;
   SessionTable sessions_;
   ProgramStore programs_;
+  CheckedPrograms checked_programs_{4096};
   std::unique_ptr<ProgramRunner> runner_;
   std::atomic<int64_t> graph_launches_{0};
   std::atomic<int64_t> graph_iterations_{0};

@@ -139,6 +139,34 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Run(const v1::Program& program,
                                                     const std::vector<ArrayPtr>& arguments,
                                                     const OpContext& context,
                                                     const std::string& tenant) {
+  const auto entered = std::chrono::steady_clock::now();
+  GraphRecorder* recorder = backend_.graph_recorder();
+  const bool may_record = use_graphs_ && recorder != nullptr;
+  // The signature by digest too: an argument's index map can have 65,536 chunks.
+  const std::string key =
+      may_record ? absl::StrCat(program_key, "/", Sha256Hex(Signature(arguments))) : "";
+  // A cached graph was recorded only after this key's program passed the check below with
+  // arguments of the same types and layouts, and the check depends on nothing else: a hit
+  // replays at once (the check took 70-140 us of a 2 ms call; docs/performance.md).
+  if (may_record) {
+    std::shared_ptr<CachedGraph> cached;
+    {
+      absl::MutexLock lock(&mu_);
+      if (auto it = by_key_.find(key); it != by_key_.end()) {
+        lru_.splice(lru_.begin(), lru_, it->second);
+        cached = it->second->second;
+        ++hits_;
+      }
+    }
+    if (cached != nullptr) {
+      spdlog::debug(
+          "RunGraph: found its graph in {:.0f} us",
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - entered)
+              .count());
+      return ReplayCached(std::move(cached), key, program, arguments, context, /*hit=*/true);
+    }
+  }
+
   // Types, shapes and layouts first, on metadata only: exact errors before anything runs.
   Interpreter check(RunMode::kCheck, context);
   for (int i = 0; i < program.inputs_size(); ++i)
@@ -156,20 +184,17 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Run(const v1::Program& program,
     }
   }
 
-  GraphRecorder* recorder = backend_.graph_recorder();
   const std::vector<int> devices(check.devices().begin(), check.devices().end());
-  if (!use_graphs_ || recorder == nullptr || devices.empty() || !recorder->CanRecord(devices)) {
+  if (!may_record || devices.empty() || !recorder->CanRecord(devices)) {
     return RunEager(program, arguments, context);
   }
-  // The signature by digest too: an argument's index map can have 65,536 chunks.
-  const std::string key = absl::StrCat(program_key, "/", Sha256Hex(Signature(arguments)));
   std::shared_ptr<CachedGraph> graph;
   bool unrecordable = false;
   {
     absl::MutexLock lock(&mu_);
     unrecordable = unrecordable_.contains(key);
     auto it = unrecordable ? by_key_.end() : by_key_.find(key);
-    if (it != by_key_.end()) {
+    if (it != by_key_.end()) {  // recorded by another call since the lookup above
       lru_.splice(lru_.begin(), lru_, it->second);
       graph = it->second->second;
       ++hits_;
@@ -179,6 +204,12 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Run(const v1::Program& program,
   }
   if (unrecordable) return RunEager(program, arguments, context);
   const bool hit = graph != nullptr;
+  if (hit) {
+    spdlog::debug(
+        "RunGraph: checked and found its graph in {:.0f} us",
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - entered)
+            .count());
+  }
   if (!hit) {
     // Whether it can be recorded is decided before recording, on metadata; a program the lowering
     // cannot take still runs, eagerly (and so on later runs), and the log says why.
@@ -255,6 +286,14 @@ absl::StatusOr<ProgramRunResult> ProgramRunner::Run(const v1::Program& program,
       }
     }
   }
+  return ReplayCached(std::move(graph), key, program, arguments, context, hit);
+}
+
+absl::StatusOr<ProgramRunResult> ProgramRunner::ReplayCached(std::shared_ptr<CachedGraph> graph,
+                                                             const std::string& key,
+                                                             const v1::Program& program,
+                                                             const std::vector<ArrayPtr>& arguments,
+                                                             const OpContext& context, bool hit) {
   absl::StatusOr<ProgramRunResult> result = Replay(*graph, program, arguments, context);
   if (!result.ok() && !absl::IsCancelled(result.status()) &&
       !absl::IsDeadlineExceeded(result.status())) {

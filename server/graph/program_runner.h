@@ -1,8 +1,9 @@
-// Runs a program: checks it against its arguments (interpreter kCheck), then either replays a
-// recorded graph (over the devices the program touches, on a backend with a GraphRecorder that
-// can record them together) or runs it eagerly. Recorded
-// graphs are cached by (program, argument signature): a hit copies the arguments into the graph's
-// input slots, launches it, and copies the outputs out of its slots.
+// Runs a program: replays its cached graph, or checks it against its arguments (interpreter
+// kCheck), then records a graph (over the devices the program touches, on a backend with a
+// GraphRecorder that can record them together) or runs it eagerly. Recorded graphs are cached by
+// (program, argument signature), and only after the check passed: a hit needs no second check, and
+// copies the arguments into the graph's input slots, launches it, and copies the outputs out of
+// its slots.
 #ifndef DISTARRAY_SERVER_GRAPH_PROGRAM_RUNNER_H_
 #define DISTARRAY_SERVER_GRAPH_PROGRAM_RUNNER_H_
 
@@ -85,6 +86,11 @@ class ProgramRunner {
   absl::StatusOr<ProgramRunResult> Replay(CachedGraph& graph, const v1::Program& program,
                                           const std::vector<ArrayPtr>& arguments,
                                           const OpContext& context);
+  // Replays `graph` (cached under `key`) and drops it from the cache if the replay failed.
+  absl::StatusOr<ProgramRunResult> ReplayCached(std::shared_ptr<CachedGraph> graph,
+                                                const std::string& key, const v1::Program& program,
+                                                const std::vector<ArrayPtr>& arguments,
+                                                const OpContext& context, bool hit);
   absl::StatusOr<ProgramRunResult> RunEager(const v1::Program& program,
                                             const std::vector<ArrayPtr>& arguments,
                                             const OpContext& context);

@@ -516,6 +516,48 @@ TEST_P(GraphTest, RegisteredProgramRerunsWithNewArgumentsAndHitsTheCache) {
                        absl::StatusCode::kNotFound, {"program_id"}));
 }
 
+// A cached graph skips the check only for the program and argument layouts it was recorded for:
+// the same inline program with another argument is checked again, and a program whose structure
+// is wrong is refused on every call (a failed check is not remembered).
+TEST_P(GraphTest, ACachedProgramIsCheckedAgainForOtherArgumentsAndABadOneEveryTime) {
+  g::ProgramBuilder p;
+  const g::Var a = p.Input("a");
+  const g::Var b = p.Input("b");
+  p.Output("c", a + b);
+  const v1::Program program = p.program();
+  std::mt19937_64 rng(11);
+  const std::vector<float> a_values = RandomSmallIntegers(10, rng);
+  const std::vector<float> b_values = RandomSmallIntegers(10, rng);
+  auto a10 = UploadFloats(a_values, Split(1, 0, 10, {dev(0)}));
+  auto b10 = UploadFloats(b_values, Split(1, 0, 10, {dev(0)}));
+  auto b7 = UploadFloats(RandomSmallIntegers(7, rng), Split(1, 0, 7, {dev(0)}));
+  ASSERT_TRUE(a10.ok() && b10.ok() && b7.ok());
+  for (int k = 0; k < 3; ++k) {
+    auto run = client().RunGraph(program, {{"a", &*a10}, {"b", &*b10}});
+    ASSERT_TRUE(run.ok()) << run.status();
+    auto got = run->outputs.at("c").Download<float>();
+    ASSERT_TRUE(got.ok());
+    for (int i = 0; i < 10; ++i) EXPECT_EQ((*got)[i], a_values[i] + b_values[i]) << i;
+    if (GraphsExpected(Split(1, 0, 10, {dev(0)}))) EXPECT_EQ(run->graph_cache_hit, k > 0);
+  }
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_TRUE(StatusIs(client().RunGraph(program, {{"a", &*a10}, {"b", &*b7}}).status(),
+                         absl::StatusCode::kInvalidArgument, {"program.statements[0]"}));
+  }
+  v1::Program bad = program;
+  bad.mutable_statements(0)->clear_target();
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_TRUE(StatusIs(client().RunGraph(bad, {{"a", &*a10}, {"b", &*b10}}).status(),
+                         absl::StatusCode::kInvalidArgument, {"program.statements[0]"}));
+  }
+  // The cached graph still answers its own arguments.
+  auto again = client().RunGraph(program, {{"a", &*a10}, {"b", &*b10}});
+  ASSERT_TRUE(again.ok()) << again.status();
+  auto got = again->outputs.at("c").Download<float>();
+  ASSERT_TRUE(got.ok());
+  for (int i = 0; i < 10; ++i) EXPECT_EQ((*got)[i], a_values[i] + b_values[i]) << i;
+}
+
 // A loop that never ends on its own stops at the call's deadline: DEADLINE_EXCEEDED soon after,
 // the daemon healthy, the input intact, no output left behind.
 TEST_P(GraphTest, DeadlineStopsARunningLoop) {
