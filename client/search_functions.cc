@@ -2,6 +2,7 @@
 #include "distarray/search_functions.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -18,6 +19,9 @@ namespace {
 // within --max_chunks; scattered positions are a run each, so batches of this many stay well
 // under it (the Python SDK's GATHER_BATCH).
 constexpr int64_t kGatherBatch = 8192;
+// Positions a Repeat with counts held here lists in its requests, at most (the Python SDK lists
+// them the same way; counts past this belong in the daemon).
+constexpr int64_t kMaxListedRepeat = int64_t{1} << 26;
 
 std::vector<int> DevicesOf(const Array& a) {
   std::vector<int> devices;
@@ -62,29 +66,42 @@ absl::StatusOr<Array> TruePositions(const Array& mask, const RunningCount& count
   return SearchSorted(count.counts, *ranks, /*right=*/false);
 }
 
-// Take(x, positions) for any number of positions, in batches of kGatherBatch, each batch's
-// pieces resharded to one per device before the batches are joined.
-absl::StatusOr<Array> Gather(const Array& x, const Array& positions) {
-  const int64_t n = positions.shape()[0];
-  if (n <= kGatherBatch) return Take(x, positions, 0);
+// x's elements at n positions along `axis`, taken in batches of kGatherBatch (`take(start, stop)`
+// takes positions [start, stop)), each batch's pieces resharded to one per device of x before the
+// batches are joined: scattered positions would otherwise leave one chunk per element.
+absl::StatusOr<Array> GatherInBatches(
+    const Array& x, int axis, int64_t n,
+    const std::function<absl::StatusOr<Array>(int64_t, int64_t)>& take) {
+  if (n <= kGatherBatch) return take(0, n);
   const std::vector<int> devices = DevicesOf(x);
+  const int rank = static_cast<int>(x.shape().size());
   std::vector<Array> parts;
   for (int64_t start = 0; start < n; start += kGatherBatch) {
-    absl::StatusOr<Array> batch =
-        GetItem(positions, {Slice{.start = start, .stop = std::min(n, start + kGatherBatch)}});
-    if (!batch.ok()) return batch.status();
-    absl::StatusOr<Array> part = Take(x, *batch, 0);
+    absl::StatusOr<Array> part = take(start, std::min(n, start + kGatherBatch));
     if (!part.ok()) return part.status();
     if (part->info().index_map().chunks_size() > static_cast<int>(devices.size())) {
       absl::StatusOr<Array> compact =
-          part->Reshard(Split(1, 0, part->shape()[0], devices), std::nullopt);
+          part->Reshard(Split(rank, axis, part->shape()[axis], devices), std::nullopt);
       if (!compact.ok()) return compact.status();
       part = std::move(compact);
     }
     parts.push_back(*std::move(part));
   }
   std::vector<Operand> operands(parts.begin(), parts.end());
-  return Concat(operands, 0);
+  return Concat(operands, axis);
+}
+
+// Take(x, positions) along axis 0 for any number of positions held in the daemon.
+absl::StatusOr<Array> Gather(const Array& x, const Array& positions) {
+  return GatherInBatches(
+      x, 0, positions.shape()[0], [&](int64_t start, int64_t stop) -> absl::StatusOr<Array> {
+        if (start == 0 && stop == positions.shape()[0]) {
+          return Take(x, positions, 0);
+        }
+        absl::StatusOr<Array> batch = GetItem(positions, {Slice{.start = start, .stop = stop}});
+        if (!batch.ok()) return batch.status();
+        return Take(x, *batch, 0);
+      });
 }
 
 // True where a value starts in the sorted `s`: its first element and every one unequal to the
@@ -389,6 +406,101 @@ absl::Status MaskedSet(Array& a, const Array& mask, const Array& value) {
   if (spread.ok()) spread = Reshape(*spread, a.shape());
   if (!spread.ok()) return spread.status();
   return WriteWhere(a, mask, *spread);
+}
+
+absl::StatusOr<Array> Repeat(const Array& a, const std::vector<int64_t>& counts, int32_t axis) {
+  absl::StatusOr<int> d = internal::AxisOf(axis, a.shape().size(), "axis");
+  if (!d.ok()) return d.status();
+  const int64_t n = a.shape()[*d];
+  if (counts.size() == 1) return Repeat(a, counts[0], axis);  // one count for every element
+  if (static_cast<int64_t>(counts.size()) != n) {
+    return absl::InvalidArgumentError(absl::StrCat("repeats: ", counts.size(),
+                                                   " counts for an axis of length ", n,
+                                                   " (give one count, or ", n, ")"));
+  }
+  // The positions listed: element i's position counts[i] times in a row.
+  std::vector<int64_t> positions;
+  int64_t total = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("repeats: repeats[", i, "] is ", counts[i], "; counts must be >= 0"));
+    }
+    if (counts[i] > kMaxListedRepeat - total) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("repeats: the counts add up to more than ", kMaxListedRepeat,
+                       " positions; hold them in the daemon (Repeat with an Array of counts)"));
+    }
+    total += counts[i];
+  }
+  positions.reserve(total);
+  for (size_t i = 0; i < counts.size(); ++i) positions.insert(positions.end(), counts[i], i);
+  std::vector<Index> key(a.shape().size(), Index(Slice{}));
+  if (total == 0) {
+    key[*d] = Slice{.start = 0, .stop = 0};
+    return GetItem(a, key);
+  }
+  return GatherInBatches(a, *d, total, [&](int64_t start, int64_t stop) {
+    std::vector<Index> batch = key;
+    batch[*d] = Positions{{positions.begin() + start, positions.begin() + stop}};
+    return GetItem(a, batch);
+  });
+}
+
+absl::StatusOr<Array> Repeat(const Array& a, const Array& counts, int32_t axis) {
+  absl::StatusOr<int> d = internal::AxisOf(axis, a.shape().size(), "axis");
+  if (!d.ok()) return d.status();
+  const int64_t n = a.shape()[*d];
+  const std::vector<int64_t> counts_shape = counts.shape();
+  if (!internal::IsIntegerDType(counts.info().dtype())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "repeats: counts must have an integer dtype, not ", v1::DType_Name(counts.info().dtype())));
+  }
+  const bool one_count =
+      counts_shape.empty() || (counts_shape.size() == 1 && counts_shape[0] == 1 && n != 1);
+  if (!one_count && (counts_shape.size() != 1 || counts_shape[0] != n)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("repeats: counts of shape ", internal::ShapeText(counts_shape),
+                     " for an axis of length ", n, " (give one count, or ", n, ")"));
+  }
+  if (n == 0) return GetItem(a, std::vector<Index>(a.shape().size(), Index(Slice{})));
+  absl::StatusOr<Array> wide = AsType(counts, v1::DTYPE_INT64);
+  if (!wide.ok()) return wide.status();
+  // The total (the result's length) and the smallest count, read back in one download.
+  absl::StatusOr<Array> total = Reduce(*wide, v1::REDUCE_OP_SUM, {}, false, true);
+  if (total.ok()) total = Reshape(*total, {1});
+  if (!total.ok()) return total.status();
+  absl::StatusOr<Array> smallest = Reduce(*wide, v1::REDUCE_OP_MIN, {}, false, true);
+  if (smallest.ok()) smallest = Reshape(*smallest, {1});
+  if (!smallest.ok()) return smallest.status();
+  absl::StatusOr<Array> both = Concat({Operand(*total), Operand(*smallest)}, 0);
+  if (!both.ok()) return both.status();
+  absl::StatusOr<std::vector<int64_t>> read = both->Download<int64_t>();
+  if (!read.ok()) return read.status();
+  if ((*read)[1] < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("repeats: a count is ", (*read)[1], "; counts must be >= 0"));
+  }
+  if (one_count) return Repeat(a, (*read)[1], axis);
+  const int64_t length = (*read)[0];
+  if (length == 0) {
+    std::vector<Index> key(a.shape().size(), Index(Slice{}));
+    key[*d] = Slice{.start = 0, .stop = 0};
+    return GetItem(a, key);
+  }
+  // Position j of the result takes the first element whose running count exceeds j.
+  absl::StatusOr<Array> ends = CumulativeSum(*wide, 0);
+  if (!ends.ok()) return ends.status();
+  absl::StatusOr<Array> targets = CountUp(a, length, 0);
+  if (!targets.ok()) return targets.status();
+  absl::StatusOr<Array> source = SearchSorted(*ends, *targets, /*right=*/true);
+  if (!source.ok()) return source.status();
+  return GatherInBatches(a, *d, length, [&](int64_t start, int64_t stop) -> absl::StatusOr<Array> {
+    if (start == 0 && stop == length) return Take(a, *source, *d);
+    absl::StatusOr<Array> batch = GetItem(*source, {Slice{.start = start, .stop = stop}});
+    if (!batch.ok()) return batch.status();
+    return Take(a, *batch, *d);
+  });
 }
 
 }  // namespace distarray

@@ -1,4 +1,4 @@
-// The C++ SDK's Nonzero, MaskedGet, MaskedSet and the Unique functions
+// The C++ SDK's Nonzero, MaskedGet, MaskedSet, the Unique functions and Repeat with counts
 // (distarray/search_functions.h) against host references on fresh random data in several layouts:
 // sparse and dense masks of every rank, none and all True; repeated integers, floats with NaNs and
 // signed zeros, bool; more distinct values than one gather batch holds; and the refusals by name.
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "distarray/index_maps.h"
 #include "distarray/search_functions.h"
 #include "tests/support/backend_fixture.h"
@@ -285,6 +286,106 @@ TEST_P(SearchFunctionsTest, ManyDistinctValuesAreGatheredInBatches) {
       Array a, client().Upload<int64_t>(values, {n}, {Split(1, 0, n, {dev(0), dev(1), dev(2)})}));
   ASSERT_OK_AND_ASSIGN(Array got, UniqueValues(a));
   EXPECT_EQ(*got.Download<int64_t>(), want);
+}
+
+// numpy.repeat of a (6, 5) float64 array along each axis with a count per element (zeros among
+// them), the counts given here and held in the daemon, in three layouts; all-zero counts give an
+// empty axis; one count repeats every element; more positions than one gather batch.
+TEST_P(SearchFunctionsTest, RepeatWithACountPerElementMatchesTheHost) {
+  const std::vector<int64_t> shape = {6, 5};
+  std::vector<double> values(30);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (double& v : values) v = u(rng_);
+  // NumPy's repeat on the host: row-major (6, 5), along `axis`.
+  auto host_repeat = [&](const std::vector<int64_t>& counts, int axis) {
+    std::vector<double> out;
+    for (int64_t i = 0; i < shape[0]; ++i) {
+      for (int64_t r = 0; r < (axis == 0 ? counts[i] : 1); ++r) {
+        for (int64_t j = 0; j < shape[1]; ++j) {
+          for (int64_t c = 0; c < (axis == 1 ? counts[j] : 1); ++c) {
+            out.push_back(values[i * shape[1] + j]);
+          }
+        }
+      }
+    }
+    return out;
+  };
+  for (int axis : {0, 1, -1}) {
+    const int d = axis < 0 ? axis + 2 : axis;
+    std::vector<int64_t> counts(shape[d]);
+    for (int64_t& c : counts) c = static_cast<int64_t>(rng_() % 4);  // 0 to 3
+    counts[1] = 0;
+    const std::vector<double> want = host_repeat(counts, d);
+    int64_t total = 0;
+    for (int64_t c : counts) total += c;
+    std::vector<int64_t> want_shape = shape;
+    want_shape[d] = total;
+    ASSERT_OK_AND_ASSIGN(Array held,
+                         client().Upload<int64_t>(counts, {shape[d]}, {OnDevice(1, dev(1))}));
+    for (const Array& a : Layouts(values, shape)) {
+      SCOPED_TRACE(absl::StrCat("axis ", axis, ", layout ", a.info().index_map().DebugString()));
+      ASSERT_OK_AND_ASSIGN(Array listed, Repeat(a, counts, axis));
+      EXPECT_EQ(listed.shape(), want_shape);
+      EXPECT_EQ(*listed.Download<double>(), want);
+      ASSERT_OK_AND_ASSIGN(Array from_held, Repeat(a, held, axis));
+      EXPECT_EQ(from_held.shape(), want_shape);
+      EXPECT_EQ(*from_held.Download<double>(), want);
+    }
+  }
+  ASSERT_OK_AND_ASSIGN(Array a, client().Upload<double>(values, shape, {OnDevice(2, dev(0))}));
+  // All zero: an empty axis.
+  const std::vector<int64_t> zeros(5, 0);
+  ASSERT_OK_AND_ASSIGN(Array none, Repeat(a, zeros, 1));
+  EXPECT_EQ(none.shape(), (std::vector<int64_t>{6, 0}));
+  ASSERT_OK_AND_ASSIGN(Array held_zeros,
+                       client().Upload<int64_t>(zeros, {5}, {OnDevice(1, dev(0))}));
+  ASSERT_OK_AND_ASSIGN(Array none_held, Repeat(a, held_zeros, 1));
+  EXPECT_EQ(none_held.shape(), (std::vector<int64_t>{6, 0}));
+  // One count (here, and held as a 0-d int32 array) repeats every element.
+  const std::vector<int64_t> twice_each = {2, 2, 2, 2, 2};
+  ASSERT_OK_AND_ASSIGN(Array one, Repeat(a, std::vector<int64_t>{2}, 1));
+  EXPECT_EQ(*one.Download<double>(), host_repeat(twice_each, 1));
+  ASSERT_OK_AND_ASSIGN(
+      Array two, client().Upload<int32_t>(std::vector<int32_t>{2}, {}, {OnDevice(0, dev(0))}));
+  ASSERT_OK_AND_ASSIGN(Array one_held, Repeat(a, two, 1));
+  EXPECT_EQ(*one_held.Download<double>(), host_repeat(twice_each, 1));
+  // More positions than one gather batch (8192), over three devices.
+  const int64_t n = 4000;  // about 10,000 positions
+  std::vector<int64_t> row(n), many(n);
+  std::vector<int64_t> want;
+  for (int64_t i = 0; i < n; ++i) {
+    row[i] = static_cast<int64_t>(rng_() % 1000000);
+    many[i] = static_cast<int64_t>(rng_() % 6);
+    want.insert(want.end(), many[i], row[i]);
+  }
+  ASSERT_GT(want.size(), 8192u);
+  ASSERT_OK_AND_ASSIGN(
+      Array r, client().Upload<int64_t>(row, {n}, {Split(1, 0, n, {dev(0), dev(1), dev(2)})}));
+  ASSERT_OK_AND_ASSIGN(Array held_many,
+                       client().Upload<int64_t>(many, {n}, {Split(1, 0, n, {dev(2), dev(0)})}));
+  ASSERT_OK_AND_ASSIGN(Array long_listed, Repeat(r, many, 0));
+  EXPECT_EQ(*long_listed.Download<int64_t>(), want);
+  ASSERT_OK_AND_ASSIGN(Array long_held, Repeat(r, held_many, 0));
+  EXPECT_EQ(*long_held.Download<int64_t>(), want);
+}
+
+TEST_P(SearchFunctionsTest, RepeatRefusesBadCountsByName) {
+  ASSERT_OK_AND_ASSIGN(Array a, client().Upload<double>(std::vector<double>(12, 1.0), {3, 4},
+                                                        {OnDevice(2, dev(0))}));
+  auto refused = [](const absl::StatusOr<Array>& got, const std::string& field) {
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << got.status();
+    EXPECT_TRUE(absl::StartsWith(got.status().message(), field + ":")) << got.status();
+  };
+  refused(Repeat(a, std::vector<int64_t>{1, 2}, 0), "repeats");      // 2 counts for 3
+  refused(Repeat(a, std::vector<int64_t>{1, -1, 2}, 0), "repeats");  // negative
+  refused(Repeat(a, std::vector<int64_t>{1, 1, 1}, 2), "axis");      // no axis 2
+  ASSERT_OK_AND_ASSIGN(Array negative, client().Upload<int64_t>(std::vector<int64_t>{1, -2, 1}, {3},
+                                                                {OnDevice(1, dev(1))}));
+  refused(Repeat(a, negative, 0), "repeats");
+  ASSERT_OK_AND_ASSIGN(Array floats, client().Upload<double>(std::vector<double>{1, 2, 1}, {3},
+                                                             {OnDevice(1, dev(1))}));
+  refused(Repeat(a, floats, 0), "repeats");
+  refused(Repeat(a, negative, 1), "repeats");  // 3 counts for 4
 }
 
 TEST_P(SearchFunctionsTest, BadArgumentsAreRefusedByName) {

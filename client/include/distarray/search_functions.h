@@ -63,6 +63,16 @@ absl::Status MaskedSet(Array& a, const Array& mask, const Array& value);
 // The same with a scalar written to every selected element.
 absl::Status MaskedSet(Array& a, const Array& mask, const Operand& scalar);
 
+// numpy.repeat with a count per element: a's element i along `axis` repeated counts[i] times, in
+// order (a single count repeats every element, as Repeat(a, count, axis)). Counts here: the
+// positions are listed in the requests (at most 2^26 of them in all). Negative counts, or a
+// number of counts other than 1 or the axis' length, are INVALID_ARGUMENT naming `repeats`.
+absl::StatusOr<Array> Repeat(const Array& a, const std::vector<int64_t>& counts, int32_t axis);
+// The same with the counts held in the daemon (a 1-D integer array, or one count): position j of
+// the result takes the element searchsorted(cumulative_sum(counts), j, right). Reads back two
+// elements, the counts' total (the result's length) and the smallest (which must be >= 0).
+absl::StatusOr<Array> Repeat(const Array& a, const Array& counts, int32_t axis);
+
 }  // namespace distarray
 
 #endif  // DISTARRAY_CLIENT_SEARCH_FUNCTIONS_H_
