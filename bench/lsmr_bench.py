@@ -54,7 +54,14 @@ def operations_per_iteration(program, run):
 def capture_runs(client):
     """Wraps client.run_graph so the last call's program and reply are kept: returns the dict
     holding them ("program", "run")."""
-    seen = capture_runs(client)
+    seen = {}
+    original = client.run_graph
+
+    def capture(program, *a, **k):
+        seen["program"] = program.proto
+        seen["run"] = original(program, *a, **k)
+        return seen["run"]
+    client.run_graph = capture
     return seen
 
 
@@ -132,14 +139,7 @@ def main():
 
     client = distarray.connect(args.address)
     devices = [int(d) for d in args.devices.split(",")]
-    seen = {}
-    original = client.run_graph
-
-    def capture(program, *a, **k):
-        seen["program"] = program.proto
-        seen["run"] = original(program, *a, **k)
-        return seen["run"]
-    client.run_graph = capture
+    seen = capture_runs(client)
     for n in (int(s) for s in args.sizes.split(",")):
         cupy.random.seed(42)
         a_gpu = cupyx.scipy.sparse.random(n, n, density=0.1, format="csr", dtype=np.float64)
