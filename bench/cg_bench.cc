@@ -5,8 +5,11 @@
 // iteration from the host (the residual read back every iteration) and JAX's
 // jax.scipy.sparse.linalg.cg under jit. Every solve is checked: the true residual
 // ||b - A x|| / ||b||, computed on the host in long double, and the iteration count against the
-// peers'. Split over two GPUs (rows) it records a graph per GPU with the copies between them
-// inside (docs/graphs.md); where it cannot, it runs step by step, reported for what it is.
+// peers'. On one GPU it runs twice: with A @ p as the peers compute it, and with the products
+// declaring A symmetric (MatmulOpSpec.a_symmetric: cuBLAS symv reads the upper triangle, half the
+// bytes of the matvec that bounds an iteration). Split over two GPUs (rows) it records a graph per
+// GPU with the copies between them inside (docs/graphs.md); where it cannot, it runs step by step,
+// reported for what it is.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -46,18 +49,23 @@ T Must(absl::StatusOr<T> v, const char* what) {
 
 using distarray::bench::ReadFigures;
 
-// x = 0, r = b - A x, p = r, rr = r·r; while rr > tol2: the textbook iteration.
-v1::Program ConjugateGradient(double tol2, int64_t max_iterations) {
+// x = 0, r = b - A x, p = r, rr = r·r; while rr > tol2: the textbook iteration. `symmetric`:
+// the products say A is symmetric (MatmulOpSpec.a_symmetric), so a whole A is read by its upper
+// triangle (half the bytes).
+v1::Program ConjugateGradient(double tol2, int64_t max_iterations, bool symmetric) {
   g::ProgramBuilder p;
   const g::Var a = p.Input("A");
   const g::Var b = p.Input("b");
   const g::Var x = p.Input("x");
-  const g::Var r = b - p.Matmul(a, x);
+  auto times = [&a, symmetric](g::ProgramBuilder& builder, const g::Var& v) {
+    return symmetric ? builder.SymmetricMatmul(a, v) : builder.Matmul(a, v);
+  };
+  const g::Var r = b - times(p, x);
   const g::Var rr = g::Sum(r * r);
   g::Vars out = p.WhileLoop([tol2](auto v) { return v[3] > tol2; },
-                            [&a](auto v) {
+                            [&times](auto v) {
                               g::ProgramBuilder& builder = v[0].builder();
-                              const g::Var ap = builder.Matmul(a, v[2]);
+                              const g::Var ap = times(builder, v[2]);
                               const g::Var alpha = v[3] / g::Sum(v[2] * ap);
                               const g::Var x_next = v[0] + alpha * v[2];
                               const g::Var r_next = v[1] - alpha * ap;
@@ -102,22 +110,28 @@ int main(int argc, char** argv) {
     for (int64_t j = 0; j < n; ++j) a[i * n + j] = std::exp(-std::abs(i - j) / 16.0);
   }
   const double tol2 = kRelativeTolerance * kRelativeTolerance * static_cast<double>(n);
-  const v1::Program program = ConjugateGradient(tol2, absl::GetFlag(FLAGS_max_iterations));
+  const int64_t max_iterations = absl::GetFlag(FLAGS_max_iterations);
   std::printf(
       "cg_bench: n = %lld, float64, A[i][j] = exp(-|i-j|/16), b = 1, stop at "
       "||r|| <= 1e-8 ||b||; %d device(s)\n",
       static_cast<long long>(n), devices);
 
   bool ok = true;
-  for (int gpus : {1, 2, 4}) {
+  // One GPU twice: A @ p as JAX's cg computes it, then with A declared symmetric; then rows over
+  // 2 and 4 GPUs (a row block is no symmetric matrix: the plain products).
+  for (const auto& [gpus, symmetric] :
+       {std::pair{1, false}, std::pair{1, true}, std::pair{2, false}, std::pair{4, false}}) {
     if (gpus > devices) break;
+    const v1::Program program = ConjugateGradient(tol2, max_iterations, symmetric);
     std::vector<int> on;
     for (int d = 0; d < gpus; ++d) on.push_back(d);
     distarray::ArrayOptions rows{distarray::Split(2, 0, n, on)};
     auto matrix = Must(client.Upload<double>(a, {n, n}, rows), "upload A");
     auto rhs = Must(client.Upload<double>(b, {n, 1}, rows), "upload b");
     auto x0 = Must(client.Upload<double>(zeros, {n, 1}, rows), "upload x");
-    const std::string label = gpus == 1 ? "1 GPU" : absl::StrCat("rows over ", gpus, " GPUs");
+    const std::string label = gpus > 1    ? absl::StrCat("rows over ", gpus, " GPUs")
+                              : symmetric ? "1 GPU, A declared symmetric (upper triangle read)"
+                                          : "1 GPU";
     std::vector<double> times, device_times;
     distarray::GraphRun last;
     const int repeats = gpus == 1 ? absl::GetFlag(FLAGS_repeats) : 1;

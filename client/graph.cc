@@ -169,6 +169,14 @@ Var ProgramBuilder::Matmul(const Var& a, const Var& b, bool allow_tf32) {
   return Emit(std::move(s), "m");
 }
 
+Var ProgramBuilder::SymmetricMatmul(const Var& a, const Var& b) {
+  v1::Statement s;
+  s.mutable_matmul()->mutable_a()->set_variable(a.name());
+  s.mutable_matmul()->mutable_b()->set_variable(b.name());
+  s.mutable_matmul()->set_a_symmetric(true);
+  return Emit(std::move(s), "m");
+}
+
 Var ProgramBuilder::SparseMatmul(const Var& indptr, const Var& indices, const Var& data,
                                  const v1::CsrMatrix& shape_and_blocks, const Var& b) {
   v1::Statement s;

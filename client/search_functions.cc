@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -19,6 +20,8 @@ namespace {
 // within --max_chunks; scattered positions are a run each, so batches of this many stay well
 // under it (the Python SDK's GATHER_BATCH).
 constexpr int64_t kGatherBatch = 8192;
+// The most arrays one concat takes (the daemon's bound on ConcatSpec.sources).
+constexpr size_t kConcatSources = 1024;
 // Positions a Repeat with counts held here lists in its requests, at most (the Python SDK lists
 // them the same way; counts past this belong in the daemon).
 constexpr int64_t kMaxListedRepeat = int64_t{1} << 26;
@@ -87,8 +90,20 @@ absl::StatusOr<Array> GatherInBatches(
     }
     parts.push_back(*std::move(part));
   }
-  std::vector<Operand> operands(parts.begin(), parts.end());
-  return Concat(operands, axis);
+  // A concat joins at most kConcatSources arrays: more parts are joined in groups, then the
+  // groups (over 2^23 positions).
+  while (parts.size() > 1) {
+    std::vector<Array> joined;
+    for (size_t start = 0; start < parts.size(); start += kConcatSources) {
+      const size_t stop = std::min(parts.size(), start + kConcatSources);
+      std::vector<Operand> operands(parts.begin() + start, parts.begin() + stop);
+      absl::StatusOr<Array> group = Concat(operands, axis);
+      if (!group.ok()) return group.status();
+      joined.push_back(*std::move(group));
+    }
+    parts = std::move(joined);
+  }
+  return std::move(parts.front());
 }
 
 // Take(x, positions) along axis 0 for any number of positions held in the daemon.
@@ -452,9 +467,10 @@ absl::StatusOr<Array> Repeat(const Array& a, const Array& counts, int32_t axis) 
   if (!d.ok()) return d.status();
   const int64_t n = a.shape()[*d];
   const std::vector<int64_t> counts_shape = counts.shape();
-  if (!internal::IsIntegerDType(counts.info().dtype())) {
+  const v1::DType counts_dtype = counts.info().dtype();
+  if (!internal::IsIntegerDType(counts_dtype) && counts_dtype != v1::DTYPE_BOOL) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "repeats: counts must have an integer dtype, not ", v1::DType_Name(counts.info().dtype())));
+        "repeats: counts must be integers or bools, not ", v1::DType_Name(counts_dtype)));
   }
   const bool one_count =
       counts_shape.empty() || (counts_shape.size() == 1 && counts_shape[0] == 1 && n != 1);
@@ -463,23 +479,36 @@ absl::StatusOr<Array> Repeat(const Array& a, const Array& counts, int32_t axis) 
         absl::StrCat("repeats: counts of shape ", internal::ShapeText(counts_shape),
                      " for an axis of length ", n, " (give one count, or ", n, ")"));
   }
-  if (n == 0) return GetItem(a, std::vector<Index>(a.shape().size(), Index(Slice{})));
+  // No counts at all (an empty axis): nothing to repeat, nothing to check.
+  if (!one_count && n == 0) {
+    return GetItem(a, std::vector<Index>(a.shape().size(), Index(Slice{})));
+  }
   absl::StatusOr<Array> wide = AsType(counts, v1::DTYPE_INT64);
   if (!wide.ok()) return wide.status();
-  // The total (the result's length) and the smallest count, read back in one download.
-  absl::StatusOr<Array> total = Reduce(*wide, v1::REDUCE_OP_SUM, {}, false, true);
-  if (total.ok()) total = Reshape(*total, {1});
-  if (!total.ok()) return total.status();
-  absl::StatusOr<Array> smallest = Reduce(*wide, v1::REDUCE_OP_MIN, {}, false, true);
-  if (smallest.ok()) smallest = Reshape(*smallest, {1});
-  if (!smallest.ok()) return smallest.status();
-  absl::StatusOr<Array> both = Concat({Operand(*total), Operand(*smallest)}, 0);
-  if (!both.ok()) return both.status();
-  absl::StatusOr<std::vector<int64_t>> read = both->Download<int64_t>();
+  // The total (the result's length), the smallest and the largest count, read back in one
+  // download.
+  std::vector<Array> parts;  // owned here until the concat has read them
+  for (v1::ReduceOp op : {v1::REDUCE_OP_SUM, v1::REDUCE_OP_MIN, v1::REDUCE_OP_MAX}) {
+    absl::StatusOr<Array> part = Reduce(*wide, op, {}, false, true);
+    if (part.ok()) part = Reshape(*part, {1});
+    if (!part.ok()) return part.status();
+    parts.push_back(*std::move(part));
+  }
+  absl::StatusOr<Array> joined = Concat(std::vector<Operand>(parts.begin(), parts.end()), 0);
+  if (!joined.ok()) return joined.status();
+  absl::StatusOr<std::vector<int64_t>> read = joined->Download<int64_t>();
   if (!read.ok()) return read.status();
   if ((*read)[1] < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("repeats: a count is ", (*read)[1], "; counts must be >= 0"));
+        absl::StrCat("repeats: a count is ", (*read)[1],
+                     "; counts must be >= 0 (unsigned counts of 2^63 or more read as negative)"));
+  }
+  // The device sum wraps past int64: refuse any total that could have.
+  const int64_t elements = one_count ? 1 : n;
+  if ((*read)[2] > 0 && elements > std::numeric_limits<int64_t>::max() / (*read)[2]) {
+    return absl::InvalidArgumentError(absl::StrCat("repeats: ", elements, " counts of up to ",
+                                                   (*read)[2],
+                                                   " may add up to more than 2^63 - 1 elements"));
   }
   if (one_count) return Repeat(a, (*read)[1], axis);
   const int64_t length = (*read)[0];

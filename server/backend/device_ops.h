@@ -80,6 +80,10 @@ struct GemmShape {
   int64_t batch = 1;
   // Elements from one matrix of the batch to the next; 0 where one matrix serves every entry.
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  // `a` (m == k, batch 1, float32 or float64) is read as the symmetric matrix its upper triangle
+  // (column >= row) makes, mirrored: a symmetric product reads half the bytes
+  // (MatmulOpSpec.a_symmetric). Backends refuse it (INTERNAL) for other shapes and dtypes.
+  bool symmetric_a = false;
 };
 
 // Whether `shape`'s matrices lie within buffers of `a_elements`, `b_elements` and `c_elements`

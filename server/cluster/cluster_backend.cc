@@ -323,6 +323,7 @@ absl::Status ClusterBackend::Gemm(DType dtype, const BufferPtr& a, const BufferP
   g->set_stride_a(shape.stride_a);
   g->set_stride_b(shape.stride_b);
   g->set_stride_c(shape.stride_c);
+  g->set_symmetric_a(shape.symmetric_a);
   g->set_allow_tf32(allow_tf32);
   return Forward(c, work);
 }

@@ -386,7 +386,8 @@ absl::StatusOr<uint64_t> MemberWork::Execute(const wire::DeviceWork& work) {
                             .batch = gemm.batch(),
                             .stride_a = gemm.stride_a(),
                             .stride_b = gemm.stride_b(),
-                            .stride_c = gemm.stride_c()};
+                            .stride_c = gemm.stride_c(),
+                            .symmetric_a = gemm.symmetric_a()};
       const int64_t size = DTypeSize(dtype);
       if (!GemmFits(shape, a->bytes() / size, b->bytes() / size, c->bytes() / size)) {
         return OutOfBuffer("a GEMM");

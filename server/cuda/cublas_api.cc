@@ -24,6 +24,10 @@ absl::StatusOr<const CublasApi*> LoadCublas() {
         BindSymbol(*library, "cublasSetWorkspace_v2", api.set_workspace) &&
         BindSymbol(*library, "cublasGemmEx_64", api.gemm_ex) &&
         BindSymbol(*library, "cublasGemmStridedBatchedEx_64", api.gemm_strided_batched_ex) &&
+        BindSymbol(*library, "cublasSsymv_v2_64", api.ssymv) &&
+        BindSymbol(*library, "cublasDsymv_v2_64", api.dsymv) &&
+        BindSymbol(*library, "cublasSsymm_v2_64", api.ssymm) &&
+        BindSymbol(*library, "cublasDsymm_v2_64", api.dsymm) &&
         BindSymbol(*library, "cublasGetStatusName", api.status_name);
     if (!bound) {
       status = absl::UnavailableError(absl::StrCat("cuBLAS: a symbol is missing: ", dlerror()));

@@ -18,6 +18,11 @@ struct CublasApi {
   decltype(&cublasSetWorkspace_v2) set_workspace;
   decltype(&cublasGemmEx_64) gemm_ex;
   decltype(&cublasGemmStridedBatchedEx_64) gemm_strided_batched_ex;
+  // Symmetric products (MatmulOpSpec.a_symmetric): one triangle of the matrix read.
+  decltype(&cublasSsymv_v2_64) ssymv;
+  decltype(&cublasDsymv_v2_64) dsymv;
+  decltype(&cublasSsymm_v2_64) ssymm;
+  decltype(&cublasDsymm_v2_64) dsymm;
   decltype(&cublasGetStatusName) status_name;
 };
 

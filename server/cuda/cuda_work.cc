@@ -322,6 +322,62 @@ absl::StatusOr<CudaWork> CsrToDenseWork(DType dtype, const CsrProduct& block) {
   return CsrWork(dtype, block, /*product=*/false);
 }
 
+namespace {
+
+// c = a @ b reading a's upper triangle (row-major; the lower one of the column-major view cuBLAS
+// sees, which is a^T). One column of b: symv. Otherwise the row-major product is the column-major
+// c^T = b^T a^T = b^T a: symm with a on the right.
+absl::StatusOr<CudaWork> SymmetricGemmWork(const CudaDevices& devices, DType dtype, CudaBuffer* a,
+                                           CudaBuffer* b, CudaBuffer* c, const GemmShape& shape) {
+  if ((dtype != DType::kFloat32 && dtype != DType::kFloat64) || shape.m != shape.k ||
+      shape.batch != 1) {
+    return absl::InternalError("gemm: a symmetric a takes one square float32 or float64 matrix");
+  }
+  const int64_t m = shape.m, n = shape.n;
+  const int device = c->device();
+  cublasHandle_t handle = devices[device].cublas->get();
+  const cuda::CublasApi* api_ptr = &devices[device].cublas->api();
+  const cuda::DeviceBlock* workspace = &*devices[device].cublas_workspace;
+  return CudaWork{
+      device, {a, b}, {c}, [=](cudaStream_t stream) -> absl::Status {
+        const cuda::CublasApi& api = *api_ptr;
+        if (m == 0 || n == 0) return absl::OkStatus();
+        RETURN_IF_ERROR(CublasStatus(api, api.set_stream(handle, stream), "cublasSetStream"));
+        RETURN_IF_ERROR(
+            CublasStatus(api, api.set_workspace(handle, workspace->data(), workspace->bytes()),
+                         "cublasSetWorkspace"));
+        const cublasFillMode_t upper = CUBLAS_FILL_MODE_LOWER;  // of the column-major view
+        if (dtype == DType::kFloat64) {
+          const double one = 1.0, zero = 0.0;
+          const auto* pa = reinterpret_cast<const double*>(a->data());
+          const auto* pb = reinterpret_cast<const double*>(b->data());
+          auto* pc = reinterpret_cast<double*>(c->data());
+          if (n == 1) {
+            return CublasStatus(api, api.dsymv(handle, upper, m, &one, pa, m, pb, 1, &zero, pc, 1),
+                                "cublasDsymv");
+          }
+          return CublasStatus(
+              api,
+              api.dsymm(handle, CUBLAS_SIDE_RIGHT, upper, n, m, &one, pa, m, pb, n, &zero, pc, n),
+              "cublasDsymm");
+        }
+        const float one = 1.0f, zero = 0.0f;
+        const auto* pa = reinterpret_cast<const float*>(a->data());
+        const auto* pb = reinterpret_cast<const float*>(b->data());
+        auto* pc = reinterpret_cast<float*>(c->data());
+        if (n == 1) {
+          return CublasStatus(api, api.ssymv(handle, upper, m, &one, pa, m, pb, 1, &zero, pc, 1),
+                              "cublasSsymv");
+        }
+        return CublasStatus(
+            api,
+            api.ssymm(handle, CUBLAS_SIDE_RIGHT, upper, n, m, &one, pa, m, pb, n, &zero, pc, n),
+            "cublasSsymm");
+      }};
+}
+
+}  // namespace
+
 absl::StatusOr<CudaWork> GemmWork(const CudaDevices& devices, DType dtype, const BufferPtr& a,
                                   const BufferPtr& b, const BufferPtr& c, const GemmShape& shape,
                                   bool allow_tf32) {
@@ -338,6 +394,7 @@ absl::StatusOr<CudaWork> GemmWork(const CudaDevices& devices, DType dtype, const
   const int64_t m = shape.m, n = shape.n, k = shape.k, batch = shape.batch;
   const int64_t stride_a = shape.stride_a, stride_b = shape.stride_b, stride_c = shape.stride_c;
   const int device = cc->device();
+  if (shape.symmetric_a) return SymmetricGemmWork(devices, dtype, ca, cb, cc, shape);
   if (!IsFloating(dtype) && !IsComplex(dtype)) {
     // Integers and bool: our own kernel (k = 0 included: every sum is empty, so c is zeros).
     return CudaWork{device, {ca, cb}, {cc}, [=](cudaStream_t stream) -> absl::Status {

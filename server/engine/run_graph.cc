@@ -45,6 +45,9 @@ absl::StatusOr<GraphRunOutcome> Engine::RunGraph(const v1::RunGraphRequest& requ
   std::string program_key;
   switch (request.source_case()) {
     case v1::RunGraphRequest::kProgram:
+      // The size bound on every call, before the digest copies the program: it counts unknown
+      // fields, which the digest (and so the remembered checks below) ignores.
+      RETURN_IF_ERROR(CheckProgramSize(request.program(), options_.programs, "program"));
       // Keyed by tenant too: a cache hit must not tell one tenant what another ran.
       // By digest: the program's bytes could be megabytes, and unknown fields change nothing.
       program_key = absl::StrCat(call.tenant, "/inline:", ProgramDigest(request.program()));

@@ -1,8 +1,9 @@
 // Inline programs whose structure RunGraph has already checked, by key (the tenant and the
 // program's ProgramDigest). A client that sends the same program with every call, as the SDKs do,
-// pays the structure walk once instead of on each call (docs/performance.md). The check depends
-// on nothing but the program's known fields and the daemon's flags, so a key seen once stays
-// valid. Bounded: a full set starts over, so a client sending ever new programs pays one walk per
+// pays the structure walk once instead of on each call (docs/performance.md). Past the size bound
+// (CheckProgramSize, which counts unknown fields and so runs on every call), the check depends on
+// nothing but the program's known fields and the daemon's flags, so a key seen once stays valid.
+// Bounded: a full set starts over, so a client sending ever new programs pays one walk per
 // program, as without it.
 #ifndef DISTARRAY_SERVER_GRAPH_CHECKED_PROGRAMS_H_
 #define DISTARRAY_SERVER_GRAPH_CHECKED_PROGRAMS_H_

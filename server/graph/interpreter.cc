@@ -52,6 +52,9 @@ Interpreter::Interpreter(RunMode mode, OpContext context, Backend* backend,
   context_.ops = mode == RunMode::kRecord  ? static_cast<DeviceOps*>(recording)
                  : mode == RunMode::kEager ? static_cast<DeviceOps*>(backend)
                                            : nullptr;
+  // A program never reads index values from the devices (its plans must not depend on data): the
+  // structure check refuses such keys, and without this reader the planners would too.
+  context_.read_positions = nullptr;
   context_.resolve = [this](const v1::Operand& operand,
                             const std::string& field) -> absl::StatusOr<ArrayPtr> {
     if (operand.kind_case() != v1::Operand::kVariable) {

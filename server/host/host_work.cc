@@ -254,10 +254,39 @@ absl::StatusOr<HostWork> GemmWork(DType dtype, const BufferPtr& a, const BufferP
   if (!GemmFits(shape, ha->bytes() / size, hb->bytes() / size, hc->bytes() / size)) {
     return absl::InternalError("gemm: the batch does not fit its buffers");
   }
+  if (shape.symmetric_a && ((dtype != DType::kFloat32 && dtype != DType::kFloat64) ||
+                            shape.m != shape.k || shape.batch != 1)) {
+    return absl::InternalError("gemm: a symmetric a takes one square float32 or float64 matrix");
+  }
   auto work = [=] {
     // Plain copies, not a structured binding: the lambda below captures them, which Clang
     // before 16 refuses for bindings.
     const int64_t m = shape.m, n = shape.n, k = shape.k, batch = shape.batch;
+    if (shape.symmetric_a) {
+      // The matrix a's upper triangle makes (column >= row), mirrored, as the CUDA backend's
+      // symv reads it: the same values on both backends whatever the lower triangle holds.
+      auto symmetric = [&](const auto* pa, const auto* pb, auto* pc) {
+        using T = std::remove_const_t<std::remove_pointer_t<decltype(pa)>>;
+        std::vector<T> full(static_cast<size_t>(m * m));
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < m; ++j) full[i * m + j] = j >= i ? pa[i * m + j] : pa[j * m + i];
+        }
+        const OpenBlasApi* blas = LoadOpenBlas();
+        if (blas == nullptr || !FitsCblas(m, n, m)) {
+          GemmOnHostLoop(full.data(), pb, pc, m, n, m);
+        } else {
+          GemmOnHostBlas(*blas, full.data(), pb, pc, static_cast<int>(m), static_cast<int>(n),
+                         static_cast<int>(m));
+        }
+      };
+      if (m == 0 || n == 0) return;
+      if (dtype == DType::kFloat32) {
+        symmetric(ha->as<float>(), hb->as<float>(), hc->as<float>());
+      } else {
+        symmetric(ha->as<double>(), hb->as<double>(), hc->as<double>());
+      }
+      return;
+    }
     const int64_t stride_a = shape.stride_a, stride_b = shape.stride_b, stride_c = shape.stride_c;
     auto gemm = [&](const auto* pa, const auto* pb, auto* pc) {
       if (m == 0 || n == 0) return;

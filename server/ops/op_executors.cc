@@ -336,6 +336,10 @@ absl::StatusOr<PlannedMatmul> PlanMatmulOp(const OpContext& context, const v1::M
       return absl::InvalidArgumentError(
           absl::StrCat(field, ".a: give a dense a or a sparse_a, not both"));
     }
+    if (spec.a_symmetric()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".a_symmetric: applies to a dense a, not a sparse_a"));
+    }
     if (spec.allow_tf32()) {
       return absl::InvalidArgumentError(
           absl::StrCat(field, ".allow_tf32: sparse products do not use tensor cores"));
@@ -369,6 +373,23 @@ absl::StatusOr<PlannedMatmul> PlanMatmulOp(const OpContext& context, const v1::M
         absl::StrCat(field, ".allow_tf32: TF32 applies to float32 only"));
   }
   planned.allow_tf32 = spec.allow_tf32();
+  if (spec.a_symmetric()) {
+    const Shape& shape = planned.a->shape;
+    if (shape.size() != 2 || shape[0] != shape[1]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".a_symmetric: a of shape ", ShapeString(shape), " is not a square matrix"));
+    }
+    if (planned.plan.dtype != DType::kFloat32 && planned.plan.dtype != DType::kFloat64) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".a_symmetric: float32 and float64 only, not ", DTypeName(planned.plan.dtype)));
+    }
+    // Only where one product reads the whole matrix: a row or column block of it is no
+    // symmetric matrix.
+    if (planned.plan.gemms.size() == 1 && planned.plan.gemms[0].m == shape[0] &&
+        planned.plan.gemms[0].k == shape[0] && planned.plan.gemms[0].batch == 1) {
+      planned.plan.gemms[0].symmetric_a = true;
+    }
+  }
   return planned;
 }
 

@@ -516,6 +516,52 @@ TEST_P(GraphTest, RegisteredProgramRerunsWithNewArgumentsAndHitsTheCache) {
                        absl::StatusCode::kNotFound, {"program_id"}));
 }
 
+// A symmetric product inside a loop body (recorded: cuBLAS symv inside the WHILE node on CUDA):
+// x = 0.25 * (A @sym x) three times, A whole on one device and NOT symmetric, so only its upper
+// triangle's mirror gives these values. Against the host in long double.
+TEST_P(GraphTest, ASymmetricProductInsideALoopReadsTheUpperTriangle) {
+  constexpr int64_t n = 96;
+  std::mt19937_64 rng(21);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<double> a(n * n), x(n);
+  for (double& v : a) v = u(rng);
+  for (double& v : x) v = u(rng);
+  g::ProgramBuilder p;
+  const g::Var A = p.Input("A");
+  g::Vars out =
+      p.WhileLoop([](auto v) { return g::All(v[1] < 3.0); },
+                  [&A](auto v) {
+                    return g::Vars{v[0].builder().SymmetricMatmul(A, v[0]) * 0.25, v[1] + 1.0};
+                  },
+                  {p.Input("x"), p.Input("k")}, 10);
+  p.Output("x", out[0]);
+  std::vector<long double> want(x.begin(), x.end());
+  for (int step = 0; step < 3; ++step) {
+    std::vector<long double> next(n, 0.0L);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        next[i] += static_cast<long double>(j >= i ? a[i * n + j] : a[j * n + i]) * want[j];
+      }
+      next[i] *= 0.25L;
+    }
+    want = next;
+  }
+  auto ua = client().Upload<double>(a, {n, n}, ArrayOpts(OnDevice(2, dev(1))));
+  auto ux = client().Upload<double>(x, {n, 1}, ArrayOpts(OnDevice(2, dev(1))));
+  auto uk = client().Upload<double>(std::vector<double>{0.0}, {}, ArrayOpts(OnDevice(0, dev(1))));
+  ASSERT_TRUE(ua.ok() && ux.ok() && uk.ok());
+  for (int run_index = 0; run_index < 2; ++run_index) {
+    auto run = client().RunGraph(p.program(), {{"A", &*ua}, {"x", &*ux}, {"k", &*uk}});
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_EQ(run->iterations, 3);
+    auto got = run->outputs.at("x").Download<double>();
+    ASSERT_TRUE(got.ok()) << got.status();
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_NEAR((*got)[i], static_cast<double>(want[i]), 1e-12) << i;
+    }
+  }
+}
+
 // A cached graph skips the check only for the program and argument layouts it was recorded for:
 // the same inline program with another argument is checked again, and a program whose structure
 // is wrong is refused on every call (a failed check is not remembered).

@@ -384,6 +384,81 @@ TEST_P(MatmulTest, IntegersWrapAndBoolIsOrOfAnds) {
   }
 }
 
+// a_symmetric: where a is whole on one device the product reads its upper triangle (column >=
+// row), mirrored: checked with an a that is NOT symmetric, so a read of the lower triangle shows.
+// b as a vector, one column (symv) and three columns (symm). Split over devices the hint does not
+// apply (a row block is no symmetric matrix): the plain product. For a symmetric a both agree.
+TEST_P(MatmulTest, ASymmetricReadsTheUpperTriangleWhereAIsWhole) {
+  constexpr int64_t n = 67;
+  for (v1::DType dtype : kFloatDTypes) {
+    SCOPED_TRACE(v1::DType_Name(dtype));
+    const HostArray a = RandomHost(dtype, {n, n}, rng_, {.float_lo = -1, .float_hi = 1});
+    HostArray upper = a, symmetric = a;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < i; ++j) {
+        upper.values[i * n + j] = a.values[j * n + i];
+        // Summed in a's dtype, as the upload stores it (exactly representable: |a| <= 1).
+        symmetric.values[i * n + j] = symmetric.values[j * n + i] = a.values[i * n + j];
+      }
+    }
+    for (const Shape& b_shape : {Shape{n}, Shape{n, 1}, Shape{n, 3}}) {
+      SCOPED_TRACE(ShapeStr(b_shape));
+      const HostArray b = RandomHost(dtype, b_shape, rng_, {.float_lo = -1, .float_hi = 1});
+      const int b_rank = static_cast<int>(b_shape.size());
+      ASSERT_OK_AND_ASSIGN(Array B, UploadHost(client(), b, OnDevice(b_rank, dev(1))));
+      auto product = [&](const HostArray& host_a, const v1::IndexMap& map) {
+        absl::StatusOr<Array> A = UploadHost(client(), host_a, map);
+        if (!A.ok()) return absl::StatusOr<Array>(A.status());
+        v1::MatmulRequest request;
+        *request.mutable_spec()->mutable_a() = A->AsOperand();
+        *request.mutable_spec()->mutable_b() = B.AsOperand();
+        request.mutable_spec()->set_a_symmetric(true);
+        return client().Matmul(request);
+      };
+      auto expect = [&](const absl::StatusOr<Array>& got, const HostArray& reference_a,
+                        const std::string& what) {
+        ASSERT_TRUE(got.ok()) << what << ": " << got.status();
+        const MatmulReference ref = ReferenceMatmul(reference_a, b);
+        ASSERT_OK_AND_ASSIGN(HostArray values, DownloadHost(*got));
+        EXPECT_EQ(values.shape, ref.c.shape) << what;
+        EXPECT_TRUE(ValuesMatch(values, ref.c, 0, &ref.abs_tol)) << what;
+      };
+      expect(product(a, OnDevice(2, dev(1))), upper, "whole on one device: the upper triangle");
+      expect(product(a, OnDevice(2, dev(2))), upper, "a on another device than b");
+      const v1::IndexMap rows = Split(2, 0, n, {dev(0), dev(1)});
+      // (One device holds both row blocks where there is one device: one product, the hint.)
+      if (devices() > 1) expect(product(a, rows), a, "rows over two devices: the plain product");
+      expect(product(symmetric, OnDevice(2, dev(1))), symmetric, "a symmetric a, whole");
+      expect(product(symmetric, rows), symmetric, "a symmetric a, rows split");
+    }
+  }
+  // Refusals, naming the field: a non-square a, another dtype, a sparse a.
+  const auto kInvalid = absl::StatusCode::kInvalidArgument;
+  auto refused = [&](v1::DType dtype, const Shape& a_shape, const Shape& b_shape) {
+    absl::StatusOr<Array> A = UploadHost(client(), RandomHost(dtype, a_shape, rng_),
+                                         OnDevice(static_cast<int>(a_shape.size()), dev(0)));
+    absl::StatusOr<Array> B = UploadHost(client(), RandomHost(dtype, b_shape, rng_),
+                                         OnDevice(static_cast<int>(b_shape.size()), dev(0)));
+    EXPECT_TRUE(A.ok() && B.ok());
+    v1::MatmulRequest request;
+    *request.mutable_spec()->mutable_a() = A->AsOperand();
+    *request.mutable_spec()->mutable_b() = B->AsOperand();
+    request.mutable_spec()->set_a_symmetric(true);
+    return client().Matmul(request).status();
+  };
+  EXPECT_TRUE(StatusIs(refused(v1::DTYPE_FLOAT64, {5, 6}, {6, 2}), kInvalid,
+                       {"a_symmetric", "(5, 6)", "square"}));
+  EXPECT_TRUE(
+      StatusIs(refused(v1::DTYPE_FLOAT64, {2, 5, 5}, {5, 2}), kInvalid, {"a_symmetric", "square"}));
+  EXPECT_TRUE(StatusIs(refused(v1::DTYPE_INT32, {5, 5}, {5, 2}), kInvalid,
+                       {"a_symmetric", "float32 and float64"}));
+  EXPECT_TRUE(StatusIs(refused(v1::DTYPE_FLOAT16, {5, 5}, {5, 2}), kInvalid, {"a_symmetric"}));
+  v1::MatmulRequest sparse;
+  sparse.mutable_spec()->mutable_sparse_a()->mutable_shape()->add_dims(5);
+  sparse.mutable_spec()->set_a_symmetric(true);
+  EXPECT_TRUE(StatusIs(client().Matmul(sparse).status(), kInvalid, {"a_symmetric", "sparse_a"}));
+}
+
 TEST_P(MatmulTest, ErrorsHaveExactCodes) {
   std::mt19937_64 rng(302);
   auto make = [&](v1::DType dtype, const Shape& shape) {

@@ -85,6 +85,9 @@ class ProgramBuilder {
   Var Reduce(const Var& a, v1::ReduceOp op, std::vector<int32_t> axes = {}, bool keepdims = false,
              bool combine = true);
   Var Matmul(const Var& a, const Var& b, bool allow_tf32 = false);
+  // a @ b for a symmetric float32 or float64 matrix a (MatmulOpSpec.a_symmetric): held whole on
+  // one device, only its upper triangle is read.
+  Var SymmetricMatmul(const Var& a, const Var& b);
   // sparse @ b for a CSR matrix whose three arrays are bound to `indptr`, `indices` and `data`
   // (CsrMatrix::proto() gives `shape` and `blocks`): MatmulOpSpec.sparse_a.
   Var SparseMatmul(const Var& indptr, const Var& indices, const Var& data,

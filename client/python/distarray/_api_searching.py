@@ -40,6 +40,8 @@ def count_arange(like: Any, n: int, start: int = 1) -> Any:
 #: (65,536; the result is compacted afterwards); scattered positions are a run each, so 8,192
 #: of them stay under it for a source split into up to 8 pieces along the other axes.
 GATHER_BATCH = 8192
+# The most arrays one concat takes (the daemon's bound on ConcatSpec.sources).
+CONCAT_SOURCES = 1024
 
 
 def _pieces(x: Any) -> int:
@@ -61,7 +63,12 @@ def gather(x: Any, positions: Any, axis: int = 0) -> Any:
         if _pieces(part) > len(devices):
             part = part.reshard(split_index_map(tuple(part.shape), axis, devices))
         parts.append(part)
-    return concat(parts, axis=axis)
+    # A concat joins at most CONCAT_SOURCES arrays: more parts are joined in groups (over 2^23
+    # positions).
+    while len(parts) > 1:
+        parts = [concat(parts[i:i + CONCAT_SOURCES], axis=axis)
+                 for i in range(0, len(parts), CONCAT_SOURCES)]
+    return parts[0]
 
 
 def running_count(flat_mask: Any) -> Tuple[Any, int]:

@@ -426,10 +426,12 @@ class DistributedArray(ArrayOps, ManipulationOps, NumpyMethods, ArrayApiMethods)
     @translate_errors
     def _matmul(
         self, a: "DistributedArray", b: "DistributedArray", *, allow_tf32: bool = False,
-        index_map: Optional[IndexMapLike] = None, result_name: Optional[str] = None,
+        a_symmetric: bool = False, index_map: Optional[IndexMapLike] = None,
+        result_name: Optional[str] = None,
     ) -> "DistributedArray":
         self._rpc.require("matmul")
-        spec = pb.MatmulOpSpec(a=self._operand(a), b=self._operand(b), allow_tf32=allow_tf32)
+        spec = pb.MatmulOpSpec(a=self._operand(a), b=self._operand(b), allow_tf32=allow_tf32,
+                               a_symmetric=a_symmetric)
         if index_map is not None:
             spec.result_index_map.CopyFrom(to_proto_index_map(index_map, 2))
         request = pb.MatmulRequest(spec=spec, result_name=result_name or "")

@@ -103,13 +103,18 @@ def astype(a: Any, dtype, *, name: Optional[str] = None):
     return a._ufunc("astype", (a,), dtype=dtype, **({"result_name": name} if name else {}))
 
 
-def matmul(a: Any, b: Any, *, allow_tf32: bool = False, index_map=None, name: Optional[str] = None):
+def matmul(a: Any, b: Any, *, allow_tf32: bool = False, a_symmetric: bool = False,
+           index_map=None, name: Optional[str] = None):
     """``a @ b`` as ``numpy.matmul`` for float16/bfloat16/float32/float64 arrays of one dtype:
     vectors, matrices and stacks (the axes before the last two broadcast). When the shared axis is
-    split the result is a 'sum'-mode array of partial products (combined on download)."""
+    split the result is a 'sum'-mode array of partial products (combined on download).
+    ``a_symmetric=True`` asserts that ``a`` is a symmetric float32 or float64 matrix: held whole on
+    one device, only its upper triangle is read (half the bytes; docs/api.md)."""
     if not isinstance(a, ArrayOps) or not isinstance(b, ArrayOps):
         raise TypeError("distarray.matmul takes two arrays")
     options: Dict[str, Any] = {"allow_tf32": allow_tf32}
+    if a_symmetric:
+        options["a_symmetric"] = True
     if index_map is not None:
         options["index_map"] = index_map
     if name is not None:

@@ -138,14 +138,15 @@ class Var(ArrayOps, ManipulationOps):
         spec.compute_uv = compute_uv
         return self._program._emit_linalg(s, results)
 
-    def _matmul(self, a: "Var", b: "Var", *, allow_tf32: bool = False, index_map=None,
-                result_name=None) -> "Var":
+    def _matmul(self, a: "Var", b: "Var", *, allow_tf32: bool = False, a_symmetric: bool = False,
+                index_map=None, result_name=None) -> "Var":
         if index_map is not None or result_name:
             raise TypeError("index_map= and name= do not apply inside a program")
         s = pb.Statement()
         s.matmul.a.CopyFrom(self._operand(a))
         s.matmul.b.CopyFrom(self._operand(b))
         s.matmul.allow_tf32 = allow_tf32
+        s.matmul.a_symmetric = a_symmetric
         return self._program._emit(s, "m")
 
     def __setitem__(self, key: Any, value: Any) -> None:
