@@ -711,6 +711,19 @@ std::vector<std::pair<std::string, Case>> Seeds() {
     c.DownloadFrom(2);
   }
   {
+    // Symmetric products: a square matrix whole on one device (symv, symm), the same split
+    // (the plain product), and a non-square one (refused).
+    Case& c = add("symmetric_matmul");
+    c.Create(Spec({6, 6}, kF32, Replicated({6, 6}, 1))).mutable_fill()->mutable_uniform();
+    c.Create(Spec({6, 6}, kF32, RowBlocks({6, 6}, 2))).mutable_fill()->mutable_uniform();
+    c.Create(Spec({6, 2}, kF32, Replicated({6, 2}, 1))).mutable_fill()->mutable_ones();
+    c.Create(Spec({6, 4}, kF32, Replicated({6, 4}, 1))).mutable_fill()->mutable_ones();
+    c.Matmul(0, 2).mutable_spec()->set_a_symmetric(true);
+    c.Matmul(1, 2).mutable_spec()->set_a_symmetric(true);
+    c.Matmul(3, 2).mutable_spec()->set_a_symmetric(true);
+    c.DownloadFrom(4);
+  }
+  {
     // Dense linear algebra: every op on split square matrices and a stack, a wide matrix for
     // qr/svd, a singular one (zeros), a b of the wrong shape, b where the op takes none, an
     // unknown op (16 actions, the most a case holds).

@@ -643,6 +643,12 @@ void AddSparseCases(std::vector<BadCase>& cases) {
         r.mutable_spec()->set_allow_tf32(true);
       }),
       StatusCode::INVALID_ARGUMENT, "spec.allow_tf32: sparse products do not use tensor cores");
+  add("Matmul of a sparse matrix declared symmetric", matmul([](auto& r, auto& b) {
+        *r.mutable_spec()->mutable_sparse_a() = BystanderCsr(b);
+        r.mutable_spec()->mutable_b()->set_handle(b);
+        r.mutable_spec()->set_a_symmetric(true);
+      }),
+      StatusCode::INVALID_ARGUMENT, "spec.a_symmetric: applies to a dense a, not a sparse_a");
 }
 
 void AddLinalgCases(std::vector<BadCase>& cases) {
@@ -1182,6 +1188,25 @@ std::vector<BadCase> Cases() {
         return stub.Matmul(&c2, r, &response);
       },
       StatusCode::INVALID_ARGUMENT, "spec.allow_tf32: TF32 applies to float32 only");
+  add(
+      "a symmetric a that is not square",
+      [=](auto& stub, auto&) {
+        grpc::ClientContext c;
+        v1::CreateArrayResponse a, b;
+        auto st = stub.CreateArray(&c, CreateRequest({10, 7}, v1::DTYPE_FLOAT64, two_d), &a);
+        if (!st.ok()) return st;
+        grpc::ClientContext c2;
+        st = stub.CreateArray(&c2, CreateRequest({7, 10}, v1::DTYPE_FLOAT64, two_d), &b);
+        if (!st.ok()) return st;
+        grpc::ClientContext c3;
+        v1::MatmulRequest r;
+        *r.mutable_spec()->mutable_a() = Handle(a.array().handle());
+        *r.mutable_spec()->mutable_b() = Handle(b.array().handle());
+        r.mutable_spec()->set_a_symmetric(true);
+        v1::MatmulResponse response;
+        return stub.Matmul(&c3, r, &response);
+      },
+      StatusCode::INVALID_ARGUMENT, "spec.a_symmetric: a of shape (10, 7) is not a square matrix");
   add(
       "empty Matmul request",
       [](auto& stub, auto&) {

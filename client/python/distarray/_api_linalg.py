@@ -29,13 +29,17 @@ def _check_shapes(a: Any, b: Any) -> None:
     np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
 
 
-def matmul(x1: Any, x2: Any, /, *, allow_tf32: bool = False, index_map: Any = None,
-           name: Optional[str] = None) -> Any:
+def matmul(x1: Any, x2: Any, /, *, allow_tf32: bool = False, a_symmetric: bool = False,
+           index_map: Any = None, name: Optional[str] = None) -> Any:
     """``x1 @ x2`` as ``numpy.matmul``, for every dtype (see the module's docstring), as the
     daemon's Matmul: when the shared axis is split the result is a
-    'sum'-mode array of partial products (combined on download); ``allow_tf32``, ``index_map``
-    (the result's layout) and ``name`` are its options."""
+    'sum'-mode array of partial products (combined on download); ``allow_tf32``,
+    ``a_symmetric`` (x1 is a symmetric float32 or float64 matrix: held whole on one device, only
+    its upper triangle is read), ``index_map`` (the result's layout) and ``name`` are its
+    options."""
     options: Dict[str, Any] = {"allow_tf32": allow_tf32}
+    if a_symmetric:
+        options["a_symmetric"] = True
     if index_map is not None:
         options["index_map"] = index_map
     if name is not None:

@@ -232,6 +232,25 @@ def test_matmul(client, rng, dtype):
         a @ a  # (6, 8) @ (6, 8)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matmul_with_a_symmetric_reads_the_upper_triangle(client, rng, dtype):
+    """a_symmetric=True: a whole on one device is read by its upper triangle, mirrored (checked
+    with an a that is not symmetric); split by rows it is the plain product; refusals name the
+    field."""
+    a_np = rng.uniform(-1, 1, (9, 9)).astype(dtype)
+    upper = np.triu(a_np) + np.triu(a_np, 1).T
+    for b_np in (rng.uniform(-1, 1, 9).astype(dtype), rng.uniform(-1, 1, (9, 4)).astype(dtype)):
+        b = client.from_numpy(b_np, distarray.on_device(b_np.ndim, 1))
+        whole = client.from_numpy(a_np, distarray.on_device(2, 1))
+        check(distarray.matmul(whole, b, a_symmetric=True), upper @ b_np, exact=False)
+        rows = client.from_numpy(a_np, distarray.split_index_map(a_np.shape, 0, [0, 1]))
+        check(distarray.matmul(rows, b, a_symmetric=True), a_np @ b_np, exact=False)
+    wide = client.from_numpy(a_np[:, :5], distarray.on_device(2, 0))
+    with pytest.raises(distarray.InvalidArgumentError, match="a_symmetric: a of shape"):
+        distarray.matmul(wide, client.from_numpy(a_np[:5], distarray.on_device(2, 0)),
+                         a_symmetric=True)
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint16, np.uint64, np.bool_],
                          ids=lambda t: np.dtype(t).name)
 def test_integer_and_bool_matmul_match_numpy(client, rng, dtype):
