@@ -1,6 +1,7 @@
 // Engine::RunGraph, RegisterProgram and DeleteProgram: resolve the program and its arguments,
 // hand them to the ProgramRunner (server/graph/), register the outputs.
 #include <chrono>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -44,21 +45,25 @@ absl::StatusOr<GraphRunOutcome> Engine::RunGraph(const v1::RunGraphRequest& requ
   ProgramPtr program;
   std::string program_key;
   switch (request.source_case()) {
-    case v1::RunGraphRequest::kProgram:
-      // The size bound on every call, before the digest copies the program: it counts unknown
-      // fields, which the digest (and so the remembered checks below) ignores.
-      RETURN_IF_ERROR(CheckProgramSize(request.program(), options_.programs, "program"));
-      // Keyed by tenant too: a cache hit must not tell one tenant what another ran.
-      // By digest: the program's bytes could be megabytes, and unknown fields change nothing.
-      program_key = absl::StrCat(call.tenant, "/inline:", ProgramDigest(request.program()));
-      if (!checked_programs_.Contains(program_key)) {
+    case v1::RunGraphRequest::kProgram: {
+      // Keyed by tenant too: a cache hit must not tell one tenant what another ran. By digest:
+      // the program's bytes could be megabytes. A program seen before (the same bytes) passed the
+      // checks and has its key; another is checked (the size bound first: it counts unknown
+      // fields) and keyed by its known fields, which the graph cache goes by.
+      const std::string bytes_key =
+          absl::StrCat(call.tenant, "/", ProgramBytesDigest(request.program()));
+      if (std::optional<std::string> known = checked_programs_.Find(bytes_key)) {
+        program_key = *std::move(known);
+      } else {
         RETURN_IF_ERROR(CheckProgramStructure(request.program(), options_.programs, ProgramBounds(),
                                               "program"));
-        checked_programs_.Insert(program_key);
+        program_key = absl::StrCat(call.tenant, "/inline:", ProgramDigest(request.program()));
+        checked_programs_.Insert(bytes_key, program_key);
       }
       // Aliasing constructor: the request outlives the call, so no copy of the program.
       program = ProgramPtr(ProgramPtr(), &request.program());
       break;
+    }
     case v1::RunGraphRequest::kProgramId: {
       ASSIGN_OR_RETURN(program, programs_.Find(call.tenant, request.program_id(), "program_id"));
       program_key = "id:" + request.program_id();

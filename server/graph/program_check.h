@@ -29,9 +29,7 @@ int64_t ProgramMemoryBytes(const v1::Program& program);
 inline constexpr int64_t kStoredProgramOverheadBytes = 256;
 
 // INVALID_ARGUMENT naming `field` for a program over limits.max_program_bytes
-// (ProgramMemoryBytes, unknown fields included). CheckProgramStructure runs it first; a caller
-// that remembers which programs passed the rest (by a digest of their known fields) runs it on
-// every call.
+// (ProgramMemoryBytes, unknown fields included). CheckProgramStructure runs it first.
 absl::Status CheckProgramSize(const v1::Program& program, const ProgramLimits& limits,
                               absl::string_view field);
 

@@ -19,18 +19,28 @@ std::string Sha256Hex(absl::string_view bytes) {
       absl::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
 }
 
+namespace {
+
+std::string DeterministicBytes(const v1::Program& program) {
+  std::string bytes;
+  google::protobuf::io::StringOutputStream stream(&bytes);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  program.SerializeToCodedStream(&coded);
+  return bytes;
+}
+
+}  // namespace
+
+std::string ProgramBytesDigest(const v1::Program& program) {
+  return Sha256Hex(DeterministicBytes(program));
+}
+
 std::string ProgramDigest(const v1::Program& program) {
   // A copy, since the request is not ours to change; it lives only while hashing.
   v1::Program known = program;
   known.DiscardUnknownFields();
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    known.SerializeToCodedStream(&coded);
-  }
-  return Sha256Hex(bytes);
+  return Sha256Hex(DeterministicBytes(known));
 }
 
 }  // namespace distarray

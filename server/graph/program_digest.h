@@ -18,6 +18,12 @@ std::string Sha256Hex(absl::string_view bytes);
 // that differ only in fields this daemon ignores have one digest, and one cached graph.
 std::string ProgramDigest(const v1::Program& program);
 
+// SHA-256 (hex) of `program`'s deterministic serialization as it is, unknown fields included:
+// no copy and no reflection walk, so cheap enough for every call (a client sends its program the
+// same way each time). Two programs differing only in unknown fields have two of these and one
+// ProgramDigest.
+std::string ProgramBytesDigest(const v1::Program& program);
+
 }  // namespace distarray
 
 #endif  // DISTARRAY_SERVER_GRAPH_PROGRAM_DIGEST_H_

@@ -37,6 +37,11 @@ TEST(ProgramDigestTest, IgnoresUnknownFieldsAndIsSmall) {
   // The request itself keeps its unknown fields: the digest works on a copy.
   EXPECT_EQ(padded.GetReflection()->GetUnknownFields(padded).field_count(), 1);
   EXPECT_EQ(Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  // The bytes digest covers every field as sent (RunGraph's memo of checked programs).
+  EXPECT_EQ(ProgramBytesDigest(plain).size(), 64u);
+  EXPECT_EQ(ProgramBytesDigest(Identity("a")), ProgramBytesDigest(plain));
+  EXPECT_NE(ProgramBytesDigest(padded), ProgramBytesDigest(plain));
+  EXPECT_NE(ProgramBytesDigest(other_padding), ProgramBytesDigest(padded));
 }
 
 TEST(ProgramStoreTest, ChargesEachTenantAndDeletingReturnsTheBytes) {
