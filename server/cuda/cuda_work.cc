@@ -324,6 +324,26 @@ absl::StatusOr<CudaWork> CsrToDenseWork(DType dtype, const CsrProduct& block) {
 
 namespace {
 
+// The device's cuBLAS handle, bound to a work's stream when the work runs.
+struct CublasOnDevice {
+  cublasHandle_t handle;
+  const cuda::CublasApi* api;
+  const cuda::DeviceBlock* workspace;
+
+  explicit CublasOnDevice(const CudaDevice& device)
+      : handle(device.cublas->get()),
+        api(&device.cublas->api()),
+        workspace(&*device.cublas_workspace) {}
+
+  absl::Status Bind(cudaStream_t stream) const {
+    RETURN_IF_ERROR(CublasStatus(*api, api->set_stream(handle, stream), "cublasSetStream"));
+    // cublasSetStream resets the handle to cuBLAS's default workspace pool; bind the fixed one
+    // again, so no call allocates (which a captured one may not).
+    return CublasStatus(*api, api->set_workspace(handle, workspace->data(), workspace->bytes()),
+                        "cublasSetWorkspace");
+  }
+};
+
 // c = a @ b reading a's upper triangle (row-major; the lower one of the column-major view cuBLAS
 // sees, which is a^T). One column of b: symv. Otherwise the row-major product is the column-major
 // c^T = b^T a^T = b^T a: symm with a on the right.
@@ -335,44 +355,34 @@ absl::StatusOr<CudaWork> SymmetricGemmWork(const CudaDevices& devices, DType dty
   }
   const int64_t m = shape.m, n = shape.n;
   const int device = c->device();
-  cublasHandle_t handle = devices[device].cublas->get();
-  const cuda::CublasApi* api_ptr = &devices[device].cublas->api();
-  const cuda::DeviceBlock* workspace = &*devices[device].cublas_workspace;
+  const CublasOnDevice cublas(devices[device]);
   return CudaWork{
       device, {a, b}, {c}, [=](cudaStream_t stream) -> absl::Status {
-        const cuda::CublasApi& api = *api_ptr;
+        const cuda::CublasApi& api = *cublas.api;
+        const cublasHandle_t handle = cublas.handle;
         if (m == 0 || n == 0) return absl::OkStatus();
-        RETURN_IF_ERROR(CublasStatus(api, api.set_stream(handle, stream), "cublasSetStream"));
-        RETURN_IF_ERROR(
-            CublasStatus(api, api.set_workspace(handle, workspace->data(), workspace->bytes()),
-                         "cublasSetWorkspace"));
-        const cublasFillMode_t upper = CUBLAS_FILL_MODE_LOWER;  // of the column-major view
-        if (dtype == DType::kFloat64) {
-          const double one = 1.0, zero = 0.0;
-          const auto* pa = reinterpret_cast<const double*>(a->data());
-          const auto* pb = reinterpret_cast<const double*>(b->data());
-          auto* pc = reinterpret_cast<double*>(c->data());
+        RETURN_IF_ERROR(cublas.Bind(stream));
+        // One body for both dtypes: `symv` and `symm` are cuBLAS's entry points for T.
+        auto product = [&](auto zero, auto symv, auto symm, const char* symv_name,
+                           const char* symm_name) -> absl::Status {
+          using T = decltype(zero);
+          const T one = 1;
+          const cublasFillMode_t upper = CUBLAS_FILL_MODE_LOWER;  // of the column-major view
+          const auto* pa = reinterpret_cast<const T*>(a->data());
+          const auto* pb = reinterpret_cast<const T*>(b->data());
+          auto* pc = reinterpret_cast<T*>(c->data());
           if (n == 1) {
-            return CublasStatus(api, api.dsymv(handle, upper, m, &one, pa, m, pb, 1, &zero, pc, 1),
-                                "cublasDsymv");
+            return CublasStatus(api, symv(handle, upper, m, &one, pa, m, pb, 1, &zero, pc, 1),
+                                symv_name);
           }
           return CublasStatus(
-              api,
-              api.dsymm(handle, CUBLAS_SIDE_RIGHT, upper, n, m, &one, pa, m, pb, n, &zero, pc, n),
-              "cublasDsymm");
+              api, symm(handle, CUBLAS_SIDE_RIGHT, upper, n, m, &one, pa, m, pb, n, &zero, pc, n),
+              symm_name);
+        };
+        if (dtype == DType::kFloat64) {
+          return product(0.0, api.dsymv, api.dsymm, "cublasDsymv", "cublasDsymm");
         }
-        const float one = 1.0f, zero = 0.0f;
-        const auto* pa = reinterpret_cast<const float*>(a->data());
-        const auto* pb = reinterpret_cast<const float*>(b->data());
-        auto* pc = reinterpret_cast<float*>(c->data());
-        if (n == 1) {
-          return CublasStatus(api, api.ssymv(handle, upper, m, &one, pa, m, pb, 1, &zero, pc, 1),
-                              "cublasSsymv");
-        }
-        return CublasStatus(
-            api,
-            api.ssymm(handle, CUBLAS_SIDE_RIGHT, upper, n, m, &one, pa, m, pb, n, &zero, pc, n),
-            "cublasSsymm");
+        return product(0.0f, api.ssymv, api.ssymm, "cublasSsymv", "cublasSsymm");
       }};
 }
 
@@ -404,19 +414,13 @@ absl::StatusOr<CudaWork> GemmWork(const CudaDevices& devices, DType dtype, const
                           "integer gemm");
                     }};
   }
-  cublasHandle_t handle = devices[device].cublas->get();
-  const cuda::CublasApi* api_ptr = &devices[device].cublas->api();
-  const cuda::DeviceBlock* workspace = &*devices[device].cublas_workspace;
+  const CublasOnDevice cublas(devices[device]);
   return CudaWork{
       device, {ca, cb}, {cc}, [=](cudaStream_t stream) -> absl::Status {
-        const cuda::CublasApi& api = *api_ptr;
+        const cuda::CublasApi& api = *cublas.api;
+        const cublasHandle_t handle = cublas.handle;
         if (m == 0 || n == 0) return absl::OkStatus();
-        RETURN_IF_ERROR(CublasStatus(api, api.set_stream(handle, stream), "cublasSetStream"));
-        // cublasSetStream resets the handle to cuBLAS's default workspace pool; bind
-        // the fixed one again, so no GEMM allocates (which a captured GEMM may not).
-        RETURN_IF_ERROR(
-            CublasStatus(api, api.set_workspace(handle, workspace->data(), workspace->bytes()),
-                         "cublasSetWorkspace"));
+        RETURN_IF_ERROR(cublas.Bind(stream));
         // Row-major C = A B is column-major C^T = B^T A^T: pass b first, n and m swapped.
         // 16-bit floats multiply and accumulate in float32, complex64 in float32 parts and
         // complex128 in double parts. alpha and beta are complex, real part first: a
