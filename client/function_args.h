@@ -30,22 +30,6 @@ inline absl::StatusOr<int> AxisOf(int64_t axis, size_t rank, const std::string& 
   return static_cast<int>(axis < 0 ? axis + r : axis);
 }
 
-inline bool IsIntegerDType(v1::DType dtype) {
-  switch (dtype) {
-    case v1::DTYPE_INT8:
-    case v1::DTYPE_INT16:
-    case v1::DTYPE_INT32:
-    case v1::DTYPE_INT64:
-    case v1::DTYPE_UINT8:
-    case v1::DTYPE_UINT16:
-    case v1::DTYPE_UINT32:
-    case v1::DTYPE_UINT64:
-      return true;
-    default:
-      return false;
-  }
-}
-
 inline bool IsComplexDType(v1::DType dtype) {
   return dtype == v1::DTYPE_COMPLEX64 || dtype == v1::DTYPE_COMPLEX128;
 }

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/function_args.h"
+#include "common/dtype.h"
 #include "distarray/array_functions.h"
 #include "distarray/index_maps.h"
 #include "distarray/indexing.h"
@@ -433,8 +434,9 @@ absl::StatusOr<Array> Repeat(const Array& a, const std::vector<int64_t>& counts,
                                                    " counts for an axis of length ", n,
                                                    " (give one count, or ", n, ")"));
   }
-  // The positions listed: element i's position counts[i] times in a row.
-  std::vector<int64_t> positions;
+  // ends[i]: the result's positions up to element i's last copy (element i fills
+  // [ends[i] - counts[i], ends[i])).
+  std::vector<int64_t> ends(counts.size());
   int64_t total = 0;
   for (size_t i = 0; i < counts.size(); ++i) {
     if (counts[i] < 0) {
@@ -447,17 +449,24 @@ absl::StatusOr<Array> Repeat(const Array& a, const std::vector<int64_t>& counts,
                        " positions; hold them in the daemon (Repeat with an Array of counts)"));
     }
     total += counts[i];
+    ends[i] = total;
   }
-  positions.reserve(total);
-  for (size_t i = 0; i < counts.size(); ++i) positions.insert(positions.end(), counts[i], i);
   std::vector<Index> key(a.shape().size(), Index(Slice{}));
   if (total == 0) {
     key[*d] = Slice{.start = 0, .stop = 0};
     return GetItem(a, key);
   }
+  // Each batch lists its own positions (all of them at once would be up to 512 MiB here).
   return GatherInBatches(a, *d, total, [&](int64_t start, int64_t stop) {
+    Positions listed;
+    listed.values.reserve(stop - start);
+    size_t i = std::upper_bound(ends.begin(), ends.end(), start) - ends.begin();
+    for (int64_t j = start; j < stop; ++j) {
+      while (ends[i] <= j) ++i;
+      listed.values.push_back(static_cast<int64_t>(i));
+    }
     std::vector<Index> batch = key;
-    batch[*d] = Positions{{positions.begin() + start, positions.begin() + stop}};
+    batch[*d] = std::move(listed);
     return GetItem(a, batch);
   });
 }
@@ -468,7 +477,8 @@ absl::StatusOr<Array> Repeat(const Array& a, const Array& counts, int32_t axis) 
   const int64_t n = a.shape()[*d];
   const std::vector<int64_t> counts_shape = counts.shape();
   const v1::DType counts_dtype = counts.info().dtype();
-  if (!internal::IsIntegerDType(counts_dtype) && counts_dtype != v1::DTYPE_BOOL) {
+  const DType kind = static_cast<DType>(counts_dtype);  // the enums share values (ToProto)
+  if (!IsSignedInteger(kind) && !IsUnsignedInteger(kind) && kind != DType::kBool) {
     return absl::InvalidArgumentError(absl::StrCat(
         "repeats: counts must be integers or bools, not ", v1::DType_Name(counts_dtype)));
   }

@@ -274,21 +274,15 @@ int64_t ProgramMemoryBytes(const v1::Program& program) {
   return static_cast<int64_t>(program.SpaceUsedLong()) + kStoredProgramOverheadBytes;
 }
 
-absl::Status CheckProgramSize(const v1::Program& program, const ProgramLimits& limits,
-                              absl::string_view field) {
-  if (const int64_t bytes = ProgramMemoryBytes(program); bytes > limits.max_program_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": the program takes ", bytes, " bytes of the daemon's memory, more than the ",
-        limits.max_program_bytes, " one program may take (--max_program_bytes)"));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status CheckProgramStructure(const v1::Program& program, const ProgramLimits& limits,
                                    const ProgramCheckBounds& bounds, absl::string_view field) {
   const std::string prefix(field);
   // First: every later check walks the program, and a program this large is refused anyway.
-  RETURN_IF_ERROR(CheckProgramSize(program, limits, field));
+  if (const int64_t bytes = ProgramMemoryBytes(program); bytes > limits.max_program_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        prefix, ": the program takes ", bytes, " bytes of the daemon's memory, more than the ",
+        limits.max_program_bytes, " one program may take (--max_program_bytes)"));
+  }
   // The lists count against the same bound as statements: each costs work in every check.
   for (const auto& [count, name] :
        {std::pair{program.inputs_size(), "inputs"}, std::pair{program.outputs_size(), "outputs"},

@@ -28,13 +28,8 @@ int64_t ProgramMemoryBytes(const v1::Program& program);
 // The store's entry for a program: its id, the map slot, the shared pointer's control block.
 inline constexpr int64_t kStoredProgramOverheadBytes = 256;
 
-// INVALID_ARGUMENT naming `field` for a program over limits.max_program_bytes
-// (ProgramMemoryBytes, unknown fields included). CheckProgramStructure runs it first.
-absl::Status CheckProgramSize(const v1::Program& program, const ProgramLimits& limits,
-                              absl::string_view field);
-
 // INVALID_ARGUMENT naming the offending field (`field` is the program's, e.g. "program"). A
-// program over limits.max_program_bytes (CheckProgramSize) is refused before anything else
+// program over limits.max_program_bytes (ProgramMemoryBytes) is refused before anything else
 // is looked at. Index maps of reshard statements are checked for what does not depend on the
 // shape they will meet: their chunk count, each chunk's device, one rank for every chunk (at
 // most kMaxRank) and non-zero steps; their bounds are checked per run.
