@@ -32,6 +32,7 @@ ABSL_FLAG(std::string, peers_file, "", "key value lines from cg_peers.py");
 ABSL_FLAG(int64_t, n, 8192, "unknowns");
 ABSL_FLAG(int64_t, max_iterations, 10000, "the loop's cap");
 ABSL_FLAG(int, repeats, 5, "timed solves (the median is reported)");
+ABSL_FLAG(int, only_gpus, 0, "time only the layouts over this many GPUs (0: every layout)");
 
 namespace {
 
@@ -122,6 +123,7 @@ int main(int argc, char** argv) {
   for (const auto& [gpus, symmetric] :
        {std::pair{1, false}, std::pair{1, true}, std::pair{2, false}, std::pair{4, false}}) {
     if (gpus > devices) break;
+    if (absl::GetFlag(FLAGS_only_gpus) > 0 && gpus != absl::GetFlag(FLAGS_only_gpus)) continue;
     const v1::Program program = ConjugateGradient(tol2, max_iterations, symmetric);
     std::vector<int> on;
     for (int d = 0; d < gpus; ++d) on.push_back(d);

@@ -62,7 +62,12 @@ T Must(absl::StatusOr<T> v, const char* what) {
 
 using distarray::bench::ReadFigures;
 
-std::string Tag(int64_t n) { return absl::StrCat("1e", std::to_string(n).size() - 1); }
+// "1e5", "5e6": the peers' keys name sizes this way (a size that is not d·10^k keeps its digits).
+std::string Tag(int64_t n) {
+  const std::string digits = std::to_string(n);
+  if (digits.size() < 2 || digits.find_first_not_of('0', 1) != std::string::npos) return digits;
+  return absl::StrCat(digits.substr(0, 1), "e", digits.size() - 1);
+}
 
 v1::Program SeedLoop() {
   g::ProgramBuilder p;

@@ -34,9 +34,10 @@ ABSL_FLAG(int, loop_unroll, 8,
           "one runtime-compiled kernel per iteration, this many per conditional-node iteration; "
           "0 records such loops, and straight-line chains of elementwise ops, op by op");
 ABSL_FLAG(bool, persistent_loops, true,
-          "CUDA: a fused loop on one GPU runs as one persistent cooperative kernel per "
-          "conditional-node iteration, with a grid barrier between its iterations, instead of "
-          "--loop_unroll copies of a one-iteration kernel (measured faster at every size)");
+          "CUDA: a fused loop runs as one persistent cooperative kernel per GPU and "
+          "conditional-node iteration, with a grid barrier (over several GPUs, an agreed "
+          "verdict) between its iterations, instead of --loop_unroll copies of a one-iteration "
+          "kernel (measured faster at every size, on one GPU and two)");
 ABSL_FLAG(std::string, graph_agreement, "auto",
           "CUDA: how the per-device graphs of a RunGraph program over several GPUs agree on each "
           "loop or if condition: peer (votes through peer memory, in the body's last kernel), "

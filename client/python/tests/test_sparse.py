@@ -147,6 +147,15 @@ def test_cg_matches_scipy(client, rng, devices):
     xd, info_d = distarray.sparse.linalg.cg(dense, client.from_numpy(b), rtol=1e-10)
     assert info_d == 0
     np.testing.assert_allclose(xd.to_numpy(), want, rtol=1e-8, atol=1e-10)
+    if len(devices) == 1:
+        # Whole on one device, a dense A is read by its upper triangle (cg's A is symmetric):
+        # noise below the diagonal changes nothing.
+        noisy = np.triu(s.toarray()) + np.tril(rng.random((n, n)) + 1.0, -1)
+        xn, info_n = distarray.sparse.linalg.cg(
+            client.from_numpy(noisy, distarray.split_index_map((n, n), 0, devices)),
+            client.from_numpy(b), rtol=1e-10)
+        assert info_n == 0
+        np.testing.assert_allclose(xn.to_numpy(), want, rtol=1e-8, atol=1e-10)
     # A cap short of convergence reports the iterations run, as SciPy's info does.
     x3, info3 = distarray.sparse.linalg.cg(a, client.from_numpy(b), rtol=1e-14, maxiter=3)
     want3, want_info3 = scipy_linalg.cg(s, b, rtol=1e-14, maxiter=3)

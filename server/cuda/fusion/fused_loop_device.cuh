@@ -29,9 +29,13 @@ struct FusedLoopState {
 // Device memory of one persistent fused loop (docs/graphs.md, "Persistent loops"), zeroed when
 // allocated and left consistent by every launch, so it serves every replay of its graph.
 struct PersistentLoopState {
-  unsigned int arrived;     // the grid barrier's word (GridBarrier)
+  unsigned int arrived;     // the grid barrier's word (GridBarrier); over several devices, the
+                            // blocks that arrived at block 0's gather (AgreedIterationFlag)
   unsigned int decided[3];  // per iteration, by position % 3: a block found the deciding element
   unsigned long long position;  // iterations this loop has run, over every launch and replay
+  // Over several devices: block 0's verdict on the iteration at `position`, agreed with the
+  // other devices, which the other blocks wait for: (position + 1) << 1 | flag.
+  unsigned long long verdict;
 };
 
 // The most iterations one launch of a persistent loop over `elements` runs before it ends, so that
@@ -83,8 +87,8 @@ struct FusedLoopArgs {
   // The loop's condition is this device's part (its chunk's all/any) agreed with the other
   // devices of the graph (loop_condition.cuh); one device alone: no exchange.
   Agreement agreement;
-  // Persistent loops only (one device): their barrier and votes, and the iterations a launch
-  // runs at most.
+  // Persistent loops only: their barrier and votes, and the iterations a launch runs at most
+  // (the same on every device of the loop: they end their launches together).
   PersistentLoopState* persistent;
   int iterations_per_launch;
 };
@@ -232,28 +236,80 @@ __device__ __forceinline__ void GridBarrier(unsigned int* arrived) {
   __syncthreads();
 }
 
+// The flag of iteration `iteration` of a persistent loop over several devices, agreed with the
+// other devices. A gather and a release instead of a grid barrier: every other block folds its
+// vote in and arrives; block 0 waits for them all, makes the exchange with the other devices
+// (Agree, by one thread, as every condition evaluation does) and publishes the verdict, which the
+// other blocks wait for. So the agreement costs one exchange per iteration and no second barrier
+// (a probe with a barrier, one thread's exchange and a second barrier was slower than unrolling:
+// docs/graphs.md, "Persistent loops"). A cancel seen while waiting for a peer stops the launch,
+// and the NextIteration that ends it then answers the cancel (the exchange has given up for the
+// replay). Every thread of every block must call it.
+__device__ __forceinline__ bool AgreedIterationFlag(const FusedLoopArgs& args, bool block_value,
+                                                    bool is_all, unsigned long long iteration) {
+  PersistentLoopState* const state = args.persistent;
+  __shared__ bool verdict;
+  if (threadIdx.x == 0) {
+    if (blockIdx.x != 0) {
+      if (block_value != is_all) atomicOr(&state->decided[0], 1u);
+      __threadfence();  // the vote before the arrival
+      atomicAdd(&state->arrived, 1u);
+      const volatile unsigned long long* published = &state->verdict;
+      unsigned long long v;
+      while (((v = *published) >> 1) != iteration + 1) {
+      }
+      verdict = (v & 1) != 0;
+    } else {
+      const volatile unsigned int* arrived = &state->arrived;
+      while (*arrived != gridDim.x - 1) {
+      }
+      // Every other block waits for this iteration's verdict, so none arrives or votes again
+      // before it is published: the count and the vote are reset for the next iteration here.
+      state->arrived = 0;
+      __threadfence();
+      const bool decided =
+          *static_cast<volatile unsigned int*>(&state->decided[0]) != 0 || block_value != is_all;
+      state->decided[0] = 0;
+      const AgreedVote agreed = Agree(args.agreement, /*voted=*/true, is_all ? !decided : decided,
+                                      !is_all, /*cancel=*/false, args.cancel_word);
+      verdict = agreed.flag && !agreed.cancel;
+      __threadfence();  // the resets before the release
+      *static_cast<volatile unsigned long long*>(&state->verdict) =
+          (iteration + 1) << 1 | (verdict ? 1ull : 0ull);
+    }
+  }
+  __syncthreads();
+  return verdict;
+}
+
 // Ends iteration `k` of a persistent loop's launch and says whether this block runs the next one
 // in the same launch. Every block combines its predicate into the iteration's vote slot, waits at
 // the grid barrier, then reads the verdict: all blocks decide alike, from values they all read
-// after the barrier. The launch goes on while the flag holds, fewer than `iterations_per_launch`
-// have run and the cap allows one more; otherwise block 0 records the iterations, the flag and the
-// position, and decides the next launch with NextIteration (the cap, the cancel word, the WHILE
-// node's condition), as the unrolled kernel's last block does every iteration.
-// `position` and `started` (the loop's bodies started, this launch's first included) are read at
-// the launch's start. Every thread of every block must call it.
+// after the barrier (over several devices, AgreedIterationFlag: block 0's agreed verdict). The
+// launch goes on while the flag holds, fewer than `iterations_per_launch` have run and the cap
+// allows one more; otherwise block 0 records the iterations, the flag and the position, and decides
+// the next launch with NextIteration (the cap, the cancel word, the WHILE node's condition), as the
+// unrolled kernel's last block does every iteration. `position` and `started` (the loop's bodies
+// started, this launch's first included) are read at the launch's start. Every thread of every
+// block must call it.
 __device__ __forceinline__ bool PersistentNextIteration(const FusedLoopArgs& args, bool local,
                                                         bool is_all, unsigned long long position,
                                                         int64_t started, int k) {
   PersistentLoopState* const state = args.persistent;
-  const unsigned int slot = static_cast<unsigned int>((position + k) % 3);
   const bool block_value = is_all ? __syncthreads_and(local) : __syncthreads_or(local);
-  if (threadIdx.x == 0 && block_value != is_all) atomicOr(&state->decided[slot], 1u);
-  GridBarrier(&state->arrived);
-  const bool decided = *static_cast<volatile unsigned int*>(&state->decided[slot]) != 0;
-  // The slot before this one: every block read it before arriving at this barrier, and the next
-  // iteration to vote in it comes after two more barriers.
-  if (blockIdx.x == 0 && threadIdx.x == 0) state->decided[(slot + 2) % 3] = 0;
-  const bool flag = is_all ? !decided : decided;
+  bool flag;
+  if (args.agreement.devices > 1) {
+    flag = AgreedIterationFlag(args, block_value, is_all, position + k);
+  } else {
+    const unsigned int slot = static_cast<unsigned int>((position + k) % 3);
+    if (threadIdx.x == 0 && block_value != is_all) atomicOr(&state->decided[slot], 1u);
+    GridBarrier(&state->arrived);
+    const bool decided = *static_cast<volatile unsigned int*>(&state->decided[slot]) != 0;
+    // The slot before this one: every block read it before arriving at this barrier, and the
+    // next iteration to vote in it comes after two more barriers.
+    if (blockIdx.x == 0 && threadIdx.x == 0) state->decided[(slot + 2) % 3] = 0;
+    flag = is_all ? !decided : decided;
+  }
   if (flag && k + 1 < args.iterations_per_launch && started + k < args.max_iterations) {
     return true;
   }

@@ -1,7 +1,7 @@
 // CudaGraphRecording::RecordFusedWhile: a WHILE loop whose iteration is one runtime-compiled
-// kernel (fusion/fused_loop_device.cuh), unrolled loop_unroll times per conditional iteration; or,
-// on one device (--persistent_loops), one persistent cooperative kernel per conditional iteration
-// running up to PersistentIterationsPerLaunch iterations.
+// kernel (fusion/fused_loop_device.cuh), unrolled loop_unroll times per conditional iteration; or
+// (--persistent_loops) one persistent cooperative kernel per conditional iteration running up to
+// PersistentIterationsPerLaunch iterations.
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -36,19 +36,28 @@ void LogUnfused(const absl::Status& status, const std::string& source) {
   spdlog::warn("RunGraph: a fusable loop runs unfused: {}\n{}", status.ToString(), source);
 }
 
-// Whether a fused loop runs as a persistent kernel.
+// Whether a fused loop runs as a persistent kernel: on one device, and over several whose
+// conditions agree through peer memory (block 0 of each device's kernel makes the exchange,
+// AgreedIterationFlag). The caller has ruled out NCCL agreement.
 bool PersistentFits(absl::Span<const FusedLoop> loops) {
-  // One device: a grid barrier per iteration is cheaper than a launch, but agreeing across
-  // devices as well would need a second barrier to share the verdict (measured no faster than
-  // unrolling: docs/graphs.md, "Persistent loops").
-  if (loops.size() != 1) return false;
   // The condition variable is written once per launch, not per iteration: a body that reads it
   // must see every iteration's flag, as the unrolled kernels store it.
-  const void* condition = AsCuda(loops[0].condition)->data();
-  for (const FusedLoop::Input& input : loops[0].inputs) {
-    if (AsCuda(input.buffer)->data() == condition) return false;
+  for (const FusedLoop& loop : loops) {
+    const void* condition = AsCuda(loop.condition)->data();
+    for (const FusedLoop::Input& input : loop.inputs) {
+      if (AsCuda(input.buffer)->data() == condition) return false;
+    }
   }
   return true;
+}
+
+// The iterations a persistent launch runs at most: the same on every device of the loop, which
+// must end their launches at the same iteration (each launch ends with an exchange), so it follows
+// the largest chunk.
+int IterationsPerLaunch(absl::Span<const FusedLoop> loops) {
+  int64_t elements = 0;
+  for (const FusedLoop& loop : loops) elements = std::max(elements, loop.elements);
+  return cuda::PersistentIterationsPerLaunch(elements);
 }
 
 }  // namespace
@@ -174,7 +183,7 @@ absl::Status CudaGraphRecording::RecordFusedWhile(absl::Span<const FusedLoop> lo
         ASSIGN_OR_RETURN(cuda::DeviceBlock barrier, cuda::DeviceBlock::AllocateZeroed(
                                                         device, sizeof(cuda::PersistentLoopState)));
         args.persistent = static_cast<cuda::PersistentLoopState*>(barrier.data());
-        args.iterations_per_launch = cuda::PersistentIterationsPerLaunch(loop.elements);
+        args.iterations_per_launch = IterationsPerLaunch(loops);
         resources(i).loop_counts.push_back(std::move(barrier));
       }
       // The device address of the state's `running` word (no host access to device memory).

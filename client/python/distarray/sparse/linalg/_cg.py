@@ -20,7 +20,8 @@ def cg(A: Any, b: DistributedArray, x0: Optional[DistributedArray] = None, *, rt
     A's inverse, symmetric positive definite), is an n x n ``csr_matrix`` or 2-D DistributedArray
     of A's dtype, applied on the devices each iteration (SciPy's preconditioned recurrence).
     ``callback`` is not served (the loop runs on the devices): give None. For b = 0 the
-    solution is 0 with info 0, as SciPy's, whatever x0."""
+    solution is 0 with info 0, as SciPy's, whatever x0. A dense A held whole on one device is
+    read by its upper triangle (A is symmetric by cg's contract; half the bytes per product)."""
     _refuse("cg", callback=callback)
     m, n = _check_system(A, b, "cg")
     if m != n:
@@ -39,7 +40,7 @@ def cg(A: Any, b: DistributedArray, x0: Optional[DistributedArray] = None, *, rt
     # direction is gathered, once per iteration, for the product.
     bv = s.b()
     x = (s.x0(s.rows) if x0 is not None else bv * 0.0)
-    r = bv - s.times(x) if x0 is not None else bv * 1.0
+    r = bv - s.times(x, symmetric=True) if x0 is not None else bv * 1.0
     bnrm2 = s.scalar(_norm(bv))
     tol = f.maximum(one * atol, bnrm2 * rtol)
     k = one * 0.0
@@ -58,7 +59,7 @@ def cg(A: Any, b: DistributedArray, x0: Optional[DistributedArray] = None, *, rt
             rho = s.scalar(f.sum(r * z))
             beta = f.where(k > 0, rho / rho_prev, 0.0)
             d = z + beta * d
-            q = s.times(d)
+            q = s.times(d, symmetric=True)
             alpha = rho / s.scalar(f.sum(d * q))
             return x + alpha * d, r - alpha * q, d, rho, k + 1.0
 

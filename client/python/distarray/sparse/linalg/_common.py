@@ -124,10 +124,16 @@ def _layouts(A: Any) -> Tuple[dict, dict]:
     return rows, {d: [(slice(0, n),)] for d in devices}
 
 
-def _matvec(A: Any, x: Var) -> Var:
+def _matvec(A: Any, x: Var, symmetric: bool = False) -> Var:
+    """A @ x. `symmetric`: the caller's contract says a dense A is symmetric, so a float32 or
+    float64 A held whole on one device is read by its upper triangle (MatmulOpSpec.a_symmetric:
+    half the bytes of the product that bounds an iteration)."""
     if isinstance(A, csr_matrix):
         return A @ x
-    return x.program.capture(A) @ x
+    a = x.program.capture(A)
+    if symmetric and np.dtype(A.dtype) in (np.float32, np.float64):
+        return f.matmul(a, x, a_symmetric=True)
+    return a @ x
 
 
 def _norm(x: Var) -> Var:
@@ -184,10 +190,11 @@ class _Solve:
     def x0(self, layout: dict) -> Var:
         return self.program.input("x0").reshard(layout, "replica", ndim=1)
 
-    def times(self, d: Var) -> Var:
+    def times(self, d: Var, symmetric: bool = False) -> Var:
         """A @ d for a square A, d split as the rows: gathered whole on each device for the
-        product, and the product back in the rows' layout."""
-        return _matvec(self.A, d.reshard(self.cols, "replica", ndim=1)).reshard(
+        product, and the product back in the rows' layout. `symmetric`: the solver requires a
+        symmetric A (``_matvec``)."""
+        return _matvec(self.A, d.reshard(self.cols, "replica", ndim=1), symmetric).reshard(
             self.rows, "replica", ndim=1)
 
     def times_by(self, M: Any) -> Callable[[Var], Var]:
