@@ -1,8 +1,10 @@
 // A reshard between two nodes of a cluster (docs/cluster.md) against the transport's limit
 // measured in the same run: Gloo's TCP transport sending the same bytes between two ranks over
 // loopback, in this process, with nothing around it. Also the same reshard between two devices
-// of the leader, which crosses no node. Each reshard is an RPC plus Synchronize, the median of 5
-// after a warm-up; the moved array is checked against the uploaded values afterwards.
+// of the leader, which crosses no node, and a swap: halves on a device of each node trade places,
+// so pieces cross the nodes in both directions in one reshard. Each reshard is an RPC plus
+// Synchronize, the median of 5 after a warm-up; the moved array is checked against the uploaded
+// values afterwards.
 //   cluster_bench --server=LEADER --from=0 --to=DEVICE_ON_NODE_1 --local_to=1 [--mib=256]
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/hash_store.h>
@@ -76,20 +78,19 @@ double GlooLoopbackMs(int64_t bytes) {
   return Median(ms);
 }
 
-double ReshardMs(distarray::Client& client, const distarray::Array& a, int to, int64_t n,
-                 const std::vector<float>& values) {
+double ReshardMs(distarray::Client& client, const distarray::Array& a,
+                 const distarray::v1::IndexMap& to, const std::vector<float>& values) {
   std::vector<double> ms;
   for (int k = 0; k < kRuns; ++k) {
     const auto t0 = Clock::now();
-    distarray::Array moved = distarray::bench::Must(
-        "cluster_bench", a.Reshard(distarray::Split(1, 0, n, {to})), "reshard");
+    distarray::Array moved = distarray::bench::Must("cluster_bench", a.Reshard(to), "reshard");
     distarray::bench::Must("cluster_bench", client.Synchronize(), "synchronize");
     if (k > 0) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     if (k == kRuns - 1) {
       const std::vector<float> got =
           distarray::bench::Must("cluster_bench", moved.Download<float>(), "download");
       if (got != values) {
-        std::fprintf(stderr, "cluster_bench: the reshard to device %d changed the values\n", to);
+        std::fprintf(stderr, "cluster_bench: a reshard changed the values\n");
         std::exit(1);
       }
     }
@@ -112,7 +113,8 @@ int main(int argc, char** argv) {
       client.Upload<float>(values, {n}, {distarray::Split(1, 0, n, {absl::GetFlag(FLAGS_from)})}),
       "upload");
   const double gloo_ms = GlooLoopbackMs(bytes);
-  const double cross_ms = ReshardMs(client, a, absl::GetFlag(FLAGS_to), n, values);
+  const int from = absl::GetFlag(FLAGS_from), to = absl::GetFlag(FLAGS_to);
+  const double cross_ms = ReshardMs(client, a, distarray::Split(1, 0, n, {to}), values);
   const double gb = static_cast<double>(bytes) / 1e9;
   std::printf("cluster reshard of %lld MiB, device %d (node 0) -> device %d (node 1)\n",
               static_cast<long long>(absl::GetFlag(FLAGS_mib)), absl::GetFlag(FLAGS_from),
@@ -122,9 +124,16 @@ int main(int argc, char** argv) {
   std::printf("  reshard across nodes:          %8.2f ms  %6.2f GB/s  %.2fx the bare send\n",
               cross_ms, gb / cross_ms * 1e3, gloo_ms / cross_ms);
   if (const int local = absl::GetFlag(FLAGS_local_to); local >= 0) {
-    const double local_ms = ReshardMs(client, a, local, n, values);
+    const double local_ms = ReshardMs(client, a, distarray::Split(1, 0, n, {local}), values);
     std::printf("  reshard within the leader:     %8.2f ms  %6.2f GB/s\n", local_ms,
                 gb / local_ms * 1e3);
   }
+  // Half the bytes each way: the two pieces move at once, each over its own direction.
+  const distarray::Array halves = distarray::bench::Must(
+      "cluster_bench", client.Upload<float>(values, {n}, {distarray::Split(1, 0, n, {from, to})}),
+      "upload halves");
+  const double swap_ms = ReshardMs(client, halves, distarray::Split(1, 0, n, {to, from}), values);
+  std::printf("  swap halves across the nodes:  %8.2f ms  %6.2f GB/s  %.2fx the bare send\n",
+              swap_ms, gb / swap_ms * 1e3, gloo_ms / swap_ms);
   return 0;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -14,6 +15,9 @@ namespace {
 
 // Tags of the data plane's copies: the top bit keeps them apart from Gloo's own collectives.
 constexpr uint64_t kCopyTagBit = uint64_t{1} << 63;
+// The most copies between nodes one wave runs at once (a thread waits for each receive but the
+// first); a reshard of thousands of pieces goes in waves of this many.
+constexpr int kMaxCopiesInAWave = 16;
 
 uint64_t HandleOf(const BufferPtr& buffer) {
   return buffer == nullptr ? 0 : static_cast<const RemoteBuffer&>(*buffer).handle();
@@ -164,8 +168,8 @@ absl::Status ClusterBackend::FillGenerated(DType dtype, const BufferPtr& dst,
 absl::Status ClusterBackend::Copy(DType dtype, absl::Span<const BoxCopy> copies) {
   // The batch's order rule (device_ops.h): same-device copies first, then the cross-device ones
   // in the order given. Each node's same-device copies go as one batch; the cross-device ones
-  // go in order, consecutive copies within one node as one batch, copies between nodes one by
-  // one.
+  // go in order, consecutive copies within one node as one batch, consecutive copies between
+  // nodes in waves that run at once (CopyWaveAcrossNodes).
   const int nodes = leader_.size();
   std::vector<std::vector<BoxCopy>> same_device(nodes);
   for (const BoxCopy& copy : copies) {
@@ -197,24 +201,73 @@ absl::Status ClusterBackend::Copy(DType dtype, absl::Span<const BoxCopy> copies)
 
   std::vector<BoxCopy> run;
   int run_rank = -1;
+  std::vector<CrossNodeCopy> wave;
+  // Whether `copy` must wait for the wave: it writes or reads a buffer a copy of the wave writes,
+  // or writes one it reads (the batch's order decides their result).
+  auto tied_to_wave = [&wave](const BoxCopy& copy) {
+    for (const CrossNodeCopy& c : wave) {
+      const DeviceBuffer* written = c.copy->dst.buffer.get();
+      if (copy.dst.buffer.get() == written || copy.src.buffer.get() == written ||
+          copy.dst.buffer.get() == c.copy->src.buffer.get()) {
+        return true;
+      }
+    }
+    return false;
+  };
+  auto flush_wave = [&]() -> absl::Status {
+    absl::Status status = CopyWaveAcrossNodes(dtype, wave);
+    wave.clear();
+    return status;
+  };
   for (const BoxCopy& copy : copies) {
     if (copy.src.buffer->device() == copy.dst.buffer->device()) continue;
     const int src_rank = Place(copy.src.buffer->device()).rank;
     const int dst_rank = Place(copy.dst.buffer->device()).rank;
     if (src_rank == dst_rank) {
+      RETURN_IF_ERROR(flush_wave());
       if (run_rank != dst_rank) RETURN_IF_ERROR(flush(run_rank, run));
       run_rank = dst_rank;
       run.push_back(copy);
       continue;
     }
     RETURN_IF_ERROR(flush(run_rank, run));
-    RETURN_IF_ERROR(CopyAcrossNodes(dtype, copy, src_rank, dst_rank));
+    if (tied_to_wave(copy) || static_cast<int>(wave.size()) == kMaxCopiesInAWave) {
+      RETURN_IF_ERROR(flush_wave());
+    }
+    wave.push_back(CrossNodeCopy{&copy, src_rank, dst_rank});
   }
+  RETURN_IF_ERROR(flush_wave());
   return flush(run_rank, run);
 }
 
-absl::Status ClusterBackend::CopyAcrossNodes(DType dtype, const BoxCopy& copy, int src_rank,
-                                             int dst_rank) {
+absl::Status ClusterBackend::CopyWaveAcrossNodes(DType dtype,
+                                                 absl::Span<const CrossNodeCopy> wave) {
+  // Every send is posted before any receive waits: a send only queues its device reads and hands
+  // its pieces to a sender thread, so none waits for another copy's receive.
+  std::vector<uint64_t> tags;
+  absl::Status status;
+  for (const CrossNodeCopy& c : wave) {
+    // The counter's low bits name the copy; the bits from kPieceShift up name its pieces.
+    const uint64_t tag =
+        kCopyTagBit | (next_tag_.fetch_add(1) & ((uint64_t{1} << kPieceShift) - 1));
+    status = StartSend(dtype, c, tag);
+    if (!status.ok()) break;  // the copies sent so far are still received below
+    tags.push_back(tag);
+  }
+  // The receives side by side, the first on this thread: each waits for its own bytes only.
+  std::vector<absl::Status> received(tags.size());
+  std::vector<std::thread> waiting;
+  for (size_t i = 1; i < tags.size(); ++i) {
+    waiting.emplace_back([&, i] { received[i] = Receive(dtype, wave[i], tags[i]); });
+  }
+  if (!tags.empty()) received[0] = Receive(dtype, wave[0], tags[0]);
+  for (std::thread& t : waiting) t.join();
+  for (const absl::Status& r : received) status.Update(r);
+  return status;
+}
+
+absl::Status ClusterBackend::StartSend(DType dtype, const CrossNodeCopy& c, uint64_t tag) {
+  const BoxCopy& copy = *c.copy;
   if (copy.src.box.size() != copy.dst.box.size()) {
     return absl::InternalError("a copy between nodes with boxes of different ranks");
   }
@@ -225,28 +278,32 @@ absl::Status ClusterBackend::CopyAcrossNodes(DType dtype, const BoxCopy& copy, i
   }
   ASSIGN_OR_RETURN(int64_t bytes, BoxBytes(dtype, copy.src.box));
   if (bytes == 0) return absl::OkStatus();
-  // The counter's low bits name the copy; the bits from kPieceShift up name its pieces.
-  const uint64_t tag = kCopyTagBit | (next_tag_.fetch_add(1) & ((uint64_t{1} << kPieceShift) - 1));
-  if (src_rank == 0) {
-    RETURN_IF_ERROR(leader_.data_plane().Send(*local_, dtype, copy.src, dst_rank, tag));
-  } else {
-    wire::DeviceWork work;
-    wire::SendBox* send = work.mutable_send_box();
-    send->set_dtype(static_cast<int32_t>(dtype));
-    BufferBoxToWire(copy.src, send->mutable_src());
-    send->set_peer_rank(dst_rank);
-    send->set_tag(tag);
-    RETURN_IF_ERROR(Forward(copy.src.buffer, work));
+  if (c.src_rank == 0) {
+    return leader_.data_plane().Send(*local_, dtype, copy.src, c.dst_rank, tag);
   }
-  if (dst_rank == 0) {
-    return leader_.data_plane().Receive(*local_, dtype, copy.dst, copy.combine, src_rank, tag);
+  wire::DeviceWork work;
+  wire::SendBox* send = work.mutable_send_box();
+  send->set_dtype(static_cast<int32_t>(dtype));
+  BufferBoxToWire(copy.src, send->mutable_src());
+  send->set_peer_rank(c.dst_rank);
+  send->set_tag(tag);
+  return Forward(copy.src.buffer, work);
+}
+
+absl::Status ClusterBackend::Receive(DType dtype, const CrossNodeCopy& c, uint64_t tag) {
+  const BoxCopy& copy = *c.copy;
+  // StartSend checked the boxes; an empty one sent nothing.
+  ASSIGN_OR_RETURN(int64_t bytes, BoxBytes(dtype, copy.dst.box));
+  if (bytes == 0) return absl::OkStatus();
+  if (c.dst_rank == 0) {
+    return leader_.data_plane().Receive(*local_, dtype, copy.dst, copy.combine, c.src_rank, tag);
   }
   wire::DeviceWork work;
   wire::ReceiveBox* receive = work.mutable_receive_box();
   receive->set_dtype(static_cast<int32_t>(dtype));
   BufferBoxToWire(copy.dst, receive->mutable_dst());
   receive->set_combine(static_cast<int32_t>(copy.combine));
-  receive->set_peer_rank(src_rank);
+  receive->set_peer_rank(c.src_rank);
   receive->set_tag(tag);
   return Forward(copy.dst.buffer, work);
 }

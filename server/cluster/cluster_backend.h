@@ -86,8 +86,20 @@ class ClusterBackend final : public Backend {
   absl::StatusOr<int> RankOf(std::initializer_list<const BufferPtr*> buffers) const;
   // Sends `work` to the node holding `buffer` (a member's).
   absl::Status Forward(const BufferPtr& buffer, const wire::DeviceWork& work) const;
-  // One copy between two nodes: Send on the source's, then Receive on the destination's.
-  absl::Status CopyAcrossNodes(DType dtype, const BoxCopy& copy, int src_rank, int dst_rank);
+  // A copy between two nodes, and the ranks of its halves.
+  struct CrossNodeCopy {
+    const BoxCopy* copy;
+    int src_rank;
+    int dst_rank;
+  };
+  // Copies between nodes that no order ties together (no copy reads or writes a buffer another
+  // one writes): every Send is posted first, then the Receives wait side by side, so the pieces
+  // of a reshard that cross nodes in several directions move at once.
+  absl::Status CopyWaveAcrossNodes(DType dtype, absl::Span<const CrossNodeCopy> wave);
+  // The two halves of one copy between nodes under `tag`: the source node posts its bytes, the
+  // destination node takes them (it returns once they are written and combined).
+  absl::Status StartSend(DType dtype, const CrossNodeCopy& c, uint64_t tag);
+  absl::Status Receive(DType dtype, const CrossNodeCopy& c, uint64_t tag);
 
   std::unique_ptr<Backend> local_;
   ClusterLeader& leader_;
