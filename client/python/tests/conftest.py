@@ -92,8 +92,10 @@ def client(daemon) -> Iterator[distarray.Client]:
 
 @pytest.fixture
 def rng(request) -> np.random.Generator:
-    """Fresh random inputs per test (the seed is printed on failure through the test id)."""
-    seed = int.from_bytes(os.urandom(4), "little")
+    """Fresh random inputs per test (the seed is printed on failure); DISTARRAY_TEST_SEED replays
+    one."""
+    replay = os.environ.get("DISTARRAY_TEST_SEED")
+    seed = int(replay) if replay else int.from_bytes(os.urandom(4), "little")
     request.node.user_properties.append(("seed", seed))
     print(f"rng seed {seed}")
     return np.random.default_rng(seed)

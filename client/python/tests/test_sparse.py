@@ -256,7 +256,7 @@ def test_lsmr_matches_scipy(client, rng, case, devices):
     Near convergence, where the two stop depends on rounding, so the iterates are compared at
     tight tolerances (1e-10) on systems SciPy estimates as well conditioned (cond < 100): the same
     istop, iterations within 10% (at least 2), x within 1e-6 of SciPy's (relative), the ||A||
-    estimate within 5%."""
+    estimate within 5% of SciPy's after as many iterations."""
     _, m, n, density, smallest = case
     s = random_scipy(rng, m, n, density, empty_rows=(0,), empty_cols=(1,))
     s = (s @ scipy_sparse.diags(np.geomspace(1.0, smallest, n))).tocsr()
@@ -293,7 +293,14 @@ def test_lsmr_matches_scipy(client, rng, case, devices):
     assert istop == want[1], (istop, want[1])
     assert abs(itn - want[2]) <= max(2, want[2] // 10), (itn, want[2])
     assert np.linalg.norm(x.to_numpy() - want[0]) <= 1e-6 * np.linalg.norm(want[0])
-    assert norma == pytest.approx(want[5], rel=0.05)  # a sum over the iterations run
+    # The ||A|| estimate is a sum over the iterations run (one more adds about 5%), so where the
+    # counts differ both solves are compared after as many: the fewer of the two.
+    k = min(itn, want[2])
+    if itn != k:
+        norma = distarray.sparse.linalg.lsmr(a, bd, atol=tight, btol=tight, maxiter=k)[5]
+    want_norma = want[5] if want[2] == k else scipy_linalg.lsmr(
+        s, b, atol=tight, btol=tight, maxiter=k)[5]
+    assert norma == pytest.approx(want_norma, rel=0.05)
 
 
 def test_lsmr_caps_and_damps_as_scipy(client, rng):
