@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -16,8 +17,11 @@ namespace {
 // Tags of the data plane's copies: the top bit keeps them apart from Gloo's own collectives.
 constexpr uint64_t kCopyTagBit = uint64_t{1} << 63;
 // The most copies between nodes one wave runs at once (a thread waits for each receive but the
-// first); a reshard of thousands of pieces goes in waves of this many.
+// first), and the most bytes: each half holds its copy's bytes in host memory until it is done,
+// and the copies of a wave share the links, so a later one's pieces wait behind the earlier ones'
+// within the transfer timeout. A copy larger than the byte bound goes alone.
 constexpr int kMaxCopiesInAWave = 16;
+constexpr int64_t kMaxBytesInAWave = int64_t{256} << 20;
 
 uint64_t HandleOf(const BufferPtr& buffer) {
   return buffer == nullptr ? 0 : static_cast<const RemoteBuffer&>(*buffer).handle();
@@ -202,6 +206,7 @@ absl::Status ClusterBackend::Copy(DType dtype, absl::Span<const BoxCopy> copies)
   std::vector<BoxCopy> run;
   int run_rank = -1;
   std::vector<CrossNodeCopy> wave;
+  int64_t wave_bytes = 0;
   // Whether `copy` must wait for the wave: it writes or reads a buffer a copy of the wave writes,
   // or writes one it reads (the batch's order decides their result).
   auto tied_to_wave = [&wave](const BoxCopy& copy) {
@@ -217,6 +222,7 @@ absl::Status ClusterBackend::Copy(DType dtype, absl::Span<const BoxCopy> copies)
   auto flush_wave = [&]() -> absl::Status {
     absl::Status status = CopyWaveAcrossNodes(dtype, wave);
     wave.clear();
+    wave_bytes = 0;
     return status;
   };
   for (const BoxCopy& copy : copies) {
@@ -231,10 +237,14 @@ absl::Status ClusterBackend::Copy(DType dtype, absl::Span<const BoxCopy> copies)
       continue;
     }
     RETURN_IF_ERROR(flush(run_rank, run));
-    if (tied_to_wave(copy) || static_cast<int>(wave.size()) == kMaxCopiesInAWave) {
+    // Refused later by StartSend, with the copy named; here it only sizes the wave.
+    const int64_t bytes = BoxBytes(dtype, copy.src.box).value_or(0);
+    if (tied_to_wave(copy) || static_cast<int>(wave.size()) == kMaxCopiesInAWave ||
+        (!wave.empty() && wave_bytes + bytes > kMaxBytesInAWave)) {
       RETURN_IF_ERROR(flush_wave());
     }
     wave.push_back(CrossNodeCopy{&copy, src_rank, dst_rank});
+    wave_bytes += bytes;
   }
   RETURN_IF_ERROR(flush_wave());
   return flush(run_rank, run);
@@ -255,12 +265,19 @@ absl::Status ClusterBackend::CopyWaveAcrossNodes(DType dtype,
     tags.push_back(tag);
   }
   // The receives side by side, the first on this thread: each waits for its own bytes only.
+  // Where no thread can be started, the rest are received here, one after another.
   std::vector<absl::Status> received(tags.size());
   std::vector<std::thread> waiting;
-  for (size_t i = 1; i < tags.size(); ++i) {
-    waiting.emplace_back([&, i] { received[i] = Receive(dtype, wave[i], tags[i]); });
+  size_t threaded = 1;
+  for (; threaded < tags.size(); ++threaded) {
+    try {
+      waiting.emplace_back([&, i = threaded] { received[i] = Receive(dtype, wave[i], tags[i]); });
+    } catch (const std::system_error&) {
+      break;
+    }
   }
   if (!tags.empty()) received[0] = Receive(dtype, wave[0], tags[0]);
+  for (size_t i = threaded; i < tags.size(); ++i) received[i] = Receive(dtype, wave[i], tags[i]);
   for (std::thread& t : waiting) t.join();
   for (const absl::Status& r : received) status.Update(r);
   return status;

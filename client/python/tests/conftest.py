@@ -4,6 +4,7 @@ suite. The binary is $DISTARRAYD, else build/server/distarrayd of the repository
 from __future__ import annotations
 
 import os
+import random
 import socket
 import subprocess
 import tempfile
@@ -30,6 +31,28 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _fixed_free_port() -> int:
+    """A free port below the kernel's ephemeral range, for an address another process must know
+    before its owner binds it: a port from _free_port() can be handed out again to any process's
+    bind to port 0 in between (a cluster member once took its leader's port so and dialled
+    itself)."""
+    low = 32768
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(10000, max(low, 10001))
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    return _free_port()
 
 
 class Daemon:

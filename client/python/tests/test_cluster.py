@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 
 import distarray as da
-from conftest import Daemon, _free_port, daemon_binary
+from conftest import Daemon, _fixed_free_port, daemon_binary
 from test_cli import cli
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Daemon]:
-    leader_port = _free_port()
+    leader_port = _fixed_free_port()
     common = ["--cluster_size=2", "--host_devices=2"]
     with tempfile.TemporaryDirectory(prefix="distarray-member-") as scratch:
         log = open(Path(scratch) / "log", "w+")

@@ -258,6 +258,8 @@ __device__ __forceinline__ bool AgreedIterationFlag(const FusedLoopArgs& args, b
       unsigned long long v;
       while (((v = *published) >> 1) != iteration + 1) {
       }
+      // What block 0 cleared before it published (the vote) lands before this block votes again.
+      __threadfence();
       verdict = (v & 1) != 0;
     } else {
       const volatile unsigned int* arrived = &state->arrived;
