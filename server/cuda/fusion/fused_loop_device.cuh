@@ -29,9 +29,10 @@ struct FusedLoopState {
 // Device memory of one persistent fused loop (docs/graphs.md, "Persistent loops"), zeroed when
 // allocated and left consistent by every launch, so it serves every replay of its graph.
 struct PersistentLoopState {
-  unsigned int arrived;     // the grid barrier's word (GridBarrier); over several devices, the
-                            // blocks that arrived at block 0's gather (AgreedIterationFlag)
-  unsigned int decided[3];  // per iteration, by position % 3: a block found the deciding element
+  unsigned int arrived;         // the grid barrier's word (GridBarrier); over several devices, the
+                                // blocks that arrived at block 0's gather (AgreedIterationFlag)
+  unsigned int decided[3];      // per iteration, by position % 3 (over several devices, % 2): a
+                                // block found the deciding element
   unsigned long long position;  // iterations this loop has run, over every launch and replay
   // Over several devices: block 0's verdict on the iteration at `position`, agreed with the
   // other devices, which the other blocks wait for: (position + 1) << 1 | flag.
@@ -248,30 +249,31 @@ __device__ __forceinline__ void GridBarrier(unsigned int* arrived) {
 __device__ __forceinline__ bool AgreedIterationFlag(const FusedLoopArgs& args, bool block_value,
                                                     bool is_all, unsigned long long iteration) {
   PersistentLoopState* const state = args.persistent;
+  const unsigned int slot = static_cast<unsigned int>(iteration % 2);
   __shared__ bool verdict;
   if (threadIdx.x == 0) {
     if (blockIdx.x != 0) {
-      if (block_value != is_all) atomicOr(&state->decided[0], 1u);
+      if (block_value != is_all) atomicOr(&state->decided[slot], 1u);
       __threadfence();  // the vote before the arrival
       atomicAdd(&state->arrived, 1u);
       const volatile unsigned long long* published = &state->verdict;
       unsigned long long v;
       while (((v = *published) >> 1) != iteration + 1) {
       }
-      // What block 0 cleared before it published (the vote) lands before this block votes again.
-      __threadfence();
       verdict = (v & 1) != 0;
     } else {
       const volatile unsigned int* arrived = &state->arrived;
       while (*arrived != gridDim.x - 1) {
       }
-      // Every other block waits for this iteration's verdict, so none arrives or votes again
-      // before it is published: the count and the vote are reset for the next iteration here.
+      // Every other block waits for this iteration's verdict, so none arrives again before it
+      // is published: the count is reset for the next iteration here. The vote slot is cleared
+      // for the iteration after next, which votes in it after its voters' arrival fences of the
+      // next iteration, made once they saw this verdict: ordered with no fence of its own.
       state->arrived = 0;
       __threadfence();
       const bool decided =
-          *static_cast<volatile unsigned int*>(&state->decided[0]) != 0 || block_value != is_all;
-      state->decided[0] = 0;
+          *static_cast<volatile unsigned int*>(&state->decided[slot]) != 0 || block_value != is_all;
+      state->decided[slot] = 0;
       const AgreedVote agreed = Agree(args.agreement, /*voted=*/true, is_all ? !decided : decided,
                                       !is_all, /*cancel=*/false, args.cancel_word);
       verdict = agreed.flag && !agreed.cancel;
