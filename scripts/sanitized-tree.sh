@@ -16,9 +16,12 @@ fi
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 # Warnings stay warnings here: -Werror is for the project's own compiler (GCC) in the normal build.
+# -O1 with line tables only: what sanitizer reports and libFuzzer need (symbolized stacks); the
+# objects are smaller and compile a little faster than RelWithDebInfo's -O2 -g (array_service.cc:
+# 59.5 s against 63.8 s; the instrumentation is most of the cost).
 cmake -S . -B "$build" -G Ninja "${launcher[@]}" -DCMAKE_CXX_COMPILER="$cxx" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISTARRAY_CUDA=OFF -DDISTARRAY_FUZZ=ON \
-  -DDISTARRAY_WERROR=OFF >/dev/null
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
+  -DDISTARRAY_CUDA=OFF -DDISTARRAY_FUZZ=ON -DDISTARRAY_WERROR=OFF >/dev/null
 echo "sanitized-tree: compiling $* in $build" >&2
 cmake --build "$build" --parallel "${JOBS:-$(nproc)}" --target "$@" >&2
 echo "$build"
