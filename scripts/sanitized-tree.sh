@@ -15,6 +15,8 @@ if [ -z "$cxx" ]; then
 fi
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+# The test programs' precompiled headers (tests/CMakeLists.txt) are cacheable only with these.
+export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros}
 # Warnings stay warnings here: -Werror is for the project's own compiler (GCC) in the normal build.
 # -O1 with line tables only: what sanitizer reports and libFuzzer need (symbolized stacks); the
 # objects are smaller and compile a little faster than RelWithDebInfo's -O2 -g (array_service.cc:

@@ -27,6 +27,22 @@ if [ "${METRICS:-1}" != 0 ]; then
   stage metrics
   BUILD_DIR="$build" bash scripts/check-metrics.sh
 fi
+# The sanitized tree (scripts/sanitized-tree.sh) compiles in the background at the lowest priority
+# from here on: the stages up to the sanitizers' wait on pip, daemons and sockets more than they
+# compute and leave about one of the two cores idle, which the compile takes; the sanitizer and
+# fuzzer stages then find it built. ctest ran before it starts: its tests time daemons against
+# deadlines.
+tree_pid=
+stop_tree() { [ -z "$tree_pid" ] || kill -- "-$tree_pid" 2>/dev/null || true; }
+trap stop_tree EXIT
+if [ "${SANITIZE:-1}" != 0 ] || [ "${FUZZ:-1}" != 0 ]; then
+  tree_log="$build/sanitized-tree.log"
+  # setsid: its own process group, so that an early exit stops the compilers too.
+  setsid nice -n 19 bash scripts/sanitized-tree.sh distarray_unit_tests distarrayd \
+    distarray_probe distarray_demo request_fuzzer write_fuzz_seeds >"$tree_log" 2>&1 &
+  tree_pid=$!
+  echo "test: the sanitized tree compiles in the background ($tree_log)"
+fi
 if [ "${PYTHON:-1}" != 0 ]; then
   stage "python sdk"
   BUILD_DIR="$build" bash scripts/test-python.sh
@@ -53,6 +69,11 @@ fi
 if [ "${DEPLOY:-1}" != 0 ]; then
   stage deploy
   BUILD_DIR="$build" bash scripts/check-deploy.sh
+fi
+if [ -n "$tree_pid" ]; then
+  stage "sanitized tree"
+  wait "$tree_pid" || { tail -n 60 "$tree_log" >&2; echo "test: the sanitized tree failed" >&2; exit 1; }
+  tree_pid=
 fi
 if [ "${SANITIZE:-1}" != 0 ]; then
   stage "sanitized tests"

@@ -4,15 +4,15 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "server/cluster/answer_details.h"
 #include "server/cluster/cluster_credentials.h"
 
 namespace distarray::cluster {
 namespace {
 
-grpc::Status ToGrpc(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
-}
+// Every answer says it is one (answer_details.h): the leader tells a member's own UNAVAILABLE
+// from an unreachable member by it.
+grpc::Status ToGrpc(const absl::Status& status) { return AnswerToGrpc(status); }
 
 grpc::Status NotLeader() {
   return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,

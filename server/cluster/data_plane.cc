@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/checked.h"
+#include "server/backend/unreachable_node.h"
 
 namespace distarray::cluster {
 namespace {
@@ -265,7 +266,9 @@ absl::Status DataPlane::Receive(Backend& backend, DType dtype, const BufferBox& 
     for (int64_t piece = 0; piece < static_cast<int64_t>(posted.size()); ++piece) {
       if (!posted[piece]->waitRecv(ToChrono(options_.timeout))) {
         MarkBroken(*context, "receive aborted");  // closes the pairs: nothing lands any more
-        return absl::UnavailableError(absl::StrCat("receive from cluster node ", peer, " aborted"));
+        return WithUnreachableNode(
+            absl::UnavailableError(absl::StrCat("receive from cluster node ", peer, " aborted")),
+            peer);
       }
       if (written.ok()) {
         written =
@@ -275,7 +278,9 @@ absl::Status DataPlane::Receive(Backend& backend, DType dtype, const BufferBox& 
     if (!written.ok()) return written;
   } catch (const std::exception& e) {
     MarkBroken(*context, e.what());
-    return absl::UnavailableError(absl::StrCat("receive from cluster node ", peer, ": ", e.what()));
+    return WithUnreachableNode(
+        absl::UnavailableError(absl::StrCat("receive from cluster node ", peer, ": ", e.what())),
+        peer);
   }
   if (direct) return absl::OkStatus();
   const BoxCopy unpack{DenseBlock(target, dst.box), dst, combine};

@@ -12,6 +12,8 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "server/backend/call_bound.h"
+#include "server/backend/unreachable_node.h"
+#include "server/cluster/answer_details.h"
 
 namespace distarray::cluster {
 namespace {
@@ -97,10 +99,12 @@ RemoteNode::~RemoteNode() {
 absl::Status RemoteNode::Usable() const {
   absl::MutexLock lock(&mu_);
   if (lost_.empty()) return absl::OkStatus();
-  return absl::UnavailableError(
-      absl::StrCat("cluster node ", rank(), " (", address(), ", devices ", first_device(), "..",
-                   first_device() + device_count() - 1, ") is lost: ", lost_,
-                   "; the array chunks on its devices are gone"));
+  return WithUnreachableNode(
+      absl::UnavailableError(absl::StrCat("cluster node ", rank(), " (", address(), ", devices ",
+                                          first_device(), "..", first_device() + device_count() - 1,
+                                          ") is lost: ", lost_,
+                                          "; the array chunks on its devices are gone")),
+      rank());
 }
 
 void RemoteNode::MarkLost(const std::string& why) {
@@ -161,8 +165,10 @@ absl::Status RemoteNode::FromGrpc(const grpc::Status& status, const char* what) 
   const auto code = static_cast<absl::StatusCode>(status.error_code());
   // A member's own refusal keeps its code (RESOURCE_EXHAUSTED for its memory); a broken
   // connection is the node's unavailability.
-  return absl::Status(code, absl::StrCat("cluster node ", rank(), " (", address(), "), ", what,
+  absl::Status failed(code, absl::StrCat("cluster node ", rank(), " (", address(), "), ", what,
                                          ": ", status.error_message()));
+  const std::optional<int> unreachable = UnreachableNodeOf(status, rank());
+  return unreachable.has_value() ? WithUnreachableNode(std::move(failed), *unreachable) : failed;
 }
 
 absl::StatusOr<uint64_t> RemoteNode::Call(const wire::DeviceWork& work) {

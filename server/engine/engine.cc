@@ -17,6 +17,7 @@
 #include "common/scalar_check.h"
 #include "common/status_macros.h"
 #include "server/backend/memory_ledger.h"
+#include "server/backend/unreachable_node.h"
 #include "server/engine/upload_session.h"
 #include "server/ops/fill.h"
 #include "server/ops/layout.h"
@@ -100,30 +101,67 @@ Engine::~Engine() {
   registry_.tenant_memory().set_reclaimer(nullptr);
 }
 
+namespace {
+
+// "a, b, c and 5 more": at most `kMostNamed` arrays by name, then how many more.
+class NamedArrays {
+ public:
+  void Add(const Array& array) {
+    if (++count_ > kMostNamed) return;
+    names_.push_back(array.name.empty() ? array.handle
+                                        : absl::StrCat("'", array.name, "' (", array.handle, ")"));
+  }
+  bool empty() const { return count_ == 0; }
+  std::string ToString() const {
+    return absl::StrCat(
+        absl::StrJoin(names_, ", "),
+        count_ > kMostNamed ? absl::StrCat(" and ", count_ - kMostNamed, " more") : "");
+  }
+
+ private:
+  static constexpr size_t kMostNamed = 8;
+  std::vector<std::string> names_;
+  size_t count_ = 0;
+};
+
+}  // namespace
+
 absl::Status Engine::NameLostArrays(const absl::Status& status, absl::string_view tenant) const {
   if (!absl::IsUnavailable(status)) return status;
-  constexpr size_t kMostNamed = 8;
-  std::vector<std::string> named;
-  size_t lost = 0;
+  // Arrays with chunks the backend has written off (their node found lost), and, before the
+  // heartbeats have decided, arrays with chunks on the node this call could not reach.
+  const std::optional<int> unreachable = UnreachableNode(status);
+  NamedArrays gone, on_unreachable;
   for (const ArrayPtr& array :
        registry_.ListAfter(tenant, "", std::numeric_limits<size_t>::max())) {
-    const bool gone = absl::c_any_of(array->chunks, [&](const Chunk& chunk) {
-      return chunk.buffer != nullptr && !backend_->BufferStatus(*chunk.buffer).ok();
-    });
-    if (!gone) continue;
-    if (++lost <= kMostNamed) {
-      named.push_back(array->name.empty()
-                          ? array->handle
-                          : absl::StrCat("'", array->name, "' (", array->handle, ")"));
+    bool written_off = false, reached = false;
+    for (const Chunk& chunk : array->chunks) {
+      if (chunk.buffer == nullptr) continue;
+      written_off = written_off || !backend_->BufferStatus(*chunk.buffer).ok();
+      reached = reached || (unreachable.has_value() &&
+                            backend_->device_node(chunk.spec.device) == *unreachable);
+    }
+    if (written_off) {
+      gone.Add(*array);
+    } else if (reached) {
+      on_unreachable.Add(*array);
     }
   }
-  if (lost == 0) return status;
-  return absl::Status(
-      status.code(),
-      absl::StrCat(status.message(),
-                   "; your arrays with chunks that are gone: ", absl::StrJoin(named, ", "),
-                   lost > kMostNamed ? absl::StrCat(" and ", lost - kMostNamed, " more") : "",
-                   " (delete them and upload again)"));
+  if (gone.empty() && on_unreachable.empty()) return status;
+  std::string message(status.message());
+  if (!gone.empty()) {
+    absl::StrAppend(&message, "; your arrays with chunks that are gone: ", gone.ToString(),
+                    " (delete them and upload again)");
+  }
+  if (!on_unreachable.empty()) {
+    absl::StrAppend(&message, "; your arrays with chunks on node ", *unreachable, ": ",
+                    on_unreachable.ToString(),
+                    " (gone if the node does not answer within the cluster's lost-after time)");
+  }
+  absl::Status named(status.code(), message);
+  status.ForEachPayload(
+      [&](absl::string_view url, const absl::Cord& payload) { named.SetPayload(url, payload); });
+  return named;
 }
 
 v1::GetServerInfoResponse Engine::ServerInfo() const {

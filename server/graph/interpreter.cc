@@ -458,10 +458,15 @@ absl::Status Interpreter::RunStatement(const v1::Statement& s, const std::string
       if (!results.ok()) {
         // Say which statement of the program it is (the message names spec.a, or a device).
         const absl::string_view message = results.status().message();
-        return absl::Status(results.status().code(),
-                            absl::StartsWith(message, "spec.")
-                                ? absl::StrCat(field, ".linalg.", message)
-                                : absl::StrCat(field, ".linalg: ", message));
+        absl::Status located(results.status().code(),
+                             absl::StartsWith(message, "spec.")
+                                 ? absl::StrCat(field, ".linalg.", message)
+                                 : absl::StrCat(field, ".linalg: ", message));
+        // The payloads (an unreachable cluster node's rank) travel on.
+        results.status().ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
+          located.SetPayload(url, payload);
+        });
+        return located;
       }
       for (size_t r = 0; r < results->size(); ++r) {
         OpResult& result = (*results)[r];

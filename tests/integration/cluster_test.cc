@@ -397,6 +397,47 @@ TEST(Cluster, AKilledMemberFailsCallsQuicklyAndRejoinsAfterARestart) {
   EXPECT_EQ(ExitCode(daemon->Terminate(30000)), 0) << daemon->log();
 }
 
+// A member that died outright refuses its connections at once, long before the heartbeats find it
+// lost (60 s here): the calls that try it already name the caller's arrays with chunks on its
+// devices, and only those, and say the node is not yet written off.
+TEST(Cluster, ACallThatFindsAMemberDeadNamesTheArraysOnIt) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Daemon> daemon,
+                       Daemon::Start(ClusterOf(2, {"--cluster_lost_after_seconds=60"})));
+  ASSERT_OK_AND_ASSIGN(Client client, Client::Connect(daemon->address()));
+  std::mt19937_64 rng(11);
+  const std::vector<float> x = RandomValues<float>(4096, rng);
+  ASSERT_OK_AND_ASSIGN(Array on_leader,
+                       client.Upload<float>(x, {4096}, {Split(1, 0, 4096, {0, 1})}));
+  ASSERT_OK_AND_ASSIGN(Array spread,
+                       client.Upload<float>(x, {4096}, {Split(1, 0, 4096, {0, 1, 2, 3})}));
+  ASSERT_OK_AND_ASSIGN(Array on_member,
+                       client.Upload<float>(x, {4096}, {Split(1, 0, 4096, {2, 3})}));
+  Daemon& member = *daemon->members()[0];
+  ASSERT_EQ(kill(member.pid(), SIGKILL), 0);
+  ASSERT_NE(member.WaitForExit(5000), -1);  // reaped: its sockets are closed
+  const Clock::time_point killed = Clock::now();
+
+  absl::StatusOr<std::vector<float>> read = spread.Download<float>();
+  absl::Status moved = on_member.Reshard(Split(1, 0, 4096, {1, 0})).status();
+  EXPECT_LT(Clock::now() - killed, std::chrono::seconds(10));
+  for (const absl::Status& status : {read.status(), moved}) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+    const absl::string_view message = status.message();
+    EXPECT_NE(message.find("cluster node 1"), std::string::npos) << status;
+    EXPECT_EQ(message.find("is lost"), std::string::npos) << status;
+    EXPECT_NE(message.find("your arrays with chunks on node 1"), std::string::npos) << status;
+    EXPECT_NE(message.find(spread.handle()), std::string::npos) << status;
+    EXPECT_NE(message.find(on_member.handle()), std::string::npos) << status;
+    EXPECT_EQ(message.find(on_leader.handle()), std::string::npos) << status;
+  }
+  // The leader's own arrays work on.
+  ASSERT_OK_AND_ASSIGN(std::vector<float> kept, on_leader.Download<float>());
+  EXPECT_EQ(kept, x);
+  EXPECT_TRUE(daemon->alive()) << daemon->log();
+  daemon->members().clear();
+  EXPECT_EQ(ExitCode(daemon->Terminate(30000)), 0) << daemon->log();
+}
+
 // A member that stops answering without closing its connections (SIGSTOP: a hung host, a
 // partition) is found lost by the heartbeats; the call waiting on it is cancelled then, not left
 // hanging. When it wakes, the leader no longer heartbeats it, so it exits for a restart.

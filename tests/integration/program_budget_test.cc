@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "tests/support/backend_fixture.h"
 #include "tests/support/daemon.h"
+#include "tests/support/sanitized_daemon.h"
 
 namespace distarray::testing {
 namespace {
@@ -177,10 +178,10 @@ int64_t ResidentBytes(pid_t pid) {
 
 // The issue: deleting registered programs returned little of their memory to the host.
 TEST(ProgramBudget, DeletingLargeProgramsReturnsTheirMemoryToTheHost) {
-#ifdef DISTARRAY_SANITIZED
-  GTEST_SKIP() << "measures the daemon's resident memory, which ASan's quarantine and shadow "
-                  "memory change; the plain build's run checks it";
-#endif
+  if (DaemonSanitized()) {
+    GTEST_SKIP() << "measures the daemon's resident memory, which ASan's quarantine and shadow "
+                    "memory change; the plain build's run checks it";
+  }
   TwoTenants daemon({"--tenant_program_bytes=256MiB"});
   ASSERT_NO_FATAL_FAILURE(daemon.Start());
   const v1::Program program = IndexMapHeavyProgram(50000);  // several MB parsed
@@ -233,10 +234,10 @@ v1::Program PaddedAdd(float constant, const std::string& padding) {
 }
 
 TEST(GraphCacheKeys, UnknownFieldsNeitherSplitEntriesNorStayInTheCache) {
-#ifdef DISTARRAY_SANITIZED
-  GTEST_SKIP() << "measures the daemon's resident memory, which ASan's quarantine and shadow "
-                  "memory change; the plain build's run checks it";
-#endif
+  if (DaemonSanitized()) {
+    GTEST_SKIP() << "measures the daemon's resident memory, which ASan's quarantine and shadow "
+                    "memory change; the plain build's run checks it";
+  }
   TwoTenants daemon({});
   ASSERT_NO_FATAL_FAILURE(daemon.Start());
   // One device: the host backend records and caches the graph.
