@@ -2,13 +2,14 @@
 # Checks the sources' formatting first (scripts/check-format.sh: seconds, so a formatting slip fails
 # before the build). Builds, then runs every test: unit tests and the integration tests that start
 # the real daemon on loopback once per backend (CUDA cases skip with a message where no GPU is
-# usable, unless DISTARRAY_REQUIRE_BACKENDS names them; see docs/testing.md). Then the same tests
-# again under ASan+UBSan (scripts/sanitize.sh) and the request fuzzer for FUZZ_SECONDS
-# (scripts/fuzz.sh). The Python SDK's pytest suite runs against the freshly built daemon
-# (scripts/test-python.sh), then the array API standard's test suite against its namespace
-# (scripts/test-array-api.sh). Then the installed C++ SDK is built against from outside the tree
-# (scripts/check-install.sh). scripts/check-metrics.sh checks /metrics and deploy/monitoring/ with
-# promtool.
+# usable, unless DISTARRAY_REQUIRE_BACKENDS names them; see docs/testing.md).
+# scripts/check-metrics.sh checks /metrics and deploy/monitoring/ with promtool. The Python SDK's
+# pytest suite runs against the freshly built daemon (scripts/test-python.sh), then the array API
+# standard's test suite against its namespace (scripts/test-array-api.sh). Then the installed C++
+# SDK is built against from outside the tree (scripts/check-install.sh), and the deployment files
+# are checked (scripts/check-deploy.sh). Last, the unit tests and the integration tests again
+# against daemons under ASan+UBSan (scripts/sanitize.sh; their clang tree compiles in the
+# background from the Python stage on) and the request fuzzer for FUZZ_SECONDS (scripts/fuzz.sh).
 # SANITIZE=0, FUZZ=0, PYTHON=0, ARRAY_API=0, INSTALL=0 or METRICS=0 leaves a stage out.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -167,8 +167,11 @@ absl::Status RemoteNode::FromGrpc(const grpc::Status& status, const char* what) 
   // connection is the node's unavailability.
   absl::Status failed(code, absl::StrCat("cluster node ", rank(), " (", address(), "), ", what,
                                          ": ", status.error_message()));
+  // Rank 0 is this leader: a member that could not receive from it names no node at risk.
   const std::optional<int> unreachable = UnreachableNodeOf(status, rank());
-  return unreachable.has_value() ? WithUnreachableNode(std::move(failed), *unreachable) : failed;
+  return unreachable.has_value() && *unreachable != 0
+             ? WithUnreachableNode(std::move(failed), *unreachable)
+             : failed;
 }
 
 absl::StatusOr<uint64_t> RemoteNode::Call(const wire::DeviceWork& work) {
