@@ -434,8 +434,10 @@ TEST(Cluster, ACallThatFindsAMemberDeadNamesTheArraysOnIt) {
   ASSERT_OK_AND_ASSIGN(std::vector<float> kept, on_leader.Download<float>());
   EXPECT_EQ(kept, x);
   EXPECT_TRUE(daemon->alive()) << daemon->log();
+  // Told to stop, the leader still does; its status says that it could not synchronize every
+  // device at exit (the dead member's, not yet written off).
   daemon->members().clear();
-  EXPECT_EQ(ExitCode(daemon->Terminate(30000)), 0) << daemon->log();
+  EXPECT_EQ(ExitCode(daemon->Terminate(30000)), 1) << daemon->log();
 }
 
 // A member that stops answering without closing its connections (SIGSTOP: a hung host, a
