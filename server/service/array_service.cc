@@ -368,7 +368,11 @@ grpc::Status ArrayServiceImpl::UploadArray(grpc::ServerContext* context,
       received += message.data().size();
       watch.Received(static_cast<int64_t>(message.data().size()));
       transfer.Add(message.data().size());
-      RETURN_IF_ERROR(session->Append(message.data()));
+      const absl::Status appended = session->Append(message.data());
+      // The watchdog cancels the call it fired on: that reason, not a client's cancel, is the
+      // answer (it can fire between this piece's arrival and the checks of the call).
+      if (watch.timed_out()) return idle_error();
+      RETURN_IF_ERROR(appended);
       RETURN_IF_ERROR(call.CheckAlive());  // e.g. the drain's time ran out
       watch.Touch();
     }
